@@ -1,0 +1,126 @@
+# Everything this repository needs is installed by these targets from the public registries
+# (Go module proxy, npm, PyPI, Maven Central) into the work tree; nothing is expected on the
+# machine beyond Go, Node/npm, Python 3, Java 17 and Maven.
+#
+#   make synth   install the tools, then synthesize the app into cdk.out/ (templates + nag reports)
+#   make test    every test and check: unit, DynamoDB Local integration, stack assertions,
+#                cdk-nag, fuzz smoke, function dependency check, cfn-lint and checkov
+#   make deploy / diff / destroy   against the AWS account of your current credentials
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT := $(CURDIR)
+# jsii starts `node` from PATH for every Go program that uses CDK (the app and every CDK test
+# binary), so the pinned Node 22 from node_modules must come first, for tests too.
+export PATH := $(ROOT)/node_modules/.bin:$(ROOT)/.venv/bin:$(PATH)
+export DYNAMODB_LOCAL_DIR := $(ROOT)/.cache/dynamodb-local
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+
+GO ?= go
+FUZZTIME ?= 10s
+BENCHTIME ?= 1x
+CDK := $(ROOT)/node_modules/.bin/cdk
+FUNCTIONS := consumer dispatcher
+# Flags the GoFunction bundling uses (constructs/internal/gobundle); `make build` uses them too so
+# the binaries measured and tested locally are the ones that are deployed.
+GO_LAMBDA_FLAGS := -trimpath -tags lambda.norpc -ldflags "-s -w"
+
+NODE_STAMP := node_modules/.installed
+VENV_STAMP := .venv/.installed
+DDB_STAMP := $(DYNAMODB_LOCAL_DIR)/.installed
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+# ---------------------------------------------------------------------------- tools
+
+.PHONY: tools
+tools: $(NODE_STAMP) $(VENV_STAMP) $(DDB_STAMP) gomod ## install every pinned tool into the work tree
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@node --version | grep -q '^v22\.' || { echo "node_modules/.bin/node is not Node 22"; exit 1; }
+	@touch $@
+
+$(VENV_STAMP): requirements-dev.txt
+	python3 -m venv .venv
+	.venv/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+$(DDB_STAMP): test/backends/pom.xml
+	mvn -q -B -f test/backends/pom.xml dependency:copy-dependencies -DoutputDirectory=$(DYNAMODB_LOCAL_DIR)
+	@touch $@
+
+.PHONY: gomod
+gomod:
+	$(GO) mod download
+
+# ---------------------------------------------------------------------------- build
+
+.PHONY: build
+build: ## build both Lambda binaries as bundling does (linux/arm64) into bin/
+	@for f in $(FUNCTIONS); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(GO_LAMBDA_FLAGS) -o bin/arm64/$$f/bootstrap ./functions/$$f; \
+	  ls -l bin/arm64/$$f/bootstrap | awk -v f=$$f '{printf "%-10s %6.2f MiB\n", f, $$5/1048576}'; \
+	done
+
+.PHONY: check-function-deps
+check-function-deps: ## fail if a Lambda binary links any CDK, jsii or constructs package
+	@bad=$$($(GO) list -deps ./functions/consumer ./functions/dispatcher | grep -E 'aws-cdk-go|jsii-runtime-go|constructs-go' || true); \
+	if [ -n "$$bad" ]; then echo "function binaries must not import CDK packages:"; echo "$$bad"; exit 1; fi; \
+	echo "function binaries import no CDK, jsii or constructs package"
+
+# ---------------------------------------------------------------------------- synth
+
+.PHONY: synth
+synth: tools ## synthesize the app into cdk.out/ (templates and cdk-nag reports)
+	$(CDK) synth --quiet
+	@ls cdk.out/*.template.json
+
+# ---------------------------------------------------------------------------- test
+
+.PHONY: test
+test: tools vet check-function-deps unit fuzz lint ## every test and check (what CI runs)
+
+.PHONY: vet
+vet:
+	$(GO) vet ./...
+
+.PHONY: unit
+unit: ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag)
+	$(GO) test -count=1 ./...
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+	@for pkg in $$($(GO) list ./functions/...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$t for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: lint
+lint: synth ## cfn-lint and checkov over every synthesized template
+	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
+	checkov --quiet --compact --framework cloudformation --config-file .checkov.yaml -d cdk.out
+
+.PHONY: bench
+bench: tools ## run the Go benchmarks once each (BENCHTIME=1x); set BENCHTIME=5s for figures
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./functions/...
+
+# ---------------------------------------------------------------------------- AWS
+
+.PHONY: diff deploy destroy
+diff: tools ## cdk diff against your account
+	$(CDK) diff
+deploy: tools ## cdk deploy the pipeline stack
+	$(CDK) deploy --all --require-approval broadening
+destroy: tools ## cdk destroy (the idempotency table is retained by default)
+	$(CDK) destroy --all
+
+.PHONY: clean
+clean:
+	rm -rf cdk.out bin

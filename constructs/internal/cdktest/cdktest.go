@@ -1,0 +1,67 @@
+// Package cdktest holds what the construct and stack tests share: an app that skips Lambda
+// bundling and the synth-time template validator (both cost seconds and neither matters to
+// an assertion on resource properties), and a helper that expects a validation panic.
+package cdktest
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/constructs/internal/validate"
+)
+
+// Env is the fixed account and region test stacks use, so templates are deterministic.
+var Env = &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")}
+
+// NewApp returns an app for assertion tests: no Lambda bundling (app context
+// aws:cdk:bundling-stacks = []) and no built-in template validation. Call it before any
+// other jsii call in the test binary (from TestMain) so the validator switch reaches the
+// jsii kernel process when it starts.
+func NewApp() awscdk.App {
+	os.Setenv("CDK_VALIDATION", "false")
+	return awscdk.NewApp(&awscdk.AppProps{
+		Context: &map[string]any{"aws:cdk:bundling-stacks": []string{}},
+	})
+}
+
+// NewStack returns a stack in app with the fixed test environment.
+func NewStack(app awscdk.App, id string) awscdk.Stack {
+	return awscdk.NewStack(app, jsii.String(id), &awscdk.StackProps{Env: Env})
+}
+
+// ExpectProblem runs build, which must panic with a *validate.Error, and fails the test
+// unless one of the collected problems contains every fragment in want.
+func ExpectProblem(t *testing.T, build func(), want ...string) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Fatalf("expected a validation error containing %q, got none", want)
+		}
+		verr, ok := validate.AsError(r)
+		if !ok {
+			t.Fatalf("expected a *validate.Error, got panic %v", r)
+		}
+		for _, p := range verr.Problems {
+			if containsAll(p, want) {
+				return
+			}
+		}
+		t.Fatalf("no problem contains %q; got:\n%s", want, verr.Error())
+	}()
+	build()
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}

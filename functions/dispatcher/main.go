@@ -1,0 +1,4 @@
+// Command dispatcher is a placeholder until the runtime lands; see issue 2.
+package main
+
+func main() {}
