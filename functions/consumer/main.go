@@ -1,4 +1,70 @@
-// Command consumer is a placeholder until the runtime lands; see issue 2.
+// Command consumer is the Lambda function behind an SQS event source (standard or FIFO queue,
+// ReportBatchItemFailures on): for every record it extracts the idempotency key, runs the
+// business Effect at most once per key through an idempotency.Guard on DynamoDB, and reports
+// the records that must be delivered again.
+//
+// main only wires: it reads the environment once (see env.go for the variables and their
+// defaults), builds the DynamoDB client once (SDK retries off: the Guard retries transient
+// errors itself; AWS_ENDPOINT_URL_DYNAMODB points it at DynamoDB Local for local runs), and
+// hands each invocation to Handler. With an invalid environment every invocation fails with
+// the error naming the variable, which is also logged once at start. To plug in real business
+// logic, pass your Effect to NewHandler instead of LogEffect.
 package main
 
-func main() {}
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
+)
+
+func main() {
+	lambda.Start(start(context.Background(), os.LookupEnv, os.Stdout, newDynamoClient))
+}
+
+func newDynamoClient(ctx context.Context) (idempotency.DynamoDBAPI, error) {
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return dynamodb.NewFromConfig(awsCfg, idempotency.WithoutSDKRetries), nil
+}
+
+type lambdaHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// start builds the invocation handler from the environment. A configuration that cannot work
+// does not exit the process (Lambda would only retry the cold start and report an opaque
+// Runtime.ExitError): it yields a handler that fails every invocation with the reason, so the
+// batch is retried and, if nobody fixes the configuration, lands in the DLQ.
+func start(ctx context.Context, lookup func(string) (string, bool), stdout io.Writer,
+	newClient func(context.Context) (idempotency.DynamoDBAPI, error)) lambdaHandler {
+	cfg, err := LoadConfig(lookup)
+	log := telemetry.NewLogger(stdout, cfg.LogLevel).With("service", serviceName) // INFO if LOG_LEVEL is the problem
+	if err == nil {
+		var api idempotency.DynamoDBAPI
+		if !cfg.Idempotency.Disabled {
+			api, err = newClient(ctx)
+		}
+		if err == nil {
+			var h *Handler
+			if h, err = NewHandler(cfg, api, nil, log, stdout); err == nil {
+				if cfg.Idempotency.Disabled {
+					log.Warn("idempotency disabled: every delivery runs the effect")
+				}
+				return h.Handle
+			}
+		}
+	}
+	log.Error("consumer not configured: every invocation will fail", "error", err.Error())
+	return func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+		return events.SQSEventResponse{}, err
+	}
+}

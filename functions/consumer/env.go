@@ -1,0 +1,258 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idempotent-sqs/pipeline/functions/batch"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
+)
+
+// Environment variables (the contract with constructs/consumer).
+const (
+	envTableName        = "IDEMPOTENCY_TABLE_NAME"
+	envKeyPrefix        = "IDEMPOTENCY_KEY_PREFIX"
+	envKeySource        = "IDEMPOTENCY_KEY_SOURCE"
+	envSortKey          = "IDEMPOTENCY_SORT_KEY"
+	envTenantSource     = "IDEMPOTENCY_TENANT_SOURCE"
+	envRecordTTL        = "IDEMPOTENCY_RECORD_TTL"
+	envLockCap          = "IDEMPOTENCY_LOCK_CAP"
+	envValidatePayload  = "IDEMPOTENCY_VALIDATE_PAYLOAD"
+	envCacheSize        = "IDEMPOTENCY_CACHE_SIZE"
+	envDisabled         = "IDEMPOTENCY_DISABLED"
+	envBatchConcurrency = "BATCH_CONCURRENCY"
+	envDeadlineMargin   = "BATCH_DEADLINE_MARGIN"
+	envMaxBodyBytes     = "MAX_BODY_BYTES"
+	envMetricsNamespace = "METRICS_NAMESPACE"
+	envLogLevel         = "LOG_LEVEL"
+)
+
+// Defaults and bounds.
+const (
+	defaultKeyPrefix        = "consumer"
+	defaultKeySource        = "body:idempotencyKey"
+	defaultRecordTTL        = 24 * time.Hour
+	defaultLockCap          = 15 * time.Minute
+	defaultMaxBodyBytes     = 256 * 1024
+	maxMaxBodyBytes         = 1024 * 1024 // the SQS message size limit
+	defaultMetricsNamespace = "IdempotentSQS"
+	// maxKeyPrefixBytes keeps "<prefix>#<key>" within DynamoDB's 2048-byte partition key for
+	// any key msgkey accepts (MaxKeyBytes = 512).
+	maxKeyPrefixBytes   = 1024
+	maxCacheSize        = 1_000_000
+	maxBatchConcurrency = 10_000 // the largest SQS event source batch
+	serviceName         = "consumer"
+)
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("invalid consumer configuration")
+
+// EnvError names one environment variable whose value is unusable, and the accepted form.
+type EnvError struct {
+	Var, Value string
+	Set        bool // false: the variable is missing
+	Want       string
+}
+
+func (e *EnvError) Error() string {
+	if !e.Set {
+		return fmt.Sprintf("%s is not set: want %s", e.Var, e.Want)
+	}
+	return fmt.Sprintf("%s=%q: want %s", e.Var, e.Value, e.Want)
+}
+
+// TenantSource says where the tenant (the partition of a composite-key table) comes from.
+type TenantSource struct {
+	Group  bool          // the FIFO MessageGroupId
+	Source msgkey.Source // otherwise a body field or message attribute; zero when unused
+}
+
+// Enabled reports whether a tenant is extracted at all.
+func (t TenantSource) Enabled() bool { return t.Group || t.Source.Kind != 0 }
+
+func (t TenantSource) String() string {
+	switch {
+	case t.Group:
+		return "group"
+	case t.Source.Kind != 0:
+		return t.Source.String()
+	}
+	return ""
+}
+
+// Config is the consumer's configuration, read from the environment once per cold start.
+type Config struct {
+	Idempotency      idempotency.Config
+	KeySource        msgkey.Source
+	Tenant           TenantSource
+	Batch            batch.Options // Logger is set by NewHandler
+	MaxBodyBytes     int
+	MetricsNamespace string
+	LogLevel         slog.Level
+}
+
+var tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+
+// LoadConfig reads and validates every variable, reporting all problems at once (each an
+// *EnvError joined under ErrConfig). An optional variable set to "" counts as unset.
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	var problems []error
+	bad := func(name, value string, set bool, want string) {
+		problems = append(problems, &EnvError{Var: name, Value: value, Set: set, Want: want})
+	}
+	optional := func(name string) (string, bool) {
+		v, ok := lookup(name)
+		return v, ok && v != ""
+	}
+	duration := func(name string, def, lo, hi time.Duration, want string) time.Duration {
+		v, ok := optional(name)
+		if !ok {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < lo || d > hi {
+			bad(name, v, true, want)
+			return def
+		}
+		return d
+	}
+	integer := func(name string, def, lo, hi int) int {
+		v, ok := optional(name)
+		if !ok {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			bad(name, v, true, fmt.Sprintf("an integer from %d to %d", lo, hi))
+			return def
+		}
+		return n
+	}
+	boolean := func(name string, def bool) bool {
+		v, ok := optional(name)
+		if !ok {
+			return def
+		}
+		switch strings.ToLower(v) {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+		bad(name, v, true, "true or false")
+		return def
+	}
+
+	cfg := Config{MaxBodyBytes: defaultMaxBodyBytes, MetricsNamespace: defaultMetricsNamespace, LogLevel: slog.LevelInfo}
+	idem := &cfg.Idempotency
+	idem.Disabled = boolean(envDisabled, false)
+
+	const tableWant = "the idempotency table's name (3-255 characters of A-Za-z0-9_.-) or ARN"
+	if v, ok := lookup(envTableName); !ok || v == "" {
+		if !idem.Disabled { // a local run without a table is what IDEMPOTENCY_DISABLED is for
+			bad(envTableName, v, ok, tableWant)
+		}
+	} else if !tableNameRE.MatchString(v) && !(strings.HasPrefix(v, "arn:") && strings.Contains(v, ":table/")) {
+		bad(envTableName, v, true, tableWant)
+	} else {
+		idem.TableName = v
+	}
+
+	idem.KeyPrefix = defaultKeyPrefix
+	if v, ok := optional(envKeyPrefix); ok {
+		if strings.Contains(v, "#") || len(v) > maxKeyPrefixBytes {
+			bad(envKeyPrefix, v, true, fmt.Sprintf(`1-%d bytes without "#" (the separator of the record id)`, maxKeyPrefixBytes))
+		} else {
+			idem.KeyPrefix = v
+		}
+	}
+
+	cfg.KeySource, _ = msgkey.ParseSource(defaultKeySource)
+	if v, ok := optional(envKeySource); ok {
+		if src, err := msgkey.ParseSource(v); err != nil {
+			bad(envKeySource, v, true, `body:<json field> or attribute:<message attribute name> (`+err.Error()+`)`)
+		} else {
+			cfg.KeySource = src
+		}
+	}
+
+	sortKey, hasSortKey := optional(envSortKey)
+	if hasSortKey {
+		reserved := []string{idempotency.DefaultPartitionKeyAttr, idempotency.AttrExpiration, idempotency.AttrLockExpiration,
+			idempotency.AttrStatus, idempotency.AttrData, idempotency.AttrValidation, idempotency.AttrOwner, idempotency.AttrAttempt}
+		if len(sortKey) > 255 || slices.Contains(reserved, sortKey) {
+			bad(envSortKey, sortKey, true, fmt.Sprintf("the table's sort key attribute name (1-255 bytes, none of %s)", strings.Join(reserved, ", ")))
+		} else {
+			idem.SortKeyAttr = sortKey
+		}
+	}
+	const tenantWant = "body:<json field>, attribute:<message attribute name> or group (the MessageGroupId)"
+	tenant, hasTenant := optional(envTenantSource)
+	switch {
+	case hasSortKey && !hasTenant:
+		bad(envTenantSource, tenant, false, tenantWant+": it is required when "+envSortKey+" is set")
+	case hasTenant && !hasSortKey:
+		bad(envTenantSource, tenant, true, "unset: a tenant is only used with a composite key, and "+envSortKey+" is not set")
+	case hasTenant && tenant == "group":
+		cfg.Tenant = TenantSource{Group: true}
+	case hasTenant:
+		if src, err := msgkey.ParseSource(tenant); err != nil {
+			bad(envTenantSource, tenant, true, tenantWant+" ("+err.Error()+")")
+		} else {
+			cfg.Tenant = TenantSource{Source: src}
+		}
+	}
+
+	idem.LockCap = duration(envLockCap, defaultLockCap, idempotency.MinDuration, idempotency.MaxLockCap,
+		"a Go duration from 1s to 15m, normally the function timeout (e.g. 30s)")
+	idem.RecordTTL = duration(envRecordTTL, defaultRecordTTL, idempotency.MinDuration, 1<<63-1,
+		"a Go duration of at least 1s, e.g. 24h")
+	if idem.RecordTTL < idem.LockCap {
+		v, _ := lookup(envRecordTTL)
+		bad(envRecordTTL, v, true, fmt.Sprintf("a duration at least %s=%s: a record must outlive its lock", envLockCap, idem.LockCap))
+	}
+	idem.ValidatePayload = boolean(envValidatePayload, true)
+	idem.CacheSize = integer(envCacheSize, 0, 0, maxCacheSize)
+
+	cfg.Batch.Concurrency = integer(envBatchConcurrency, batch.DefaultConcurrency, 1, maxBatchConcurrency)
+	cfg.Batch.DeadlineMargin = duration(envDeadlineMargin, batch.DefaultDeadlineMargin, 0, batch.MaxDeadlineMargin,
+		"a Go duration from 0s to 15m, e.g. 2s")
+	cfg.MaxBodyBytes = integer(envMaxBodyBytes, defaultMaxBodyBytes, 1, maxMaxBodyBytes)
+
+	if v, ok := optional(envMetricsNamespace); ok {
+		if err := checkNamespace(v); err != nil {
+			bad(envMetricsNamespace, v, true, "a CloudWatch namespace: 1-255 characters of 0-9A-Za-z._-/#: and space, not starting with AWS/")
+		} else {
+			cfg.MetricsNamespace = v
+		}
+	}
+	if v, ok := optional(envLogLevel); ok {
+		if level, err := telemetry.ParseLevel(v); err != nil {
+			bad(envLogLevel, v, true, "DEBUG, INFO, WARN or ERROR")
+		} else {
+			cfg.LogLevel = level
+		}
+	}
+
+	if len(problems) > 0 {
+		return cfg, fmt.Errorf("%w: %w", ErrConfig, errors.Join(problems...))
+	}
+	return cfg, nil
+}
+
+// checkNamespace applies telemetry's namespace rules (enforced at Flush) at start, so a bad
+// namespace fails the configuration instead of silently losing every metric.
+func checkNamespace(ns string) error {
+	m := telemetry.NewMetrics(ns, serviceName)
+	m.Register(telemetry.MetricProcessed)
+	return m.Flush(io.Discard)
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idempotent-sqs/pipeline/functions/batch"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	cfg, err := LoadConfig(lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Idempotency: idempotency.Config{TableName: "idem", KeyPrefix: "consumer", RecordTTL: 24 * time.Hour,
+			LockCap: 15 * time.Minute, ValidatePayload: true},
+		KeySource:        msgkey.Source{Kind: msgkey.SourceBody, Name: "idempotencyKey"},
+		Batch:            batch.Options{Concurrency: 10, DeadlineMargin: 2 * time.Second},
+		MaxBodyBytes:     262144,
+		MetricsNamespace: "IdempotentSQS",
+		LogLevel:         slog.LevelInfo,
+	}
+	if !equalConfig(cfg, want) {
+		t.Errorf("cfg = %+v\nwant %+v", cfg, want)
+	}
+	empties := map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem"}
+	for _, v := range []string{"IDEMPOTENCY_KEY_PREFIX", "IDEMPOTENCY_KEY_SOURCE", "IDEMPOTENCY_SORT_KEY", "IDEMPOTENCY_TENANT_SOURCE",
+		"IDEMPOTENCY_RECORD_TTL", "IDEMPOTENCY_LOCK_CAP", "IDEMPOTENCY_VALIDATE_PAYLOAD", "IDEMPOTENCY_CACHE_SIZE", "IDEMPOTENCY_DISABLED",
+		"BATCH_CONCURRENCY", "BATCH_DEADLINE_MARGIN", "MAX_BODY_BYTES", "METRICS_NAMESPACE", "LOG_LEVEL"} {
+		empties[v] = ""
+	}
+	if cfg, err := LoadConfig(lookupFrom(empties)); err != nil || !equalConfig(cfg, want) {
+		t.Errorf("optional variables set to \"\" must mean the defaults: %+v, %v", cfg, err)
+	}
+}
+
+// equalConfig compares configs field by field (idempotency.Config holds a func, so no ==).
+func equalConfig(a, b Config) bool {
+	ai, bi := a.Idempotency, b.Idempotency
+	if ai.Now != nil || bi.Now != nil {
+		return false
+	}
+	return ai.TableName == bi.TableName && ai.KeyPrefix == bi.KeyPrefix && ai.PartitionKeyAttr == bi.PartitionKeyAttr &&
+		ai.SortKeyAttr == bi.SortKeyAttr && ai.RecordTTL == bi.RecordTTL && ai.LockCap == bi.LockCap &&
+		ai.ValidatePayload == bi.ValidatePayload && ai.StoreResult == bi.StoreResult && ai.CacheSize == bi.CacheSize &&
+		ai.Disabled == bi.Disabled && ai.Retry == bi.Retry && a.KeySource == b.KeySource && a.Tenant == b.Tenant &&
+		a.Batch.Concurrency == b.Batch.Concurrency && a.Batch.DeadlineMargin == b.Batch.DeadlineMargin &&
+		a.MaxBodyBytes == b.MaxBodyBytes && a.MetricsNamespace == b.MetricsNamespace && a.LogLevel == b.LogLevel
+}
+
+func TestLoadConfigValues(t *testing.T) {
+	cfg, err := LoadConfig(lookupFrom(map[string]string{
+		"IDEMPOTENCY_TABLE_NAME": "arn:aws:dynamodb:eu-west-1:123456789012:table/idem", "IDEMPOTENCY_KEY_PREFIX": "orders",
+		"IDEMPOTENCY_KEY_SOURCE": "attribute:Key", "IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": "body:tenant",
+		"IDEMPOTENCY_RECORD_TTL": "48h", "IDEMPOTENCY_LOCK_CAP": "30s", "IDEMPOTENCY_VALIDATE_PAYLOAD": "FALSE",
+		"IDEMPOTENCY_CACHE_SIZE": "500", "BATCH_CONCURRENCY": "4", "BATCH_DEADLINE_MARGIN": "0s", "MAX_BODY_BYTES": "1048576",
+		"METRICS_NAMESPACE": "Orders/Prod", "LOG_LEVEL": "warn",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := cfg.Idempotency
+	if i.TableName != "arn:aws:dynamodb:eu-west-1:123456789012:table/idem" || i.KeyPrefix != "orders" || i.SortKeyAttr != "sk" ||
+		i.RecordTTL != 48*time.Hour || i.LockCap != 30*time.Second || i.ValidatePayload || i.CacheSize != 500 ||
+		cfg.KeySource.String() != "attribute:Key" || cfg.Tenant.String() != "body:tenant" || cfg.Batch.Concurrency != 4 ||
+		cfg.Batch.DeadlineMargin != 0 || cfg.MaxBodyBytes != 1048576 || cfg.MetricsNamespace != "Orders/Prod" || cfg.LogLevel != slog.LevelWarn {
+		t.Errorf("cfg = %+v", cfg)
+	}
+	cfg, err = LoadConfig(lookupFrom(map[string]string{"IDEMPOTENCY_DISABLED": "true"}))
+	if err != nil || !cfg.Idempotency.Disabled {
+		t.Errorf("disabled without a table: %+v, %v", cfg, err)
+	}
+	cfg, err = LoadConfig(lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": "t12", "IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": "group"}))
+	if err != nil || !cfg.Tenant.Group || cfg.Tenant.String() != "group" {
+		t.Errorf("group tenant: %+v, %v", cfg.Tenant, err)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	const unset = "\x00unset"
+	cases := []struct {
+		name string
+		env  map[string]string
+		msg  string
+	}{
+		{"table missing", map[string]string{"IDEMPOTENCY_TABLE_NAME": unset},
+			"IDEMPOTENCY_TABLE_NAME is not set: want the idempotency table's name (3-255 characters of A-Za-z0-9_.-) or ARN"},
+		{"table empty", map[string]string{"IDEMPOTENCY_TABLE_NAME": ""}, `IDEMPOTENCY_TABLE_NAME="": want the idempotency table's name`},
+		{"table bad name", map[string]string{"IDEMPOTENCY_TABLE_NAME": "my table"}, `IDEMPOTENCY_TABLE_NAME="my table": want`},
+		{"table too short", map[string]string{"IDEMPOTENCY_TABLE_NAME": "ab"}, `IDEMPOTENCY_TABLE_NAME="ab": want`},
+		{"prefix with separator", map[string]string{"IDEMPOTENCY_KEY_PREFIX": "a#b"},
+			`IDEMPOTENCY_KEY_PREFIX="a#b": want 1-1024 bytes without "#" (the separator of the record id)`},
+		{"prefix too long", map[string]string{"IDEMPOTENCY_KEY_PREFIX": strings.Repeat("p", 1025)}, `want 1-1024 bytes without "#"`},
+		{"key source kind", map[string]string{"IDEMPOTENCY_KEY_SOURCE": "header:Key"},
+			`IDEMPOTENCY_KEY_SOURCE="header:Key": want body:<json field> or attribute:<message attribute name> (invalid key source "header:Key": unknown kind "header"`},
+		{"key source empty name", map[string]string{"IDEMPOTENCY_KEY_SOURCE": "body:"}, `IDEMPOTENCY_KEY_SOURCE="body:": want body:<json field>`},
+		{"key source group", map[string]string{"IDEMPOTENCY_KEY_SOURCE": "group"}, `IDEMPOTENCY_KEY_SOURCE="group": want`},
+		{"sort key reserved", map[string]string{"IDEMPOTENCY_SORT_KEY": "expiration", "IDEMPOTENCY_TENANT_SOURCE": "group"},
+			`IDEMPOTENCY_SORT_KEY="expiration": want the table's sort key attribute name (1-255 bytes, none of id, expiration,`},
+		{"sort key is the partition key", map[string]string{"IDEMPOTENCY_SORT_KEY": "id", "IDEMPOTENCY_TENANT_SOURCE": "group"},
+			`IDEMPOTENCY_SORT_KEY="id": want`},
+		{"sort key without tenant", map[string]string{"IDEMPOTENCY_SORT_KEY": "sk"},
+			"IDEMPOTENCY_TENANT_SOURCE is not set: want body:<json field>, attribute:<message attribute name> or group (the MessageGroupId): it is required when IDEMPOTENCY_SORT_KEY is set"},
+		{"tenant without sort key", map[string]string{"IDEMPOTENCY_TENANT_SOURCE": "group"},
+			`IDEMPOTENCY_TENANT_SOURCE="group": want unset: a tenant is only used with a composite key, and IDEMPOTENCY_SORT_KEY is not set`},
+		{"tenant source invalid", map[string]string{"IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": "tenant"},
+			`IDEMPOTENCY_TENANT_SOURCE="tenant": want body:<json field>, attribute:<message attribute name> or group`},
+		{"ttl not a duration", map[string]string{"IDEMPOTENCY_RECORD_TTL": "1 day"},
+			`IDEMPOTENCY_RECORD_TTL="1 day": want a Go duration of at least 1s, e.g. 24h`},
+		{"ttl too short", map[string]string{"IDEMPOTENCY_RECORD_TTL": "500ms"}, `IDEMPOTENCY_RECORD_TTL="500ms": want a Go duration of at least 1s`},
+		{"ttl below lock cap", map[string]string{"IDEMPOTENCY_RECORD_TTL": "5m", "IDEMPOTENCY_LOCK_CAP": "10m"},
+			`IDEMPOTENCY_RECORD_TTL="5m": want a duration at least IDEMPOTENCY_LOCK_CAP=10m0s: a record must outlive its lock`},
+		{"lock cap too long", map[string]string{"IDEMPOTENCY_LOCK_CAP": "16m"},
+			`IDEMPOTENCY_LOCK_CAP="16m": want a Go duration from 1s to 15m, normally the function timeout (e.g. 30s)`},
+		{"lock cap zero", map[string]string{"IDEMPOTENCY_LOCK_CAP": "0s"}, `IDEMPOTENCY_LOCK_CAP="0s": want a Go duration from 1s to 15m`},
+		{"validate payload", map[string]string{"IDEMPOTENCY_VALIDATE_PAYLOAD": "yes"}, `IDEMPOTENCY_VALIDATE_PAYLOAD="yes": want true or false`},
+		{"cache size negative", map[string]string{"IDEMPOTENCY_CACHE_SIZE": "-1"}, `IDEMPOTENCY_CACHE_SIZE="-1": want an integer from 0 to 1000000`},
+		{"cache size not a number", map[string]string{"IDEMPOTENCY_CACHE_SIZE": "lots"}, `IDEMPOTENCY_CACHE_SIZE="lots": want an integer from 0 to 1000000`},
+		{"disabled", map[string]string{"IDEMPOTENCY_DISABLED": "1"}, `IDEMPOTENCY_DISABLED="1": want true or false`},
+		{"concurrency zero", map[string]string{"BATCH_CONCURRENCY": "0"}, `BATCH_CONCURRENCY="0": want an integer from 1 to 10000`},
+		{"deadline margin", map[string]string{"BATCH_DEADLINE_MARGIN": "-1s"}, `BATCH_DEADLINE_MARGIN="-1s": want a Go duration from 0s to 15m, e.g. 2s`},
+		{"deadline margin unit", map[string]string{"BATCH_DEADLINE_MARGIN": "2"}, `BATCH_DEADLINE_MARGIN="2": want a Go duration`},
+		{"max body zero", map[string]string{"MAX_BODY_BYTES": "0"}, `MAX_BODY_BYTES="0": want an integer from 1 to 1048576`},
+		{"max body above SQS", map[string]string{"MAX_BODY_BYTES": "1048577"}, `MAX_BODY_BYTES="1048577": want an integer from 1 to 1048576`},
+		{"namespace", map[string]string{"METRICS_NAMESPACE": "AWS/Lambda"}, `METRICS_NAMESPACE="AWS/Lambda": want a CloudWatch namespace`},
+		{"log level", map[string]string{"LOG_LEVEL": "TRACE"}, `LOG_LEVEL="TRACE": want DEBUG, INFO, WARN or ERROR`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem"}
+			for k, v := range c.env {
+				if v == unset {
+					delete(env, k)
+				} else {
+					env[k] = v
+				}
+			}
+			_, err := LoadConfig(lookupFrom(env))
+			var ee *EnvError
+			if !errors.Is(err, ErrConfig) || !errors.As(err, &ee) {
+				t.Fatalf("err = %v, want ErrConfig with an *EnvError", err)
+			}
+			if !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("error %q\ndoes not contain %q", err, c.msg)
+			}
+		})
+	}
+}
+
+func TestLoadConfigReportsEveryProblem(t *testing.T) {
+	_, err := LoadConfig(lookupFrom(map[string]string{"MAX_BODY_BYTES": "big", "LOG_LEVEL": "loud", "IDEMPOTENCY_SORT_KEY": "sk"}))
+	for _, v := range []string{"IDEMPOTENCY_TABLE_NAME", "MAX_BODY_BYTES", "LOG_LEVEL", "IDEMPOTENCY_TENANT_SOURCE"} {
+		if err == nil || !strings.Contains(err.Error(), v) {
+			t.Errorf("error %v does not name %s", err, v)
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idempotent-sqs/pipeline/functions/batch"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
+)
+
+// ErrNoGroup is the bad-input error of a record without MessageGroupId when the tenant is the
+// group (IDEMPOTENCY_TENANT_SOURCE=group, meant for FIFO queues).
+var ErrNoGroup = errors.New("bad input: MessageGroupId is missing, and IDEMPOTENCY_TENANT_SOURCE=group needs it (FIFO queue)")
+
+// Message is what the business effect gets: the record plus what the consumer extracted.
+type Message struct {
+	ID           string
+	Key          string // idempotency key, verbatim from the message
+	Tenant       string // "" unless a composite key is configured
+	GroupID      string // MessageGroupId ("" on standard queues without fair queueing)
+	ReceiveCount int
+	Body         string
+	Record       events.SQSMessage // everything else (attributes, ARN, ...)
+}
+
+// Effect is the business side effect of one message. It runs at most once to completion per
+// key (see package idempotency for the exact guarantee): an error releases the key so the
+// redelivery runs it again. The returned bytes are stored only with StoreResult.
+type Effect func(ctx context.Context, msg Message) ([]byte, error)
+
+// LogEffect returns the default Effect: one structured "effect applied" line per run. It makes
+// the pipeline observable end to end before any business logic exists, and it is what tests
+// count to prove exactly-once effects.
+func LogEffect(log *slog.Logger) Effect {
+	return func(ctx context.Context, msg Message) ([]byte, error) {
+		log.LogAttrs(ctx, slog.LevelInfo, "effect applied",
+			slog.String(telemetry.AttrIdempotencyKey, msg.Key),
+			slog.String(telemetry.AttrMessageID, msg.ID),
+			slog.String("tenant", msg.Tenant))
+		return nil, nil
+	}
+}
+
+// Outcomes logged per record (the "outcome" field).
+const (
+	OutcomeProcessed          = "processed"
+	OutcomeDuplicate          = "duplicate"
+	OutcomeInFlightElsewhere  = "in_flight_elsewhere"
+	OutcomeInvalidInput       = "invalid_input"
+	OutcomePayloadMismatch    = "payload_mismatch"
+	OutcomeEffectFailed       = "effect_failed"
+	OutcomeLockLost           = "lock_lost"
+	OutcomeStoreError         = "store_error"
+	OutcomePanicked           = "panicked"
+	OutcomeSkippedGroupFailed = "skipped_group_failed"
+	OutcomeSkippedDeadline    = "skipped_deadline"
+	OutcomeAbandoned          = "abandoned_at_deadline"
+)
+
+// Handler processes SQS events: it is built once per cold start and is safe for the
+// concurrent records of one event.
+type Handler struct {
+	guard   *idempotency.Guard
+	proc    *batch.Processor
+	keySrc  msgkey.Source
+	tenant  TenantSource
+	maxBody int
+	effect  Effect
+	log     *slog.Logger
+	metrics *telemetry.Metrics
+	out     io.Writer // EMF destination (stdout in Lambda)
+}
+
+// NewHandler builds the Guard and the batch Processor from cfg. effect nil means LogEffect.
+// api may be nil when idempotency is disabled.
+func NewHandler(cfg Config, api idempotency.DynamoDBAPI, effect Effect, log *slog.Logger, metricsOut io.Writer) (*Handler, error) {
+	guard, err := idempotency.New(api, cfg.Idempotency)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	opts := cfg.Batch
+	opts.Logger = log
+	proc, err := batch.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if effect == nil {
+		effect = LogEffect(log)
+	}
+	m := telemetry.NewMetrics(cfg.MetricsNamespace, serviceName)
+	m.Register(telemetry.ConsumerMetrics()...)
+	return &Handler{guard: guard, proc: proc, keySrc: cfg.KeySource, tenant: cfg.Tenant, maxBody: cfg.MaxBodyBytes,
+		effect: effect, log: log, metrics: m, out: metricsOut}, nil
+}
+
+// Handle processes one SQS event with partial batch responses. It never returns an error: a
+// failed record is a batch item failure (SQS redelivers it, and after maxReceiveCount moves it
+// to the DLQ); only a broken configuration fails a whole invocation, and that handler is the
+// one start returns instead of this.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	report := h.proc.Process(ctx, ev, h.Record)
+	// Records the handler did not finish get their line here, so every record has one.
+	for i, res := range report.Results {
+		var outcome string
+		switch {
+		case res.Duplicate:
+			continue // the same MessageId earlier in this event carries the line
+		case res.Status == batch.StatusSkippedGroupFailed:
+			outcome = OutcomeSkippedGroupFailed
+		case res.Status == batch.StatusSkippedDeadline:
+			outcome = OutcomeSkippedDeadline
+		case res.Status == batch.StatusPanicked:
+			outcome = OutcomePanicked
+		case errors.Is(res.Err, batch.ErrStillRunning):
+			outcome = OutcomeAbandoned
+		default:
+			continue
+		}
+		rec := ev.Records[i]
+		h.log.LogAttrs(ctx, slog.LevelWarn, "record outcome", recordAttrs(rec, "", outcome, res.Err)...)
+	}
+	resp := report.Response()
+	h.metrics.Add(telemetry.MetricFailed, len(resp.BatchItemFailures))
+	if err := h.metrics.Flush(h.out); err != nil {
+		h.log.Error("metrics not published", "error", err.Error())
+	}
+	return resp, nil
+}
+
+// Record processes one SQS record; it is the batch.Handler. The returned error fails this
+// record only. Bad input returns the *msgkey.InputError; the Guard's typed errors
+// (*idempotency.PayloadMismatchError, ...) come back unchanged for errors.As.
+func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
+	key, err := h.keySrc.Extract(rec, h.maxBody)
+	if err != nil {
+		return h.done(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
+	}
+	tenant, err := h.tenantOf(rec)
+	if err != nil {
+		return h.done(ctx, rec, key, OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
+	}
+	msg := Message{ID: rec.MessageId, Key: key, Tenant: tenant, GroupID: rec.Attributes["MessageGroupId"],
+		ReceiveCount: receiveCount(rec), Body: rec.Body, Record: rec}
+	res, err := h.guard.Run(ctx, idempotency.Request{Key: key, Tenant: tenant, Payload: []byte(rec.Body)},
+		func(ctx context.Context) ([]byte, error) { return h.effect(ctx, msg) })
+
+	if err == nil && res.TookOver {
+		// Counted by the taker, so a crashed owner (who reports nothing) is counted too.
+		h.metrics.Add(telemetry.MetricLockTakenOver, 1)
+	}
+	var outcome, metric string
+	switch {
+	case err == nil && res.Outcome == idempotency.OutcomeDuplicate:
+		outcome, metric = OutcomeDuplicate, telemetry.MetricDuplicate
+	case err == nil:
+		outcome, metric = OutcomeProcessed, telemetry.MetricProcessed
+	case errors.Is(err, idempotency.ErrInProgress):
+		outcome, metric = OutcomeInFlightElsewhere, telemetry.MetricInFlightElsewhere
+	case errors.Is(err, idempotency.ErrInvalidRequest):
+		outcome, metric = OutcomeInvalidInput, telemetry.MetricInvalidInput
+	case errors.Is(err, idempotency.ErrPayloadMismatch):
+		outcome = OutcomePayloadMismatch
+	case errors.Is(err, idempotency.ErrLockLost):
+		outcome = OutcomeLockLost
+	case errors.As(err, new(*idempotency.HandlerError)):
+		outcome = OutcomeEffectFailed
+	default:
+		outcome = OutcomeStoreError
+	}
+	extra := []slog.Attr{slog.Int("attempt", res.Attempt)}
+	if tenant != "" {
+		extra = append(extra, slog.String("tenant", tenant))
+	}
+	if res.TookOver {
+		extra = append(extra, slog.Bool("tookOver", true))
+	}
+	return h.done(ctx, rec, key, outcome, metric, err, extra...)
+}
+
+// done counts and logs a record's outcome and returns err for the batch processor.
+func (h *Handler) done(ctx context.Context, rec events.SQSMessage, key, outcome, metric string, err error, extra ...slog.Attr) error {
+	if metric != "" {
+		h.metrics.Add(metric, 1)
+	}
+	level := slog.LevelInfo
+	switch outcome {
+	case OutcomeProcessed, OutcomeDuplicate:
+	case OutcomeInFlightElsewhere, OutcomeInvalidInput:
+		level = slog.LevelWarn // expected now and then; the DLQ and its alarm catch what persists
+	default:
+		level = slog.LevelError
+	}
+	attrs := append(recordAttrs(rec, key, outcome, err), extra...)
+	h.log.LogAttrs(ctx, level, "record outcome", attrs...)
+	return err
+}
+
+func recordAttrs(rec events.SQSMessage, key, outcome string, err error) []slog.Attr {
+	attrs := []slog.Attr{
+		slog.String(telemetry.AttrMessageID, rec.MessageId),
+		slog.String(telemetry.AttrIdempotencyKey, key),
+		slog.String(telemetry.AttrGroupID, rec.Attributes["MessageGroupId"]),
+		slog.Int(telemetry.AttrReceiveCount, receiveCount(rec)),
+		slog.String(telemetry.AttrOutcome, outcome),
+	}
+	if err != nil {
+		reason := err.Error()
+		var ie *msgkey.InputError
+		if errors.As(err, &ie) {
+			reason = ie.Reason
+			attrs = append(attrs, slog.String("reasonCode", string(ie.Code)))
+		}
+		attrs = append(attrs, slog.String(telemetry.AttrReason, reason))
+	}
+	return attrs
+}
+
+// tenantOf extracts the tenant when a composite key is configured.
+func (h *Handler) tenantOf(rec events.SQSMessage) (string, error) {
+	switch {
+	case h.tenant.Group:
+		g := rec.Attributes["MessageGroupId"]
+		if g == "" {
+			return "", ErrNoGroup
+		}
+		return g, nil
+	case h.tenant.Source.Kind != 0:
+		return h.tenant.Source.Extract(rec, h.maxBody)
+	}
+	return "", nil
+}
+
+func receiveCount(rec events.SQSMessage) int {
+	n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	return n
+}

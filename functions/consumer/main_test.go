@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+)
+
+func TestStartWithBadConfigFailsEveryInvocation(t *testing.T) {
+	out := &syncBuffer{}
+	called := false
+	h := start(context.Background(), lookupFrom(map[string]string{"MAX_BODY_BYTES": "-5"}), out,
+		func(context.Context) (idempotency.DynamoDBAPI, error) { called = true; return nil, nil })
+	if called {
+		t.Error("DynamoDB client built despite a bad configuration")
+	}
+	ev := events.SQSEvent{Records: []events.SQSMessage{record("m", `{"idempotencyKey":"k"}`)}}
+	for range 2 {
+		resp, err := h(context.Background(), ev)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "IDEMPOTENCY_TABLE_NAME is not set") ||
+			!strings.Contains(err.Error(), `MAX_BODY_BYTES="-5"`) || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("Handle = %v, %v; want the configuration error naming both variables", resp, err)
+		}
+	}
+	lines := out.lines(t)
+	if len(lines) != 1 || lines[0]["level"] != "ERROR" || lines[0]["message"] != "consumer not configured: every invocation will fail" ||
+		!strings.Contains(lines[0]["error"].(string), "MAX_BODY_BYTES") {
+		t.Errorf("start log = %v", lines)
+	}
+}
+
+func TestStartClientError(t *testing.T) {
+	out := &syncBuffer{}
+	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem"}), out,
+		func(context.Context) (idempotency.DynamoDBAPI, error) {
+			return nil, errors.New("load AWS configuration: boom")
+		})
+	if _, err := h(context.Background(), events.SQSEvent{}); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStartDisabledNeedsNoClient(t *testing.T) {
+	out := &syncBuffer{}
+	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_DISABLED": "true"}), out,
+		func(context.Context) (idempotency.DynamoDBAPI, error) { return nil, errors.New("must not be called") })
+	ev := events.SQSEvent{Records: []events.SQSMessage{record("m1", `{"idempotencyKey":"k"}`), record("m2", `{"idempotencyKey":"k"}`)}}
+	resp, err := h(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", resp, err)
+	}
+	effects := 0
+	for _, l := range out.lines(t) {
+		if l["message"] == "effect applied" {
+			effects++
+		}
+	}
+	if effects != 2 || !strings.Contains(out.buf.String(), "idempotency disabled") {
+		t.Errorf("disabled: %d effects (want 2, no deduplication), log %s", effects, out.buf.String())
+	}
+}
+
+// The production client path: config.LoadDefaultConfig honours AWS_ENDPOINT_URL_DYNAMODB, so
+// the binary runs against DynamoDB Local unchanged.
+func TestStartWithSDKClientAgainstEndpointEnv(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", srv.Endpoint())
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "local")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	table := newTable(t, "")
+	out := &syncBuffer{}
+	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": table}), out, newDynamoClient)
+	ev := events.SQSEvent{Records: []events.SQSMessage{record("m1", `{"idempotencyKey":"via-sdk"}`)}}
+	for i, want := range []string{OutcomeProcessed, OutcomeDuplicate} {
+		resp, err := h(context.Background(), ev)
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("invocation %d: %v, %v\n%s", i, resp, err, out.buf.String())
+		}
+		var got string
+		for _, l := range out.lines(t) {
+			if l["message"] == "record outcome" {
+				got, _ = l["outcome"].(string)
+			}
+		}
+		if got != want {
+			t.Fatalf("invocation %d: outcome %q, want %q\n%s", i, got, want, out.buf.String())
+		}
+		out.reset()
+	}
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
+)
+
+// Environment variables (the contract with constructs/dispatcher).
+const (
+	envQueueURL         = "QUEUE_URL"
+	envJobName          = "JOB_NAME"
+	envPeriod           = "PERIOD"
+	envDefaultGroupID   = "DEFAULT_MESSAGE_GROUP_ID"
+	envSendMaxAttempts  = "SEND_MAX_ATTEMPTS"
+	envMetricsNamespace = "METRICS_NAMESPACE"
+	envLogLevel         = "LOG_LEVEL"
+)
+
+// Defaults and bounds of the configuration.
+const (
+	defaultPeriod           = time.Minute
+	defaultSendMaxAttempts  = 5
+	maxSendMaxAttempts      = 10
+	defaultMetricsNamespace = "IdempotentSQS"
+	maxJobNameBytes         = 128
+	serviceName             = "dispatcher"
+)
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("invalid dispatcher configuration")
+
+// EnvError names one environment variable whose value is unusable.
+type EnvError struct {
+	Var   string
+	Value string
+	Set   bool   // false: the variable is missing
+	Want  string // the accepted form
+}
+
+func (e *EnvError) Error() string {
+	if !e.Set {
+		return fmt.Sprintf("%s is not set: want %s", e.Var, e.Want)
+	}
+	return fmt.Sprintf("%s=%q: want %s", e.Var, e.Value, e.Want)
+}
+
+// Config is the dispatcher's configuration, read from the environment once per cold start.
+type Config struct {
+	QueueURL         string
+	Fifo             bool // QUEUE_URL ends in ".fifo"
+	JobName          string
+	Period           time.Duration
+	DefaultGroupID   string // FIFO group for items without one
+	SendMaxAttempts  int
+	MetricsNamespace string
+	LogLevel         slog.Level
+}
+
+// LoadConfig reads and validates every variable, reporting all problems at once (each an
+// *EnvError joined under ErrConfig). An optional variable set to the empty string counts as
+// unset, so a construct can always set every variable.
+func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
+	var problems []error
+	bad := func(name, value string, set bool, want string) {
+		problems = append(problems, &EnvError{Var: name, Value: value, Set: set, Want: want})
+	}
+	optional := func(name string) (string, bool) {
+		v, ok := lookup(name)
+		return v, ok && v != ""
+	}
+	cfg := Config{
+		Period:           defaultPeriod,
+		SendMaxAttempts:  defaultSendMaxAttempts,
+		MetricsNamespace: defaultMetricsNamespace,
+		LogLevel:         slog.LevelInfo,
+	}
+
+	const urlWant = "the absolute https URL of the SQS queue, e.g. https://sqs.eu-west-1.amazonaws.com/123456789012/jobs.fifo"
+	if v, ok := lookup(envQueueURL); !ok || v == "" {
+		bad(envQueueURL, v, ok, urlWant)
+	} else if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+		bad(envQueueURL, v, true, urlWant)
+	} else {
+		cfg.QueueURL = v
+		cfg.Fifo = strings.HasSuffix(v, ".fifo")
+	}
+
+	jobWant := fmt.Sprintf("1-%d bytes of printable UTF-8 without surrounding spaces", maxJobNameBytes)
+	if v, ok := lookup(envJobName); !ok || v == "" {
+		bad(envJobName, v, ok, jobWant)
+	} else if !validJobName(v) {
+		bad(envJobName, v, true, jobWant)
+	} else {
+		cfg.JobName = v
+	}
+
+	const periodWant = "a Go duration of whole seconds, at least 1s, e.g. 1m, 1h or 24h"
+	if v, ok := optional(envPeriod); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d%time.Second != 0 {
+			bad(envPeriod, v, true, periodWant)
+		} else {
+			cfg.Period = d
+		}
+	}
+
+	if v, ok := optional(envDefaultGroupID); ok {
+		if err := msgkey.ValidateGroupID(v); err != nil {
+			bad(envDefaultGroupID, v, true, "a valid SQS MessageGroupId (1-128 ASCII letters, digits or punctuation)")
+		} else {
+			cfg.DefaultGroupID = v
+		}
+	} else if cfg.Fifo && cfg.JobName != "" {
+		// The job name doubles as the FIFO group: check it by the group's rules here, at
+		// start, rather than failing every send later.
+		if err := msgkey.ValidateGroupID(cfg.JobName); err != nil {
+			bad(envDefaultGroupID, "", false, fmt.Sprintf(
+				"a valid SQS MessageGroupId: it defaults to JOB_NAME %q, which is not one (%v)", cfg.JobName, err))
+		} else {
+			cfg.DefaultGroupID = cfg.JobName
+		}
+	}
+
+	if v, ok := optional(envSendMaxAttempts); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSendMaxAttempts {
+			bad(envSendMaxAttempts, v, true, fmt.Sprintf("an integer from 1 to %d", maxSendMaxAttempts))
+		} else {
+			cfg.SendMaxAttempts = n
+		}
+	}
+
+	if v, ok := optional(envMetricsNamespace); ok {
+		if err := checkNamespace(v); err != nil {
+			bad(envMetricsNamespace, v, true, "a CloudWatch namespace: 1-255 characters of 0-9A-Za-z._-/#: and space, not starting with AWS/")
+		} else {
+			cfg.MetricsNamespace = v
+		}
+	}
+
+	if v, ok := optional(envLogLevel); ok {
+		level, err := telemetry.ParseLevel(v)
+		if err != nil {
+			bad(envLogLevel, v, true, "DEBUG, INFO, WARN or ERROR")
+		} else {
+			cfg.LogLevel = level
+		}
+	}
+
+	if len(problems) > 0 {
+		return cfg, fmt.Errorf("%w: %w", ErrConfig, errors.Join(problems...))
+	}
+	return cfg, nil
+}
+
+func validJobName(s string) bool {
+	if len(s) > maxJobNameBytes || !utf8.ValidString(s) || strings.TrimSpace(s) != s {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNamespace applies telemetry's own namespace rules (enforced at Flush) at start, so a bad
+// namespace fails the configuration instead of silently losing every metric.
+func checkNamespace(ns string) error {
+	m := telemetry.NewMetrics(ns, serviceName)
+	m.Register(telemetry.MetricDispatched)
+	return m.Flush(io.Discard)
+}

@@ -1,0 +1,273 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoDBAPI is the one DynamoDB operation the Guard uses; *dynamodb.Client satisfies it.
+// Acquire, complete and release are each a single conditional UpdateItem, so the function's
+// role needs dynamodb:UpdateItem on the table and nothing else.
+type DynamoDBAPI interface {
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var _ DynamoDBAPI = (*dynamodb.Client)(nil)
+
+// WithoutSDKRetries is a dynamodb.Options function that turns the SDK's own retries off:
+// the Guard retries transient errors itself (Config.Retry), and two retry layers would
+// multiply each other's attempts. Build the client with it:
+//
+//	client := dynamodb.NewFromConfig(awsCfg, idempotency.WithoutSDKRetries)
+func WithoutSDKRetries(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
+
+// dynamoStore keeps records in a DynamoDB table with the Powertools layout.
+type dynamoStore struct {
+	api   DynamoDBAPI
+	table string
+	pk    string
+	sk    string // "" without a sort key
+	retry retryer
+}
+
+var _ store = (*dynamoStore)(nil)
+
+// Expression attribute names shared by every write: `status` and `data` are DynamoDB
+// reserved words, and placeholders keep the expressions independent of the key names.
+func (s *dynamoStore) names(extra ...string) map[string]string {
+	n := map[string]string{"#status": AttrStatus}
+	for _, a := range extra {
+		switch a {
+		case "#id":
+			n[a] = s.pk
+		case "#exp":
+			n[a] = AttrExpiration
+		case "#lock":
+			n[a] = AttrLockExpiration
+		case "#data":
+			n[a] = AttrData
+		case "#validation":
+			n[a] = AttrValidation
+		case "#owner":
+			n[a] = AttrOwner
+		case "#attempt":
+			n[a] = AttrAttempt
+		}
+	}
+	return n
+}
+
+func (s *dynamoStore) itemKey(k recordKey) map[string]types.AttributeValue {
+	key := map[string]types.AttributeValue{s.pk: &types.AttributeValueMemberS{Value: k.pk}}
+	if s.sk != "" {
+		key[s.sk] = &types.AttributeValueMemberS{Value: k.sk}
+	}
+	return key
+}
+
+func (s *dynamoStore) acquire(ctx context.Context, k recordKey, in acquireInput) (bool, *record, error) {
+	set := "SET #status = :inprogress, #exp = :exp, #lock = :lock, #owner = :owner, " +
+		"#attempt = if_not_exists(#attempt, :zero) + :one"
+	remove := " REMOVE #data"
+	// A lapsed lock may be taken over only for the same payload: a different one is a key
+	// reused for other content, which the caller must see as a mismatch, not run.
+	takeover := "(#status = :inprogress AND #lock < :nowms)"
+	values := map[string]types.AttributeValue{
+		":inprogress": &types.AttributeValueMemberS{Value: StatusInProgress},
+		":exp":        number(in.expiration.Unix()),
+		":lock":       number(in.lockUntil.UnixMilli()),
+		":owner":      &types.AttributeValueMemberS{Value: in.owner},
+		":zero":       number(0),
+		":one":        number(1),
+		":now":        number(in.now.Unix()),
+		":nowms":      number(in.now.UnixMilli()),
+	}
+	if in.hash != "" {
+		set += ", #validation = :hash"
+		takeover = "(#status = :inprogress AND #lock < :nowms AND (attribute_not_exists(#validation) OR #validation = :hash))"
+		values[":hash"] = &types.AttributeValueMemberS{Value: in.hash}
+	} else {
+		// A hash left by an earlier record of this key would describe another payload.
+		remove += ", #validation"
+	}
+	input := &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.itemKey(k),
+		UpdateExpression:                    aws.String(set + remove),
+		ConditionExpression:                 aws.String("attribute_not_exists(#id) OR #exp < :now OR " + takeover),
+		ExpressionAttributeNames:            s.names("#id", "#exp", "#lock", "#owner", "#attempt", "#data", "#validation"),
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	out, err := s.update(ctx, input)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		old, derr := decodeRecord(ccf.Item)
+		if derr != nil {
+			return false, nil, derr
+		}
+		if old == nil {
+			return false, nil, errors.New("condition failed but DynamoDB returned no item (ReturnValuesOnConditionCheckFailure unsupported?)")
+		}
+		return false, old, nil
+	case err != nil:
+		return false, nil, err
+	}
+	old, err := decodeRecord(out.Attributes)
+	return true, old, err
+}
+
+func (s *dynamoStore) complete(ctx context.Context, k recordKey, in completeInput) error {
+	set := "SET #status = :completed, #exp = :exp, #attempt = :attempt"
+	values := map[string]types.AttributeValue{
+		":completed":  &types.AttributeValueMemberS{Value: StatusCompleted},
+		":inprogress": &types.AttributeValueMemberS{Value: StatusInProgress},
+		":exp":        number(in.expiration.Unix()),
+		":attempt":    number(int64(in.attempt)),
+		":owner":      &types.AttributeValueMemberS{Value: in.owner},
+	}
+	names := []string{"#exp", "#attempt", "#owner", "#lock"}
+	if in.data != nil {
+		set += ", #data = :data"
+		values[":data"] = encodeData(in.data)
+		names = append(names, "#data")
+	}
+	// The owner stays on the record: it tells an audit (and a retried complete whose first
+	// response was lost) which attempt finished it.
+	return s.fenced(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 s.itemKey(k),
+		UpdateExpression:                    aws.String(set + " REMOVE #lock"),
+		ConditionExpression:                 aws.String("#owner = :owner AND #status = :inprogress"),
+		ExpressionAttributeNames:            s.names(names...),
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+}
+
+func (s *dynamoStore) release(ctx context.Context, k recordKey, in releaseInput) error {
+	// A lock of 0 is always lapsed, so the next delivery acquires without waiting; TookOver
+	// stays false for it because a released record is not a crashed one. The owner is kept so
+	// that a retried release whose first response was lost can recognise its own work.
+	return s.fenced(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      s.itemKey(k),
+		UpdateExpression:         aws.String("SET #lock = :zero, #attempt = :attempt"),
+		ConditionExpression:      aws.String("#owner = :owner AND #status = :inprogress"),
+		ExpressionAttributeNames: s.names("#lock", "#attempt", "#owner"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":zero":       number(0),
+			":attempt":    number(int64(in.attempt)),
+			":owner":      &types.AttributeValueMemberS{Value: in.owner},
+			":inprogress": &types.AttributeValueMemberS{Value: StatusInProgress},
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+}
+
+// fenced runs an owner-conditioned update and turns a condition failure into *fencedError.
+func (s *dynamoStore) fenced(ctx context.Context, input *dynamodb.UpdateItemInput) error {
+	_, err := s.update(ctx, input)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		cur, derr := decodeRecord(ccf.Item)
+		if derr != nil {
+			return derr
+		}
+		return &fencedError{current: cur}
+	}
+	return err
+}
+
+func (s *dynamoStore) update(ctx context.Context, input *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+	var out *dynamodb.UpdateItemOutput
+	err := s.retry.do(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = s.api.UpdateItem(ctx, input)
+		return err
+	})
+	return out, err
+}
+
+func number(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// encodeData stores text as S, as Powertools does (it stores JSON strings), so the other
+// runtimes can read it; anything else as B.
+func encodeData(b []byte) types.AttributeValue {
+	if utf8.Valid(b) {
+		return &types.AttributeValueMemberS{Value: string(b)}
+	}
+	return &types.AttributeValueMemberB{Value: b}
+}
+
+// decodeRecord reads an item; nil for no item. Attributes of the wrong type are an error
+// naming the attribute, since guessing could turn a record into a false duplicate.
+func decodeRecord(item map[string]types.AttributeValue) (*record, error) {
+	if len(item) == 0 {
+		return nil, nil
+	}
+	r := &record{}
+	var err error
+	str := func(name string) string {
+		switch v := item[name].(type) {
+		case nil:
+			return ""
+		case *types.AttributeValueMemberS:
+			return v.Value
+		default:
+			err = errors.Join(err, fmt.Errorf("attribute %s has type %T, want S", name, v))
+			return ""
+		}
+	}
+	num := func(name string) (int64, bool) {
+		switch v := item[name].(type) {
+		case nil:
+			return 0, false
+		case *types.AttributeValueMemberN:
+			n, perr := strconv.ParseInt(v.Value, 10, 64)
+			if perr != nil {
+				// Other writers may store a decimal; whole units are all that matter here.
+				f, ferr := strconv.ParseFloat(v.Value, 64)
+				if ferr != nil {
+					err = errors.Join(err, fmt.Errorf("attribute %s = %q is not a number", name, v.Value))
+				}
+				n = int64(f)
+			}
+			return n, true
+		default:
+			err = errors.Join(err, fmt.Errorf("attribute %s has type %T, want N", name, v))
+			return 0, false
+		}
+	}
+	r.status = str(AttrStatus)
+	r.hash = str(AttrValidation)
+	r.owner = str(AttrOwner)
+	r.expiration, _ = num(AttrExpiration)
+	r.lockMs, r.hasLock = num(AttrLockExpiration)
+	a, _ := num(AttrAttempt)
+	r.attempt = int(a)
+	switch v := item[AttrData].(type) {
+	case nil:
+	case *types.AttributeValueMemberS:
+		r.data = []byte(v.Value)
+	case *types.AttributeValueMemberB:
+		r.data = v.Value
+	default:
+		err = errors.Join(err, fmt.Errorf("attribute %s has type %T, want S or B", AttrData, v))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unreadable idempotency record: %w", err)
+	}
+	return r, nil
+}

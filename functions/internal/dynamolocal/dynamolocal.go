@@ -1,0 +1,330 @@
+// Package dynamolocal starts DynamoDB Local for tests, on a free loopback port, so that code
+// which talks to DynamoDB is tested against a real implementation of its conditions, return
+// values and TTL attributes instead of a mock.
+//
+// Start it once per test package, from TestMain:
+//
+//	var srv *dynamolocal.Server
+//
+//	func TestMain(m *testing.M) { os.Exit(dynamolocal.Main(m, &srv)) }
+//
+//	func TestX(t *testing.T) {
+//		ctx := t.Context()
+//		if err := srv.CreateTable(ctx, "t", "id", ""); err != nil { t.Fatal(err) }
+//		client := srv.Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+//		...
+//	}
+//
+// The jars come from $DYNAMODB_LOCAL_DIR or, when that is unset, from .cache/dynamodb-local
+// in the module root (`make tools` puts them there). A missing jar or Java is an error that
+// fails the test run: a skipped integration suite would pass CI while testing nothing.
+package dynamolocal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// EnvDir names the environment variable holding the directory of the DynamoDB Local jars.
+const EnvDir = "DYNAMODB_LOCAL_DIR"
+
+// StartTimeout bounds how long Start waits for the server to answer. The JVM takes about 6 s
+// to answer on the shared 2-core build machine; the rest is headroom for a loaded machine.
+const StartTimeout = 90 * time.Second
+
+// EnvJavaOpts names the environment variable that replaces DefaultJavaOpts (space-separated).
+const EnvJavaOpts = "DYNAMODB_LOCAL_JAVA_OPTS"
+
+// DefaultJavaOpts suit a test server that lives for seconds on a small machine: C1 only
+// (TieredStopAtLevel=1) warms up faster and leaves the CPU to the tests instead of C2's
+// compiler threads, and the serial collector needs no GC threads.
+const DefaultJavaOpts = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m"
+
+func javaOpts() []string {
+	if v, ok := os.LookupEnv(EnvJavaOpts); ok {
+		return strings.Fields(v)
+	}
+	return strings.Fields(DefaultJavaOpts)
+}
+
+// mainClass is the entry point of DynamoDB Local 2.x and 3.x (software.amazon.dynamodb).
+const mainClass = "software.amazon.dynamodb.services.local.main.ServerRunner"
+
+// Server is a running DynamoDB Local process. Its methods are safe for concurrent use.
+type Server struct {
+	endpoint string
+	cmd      *exec.Cmd
+	out      *tailBuffer
+	exited   chan struct{} // closed when the process has exited
+	waitErr  error         // valid after exited is closed
+	stopOnce sync.Once
+}
+
+// Start launches DynamoDB Local in memory on a free 127.0.0.1 port and returns once it answers
+// ListTables, or fails after StartTimeout. The error names what is missing (jars, java) and
+// how to get it.
+func Start() (*Server, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	return StartContext(ctx)
+}
+
+// StartContext is Start with the caller's bound on the wait.
+func StartContext(ctx context.Context) (*Server, error) {
+	dir, err := jarDir()
+	if err != nil {
+		return nil, err
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("dynamolocal: java not found on PATH (DynamoDB Local needs Java 17+): install a JDK, then run `make tools`: %w", err)
+	}
+	// The free port is found by binding and releasing it, so another process can take it
+	// before the JVM binds it; a JVM that exits early is retried on a fresh port.
+	var lastErr error
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := launch(ctx, java, dir, port)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || !errors.Is(err, errExited) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+var errExited = errors.New("process exited")
+
+func launch(ctx context.Context, java, dir string, port int) (*Server, error) {
+	args := javaOpts()
+	args = append(args,
+		"-Djava.library.path="+dir,
+		"-cp", filepath.Join(dir, "*"),
+		mainClass, "-inMemory", "-disableTelemetry", "-port", strconv.Itoa(port))
+	cmd := exec.Command(java, args...)
+	cmd.Dir = dir
+	out := &tailBuffer{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("dynamolocal: start %s: %w (run `make tools`)", java, err)
+	}
+	s := &Server{
+		// DynamoDB Local has no bind-address flag (it listens on every interface); clients
+		// use the loopback address only.
+		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
+		cmd:      cmd,
+		out:      out,
+		exited:   make(chan struct{}),
+	}
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) waitReady(ctx context.Context) error {
+	client := s.Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := client.ListTables(callCtx, &dynamodb.ListTablesInput{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		select {
+		case <-s.exited:
+			return fmt.Errorf("dynamolocal: java exited before DynamoDB Local answered (%v): %w; output:\n%s\n(check the jars in %s, or run `make tools`)",
+				s.waitErr, errExited, s.out.String(), s.cmd.Dir)
+		case <-ctx.Done():
+			return fmt.Errorf("dynamolocal: DynamoDB Local did not answer ListTables at %s: %w (last error: %v); output:\n%s",
+				s.endpoint, ctx.Err(), lastErr, s.out.String())
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop ends the JVM and its whole process group and waits for it to exit. It is safe to call
+// more than once.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		signalGroup(s.cmd, false)
+		select {
+		case <-s.exited:
+			return
+		case <-time.After(5 * time.Second):
+		}
+		signalGroup(s.cmd, true)
+		<-s.exited
+	})
+}
+
+// Endpoint is the server's base URL, http://127.0.0.1:<port>.
+func (s *Server) Endpoint() string { return s.endpoint }
+
+// Output is what the JVM printed so far (the last 64 KiB), for failure messages.
+func (s *Server) Output() string { return s.out.String() }
+
+// Client returns a DynamoDB client for the server: static dummy credentials, region
+// us-east-1, BaseEndpoint set. SDK retries keep the SDK's default unless optFns change them.
+func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.endpoint),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "dynamolocal"}, nil
+		}),
+	}, optFns...)
+}
+
+// CreateTable creates an on-demand table with a string partition key and, when sortKey is not
+// empty, a string sort key, waits until it is active and enables TTL on "expiration" (the
+// attribute the idempotency records use).
+func (s *Server) CreateTable(ctx context.Context, name, partitionKey, sortKey string) error {
+	c := s.Client()
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(partitionKey), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(partitionKey), KeyType: types.KeyTypeHash},
+		},
+	}
+	if sortKey != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			types.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema,
+			types.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange})
+	}
+	if _, err := c.CreateTable(ctx, in); err != nil {
+		return fmt.Errorf("dynamolocal: create table %s: %w", name, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 500*time.Millisecond
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 30*time.Second); err != nil {
+		return fmt.Errorf("dynamolocal: wait for table %s: %w", name, err)
+	}
+	if _, err := c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String("expiration"),
+			Enabled:       aws.Bool(true),
+		},
+	}); err != nil {
+		return fmt.Errorf("dynamolocal: enable TTL on %s: %w", name, err)
+	}
+	return nil
+}
+
+// Main is a TestMain body: it starts the server into *srv, runs the tests, stops the server
+// and returns the exit code. A server that cannot start fails the run (exit code 1) with the
+// reason, rather than skipping the tests that need it.
+//
+//	func TestMain(m *testing.M) { os.Exit(dynamolocal.Main(m, &srv)) }
+func Main(m *testing.M, srv **Server) int {
+	s, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer s.Stop()
+	*srv = s
+	return m.Run()
+}
+
+// jarDir finds the DynamoDB Local jars: $DYNAMODB_LOCAL_DIR, else .cache/dynamodb-local in the
+// nearest directory above the working directory that holds go.mod.
+func jarDir() (string, error) {
+	dir := os.Getenv(EnvDir)
+	if dir == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, ".cache", "dynamodb-local")
+	}
+	jars, _ := filepath.Glob(filepath.Join(dir, "DynamoDBLocal*.jar"))
+	if len(jars) == 0 {
+		return "", fmt.Errorf("dynamolocal: no DynamoDBLocal*.jar in %s (set %s, or run `make tools` to download DynamoDB Local)", dir, EnvDir)
+	}
+	return dir, nil
+}
+
+func moduleRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("dynamolocal: working directory: %w", err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("dynamolocal: %s unset and no go.mod above %s to find .cache/dynamodb-local: set %s, or run `make tools` from the module", EnvDir, wd, EnvDir)
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("dynamolocal: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it; the JVM writes from two pipes at once.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

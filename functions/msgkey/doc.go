@@ -1,0 +1,30 @@
+// Package msgkey holds the pipeline's rules for idempotency keys and SQS identifiers, shared by
+// the dispatcher (which derives keys) and the consumer (which extracts them):
+//
+//   - Source and ParseSource name where a consumer finds a message's key: a top-level field of
+//     the JSON body ("body:idempotencyKey") or a String message attribute
+//     ("attribute:IdempotencyKey"). Source.Extract returns the key or an *InputError whose
+//     Reason says, for the log, what is wrong with the message. Such a message is bad input:
+//     the consumer reports it as a failed record so that, after the queue's maxReceiveCount,
+//     it lands in the dead-letter queue instead of being dropped.
+//   - DispatchKey derives a deterministic, collision-free key from a job name, a period and an
+//     item id, so a scheduler that fires twice for the same period produces the same keys.
+//   - DeduplicationID and ValidateGroupID apply the SQS FIFO rules for MessageDeduplicationId
+//     and MessageGroupId.
+//
+// Keys are taken verbatim: nothing is trimmed, case-folded or normalized, because two
+// producers that disagree about whitespace or case must not have their messages silently
+// merged (or split) by the consumer. What is rejected instead is a value that cannot be a
+// sensible key: empty, whitespace only, not a JSON string, invalid UTF-8 or longer than
+// MaxKeyBytes.
+//
+// Typical consumer use:
+//
+//	src, err := msgkey.ParseSource(os.Getenv("IDEMPOTENCY_KEY_SOURCE")) // once, at cold start
+//	...
+//	key, err := src.Extract(msg, 262144)
+//	var bad *msgkey.InputError
+//	if errors.As(err, &bad) {
+//		log.Warn("bad input", "reason", bad.Reason)
+//	}
+package msgkey

@@ -1,0 +1,65 @@
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// Attribute keys shared by every function's log lines, so one CloudWatch Logs Insights query
+// (e.g. `filter messageId = "..."`) finds a message across the dispatcher, batch processor and
+// consumer.
+const (
+	AttrMessageID      = "messageId"
+	AttrGroupID        = "groupId"
+	AttrReceiveCount   = "receiveCount"
+	AttrIdempotencyKey = "idempotencyKey"
+	AttrStatus         = "status"
+	AttrOutcome        = "outcome"
+	AttrReason         = "reason"
+)
+
+// ErrInvalidLevel is returned (wrapped) by ParseLevel for a name it does not know.
+var ErrInvalidLevel = errors.New("invalid log level")
+
+// NewLogger returns a JSON logger writing one object per line to w, dropping records below
+// level. The time and message keys are renamed to "timestamp" and "message", the names
+// Lambda's own JSON log format uses, so Lambda's application log-level filtering and Logs
+// Insights treat our lines like the platform's.
+func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.TimeKey:
+				a.Key = "timestamp"
+			case slog.MessageKey:
+				a.Key = "message"
+			}
+			return a
+		},
+	}))
+}
+
+// ParseLevel maps a LOG_LEVEL value to a slog level. It accepts DEBUG, INFO, WARN (or
+// WARNING) and ERROR in any case, with surrounding spaces ignored; anything else, the empty
+// string included, is an error so a typo in configuration fails the cold start instead of
+// silently logging at a different level.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "DEBUG":
+		return slog.LevelDebug, nil
+	case "INFO":
+		return slog.LevelInfo, nil
+	case "WARN", "WARNING":
+		return slog.LevelWarn, nil
+	case "ERROR":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("%w %q: want DEBUG, INFO, WARN or ERROR", ErrInvalidLevel, s)
+}
