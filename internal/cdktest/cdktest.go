@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/idempotent-sqs/pipeline/constructs/internal/validate"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
 
 // Env is the fixed account and region test stacks use, so templates are deterministic.

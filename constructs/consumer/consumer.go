@@ -1,0 +1,406 @@
+// Package consumer provides IdempotentConsumer: the consumer Lambda function of the pipeline
+// (functions/consumer, bundled from Go source at synth), wired to an SQS queue through an
+// event source mapping with ReportBatchItemFailures, and to a DynamoDB idempotency table
+// through the four item actions the idempotency store uses.
+//
+// The queue and the table come from other constructs (constructs/queue, constructs/table) or
+// from your own code: anything with the methods of Source and Store will do. Props are
+// checked against each other and against the queue at synth, and every problem is reported
+// at once (a *validate.Error naming prop, value and fix), for example a function Timeout
+// the queue's visibility timeout cannot cover.
+//
+//	c := consumer.NewIdempotentConsumer(stack, "Orders", &consumer.IdempotentConsumerProps{
+//		Queue: ordersQueue,      // e.g. a queue.ProcessingQueue
+//		Table: idempotencyTable, // e.g. a table.IdempotencyTable
+//	})
+//	c.Function() // alarm on its errors and throttles
+package consumer
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
+)
+
+// Source is the queue the consumer reads. constructs/queue's ProcessingQueue satisfies it.
+type Source interface {
+	Queue() awssqs.IQueue
+	Fifo() bool
+	VisibilityTimeout() time.Duration
+	RetentionPeriod() time.Duration
+}
+
+// Store is the idempotency table. constructs/table's IdempotencyTable satisfies it.
+type Store interface {
+	Table() awsdynamodb.ITable
+	SortKeyName() string
+	// GrantIdempotency grants exactly the item actions the idempotency store uses.
+	GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant
+}
+
+// Defaults, in one place.
+const (
+	DefaultTimeout          = 30 * time.Second
+	DefaultMemorySize       = 256
+	DefaultBatchSize        = 10
+	DefaultMaxConcurrency   = 10
+	DefaultKeySource        = "body:idempotencyKey"
+	DefaultBatchConcurrency = 10
+	// VisibilityFactor is how many function timeouts the queue's visibility timeout must
+	// cover: AWS's guidance for SQS event sources, so a batch retried after throttling
+	// or a slow poll is not redelivered while an attempt may still run.
+	VisibilityFactor = 6
+	// sqsDefaultRetention and sqsDefaultVisibility stand in when a Source reports 0 (not set).
+	sqsDefaultRetention  = 4 * 24 * time.Hour
+	sqsDefaultVisibility = 30 * time.Second
+)
+
+// Tunables the construct sets explicitly (the runtime's defaults) and Environment may override.
+var tunableDefaults = map[string]string{
+	"BATCH_DEADLINE_MARGIN": "2s",
+	"MAX_BODY_BYTES":        "262144",
+	"METRICS_NAMESPACE":     "IdempotentSQS",
+	"LOG_LEVEL":             "INFO",
+}
+
+// IdempotentConsumerProps configure an IdempotentConsumer. Queue and Table are required;
+// every other zero value takes the default in its comment.
+type IdempotentConsumerProps struct {
+	// Queue the function consumes. Required.
+	Queue Source
+	// Table holding the idempotency records. Required.
+	Table Store
+
+	// Entry is the directory of the consumer's Go main package. Default: functions/consumer
+	// of this module (found in the module cache when another app imports the construct).
+	Entry string
+	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
+	// module's root when Entry is defaulted, else found by searching upwards from Entry.
+	ModuleDir string
+
+	// Timeout of the function, and the idempotency lock's cap (IDEMPOTENCY_LOCK_CAP): a
+	// record stays locked no longer than an attempt can run. 1s to 15m. Default 30s.
+	Timeout time.Duration
+	// MemorySize in MB, 128 to 10240. Default 256.
+	MemorySize int
+
+	// BatchSize is the most records per invocation. Standard queues 1 to 10000 (above 10
+	// needs MaxBatchingWindow of at least 1s), FIFO queues 1 to 10. Default 10.
+	BatchSize int
+	// MaxBatchingWindow is how long Lambda gathers records before invoking, up to 5m.
+	// Standard queues only. Default 0 (invoke as soon as records arrive).
+	MaxBatchingWindow time.Duration
+	// MaxConcurrency caps the concurrent invocations the event source starts, 2 to 1000.
+	// Default 10.
+	MaxConcurrency int
+
+	// KeyPrefix namespaces this consumer's records when consumers share a table
+	// (id = KeyPrefix#key). Letters, digits, '.', '_' and '-'. Default: the construct id.
+	KeyPrefix string
+	// KeySource is where the idempotency key is: "body:<json field>" or
+	// "attribute:<message attribute>". Default "body:idempotencyKey".
+	KeySource string
+	// TenantSource, with a table that has a sort key, makes the tenant the partition
+	// (composite key): "body:<field>", "attribute:<name>" or "group" (the MessageGroupId,
+	// FIFO queues only). Default: none.
+	TenantSource string
+	// RecordTTL is how long a completed record is kept, so a duplicate within it is
+	// recognised. At least Timeout. Default: the queue's retention period, since a
+	// duplicate can arrive for as long as the message can live in the queue.
+	RecordTTL time.Duration
+	// DisablePayloadValidation stops comparing the payload hash of a repeated key, so a
+	// key reused for different content is treated as a duplicate instead of an error.
+	// Default false (validation on).
+	DisablePayloadValidation bool
+	// CacheSize > 0 keeps that many completed records in memory per execution environment
+	// to answer duplicates without DynamoDB. Default 0 (off).
+	CacheSize int
+	// BatchConcurrency bounds how many records of a standard-queue batch run at once
+	// (FIFO groups always run in order). Default 10.
+	BatchConcurrency int
+
+	// LogRetention of the function's log group. Default one month.
+	LogRetention awslogs.RetentionDays
+	// LogRemovalPolicy of the log group. Default RETAIN.
+	LogRemovalPolicy awscdk.RemovalPolicy
+	// Environment adds variables, or overrides the tunables LOG_LEVEL, METRICS_NAMESPACE,
+	// MAX_BODY_BYTES and BATCH_DEADLINE_MARGIN. Setting a variable the props own
+	// (IDEMPOTENCY_*, BATCH_CONCURRENCY) is a validation error. Default none.
+	Environment map[string]string
+	// DisableTracing turns X-Ray active tracing off. Default false (tracing on).
+	DisableTracing bool
+}
+
+// IdempotentConsumer is the consumer function with its queue and table wiring.
+type IdempotentConsumer interface {
+	constructs.IConstruct
+	// Function is the consumer Lambda function.
+	Function() awslambda.IFunction
+	// Role is the function's execution role.
+	Role() awsiam.IRole
+	// LogGroup is the function's log group.
+	LogGroup() awslogs.ILogGroup
+	// Queue is the queue the function consumes (for alarms on its depth and deletes).
+	Queue() awssqs.IQueue
+	// Timeout is the function timeout, also the idempotency lock's cap.
+	Timeout() time.Duration
+	// RecordTTL is how long completed records are kept.
+	RecordTTL() time.Duration
+	// BatchSize and MaxConcurrency are the event source mapping's settings.
+	BatchSize() int
+	MaxConcurrency() int
+	// KeyPrefix is this consumer's namespace in the table.
+	KeyPrefix() string
+	// EventSourceMappingArn is the ARN of the SQS event source mapping.
+	EventSourceMappingArn() *string
+}
+
+type idempotentConsumer struct {
+	constructs.Construct
+	fn        *gofn.Function
+	queue     awssqs.IQueue
+	source    awslambdaeventsources.SqsEventSource
+	settings  settings
+	keyPrefix string
+}
+
+func (c *idempotentConsumer) Function() awslambda.IFunction  { return c.fn.Function }
+func (c *idempotentConsumer) Role() awsiam.IRole             { return c.fn.Role }
+func (c *idempotentConsumer) LogGroup() awslogs.ILogGroup    { return c.fn.LogGroup }
+func (c *idempotentConsumer) Queue() awssqs.IQueue           { return c.queue }
+func (c *idempotentConsumer) Timeout() time.Duration         { return c.settings.fn.Timeout }
+func (c *idempotentConsumer) RecordTTL() time.Duration       { return c.settings.recordTTL }
+func (c *idempotentConsumer) BatchSize() int                 { return c.settings.batchSize }
+func (c *idempotentConsumer) MaxConcurrency() int            { return c.settings.maxConcurrency }
+func (c *idempotentConsumer) KeyPrefix() string              { return c.keyPrefix }
+func (c *idempotentConsumer) EventSourceMappingArn() *string { return c.source.EventSourceMappingArn() }
+
+// settings are the props with defaults applied and validated.
+type settings struct {
+	fn                gofn.Props
+	fifo              bool
+	batchSize         int
+	maxBatchingWindow time.Duration
+	maxConcurrency    int
+	recordTTL         time.Duration
+	env               map[string]string
+}
+
+// NewIdempotentConsumer builds the consumer. It panics with a *validate.Error listing every
+// problem with props (cdk synth reports it), before creating anything.
+func NewIdempotentConsumer(scope constructs.Construct, id string, props *IdempotentConsumerProps) IdempotentConsumer {
+	if props == nil {
+		props = &IdempotentConsumerProps{}
+	}
+	s := resolve(id, props)
+
+	// Override registers c itself as the jsii construct, so c can be passed anywhere a
+	// construct is expected (Stack.Of, NagSuppressions, as a scope).
+	c := &idempotentConsumer{settings: s}
+	constructs.NewConstruct_Override(c, scope, jsii.String(id))
+	c.keyPrefix = s.env["IDEMPOTENCY_KEY_PREFIX"]
+	c.queue = props.Queue.Queue()
+	c.fn = gofn.New(c, s.fn)
+	props.Table.GrantIdempotency(c.fn.Function)
+
+	esProps := &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(float64(s.batchSize)),
+		MaxConcurrency:          jsii.Number(float64(s.maxConcurrency)),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}
+	if s.maxBatchingWindow > 0 {
+		esProps.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(s.maxBatchingWindow.Seconds()))
+	}
+	// The event source also grants the function the consume actions on the queue (and
+	// kms:Decrypt when the queue has a customer managed key).
+	c.source = awslambdaeventsources.NewSqsEventSource(c.queue, esProps)
+	c.fn.Function.AddEventSource(c.source)
+
+	for _, child := range *c.fn.Function.Node().Children() {
+		if cfn, ok := child.Node().DefaultChild().(awscdk.CfnResource); ok && *cfn.CfnResourceType() == "AWS::Lambda::EventSourceMapping" {
+			cdknag.NagSuppressions_AddResourceSuppressions(child, &[]*cdknag.NagPackSuppression{{
+				Id: jsii.String("Serverless-LambdaEventSourceMappingDestination"),
+				Reason: jsii.String("SQS event sources cannot have an on-failure destination (Lambda supports one for stream and Kafka sources only); " +
+					"the queue's redrive policy to its dead-letter queue is the failure path for records that keep failing"),
+			}}, jsii.Bool(true))
+		}
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(c.fn.Function, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("Serverless-LambdaDLQ"),
+		Reason: jsii.String("a function dead-letter queue only receives failed asynchronous invocations; this function is only invoked " +
+			"synchronously by its SQS event source mapping, so failed records return to the queue and move to the queue's redrive DLQ"),
+	}}, jsii.Bool(false))
+	return c
+}
+
+// resolve applies the defaults, runs every validation rule and panics once if any failed.
+func resolve(id string, props *IdempotentConsumerProps) settings {
+	p := validate.New("IdempotentConsumer", id)
+	if props.Queue == nil {
+		p.Add("Queue", "nil", "pass the queue to consume (e.g. a queue.ProcessingQueue)")
+	}
+	if props.Table == nil {
+		p.Add("Table", "nil", "pass the idempotency table (e.g. a table.IdempotencyTable)")
+	}
+	if props.Queue == nil || props.Table == nil {
+		p.Check()
+	}
+
+	s := settings{
+		fn: gofn.Props{
+			Main:             "consumer",
+			Entry:            props.Entry,
+			ModuleDir:        props.ModuleDir,
+			Timeout:          or(props.Timeout, DefaultTimeout),
+			MemorySize:       or(props.MemorySize, DefaultMemorySize),
+			LogRetention:     props.LogRetention,
+			LogRemovalPolicy: props.LogRemovalPolicy,
+			DisableTracing:   props.DisableTracing,
+			Description:      "Idempotent SQS consumer " + id,
+		},
+		fifo:              props.Queue.Fifo(),
+		batchSize:         or(props.BatchSize, DefaultBatchSize),
+		maxBatchingWindow: props.MaxBatchingWindow,
+		maxConcurrency:    or(props.MaxConcurrency, DefaultMaxConcurrency),
+	}
+	s.fn.Validate(p)
+	timeout := s.fn.Timeout
+
+	visibility := or(props.Queue.VisibilityTimeout(), sqsDefaultVisibility)
+	if need := VisibilityFactor * timeout; visibility < need {
+		p.Addf("Timeout", "%v needs a queue visibility timeout of at least %v (%dx, AWS's rule for SQS event sources), the queue has %v; "+
+			"lower Timeout or raise the queue's VisibilityTimeout/ConsumerTimeout", timeout, need, VisibilityFactor, visibility)
+	}
+
+	if s.fifo {
+		if s.batchSize < 1 || s.batchSize > 10 {
+			p.Add("BatchSize", s.batchSize, "use 1 to 10 for a FIFO queue (AWS's limit)")
+		}
+		if s.maxBatchingWindow != 0 {
+			p.Add("MaxBatchingWindow", s.maxBatchingWindow, "remove it: FIFO queues do not support a batching window")
+		}
+	} else {
+		if s.batchSize < 1 || s.batchSize > 10000 {
+			p.Add("BatchSize", s.batchSize, "use 1 to 10000 for a standard queue (AWS's limit)")
+		} else if s.batchSize > 10 && s.maxBatchingWindow < time.Second {
+			p.Addf("BatchSize", "%d needs MaxBatchingWindow of at least 1s (AWS's rule for batches above 10), got %v; set MaxBatchingWindow or use BatchSize 10 or less",
+				s.batchSize, s.maxBatchingWindow)
+		}
+		if s.maxBatchingWindow < 0 || s.maxBatchingWindow > 5*time.Minute || s.maxBatchingWindow%time.Second != 0 {
+			p.Add("MaxBatchingWindow", s.maxBatchingWindow, "use whole seconds from 0s to 5m0s")
+		}
+	}
+	if s.maxConcurrency < 2 || s.maxConcurrency > 1000 {
+		p.Add("MaxConcurrency", s.maxConcurrency, "use 2 to 1000 (AWS's limits for SQS event sources)")
+	}
+
+	keyPrefix := or(props.KeyPrefix, id)
+	if !keyPrefixPattern.MatchString(keyPrefix) {
+		p.Add("KeyPrefix", strconv.Quote(keyPrefix), "use 1 to 100 letters, digits, '.', '_' or '-' (it is the namespace before '#' in each record id)")
+	}
+	keySource := or(props.KeySource, DefaultKeySource)
+	if err := checkSource(keySource, false); err != "" {
+		p.Add("KeySource", strconv.Quote(keySource), err)
+	}
+	sortKey := props.Table.SortKeyName()
+	if props.TenantSource != "" {
+		if sortKey == "" {
+			p.Add("TenantSource", strconv.Quote(props.TenantSource), "it needs a table with a sort key (composite key); use such a table or remove TenantSource")
+		}
+		if err := checkSource(props.TenantSource, true); err != "" {
+			p.Add("TenantSource", strconv.Quote(props.TenantSource), err)
+		} else if props.TenantSource == "group" && !s.fifo {
+			p.Add("TenantSource", `"group"`, "standard queue messages have no MessageGroupId; use a FIFO queue or a body:/attribute: source")
+		}
+	}
+
+	retention := or(props.Queue.RetentionPeriod(), sqsDefaultRetention)
+	s.recordTTL = or(props.RecordTTL, retention)
+	if s.recordTTL < timeout {
+		p.Addf("RecordTTL", "%v is shorter than the lock it must outlive (Timeout %v); use at least %v (default: the queue's retention period)",
+			s.recordTTL, timeout, timeout)
+	}
+	if props.CacheSize < 0 {
+		p.Add("CacheSize", props.CacheSize, "use 0 (off) or a positive number of records")
+	}
+	batchConcurrency := or(props.BatchConcurrency, DefaultBatchConcurrency)
+	if batchConcurrency < 1 {
+		p.Add("BatchConcurrency", batchConcurrency, "use a positive number")
+	}
+
+	owned := map[string]string{
+		"IDEMPOTENCY_TABLE_NAME":       *props.Table.Table().TableName(),
+		"IDEMPOTENCY_KEY_PREFIX":       keyPrefix,
+		"IDEMPOTENCY_KEY_SOURCE":       keySource,
+		"IDEMPOTENCY_SORT_KEY":         sortKey,
+		"IDEMPOTENCY_TENANT_SOURCE":    props.TenantSource,
+		"IDEMPOTENCY_RECORD_TTL":       s.recordTTL.String(),
+		"IDEMPOTENCY_LOCK_CAP":         timeout.String(),
+		"IDEMPOTENCY_VALIDATE_PAYLOAD": strconv.FormatBool(!props.DisablePayloadValidation),
+		"IDEMPOTENCY_CACHE_SIZE":       strconv.Itoa(props.CacheSize),
+		"IDEMPOTENCY_DISABLED":         "false", // a deployed consumer always runs with idempotency
+		"BATCH_CONCURRENCY":            strconv.Itoa(batchConcurrency),
+	}
+	s.env = gofn.Environment(p, owned, tunableDefaults, props.Environment)
+	s.fn.Environment = s.env
+	p.Check()
+	return s
+}
+
+var (
+	keyPrefixPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+	// SQS message attribute names: letters, digits, '_', '-', '.', up to 256 characters.
+	attributeName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,256}$`)
+	bodyField     = regexp.MustCompile(`^[^\s]{1,256}$`)
+)
+
+// checkSource returns why s is not a valid key or tenant source, or "".
+func checkSource(s string, allowGroup bool) string {
+	forms := `use "body:<json field>" or "attribute:<message attribute name>"`
+	if allowGroup {
+		forms = `use "body:<json field>", "attribute:<message attribute name>" or "group"`
+		if s == "group" {
+			return ""
+		}
+	}
+	kind, name, ok := strings.Cut(s, ":")
+	switch {
+	case !ok:
+		return forms
+	case kind == "body":
+		if !bodyField.MatchString(name) {
+			return "the body field name must be 1 to 256 characters without spaces; " + forms
+		}
+	case kind == "attribute":
+		if !attributeName.MatchString(name) || strings.HasPrefix(strings.ToLower(name), "aws.") || strings.HasPrefix(strings.ToLower(name), "amazon.") {
+			return "a message attribute name is 1 to 256 letters, digits, '_', '-' or '.', not starting with AWS. or Amazon.; " + forms
+		}
+	default:
+		return fmt.Sprintf("unknown kind %q; %s", kind, forms)
+	}
+	return ""
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,323 @@
+package consumer_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+)
+
+// The fixture: one app with cdk-nag attached, one stack, synthesized once in TestMain.
+var (
+	app      awscdk.App
+	stack    awscdk.Stack
+	template assertions.Template
+
+	// standard takes every default. fifo: a FIFO queue, a composite-key table and the tenant
+	// from the message group. tuned: a standard queue with most props set.
+	standard, fifo, tuned                consumer.IdempotentConsumer
+	standardQueue, fifoQueue, tunedQueue *fakeQueue
+	simpleTable, compositeTable          *fakeTable
+)
+
+func TestMain(m *testing.M) {
+	app = cdktest.NewApp()
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	stack = cdktest.NewStack(app, "Fixture")
+
+	simpleTable = newFakeTable(stack, "SimpleTable", "")
+	compositeTable = newFakeTable(stack, "CompositeTable", "key")
+	standardQueue = newFakeQueue(stack, "StandardQueue", false, 3*time.Minute, 4*24*time.Hour)
+	fifoQueue = newFakeQueue(stack, "FifoQueue", true, 6*time.Minute, 14*24*time.Hour)
+	tunedQueue = newFakeQueue(stack, "TunedQueue", false, 10*time.Minute, 7*24*time.Hour)
+
+	standard = consumer.NewIdempotentConsumer(stack, "Standard", &consumer.IdempotentConsumerProps{
+		Queue: standardQueue, Table: simpleTable,
+	})
+	fifo = consumer.NewIdempotentConsumer(stack, "Fifo", &consumer.IdempotentConsumerProps{
+		Queue: fifoQueue, Table: compositeTable,
+		Timeout: time.Minute, BatchSize: 5, TenantSource: "group", KeySource: "attribute:IdempotencyKey",
+		Environment: map[string]string{"LOG_LEVEL": "DEBUG", "FEATURE_X": "on"},
+	})
+	tuned = consumer.NewIdempotentConsumer(stack, "Tuned", &consumer.IdempotentConsumerProps{
+		Queue: tunedQueue, Table: simpleTable,
+		Timeout: 90 * time.Second, MemorySize: 1024, BatchSize: 100, MaxBatchingWindow: 5 * time.Second,
+		MaxConcurrency: 50, KeyPrefix: "orders-v2", RecordTTL: 48 * time.Hour, DisablePayloadValidation: true,
+		CacheSize: 500, BatchConcurrency: 25, LogRetention: awslogs.RetentionDays_TWO_WEEKS,
+		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+
+	template = assertions.Template_FromStack(stack, nil)
+	os.Exit(m.Run())
+}
+
+func logicalID(c constructs.IConstruct) string {
+	return *stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
+}
+
+func getAtt(c constructs.IConstruct, attr string) map[string]any {
+	return map[string]any{"Fn::GetAtt": []any{logicalID(c), attr}}
+}
+
+func ref(c constructs.IConstruct) map[string]any { return map[string]any{"Ref": logicalID(c)} }
+
+func TestFunctionProperties(t *testing.T) {
+	tests := []struct {
+		name    string
+		c       consumer.IdempotentConsumer
+		timeout int
+		memory  int
+	}{
+		{"standard", standard, 30, 256},
+		{"fifo", fifo, 60, 256},
+		{"tuned", tuned, 90, 1024},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := template.FindResources(jsii.String("AWS::Lambda::Function"), map[string]any{
+				"Properties": map[string]any{
+					"Architectures": []any{"arm64"},
+					"Runtime":       "provided.al2023",
+					"Handler":       "bootstrap",
+					"Timeout":       tt.timeout,
+					"MemorySize":    tt.memory,
+					"TracingConfig": map[string]any{"Mode": "Active"},
+					"Role":          getAtt(tt.c.Role(), "Arn"),
+					"LoggingConfig": map[string]any{"LogGroup": ref(tt.c.LogGroup())},
+				},
+			})
+			if _, ok := (*res)[logicalID(tt.c.Function())]; !ok || len(*res) != 1 {
+				t.Fatalf("function %s with these properties not found (matches: %d)", logicalID(tt.c.Function()), len(*res))
+			}
+		})
+	}
+	// The construct value itself is the jsii construct: it can be passed where CDK expects one.
+	if got := *awscdk.Stack_Of(standard).StackName(); got != "Fixture" {
+		t.Errorf("Stack.Of(consumer) = %q", got)
+	}
+	if got := standard.Timeout(); got != consumer.DefaultTimeout {
+		t.Errorf("Timeout() = %v, want the default %v", got, consumer.DefaultTimeout)
+	}
+}
+
+func TestEnvironmentIsTheContract(t *testing.T) {
+	tests := []struct {
+		name string
+		c    consumer.IdempotentConsumer
+		want map[string]any
+	}{
+		{"defaults", standard, map[string]any{
+			"IDEMPOTENCY_TABLE_NAME":       ref(simpleTable.table),
+			"IDEMPOTENCY_KEY_PREFIX":       "Standard",
+			"IDEMPOTENCY_KEY_SOURCE":       "body:idempotencyKey",
+			"IDEMPOTENCY_RECORD_TTL":       "96h0m0s", // the queue's 4-day retention
+			"IDEMPOTENCY_LOCK_CAP":         "30s",
+			"IDEMPOTENCY_VALIDATE_PAYLOAD": "true",
+			"IDEMPOTENCY_CACHE_SIZE":       "0",
+			"IDEMPOTENCY_DISABLED":         "false",
+			"BATCH_CONCURRENCY":            "10",
+			"BATCH_DEADLINE_MARGIN":        "2s",
+			"MAX_BODY_BYTES":               "262144",
+			"METRICS_NAMESPACE":            "IdempotentSQS",
+			"LOG_LEVEL":                    "INFO",
+		}},
+		{"fifo composite key, extra variables", fifo, map[string]any{
+			"IDEMPOTENCY_TABLE_NAME":       ref(compositeTable.table),
+			"IDEMPOTENCY_KEY_PREFIX":       "Fifo",
+			"IDEMPOTENCY_KEY_SOURCE":       "attribute:IdempotencyKey",
+			"IDEMPOTENCY_SORT_KEY":         "key",
+			"IDEMPOTENCY_TENANT_SOURCE":    "group",
+			"IDEMPOTENCY_RECORD_TTL":       "336h0m0s",
+			"IDEMPOTENCY_LOCK_CAP":         "1m0s",
+			"IDEMPOTENCY_VALIDATE_PAYLOAD": "true",
+			"IDEMPOTENCY_CACHE_SIZE":       "0",
+			"IDEMPOTENCY_DISABLED":         "false",
+			"BATCH_CONCURRENCY":            "10",
+			"BATCH_DEADLINE_MARGIN":        "2s",
+			"MAX_BODY_BYTES":               "262144",
+			"METRICS_NAMESPACE":            "IdempotentSQS",
+			"LOG_LEVEL":                    "DEBUG",
+			"FEATURE_X":                    "on",
+		}},
+		{"tuned", tuned, map[string]any{
+			"IDEMPOTENCY_TABLE_NAME":       ref(simpleTable.table),
+			"IDEMPOTENCY_KEY_PREFIX":       "orders-v2",
+			"IDEMPOTENCY_KEY_SOURCE":       "body:idempotencyKey",
+			"IDEMPOTENCY_RECORD_TTL":       "48h0m0s",
+			"IDEMPOTENCY_LOCK_CAP":         "1m30s",
+			"IDEMPOTENCY_VALIDATE_PAYLOAD": "false",
+			"IDEMPOTENCY_CACHE_SIZE":       "500",
+			"IDEMPOTENCY_DISABLED":         "false",
+			"BATCH_CONCURRENCY":            "25",
+			"BATCH_DEADLINE_MARGIN":        "2s",
+			"MAX_BODY_BYTES":               "262144",
+			"METRICS_NAMESPACE":            "IdempotentSQS",
+			"LOG_LEVEL":                    "INFO",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := template.FindResources(jsii.String("AWS::Lambda::Function"), map[string]any{
+				"Properties": map[string]any{
+					"Environment": map[string]any{"Variables": assertions.Match_ObjectEquals(&tt.want)},
+				},
+			})
+			if _, ok := (*res)[logicalID(tt.c.Function())]; !ok {
+				t.Fatalf("function %s does not have exactly the expected environment", logicalID(tt.c.Function()))
+			}
+		})
+	}
+}
+
+func TestEventSourceMapping(t *testing.T) {
+	tests := []struct {
+		name        string
+		c           consumer.IdempotentConsumer
+		queue       *fakeQueue
+		batchSize   int
+		window      any
+		concurrency int
+	}{
+		{"standard defaults", standard, standardQueue, 10, assertions.Match_Absent(), 10},
+		{"fifo", fifo, fifoQueue, 5, assertions.Match_Absent(), 10},
+		{"tuned", tuned, tunedQueue, 100, 5, 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			source := assertions.NewCapture(nil)
+			template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+				"FunctionName":                   ref(tt.c.Function()),
+				"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+				"BatchSize":                      tt.batchSize,
+				"MaximumBatchingWindowInSeconds": tt.window,
+				"ScalingConfig":                  map[string]any{"MaximumConcurrency": tt.concurrency},
+				"EventSourceArn":                 source,
+			})
+			got := fmt.Sprint(*source.AsObject())
+			if want := fmt.Sprint(getAtt(tt.queue.queue, "Arn")); got != want {
+				t.Errorf("EventSourceArn = %s, want the queue's %s", got, want)
+			}
+			if tt.c.BatchSize() != tt.batchSize || tt.c.MaxConcurrency() != tt.concurrency {
+				t.Errorf("getters: BatchSize %d MaxConcurrency %d", tt.c.BatchSize(), tt.c.MaxConcurrency())
+			}
+		})
+	}
+}
+
+// policyStatements returns the statements of the default policy attached to c's role.
+func policyStatements(t *testing.T, c consumer.IdempotentConsumer) []map[string]any {
+	t.Helper()
+	res := template.FindResources(jsii.String("AWS::IAM::Policy"), map[string]any{
+		"Properties": map[string]any{"Roles": []any{ref(c.Role())}},
+	})
+	if len(*res) != 1 {
+		t.Fatalf("want one policy on %s, got %d", logicalID(c.Role()), len(*res))
+	}
+	var out []map[string]any
+	for _, p := range *res {
+		doc := (*p)["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)
+		for _, s := range doc["Statement"].([]any) {
+			out = append(out, s.(map[string]any))
+		}
+	}
+	return out
+}
+
+func actions(s map[string]any) []string {
+	switch a := s["Action"].(type) {
+	case string:
+		return []string{a}
+	case []any:
+		var out []string
+		for _, v := range a {
+			out = append(out, v.(string))
+		}
+		return out
+	}
+	return nil
+}
+
+func TestPermissions(t *testing.T) {
+	statements := policyStatements(t, standard)
+	want := []struct {
+		actions  []string
+		resource any
+	}{
+		{[]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, getAtt(simpleTable.table, "Arn")},
+		{[]string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}, getAtt(standardQueue.queue, "Arn")},
+		{[]string{"logs:CreateLogStream", "logs:PutLogEvents"}, getAtt(standard.LogGroup(), "Arn")},
+		{[]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, "*"},
+	}
+	for _, w := range want {
+		found := false
+		for _, s := range statements {
+			if s["Effect"] == "Allow" && fmt.Sprint(actions(s)) == fmt.Sprint(w.actions) && fmt.Sprint(s["Resource"]) == fmt.Sprint(w.resource) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no statement allows %v on %v; statements: %v", w.actions, w.resource, statements)
+		}
+	}
+	if len(statements) != len(want) {
+		t.Errorf("want exactly %d statements, got %d: %v", len(want), len(statements), statements)
+	}
+
+	// No wildcard action anywhere in the fixture, and no managed policy on any role.
+	for id, p := range *template.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+		doc := (*p)["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)
+		for _, s := range doc["Statement"].([]any) {
+			for _, a := range actions(s.(map[string]any)) {
+				if strings.Contains(a, "*") {
+					t.Errorf("%s allows wildcard action %s", id, a)
+				}
+			}
+		}
+	}
+	template.AllResourcesProperties(jsii.String("AWS::IAM::Role"), map[string]any{"ManagedPolicyArns": assertions.Match_Absent()})
+}
+
+func TestLogGroups(t *testing.T) {
+	template.HasResource(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+		"Properties":     map[string]any{"RetentionInDays": 30},
+		"DeletionPolicy": "Retain",
+	})
+	res := template.FindResources(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+		"Properties":     map[string]any{"RetentionInDays": 14},
+		"DeletionPolicy": "Delete",
+	})
+	if _, ok := (*res)[logicalID(tuned.LogGroup())]; !ok {
+		t.Errorf("tuned log group: want 14-day retention and DeletionPolicy Delete")
+	}
+	res = template.FindResources(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+		"Properties": map[string]any{"RetentionInDays": 30}, "DeletionPolicy": "Retain",
+	})
+	if _, ok := (*res)[logicalID(standard.LogGroup())]; !ok {
+		t.Errorf("standard log group: want one-month retention, retained")
+	}
+}
+
+func TestNag(t *testing.T) {
+	annotations := assertions.Annotations_FromStack(stack)
+	for kind, found := range map[string]*[]*cxapi.SynthesisMessage{
+		"error":   annotations.FindError(jsii.String("*"), assertions.Match_AnyValue()),
+		"warning": annotations.FindWarning(jsii.String("*"), assertions.Match_AnyValue()),
+	} {
+		for _, m := range *found {
+			t.Errorf("unsuppressed %s at %s: %v", kind, *m.Id, m.Entry.Data)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package consumer_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+)
+
+// ordersQueue adapts a queue of your own to consumer.Source (constructs/queue's
+// ProcessingQueue already has these methods).
+type ordersQueue struct{ q awssqs.IQueue }
+
+func (q ordersQueue) Queue() awssqs.IQueue             { return q.q }
+func (q ordersQueue) Fifo() bool                       { return false }
+func (q ordersQueue) VisibilityTimeout() time.Duration { return 6 * time.Minute }
+func (q ordersQueue) RetentionPeriod() time.Duration   { return 4 * 24 * time.Hour }
+
+// idempotencyTable adapts a table of your own to consumer.Store (constructs/table's
+// IdempotencyTable already has these methods).
+type idempotencyTable struct{ t awsdynamodb.Table }
+
+func (t idempotencyTable) Table() awsdynamodb.ITable { return t.t }
+func (t idempotencyTable) SortKeyName() string       { return "" }
+func (t idempotencyTable) GrantIdempotency(g awsiam.IGrantable) awsiam.Grant {
+	return t.t.Grant(g, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"), jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
+}
+
+func ExampleNewIdempotentConsumer() {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Orders"), nil)
+
+	queue := awssqs.NewQueue(stack, jsii.String("Queue"), &awssqs.QueueProps{
+		VisibilityTimeout: awscdk.Duration_Minutes(jsii.Number(6)),
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+	})
+	table := awsdynamodb.NewTable(stack, jsii.String("Idempotency"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String("expiration"),
+	})
+
+	c := consumer.NewIdempotentConsumer(stack, "OrderConsumer", &consumer.IdempotentConsumerProps{
+		Queue:   ordersQueue{queue},
+		Table:   idempotencyTable{table},
+		Timeout: time.Minute, // the queue's 6m visibility timeout covers 6 x 1m
+	})
+	fmt.Println(c.Timeout(), c.RecordTTL(), c.KeyPrefix(), c.BatchSize(), c.MaxConcurrency())
+	// Output: 1m0s 96h0m0s OrderConsumer 10 10
+}

@@ -1,0 +1,87 @@
+package consumer_test
+
+import (
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+)
+
+// fakeQueue stands in for constructs/queue's ProcessingQueue: an encrypted, SSL-only queue
+// with a redrive policy to a DLQ of the same type, as that construct builds it, so the
+// fixture's cdk-nag run judges only what the consumer adds.
+type fakeQueue struct {
+	queue      awssqs.IQueue
+	fifo       bool
+	visibility time.Duration
+	retention  time.Duration
+}
+
+func (q *fakeQueue) Queue() awssqs.IQueue             { return q.queue }
+func (q *fakeQueue) Fifo() bool                       { return q.fifo }
+func (q *fakeQueue) VisibilityTimeout() time.Duration { return q.visibility }
+func (q *fakeQueue) RetentionPeriod() time.Duration   { return q.retention }
+
+var _ consumer.Source = (*fakeQueue)(nil)
+
+func newFakeQueue(scope constructs.Construct, id string, fifo bool, visibility, retention time.Duration) *fakeQueue {
+	dlq := awssqs.NewQueue(scope, jsii.String(id+"DLQ"), &awssqs.QueueProps{
+		Fifo:            jsii.Bool(fifo),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(dlq, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("Serverless-SQSRedrivePolicy"), Reason: jsii.String("test fake: this queue is the dead-letter queue"),
+	}}, nil)
+	q := awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
+		Fifo:              jsii.Bool(fifo),
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(visibility.Seconds())),
+		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(retention.Seconds())),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)},
+	})
+	return &fakeQueue{queue: q, fifo: fifo, visibility: visibility, retention: retention}
+}
+
+// fakeTable stands in for constructs/table's IdempotencyTable.
+type fakeTable struct {
+	table   awsdynamodb.Table
+	sortKey string
+}
+
+func (t *fakeTable) Table() awsdynamodb.ITable { return t.table }
+func (t *fakeTable) SortKeyName() string       { return t.sortKey }
+func (t *fakeTable) GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant {
+	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+		ResourceArns: jsii.Strings(*t.table.TableArn()),
+	})
+}
+
+var _ consumer.Store = (*fakeTable)(nil)
+
+func newFakeTable(scope constructs.Construct, id, sortKey string) *fakeTable {
+	props := &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String("expiration"),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	}
+	if sortKey != "" {
+		props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(sortKey), Type: awsdynamodb.AttributeType_STRING}
+	}
+	return &fakeTable{table: awsdynamodb.NewTable(scope, jsii.String(id), props), sortKey: sortKey}
+}

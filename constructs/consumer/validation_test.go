@@ -1,0 +1,137 @@
+package consumer_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
+)
+
+// specQueue is a Source known only by its settings: validation never reaches Queue(), so
+// these tests create no queue.
+type specQueue struct {
+	fifo                  bool
+	visibility, retention time.Duration
+}
+
+func (q specQueue) Queue() awssqs.IQueue             { return nil }
+func (q specQueue) Fifo() bool                       { return q.fifo }
+func (q specQueue) VisibilityTimeout() time.Duration { return q.visibility }
+func (q specQueue) RetentionPeriod() time.Duration   { return q.retention }
+
+var (
+	stdSpec  = specQueue{visibility: 3 * time.Minute, retention: 4 * 24 * time.Hour}
+	fifoSpec = specQueue{fifo: true, visibility: 3 * time.Minute, retention: 4 * 24 * time.Hour}
+)
+
+// build runs the constructor with props; it must panic before adding anything to the tree.
+func build(id string, props *consumer.IdempotentConsumerProps) func() {
+	return func() { consumer.NewIdempotentConsumer(stack, id, props) }
+}
+
+func TestValidationMessages(t *testing.T) {
+	tests := []struct {
+		name  string
+		props consumer.IdempotentConsumerProps
+		want  []string
+	}{
+		{"queue required", consumer.IdempotentConsumerProps{Table: simpleTable},
+			[]string{"Queue: got nil", "pass the queue"}},
+		{"table required", consumer.IdempotentConsumerProps{Queue: stdSpec},
+			[]string{"Table: got nil", "pass the idempotency table"}},
+		{"5m timeout on a 2m visibility timeout", consumer.IdempotentConsumerProps{
+			Queue: specQueue{visibility: 2 * time.Minute, retention: time.Hour}, Table: simpleTable, Timeout: 5 * time.Minute},
+			[]string{"Timeout: 5m0s needs a queue visibility timeout of at least 30m0s (6x, AWS's rule for SQS event sources), " +
+				"the queue has 2m0s; lower Timeout or raise the queue's VisibilityTimeout/ConsumerTimeout"}},
+		{"timeout above Lambda's limit", consumer.IdempotentConsumerProps{Queue: specQueue{visibility: 12 * time.Hour}, Table: simpleTable, Timeout: 16 * time.Minute},
+			[]string{"Timeout: got 16m0s", "1s to 15m0s"}},
+		{"memory below Lambda's limit", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, MemorySize: 64},
+			[]string{"MemorySize: got 64", "128 to 10240"}},
+		{"entry that is not a directory", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Entry: "/nonexistent/consumer"},
+			[]string{"Entry: got /nonexistent/consumer", "Go main package"}},
+		{"fifo batch size", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, BatchSize: 11},
+			[]string{"BatchSize: got 11", "1 to 10 for a FIFO queue"}},
+		{"fifo batching window", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, MaxBatchingWindow: time.Second},
+			[]string{"MaxBatchingWindow: got 1s", "FIFO queues do not support a batching window"}},
+		{"standard batch size", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, BatchSize: 10001, MaxBatchingWindow: time.Second},
+			[]string{"BatchSize: got 10001", "1 to 10000 for a standard queue"}},
+		{"batch above 10 without a window", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, BatchSize: 100},
+			[]string{"BatchSize: 100 needs MaxBatchingWindow of at least 1s", "got 0s", "set MaxBatchingWindow or use BatchSize 10 or less"}},
+		{"batching window too long", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, MaxBatchingWindow: 6 * time.Minute},
+			[]string{"MaxBatchingWindow: got 6m0s", "0s to 5m0s"}},
+		{"max concurrency below 2", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, MaxConcurrency: 1},
+			[]string{"MaxConcurrency: got 1", "2 to 1000"}},
+		{"max concurrency above 1000", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, MaxConcurrency: 1001},
+			[]string{"MaxConcurrency: got 1001", "2 to 1000"}},
+		{"key prefix with the id separator", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeyPrefix: "a#b"},
+			[]string{`KeyPrefix: got "a#b"`, "letters, digits"}},
+		{"key source of unknown kind", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeySource: "header:Key"},
+			[]string{`KeySource: got "header:Key"`, `unknown kind "header"`, `"body:<json field>"`}},
+		{"key source without a name", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeySource: "body:"},
+			[]string{`KeySource: got "body:"`, "1 to 256 characters"}},
+		{"key source with a reserved attribute", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeySource: "attribute:AWS.TraceHeader"},
+			[]string{`KeySource: got "attribute:AWS.TraceHeader"`, "not starting with AWS."}},
+		{"key source group is tenant-only", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, KeySource: "group"},
+			[]string{`KeySource: got "group"`, `use "body:<json field>" or "attribute:<message attribute name>"`}},
+		{"tenant without a sort key", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, TenantSource: "group"},
+			[]string{`TenantSource: got "group"`, "needs a table with a sort key"}},
+		{"tenant source form", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: compositeTable, TenantSource: "tenant"},
+			[]string{`TenantSource: got "tenant"`, `or "group"`}},
+		{"tenant from the group of a standard queue", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: compositeTable, TenantSource: "group"},
+			[]string{`TenantSource: got "group"`, "standard queue messages have no MessageGroupId"}},
+		{"record TTL shorter than the lock", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, RecordTTL: 10 * time.Second},
+			[]string{"RecordTTL: 10s is shorter than the lock it must outlive (Timeout 30s); use at least 30s"}},
+		{"negative cache size", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, CacheSize: -1},
+			[]string{"CacheSize: got -1"}},
+		{"negative batch concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, BatchConcurrency: -1},
+			[]string{"BatchConcurrency: got -1"}},
+		{"environment overriding a prop", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			Environment: map[string]string{"IDEMPOTENCY_LOCK_CAP": "1h"}},
+			[]string{"Environment: IDEMPOTENCY_LOCK_CAP is set by the construct from its props; set the prop instead"}},
+		{"environment overriding an unset optional prop", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			Environment: map[string]string{"IDEMPOTENCY_SORT_KEY": "sk"}},
+			[]string{"Environment: IDEMPOTENCY_SORT_KEY is set by the construct"}},
+		{"environment with a Lambda-reserved name", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			Environment: map[string]string{"AWS_REGION": "us-east-1"}},
+			[]string{"Environment: AWS_REGION is reserved by the Lambda runtime"}},
+		{"environment with an invalid name", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			Environment: map[string]string{"1-BAD": "x"}},
+			[]string{`Environment: "1-BAD" is not a valid variable name`}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			props := tt.props
+			cdktest.ExpectProblem(t, build(fmt.Sprintf("Invalid%d", i), &props), tt.want...)
+		})
+	}
+}
+
+// Every problem is reported at once, not just the first.
+func TestValidationCollectsEveryProblem(t *testing.T) {
+	defer func() {
+		verr, ok := validate.AsError(recover())
+		if !ok {
+			t.Fatal("expected a *validate.Error")
+		}
+		if len(verr.Problems) != 3 {
+			t.Fatalf("want 3 problems, got %d:\n%s", len(verr.Problems), verr)
+		}
+		if !strings.Contains(verr.Construct, `IdempotentConsumer "Many"`) {
+			t.Errorf("construct = %q", verr.Construct)
+		}
+	}()
+	build("Many", &consumer.IdempotentConsumerProps{
+		Queue: stdSpec, Table: simpleTable, MemorySize: 1, MaxConcurrency: 1, CacheSize: -5,
+	})()
+}
+
+func TestNilPropsNameBothRequiredProps(t *testing.T) {
+	cdktest.ExpectProblem(t, func() { consumer.NewIdempotentConsumer(stack, "Nil", nil) }, "Queue: got nil")
+	cdktest.ExpectProblem(t, func() { consumer.NewIdempotentConsumer(stack, "Nil", nil) }, "Table: got nil")
+}

@@ -1,0 +1,475 @@
+// Package dispatcher provides ScheduledDispatcher: an EventBridge Scheduler schedule (cron,
+// time zone, no flexible window, retry policy, dead-letter queue) that invokes the
+// dispatcher Lambda function (functions/dispatcher, bundled from Go source at synth) with a
+// fixed list of work items. The function fans the items out to an SQS queue with
+// deterministic idempotency keys derived from the job, the schedule's own scheduled time and
+// the item id, so a repeated or retried invocation sends the same keys and the consumer
+// absorbs the repeats.
+//
+// Scheduler invokes Lambda asynchronously: its retry policy and DLQ cover only handing the
+// event to Lambda. Failures of the function itself, after Lambda's asynchronous retries, go
+// to FailureQueue (an on-failure destination). Alarm on both queues (constructs/monitoring
+// does).
+//
+//	d := dispatcher.NewScheduledDispatcher(stack, "Nightly", &dispatcher.ScheduledDispatcherProps{
+//		Queue:    ordersQueue, // e.g. a queue.ProcessingQueue
+//		Cron:     "0 2 * * ? *",
+//		TimeZone: "Europe/Berlin",
+//		Items:    []dispatcher.WorkItem{{ID: "report", Payload: map[string]any{"kind": "daily"}}},
+//	})
+package dispatcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
+)
+
+// Target is the queue the dispatcher sends to. constructs/queue's ProcessingQueue
+// satisfies it.
+type Target interface {
+	Queue() awssqs.IQueue
+	Fifo() bool
+}
+
+// WorkItem is one unit of work the dispatcher sends each period.
+type WorkItem struct {
+	// ID identifies the item within the job; the idempotency key derives from job, period
+	// and ID. Required, unique; 1 to 128 letters, digits or . _ - : @ /.
+	ID string
+	// Group is the FIFO message group (the ordering unit, e.g. a tenant). FIFO queues only.
+	// Default: DefaultGroup.
+	Group string
+	// Payload is sent as the message's payload; it must encode as JSON. Default none.
+	Payload map[string]any
+}
+
+// Defaults and limits, in one place.
+const (
+	DefaultCron                  = "0 * * * ? *" // hourly, on the hour
+	DefaultTimeZone              = "UTC"
+	DefaultPeriod                = time.Minute
+	DefaultTimeout               = 60 * time.Second
+	DefaultMemorySize            = 256
+	DefaultScheduleRetryAttempts = 3
+	DefaultScheduleMaxEventAge   = time.Hour
+	DefaultAsyncRetryAttempts    = 2
+	DefaultAsyncMaxEventAge      = 6 * time.Hour
+	DefaultSendMaxAttempts       = 5
+	// DeadLetterRetention of the schedule DLQ and the failure queue: SQS's maximum, the
+	// most time to notice the alarm and redrive.
+	DeadLetterRetention = 14 * 24 * time.Hour
+
+	// MaxInputBytes caps the rendered schedule input. Neither Scheduler's API model
+	// (botocore scheduler 2021-06-30 TargetInput: min 1, no max) nor the CloudFormation
+	// schema of AWS::Scheduler::Schedule (Target.Input: minLength 1) states a maximum, and
+	// Lambda now accepts 1 MB asynchronous payloads (Invoke API reference). 256 KiB is the
+	// conservative bound: the long-standing EventBridge/Lambda asynchronous event size, so
+	// the input also fits the on-failure destination record and an SQS message. Larger item
+	// lists belong in a store the function reads, not in the schedule.
+	MaxInputBytes = 256 * 1024
+)
+
+// Tunables the construct sets explicitly and Environment may override.
+var tunableDefaults = map[string]string{
+	"METRICS_NAMESPACE": "IdempotentSQS",
+	"LOG_LEVEL":         "INFO",
+}
+
+// ScheduledDispatcherProps configure a ScheduledDispatcher. Queue and Items are required;
+// every other zero value takes the default in its comment.
+type ScheduledDispatcherProps struct {
+	// Queue the dispatcher sends to. Required.
+	Queue Target
+	// Items are the work items sent every period. Required, at least one.
+	Items []WorkItem
+
+	// JobName names the job in keys, logs and metrics: 1 to 64 letters, digits, '.', '_'
+	// or '-'. Default: the construct id.
+	JobName string
+	// Cron is the schedule in AWS's 6-field form (minutes hours day-of-month month
+	// day-of-week year), exactly one of day-of-month and day-of-week "?", without the
+	// "cron(...)" wrapper. Default "0 * * * ? *" (hourly).
+	Cron string
+	// TimeZone is the IANA time zone the cron is evaluated in. Default "UTC".
+	TimeZone string
+	// Period is the unit the scheduled time is truncated to for the idempotency key: every
+	// invocation within one period sends the same keys. Whole minutes, 1m to 24h. It
+	// should not exceed the cron's interval, or runs in one period send duplicates that
+	// the consumer discards. Default 1m.
+	Period time.Duration
+	// DefaultGroup is the FIFO message group of items without one. FIFO queues only.
+	// Default: JobName.
+	DefaultGroup string
+	// SendMaxAttempts is how often the function tries each entry of SendMessageBatch before
+	// failing the invocation. 1 to 20. Default 5.
+	SendMaxAttempts int
+
+	// Entry is the directory of the dispatcher's Go main package. Default:
+	// functions/dispatcher of this module.
+	Entry string
+	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
+	// module's root when Entry is defaulted, else found by searching upwards from Entry.
+	ModuleDir string
+	// Timeout of the function, 1s to 15m. Default 60s.
+	Timeout time.Duration
+	// MemorySize in MB, 128 to 10240. Default 256.
+	MemorySize int
+
+	// ScheduleRetryAttempts is how often Scheduler retries handing the event to Lambda,
+	// 0 to 185. nil: default 3 (new(0) turns retries off).
+	ScheduleRetryAttempts *int
+	// ScheduleMaxEventAge is how long Scheduler keeps retrying, 1m to 24h. Default 1h.
+	ScheduleMaxEventAge time.Duration
+	// AsyncRetryAttempts is how often Lambda retries a failed invocation, 0 to 2.
+	// nil: default 2.
+	AsyncRetryAttempts *int
+	// AsyncMaxEventAge is how long Lambda keeps an event for retries, 1m to 6h. Default 6h.
+	AsyncMaxEventAge time.Duration
+	// Disabled creates the schedule in the DISABLED state. Default false (enabled).
+	Disabled bool
+
+	// LogRetention of the function's log group. Default one month.
+	LogRetention awslogs.RetentionDays
+	// LogRemovalPolicy of the log group. Default RETAIN.
+	LogRemovalPolicy awscdk.RemovalPolicy
+	// Environment adds variables, or overrides the tunables LOG_LEVEL and
+	// METRICS_NAMESPACE. Setting a variable the props own (QUEUE_URL, JOB_NAME, PERIOD,
+	// DEFAULT_MESSAGE_GROUP_ID, SEND_MAX_ATTEMPTS) is a validation error. Default none.
+	Environment map[string]string
+	// DisableTracing turns X-Ray active tracing off. Default false (tracing on).
+	DisableTracing bool
+}
+
+// ScheduledDispatcher is the schedule, the dispatcher function and their failure queues.
+type ScheduledDispatcher interface {
+	constructs.IConstruct
+	// Function is the dispatcher Lambda function.
+	Function() awslambda.IFunction
+	// Role is the function's execution role.
+	Role() awsiam.IRole
+	// LogGroup is the function's log group.
+	LogGroup() awslogs.ILogGroup
+	// Schedule is the EventBridge Scheduler schedule.
+	Schedule() awsscheduler.ISchedule
+	// ScheduleDeadLetterQueue receives events Scheduler could not hand to Lambda.
+	ScheduleDeadLetterQueue() awssqs.IQueue
+	// FailureQueue is the function's on-failure destination: invocations that still failed
+	// after Lambda's asynchronous retries. Alarm on it.
+	FailureQueue() awssqs.IQueue
+	// JobName is the job's name in keys, logs and metrics.
+	JobName() string
+	// Timeout is the function timeout.
+	Timeout() time.Duration
+}
+
+type scheduledDispatcher struct {
+	constructs.Construct
+	fn           *gofn.Function
+	schedule     awsscheduler.Schedule
+	scheduleDLQ  awssqs.Queue
+	failureQueue awssqs.Queue
+	s            settings
+}
+
+func (d *scheduledDispatcher) Function() awslambda.IFunction          { return d.fn.Function }
+func (d *scheduledDispatcher) Role() awsiam.IRole                     { return d.fn.Role }
+func (d *scheduledDispatcher) LogGroup() awslogs.ILogGroup            { return d.fn.LogGroup }
+func (d *scheduledDispatcher) Schedule() awsscheduler.ISchedule       { return d.schedule }
+func (d *scheduledDispatcher) ScheduleDeadLetterQueue() awssqs.IQueue { return d.scheduleDLQ }
+func (d *scheduledDispatcher) FailureQueue() awssqs.IQueue            { return d.failureQueue }
+func (d *scheduledDispatcher) JobName() string                        { return d.s.jobName }
+func (d *scheduledDispatcher) Timeout() time.Duration                 { return d.s.fn.Timeout }
+
+// settings are the props with defaults applied and validated.
+type settings struct {
+	fn                    gofn.Props
+	jobName               string
+	cron                  string
+	timeZone              string
+	input                 map[string]any
+	scheduleRetryAttempts int
+	scheduleMaxEventAge   time.Duration
+}
+
+// NewScheduledDispatcher builds the dispatcher. It panics with a *validate.Error listing
+// every problem with props (cdk synth reports it), before creating anything.
+func NewScheduledDispatcher(scope constructs.Construct, id string, props *ScheduledDispatcherProps) ScheduledDispatcher {
+	if props == nil {
+		props = &ScheduledDispatcherProps{}
+	}
+	s := resolve(id, props)
+
+	// Override registers d itself as the jsii construct, so d can be passed anywhere a
+	// construct is expected (Stack.Of, NagSuppressions, as a scope).
+	d := &scheduledDispatcher{s: s}
+	constructs.NewConstruct_Override(d, scope, jsii.String(id))
+	d.scheduleDLQ = deadLetterQueue(d, "ScheduleDeadLetterQueue",
+		"it is the dead-letter queue of the EventBridge Scheduler schedule (Target.DeadLetterConfig); cdk-nag only recognises DLQs named in another queue's redrive policy or a function's DeadLetterConfig")
+	d.failureQueue = deadLetterQueue(d, "FailureQueue",
+		"it is the dispatcher function's on-failure destination (EventInvokeConfig), i.e. its dead-letter queue; cdk-nag only recognises DLQs named in another queue's redrive policy or a function's DeadLetterConfig")
+
+	s.fn.OnFailure = awslambdadestinations.NewSqsDestination(d.failureQueue)
+	d.fn = gofn.New(d, s.fn)
+	props.Queue.Queue().GrantSendMessages(d.fn.Function)
+	cdknag.NagSuppressions_AddResourceSuppressions(d.fn.Function, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("Serverless-LambdaDLQ"),
+		Reason: jsii.String("failed asynchronous invocations go to an on-failure destination (EventInvokeConfig -> FailureQueue), which also " +
+			"records the error; a DeadLetterConfig as well would deliver each failure twice"),
+	}}, jsii.Bool(false))
+
+	targetProps, role := d.targetProps(s)
+	d.schedule = awsscheduler.NewSchedule(d, jsii.String("Schedule"), &awsscheduler.ScheduleProps{
+		Schedule:    awsscheduler.ScheduleExpression_Expression(jsii.String("cron("+s.cron+")"), awscdk.TimeZone_Of(jsii.String(s.timeZone))),
+		Target:      awsschedulertargets.NewLambdaInvoke(d.fn.Function, targetProps),
+		TimeWindow:  awsscheduler.TimeWindow_Off(),
+		Enabled:     jsii.Bool(!props.Disabled),
+		Description: jsii.String(fmt.Sprintf("Dispatches the %d work items of job %s", len(props.Items), s.jobName)),
+	})
+	// After NewSchedule: the target binds (and creates the role's policy) in it, and
+	// applyToChildren only reaches children that exist.
+	fnID := *awscdk.Stack_Of(d).GetLogicalId(d.fn.Function.Node().DefaultChild().(awscdk.CfnElement))
+	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-IAM5"),
+		Reason: jsii.String("LambdaInvoke grants lambda:InvokeFunction on the dispatcher function and its qualified ARNs (<arn>:*, versions " +
+			"and aliases); the wildcard covers qualifiers of this one function only"),
+		AppliesTo: &[]any{"Resource::<" + fnID + ".Arn>:*"},
+	}}, jsii.Bool(true))
+	return d
+}
+
+// targetProps builds the schedule target: the input, the retry policy, the DLQ and a role of
+// this construct's own (the target's default role is created at stack level, outside the
+// construct, where this construct cannot document its one wildcard).
+func (d *scheduledDispatcher) targetProps(s settings) (*awsschedulertargets.ScheduleTargetBaseProps, awsiam.Role) {
+	stack := awscdk.Stack_Of(d)
+	role := awsiam.NewRole(d, jsii.String("ScheduleRole"), &awsiam.RoleProps{
+		Description: jsii.String("EventBridge Scheduler role of " + *d.Node().Path()),
+		// The confused-deputy conditions the target's default role has: only schedules of
+		// this account's default group may assume it.
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
+			Conditions: &map[string]any{"StringEquals": map[string]any{
+				"aws:SourceAccount": stack.Account(),
+				"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
+					Service: jsii.String("scheduler"), Resource: jsii.String("schedule-group"), ResourceName: jsii.String("default"),
+				}),
+			}},
+		}),
+	})
+	input := make(map[string]any, len(s.input)+2)
+	for k, v := range s.input {
+		input[k] = v
+	}
+	input["scheduledTime"] = *awsscheduler.ContextAttribute_ScheduledTime()
+	input["executionId"] = *awsscheduler.ContextAttribute_ExecutionId()
+	return &awsschedulertargets.ScheduleTargetBaseProps{
+		Input:           awsscheduler.ScheduleTargetInput_FromObject(input),
+		RetryAttempts:   jsii.Number(float64(s.scheduleRetryAttempts)),
+		MaxEventAge:     awscdk.Duration_Seconds(jsii.Number(s.scheduleMaxEventAge.Seconds())),
+		DeadLetterQueue: d.scheduleDLQ,
+		Role:            role,
+	}, role
+}
+
+// deadLetterQueue is an encrypted, SSL-only queue that keeps messages for 14 days.
+func deadLetterQueue(scope constructs.Construct, id, whyNoDLQ string) awssqs.Queue {
+	q := awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
+		// SQS-managed SSE: Scheduler and Lambda can send without kms permissions.
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Seconds(jsii.Number(DeadLetterRetention.Seconds())),
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{
+		{Id: jsii.String("AwsSolutions-SQS3"), Reason: jsii.String("no DLQ for a DLQ: " + whyNoDLQ)},
+		{Id: jsii.String("Serverless-SQSRedrivePolicy"), Reason: jsii.String("no redrive policy on a DLQ: " + whyNoDLQ)},
+	}, jsii.Bool(false))
+	return q
+}
+
+var (
+	jobNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	itemIDPattern  = regexp.MustCompile(`^[A-Za-z0-9._:@/-]{1,128}$`)
+	// SQS MessageGroupId: 1 to 128 alphanumeric or punctuation characters.
+	groupPattern = regexp.MustCompile("^[A-Za-z0-9!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~]{1,128}$")
+)
+
+// resolve applies the defaults, runs every validation rule and panics once if any failed.
+func resolve(id string, props *ScheduledDispatcherProps) settings {
+	p := validate.New("ScheduledDispatcher", id)
+	if props.Queue == nil {
+		p.Add("Queue", "nil", "pass the queue to send to (e.g. a queue.ProcessingQueue)")
+	}
+	if len(props.Items) == 0 {
+		p.Add("Items", "none", "give at least one WorkItem")
+	}
+	if props.Queue == nil {
+		p.Check()
+	}
+	fifo := props.Queue.Fifo()
+
+	s := settings{
+		fn: gofn.Props{
+			Main:             "dispatcher",
+			Entry:            props.Entry,
+			ModuleDir:        props.ModuleDir,
+			Timeout:          or(props.Timeout, DefaultTimeout),
+			MemorySize:       or(props.MemorySize, DefaultMemorySize),
+			LogRetention:     props.LogRetention,
+			LogRemovalPolicy: props.LogRemovalPolicy,
+			DisableTracing:   props.DisableTracing,
+			RetryAttempts:    orPtr(props.AsyncRetryAttempts, DefaultAsyncRetryAttempts),
+			MaxEventAge:      or(props.AsyncMaxEventAge, DefaultAsyncMaxEventAge),
+		},
+		jobName:               or(props.JobName, id),
+		cron:                  or(props.Cron, DefaultCron),
+		timeZone:              or(props.TimeZone, DefaultTimeZone),
+		scheduleRetryAttempts: *orPtr(props.ScheduleRetryAttempts, DefaultScheduleRetryAttempts),
+		scheduleMaxEventAge:   or(props.ScheduleMaxEventAge, DefaultScheduleMaxEventAge),
+	}
+	s.fn.Description = "Scheduled dispatcher of job " + s.jobName
+	s.fn.Validate(p)
+
+	if !jobNamePattern.MatchString(s.jobName) {
+		p.Add("JobName", strconv.Quote(s.jobName), "use 1 to 64 letters, digits, '.', '_' or '-' (the default is the construct id)")
+	}
+	if problem := checkCron(s.cron); problem != "" {
+		p.Add("Cron", strconv.Quote(s.cron), problem)
+	}
+	if _, err := time.LoadLocation(s.timeZone); err != nil || s.timeZone == "Local" {
+		p.Add("TimeZone", strconv.Quote(s.timeZone), `use an IANA time zone name such as "UTC" or "Europe/Berlin"`)
+	}
+	period := or(props.Period, DefaultPeriod)
+	if period < time.Minute || period > 24*time.Hour || period%time.Minute != 0 {
+		p.Add("Period", period, "use whole minutes from 1m0s to 24h0m0s (Scheduler's resolution is one minute)")
+	}
+	if s.scheduleRetryAttempts < 0 || s.scheduleRetryAttempts > 185 {
+		p.Add("ScheduleRetryAttempts", s.scheduleRetryAttempts, "use 0 to 185 (Scheduler's limits)")
+	}
+	if a := s.scheduleMaxEventAge; a < time.Minute || a > 24*time.Hour || a%time.Second != 0 {
+		p.Add("ScheduleMaxEventAge", a, "use whole seconds from 1m0s to 24h0m0s (Scheduler's limits)")
+	}
+	sendMaxAttempts := or(props.SendMaxAttempts, DefaultSendMaxAttempts)
+	if sendMaxAttempts < 1 || sendMaxAttempts > 20 {
+		p.Add("SendMaxAttempts", sendMaxAttempts, "use 1 to 20")
+	}
+
+	defaultGroup := props.DefaultGroup
+	switch {
+	case !fifo && defaultGroup != "":
+		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "remove it: message groups exist on FIFO queues only")
+	case fifo && defaultGroup == "":
+		defaultGroup = s.jobName
+	case fifo && !groupPattern.MatchString(defaultGroup):
+		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
+	}
+	items := checkItems(p, props.Items, fifo)
+
+	s.input = map[string]any{"job": s.jobName, "items": items}
+	rendered, err := json.Marshal(map[string]any{
+		"scheduledTime": *awsscheduler.ContextAttribute_ScheduledTime(),
+		"executionId":   *awsscheduler.ContextAttribute_ExecutionId(),
+		"job":           s.jobName, "items": items,
+	})
+	if err == nil && len(rendered) > MaxInputBytes {
+		p.Addf("Items", "the schedule input would be %d bytes, over the %d-byte limit; send fewer or smaller items "+
+			"(keep large payloads in a store the function reads)", len(rendered), MaxInputBytes)
+	}
+
+	owned := map[string]string{
+		"QUEUE_URL":                "", // set below, once the queue is known to be valid
+		"JOB_NAME":                 s.jobName,
+		"PERIOD":                   period.String(),
+		"DEFAULT_MESSAGE_GROUP_ID": defaultGroup,
+		"SEND_MAX_ATTEMPTS":        strconv.Itoa(sendMaxAttempts),
+	}
+	if q := props.Queue.Queue(); q != nil {
+		owned["QUEUE_URL"] = *q.QueueUrl()
+	}
+	s.fn.Environment = gofn.Environment(p, owned, tunableDefaults, props.Environment)
+	p.Check()
+	return s
+}
+
+// checkItems validates the items and returns them in the input's JSON shape.
+func checkItems(p *validate.Problems, items []WorkItem, fifo bool) []any {
+	seen := make(map[string]bool, len(items))
+	out := make([]any, 0, len(items))
+	for i, it := range items {
+		prop := fmt.Sprintf("Items[%d]", i)
+		switch {
+		case !itemIDPattern.MatchString(it.ID):
+			p.Add(prop+".ID", strconv.Quote(it.ID), "use 1 to 128 letters, digits or . _ - : @ /")
+		case seen[it.ID]:
+			p.Add(prop+".ID", strconv.Quote(it.ID), "make it unique: two items with one id would derive the same idempotency key and one would be dropped as a duplicate")
+		}
+		seen[it.ID] = true
+		if it.Group != "" {
+			if !fifo {
+				p.Add(prop+".Group", strconv.Quote(it.Group), "remove it: message groups exist on FIFO queues only")
+			} else if !groupPattern.MatchString(it.Group) {
+				p.Add(prop+".Group", strconv.Quote(it.Group), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
+			}
+		}
+		item := map[string]any{"id": it.ID}
+		if it.Group != "" {
+			item["group"] = it.Group
+		}
+		if it.Payload != nil {
+			if _, err := json.Marshal(it.Payload); err != nil {
+				p.Addf(prop+".Payload", "does not encode as JSON (%v); use strings, numbers, booleans, nil, slices and maps", err)
+			} else {
+				item["payload"] = it.Payload
+			}
+		}
+		out = append(out, item)
+	}
+	return out
+}
+
+// checkCron returns why cron is not AWS's 6-field form, or "".
+func checkCron(cron string) string {
+	if strings.HasPrefix(cron, "cron(") {
+		return `give the six fields without the "cron(...)" wrapper, e.g. "0 * * * ? *"`
+	}
+	fields := strings.Fields(cron)
+	if len(fields) != 6 {
+		return fmt.Sprintf("has %d fields; use six: minutes hours day-of-month month day-of-week year, e.g. \"0 * * * ? *\"", len(fields))
+	}
+	if (fields[2] == "?") == (fields[4] == "?") {
+		return `set exactly one of day-of-month (3rd field) and day-of-week (5th field) to "?"`
+	}
+	return ""
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func orPtr(v *int, def int) *int {
+	if v == nil {
+		return &def
+	}
+	return v
+}

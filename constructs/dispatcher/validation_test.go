@@ -1,0 +1,145 @@
+package dispatcher_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+
+	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
+)
+
+// specQueue is a Target known only by its type: validation never needs the queue itself.
+type specQueue struct{ fifo bool }
+
+func (q specQueue) Queue() awssqs.IQueue { return nil }
+func (q specQueue) Fifo() bool           { return q.fifo }
+
+var (
+	std   = specQueue{}
+	fifoQ = specQueue{fifo: true}
+	one   = []dispatcher.WorkItem{{ID: "a"}}
+)
+
+func build(id string, props *dispatcher.ScheduledDispatcherProps) func() {
+	return func() { dispatcher.NewScheduledDispatcher(stack, id, props) }
+}
+
+func TestValidationMessages(t *testing.T) {
+	big := strings.Repeat("x", 100_000)
+	tests := []struct {
+		name  string
+		props dispatcher.ScheduledDispatcherProps
+		want  []string
+	}{
+		{"queue required", dispatcher.ScheduledDispatcherProps{Items: one}, []string{"Queue: got nil", "pass the queue"}},
+		{"items required", dispatcher.ScheduledDispatcherProps{Queue: std}, []string{"Items: got none", "at least one WorkItem"}},
+		{"job name charset", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, JobName: "nightly report"},
+			[]string{`JobName: got "nightly report"`, "1 to 64 letters"}},
+		{"default job name from an unusable id", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one},
+			[]string{`JobName: got "Bad Id"`, "the default is the construct id"}},
+		{"cron with five fields", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Cron: "0 * * * *"},
+			[]string{`Cron: got "0 * * * *"`, "has 5 fields; use six"}},
+		{"cron with both day fields set", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Cron: "0 12 * * MON *"},
+			[]string{`Cron: got "0 12 * * MON *"`, `exactly one of day-of-month (3rd field) and day-of-week (5th field) to "?"`}},
+		{"cron with both day fields ?", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Cron: "0 12 ? * ? *"},
+			[]string{`Cron: got "0 12 ? * ? *"`, `exactly one of day-of-month`}},
+		{"cron with the wrapper", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Cron: "cron(0 * * * ? *)"},
+			[]string{`Cron: got "cron(0 * * * ? *)"`, `without the "cron(...)" wrapper`}},
+		{"unknown time zone", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, TimeZone: "Mars/Olympus"},
+			[]string{`TimeZone: got "Mars/Olympus"`, "IANA time zone"}},
+		{"Local is not a zone", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, TimeZone: "Local"},
+			[]string{`TimeZone: got "Local"`}},
+		{"period below a minute", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Period: 30 * time.Second},
+			[]string{"Period: got 30s", "whole minutes from 1m0s to 24h0m0s"}},
+		{"period of partial minutes", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Period: 90 * time.Second},
+			[]string{"Period: got 1m30s"}},
+		{"timeout above Lambda's limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Timeout: time.Hour},
+			[]string{"Timeout: got 1h0m0s", "1s to 15m0s"}},
+		{"memory above Lambda's limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, MemorySize: 20000},
+			[]string{"MemorySize: got 20000"}},
+		{"schedule retries above 185", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, ScheduleRetryAttempts: new(186)},
+			[]string{"ScheduleRetryAttempts: got 186", "0 to 185"}},
+		{"negative schedule retries", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, ScheduleRetryAttempts: new(-1)},
+			[]string{"ScheduleRetryAttempts: got -1"}},
+		{"schedule event age below a minute", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, ScheduleMaxEventAge: 30 * time.Second},
+			[]string{"ScheduleMaxEventAge: got 30s", "1m0s to 24h0m0s"}},
+		{"schedule event age above a day", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, ScheduleMaxEventAge: 25 * time.Hour},
+			[]string{"ScheduleMaxEventAge: got 25h0m0s"}},
+		{"async retries above 2", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, AsyncRetryAttempts: new(3)},
+			[]string{"AsyncRetryAttempts: got 3", "0, 1 or 2"}},
+		{"async event age above 6h", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, AsyncMaxEventAge: 7 * time.Hour},
+			[]string{"AsyncMaxEventAge: got 7h0m0s", "1m0s to 6h0m0s"}},
+		{"send attempts above 20", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, SendMaxAttempts: 21},
+			[]string{"SendMaxAttempts: got 21", "1 to 20"}},
+		{"default group on a standard queue", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, DefaultGroup: "g"},
+			[]string{`DefaultGroup: got "g"`, "FIFO queues only"}},
+		{"default group charset", dispatcher.ScheduledDispatcherProps{Queue: fifoQ, Items: one, DefaultGroup: "a b"},
+			[]string{`DefaultGroup: got "a b"`, "MessageGroupId rules"}},
+		{"empty item id", dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{{ID: ""}}},
+			[]string{`Items[0].ID: got ""`, "1 to 128 letters"}},
+		{"duplicate item id", dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{{ID: "a"}, {ID: "b"}, {ID: "a"}}},
+			[]string{`Items[2].ID: got "a"`, "make it unique"}},
+		{"item group on a standard queue", dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{{ID: "a", Group: "t1"}}},
+			[]string{`Items[0].Group: got "t1"`, "FIFO queues only"}},
+		{"item group charset", dispatcher.ScheduledDispatcherProps{Queue: fifoQ, Items: []dispatcher.WorkItem{{ID: "a", Group: strings.Repeat("g", 129)}}},
+			[]string{"Items[0].Group: got", "MessageGroupId rules"}},
+		{"payload that is not JSON", dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{{ID: "a", Payload: map[string]any{"f": func() {}}}}},
+			[]string{"Items[0].Payload: does not encode as JSON"}},
+		{"input over the size limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{
+			{ID: "a", Payload: map[string]any{"x": big}}, {ID: "b", Payload: map[string]any{"x": big}}, {ID: "c", Payload: map[string]any{"x": big}}}},
+			[]string{"Items: the schedule input would be", fmt.Sprintf("over the %d-byte limit", dispatcher.MaxInputBytes)}},
+		{"environment overriding a prop", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Environment: map[string]string{"PERIOD": "5m"}},
+			[]string{"Environment: PERIOD is set by the construct from its props"}},
+		{"environment overriding the unset FIFO group", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one,
+			Environment: map[string]string{"DEFAULT_MESSAGE_GROUP_ID": "g"}},
+			[]string{"Environment: DEFAULT_MESSAGE_GROUP_ID is set by the construct"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			props := tt.props
+			id := fmt.Sprintf("Invalid%d", i)
+			if tt.name == "default job name from an unusable id" {
+				id = "Bad Id"
+			}
+			cdktest.ExpectProblem(t, build(id, &props), tt.want...)
+		})
+	}
+}
+
+// An input just under the limit is accepted by the size rule (the limit is not off by one
+// in the other direction).
+func TestInputSizeLimitBoundary(t *testing.T) {
+	defer func() {
+		verr, ok := validate.AsError(recover())
+		if !ok {
+			t.Fatal("expected the Period problem")
+		}
+		for _, p := range verr.Problems {
+			if strings.Contains(p, "schedule input") {
+				t.Errorf("an input of about half the limit was rejected: %s", p)
+			}
+		}
+	}()
+	// The invalid Period makes it fail after the item rules ran, before anything is built;
+	// only the absence of the size problem matters here.
+	build("Small", &dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{
+		{ID: "a", Payload: map[string]any{"x": strings.Repeat("x", dispatcher.MaxInputBytes/2)}}}, Period: time.Second})()
+}
+
+func TestValidationCollectsEveryProblem(t *testing.T) {
+	defer func() {
+		verr, ok := validate.AsError(recover())
+		if !ok {
+			t.Fatal("expected a *validate.Error")
+		}
+		if len(verr.Problems) != 4 {
+			t.Fatalf("want 4 problems, got %d:\n%s", len(verr.Problems), verr)
+		}
+	}()
+	build("Many", &dispatcher.ScheduledDispatcherProps{Queue: std, Cron: "bad", TimeZone: "Nowhere", Period: time.Second})()
+}

@@ -1,0 +1,274 @@
+// Package gofn holds what the consumer and dispatcher constructs share about their bundled Go
+// Lambda functions: the build (arm64, provided.al2023, CGO off, the Makefile's
+// GO_LAMBDA_FLAGS), where the function sources are found, an explicit log group with a
+// retention, and an explicit role that may write to that log group and nothing else until
+// the construct grants more. Constructs validate Props with Validate, then call New.
+//
+// The function mains live in this module (functions/consumer, functions/dispatcher). Their
+// directories are derived from this file's location at build time, so a CDK app that
+// imports the constructs from the module cache bundles the mains from the cache too; an app
+// built with -trimpath loses that location and must set Entry and ModuleDir.
+package gofn
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdklambdagoalpha/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
+)
+
+// Defaults shared by both functions.
+const (
+	DefaultLogRetention = awslogs.RetentionDays_ONE_MONTH
+	MinTimeout          = time.Second
+	MaxTimeout          = 15 * time.Minute
+	MinMemorySize       = 128
+	MaxMemorySize       = 10240
+)
+
+// BuildFlags are the go build flags of every bundled function. The Makefile's
+// GO_LAMBDA_FLAGS must be the same string (a test compares them): `make build` produces the
+// binaries that are measured and tested locally, and they must be the ones deployed.
+// lambda.norpc drops the legacy RPC mode that provided.al2023 never uses.
+var BuildFlags = []string{"-trimpath", "-tags lambda.norpc", `-ldflags "-s -w"`}
+
+// goBuildFlagsWarning is the id of the warning GoFunction adds whenever GoBuildFlags is set
+// (flags reach a shell). Ours are the constants above, never user input, so the warning is
+// acknowledged rather than left for every user of the constructs to wade through.
+const goBuildFlagsWarning = "@aws-cdk/aws-lambda-go-alpha:goBuildFlagsSecurityWarning"
+
+// Props describe one function. Zero values take the defaults noted.
+type Props struct {
+	// Main is the directory of the Lambda main under functions/ ("consumer", "dispatcher");
+	// it names the default Entry.
+	Main string
+	// Entry is the Go main package directory. Default: functions/<Main> of this module.
+	Entry string
+	// ModuleDir is the directory holding go.mod that Entry builds in. Default: this module's
+	// root (when Entry is set and ModuleDir is not, GoFunction searches upwards from Entry).
+	ModuleDir string
+	// Timeout of the function (already defaulted by the construct).
+	Timeout time.Duration
+	// MemorySize in MB (already defaulted by the construct).
+	MemorySize int
+	// Environment of the function, complete (the construct owns its contents).
+	Environment map[string]string
+	// LogRetention of the function's log group. Default one month.
+	LogRetention awslogs.RetentionDays
+	// LogRemovalPolicy of the log group. Default RETAIN: logs often matter most after
+	// the stack that wrote them is gone (incident review); retention still expires them.
+	LogRemovalPolicy awscdk.RemovalPolicy
+	// DisableTracing turns X-Ray active tracing off. Default false (tracing on).
+	DisableTracing bool
+	// Description of the function.
+	Description string
+
+	// Asynchronous invocation settings (the dispatcher); zero values leave Lambda's defaults.
+	OnFailure     awslambda.IDestination
+	RetryAttempts *int
+	MaxEventAge   time.Duration
+}
+
+// Function is what New built.
+type Function struct {
+	Function awslambda.Function
+	Role     awsiam.Role
+	LogGroup awslogs.LogGroup
+}
+
+// DefaultPaths returns the default Entry of main and the module root, derived from the
+// location this file was compiled from.
+func DefaultPaths(main string) (entry, moduleDir string, err error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return "", "", errors.New("the construct package was built without source paths (-trimpath?)")
+	}
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", "", fmt.Errorf("no go.mod at %s: %w", root, err)
+	}
+	return filepath.Join(root, "functions", main), root, nil
+}
+
+// Validate records every problem with p in problems and fills in the defaults of Entry,
+// ModuleDir and LogRetention. The construct passes prop names as its users spell them.
+func (p *Props) Validate(problems *validate.Problems) {
+	if p.Timeout < MinTimeout || p.Timeout > MaxTimeout || p.Timeout%time.Second != 0 {
+		problems.Add("Timeout", p.Timeout, "use whole seconds from 1s to 15m0s (Lambda's limits)")
+	}
+	if p.MemorySize < MinMemorySize || p.MemorySize > MaxMemorySize {
+		problems.Add("MemorySize", p.MemorySize, fmt.Sprintf("use %d to %d MB (Lambda's limits)", MinMemorySize, MaxMemorySize))
+	}
+	if p.MaxEventAge != 0 && (p.MaxEventAge < time.Minute || p.MaxEventAge > 6*time.Hour || p.MaxEventAge%time.Second != 0) {
+		problems.Add("AsyncMaxEventAge", p.MaxEventAge, "use whole seconds from 1m0s to 6h0m0s (Lambda's asynchronous invocation limits)")
+	}
+	if p.RetryAttempts != nil && (*p.RetryAttempts < 0 || *p.RetryAttempts > 2) {
+		problems.Add("AsyncRetryAttempts", *p.RetryAttempts, "use 0, 1 or 2 (Lambda's asynchronous invocation limits)")
+	}
+	if p.LogRetention == "" {
+		p.LogRetention = DefaultLogRetention
+	}
+	if p.LogRemovalPolicy == "" {
+		p.LogRemovalPolicy = awscdk.RemovalPolicy_RETAIN
+	}
+
+	if p.Entry == "" {
+		entry, root, err := DefaultPaths(p.Main)
+		if err != nil {
+			problems.Addf("Entry", "cannot find the %s function's source: %v; set Entry (the Go main package directory) and ModuleDir (the directory holding its go.mod)", p.Main, err)
+			return
+		}
+		p.Entry = entry
+		if p.ModuleDir == "" {
+			p.ModuleDir = root
+		}
+	}
+	if st, err := os.Stat(p.Entry); err != nil || !st.IsDir() {
+		problems.Add("Entry", p.Entry, "set it to the directory of a Go main package")
+	}
+	if p.ModuleDir != "" {
+		if _, err := os.Stat(filepath.Join(p.ModuleDir, "go.mod")); err != nil {
+			problems.Add("ModuleDir", p.ModuleDir, "set it to the directory that holds the go.mod Entry builds with")
+		}
+	}
+}
+
+// New builds the log group, the role and the function in scope. The function's id is
+// "Resource" (the construct's primary child), the role "ServiceRole", the log group
+// "LogGroup". Call Validate first.
+func New(scope constructs.Construct, p Props) *Function {
+	logGroup := awslogs.NewLogGroup(scope, jsii.String("LogGroup"), &awslogs.LogGroupProps{
+		Retention:     p.LogRetention,
+		RemovalPolicy: p.LogRemovalPolicy,
+	})
+	// An explicit role instead of the default one: the default attaches the AWS managed
+	// AWSLambdaBasicExecutionRole (logs:* on every log group), which AwsSolutions-IAM4 flags
+	// and which is wider than writing to this one log group.
+	role := awsiam.NewRole(scope, jsii.String("ServiceRole"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Execution role of " + *scope.Node().Path()),
+	})
+	logGroup.GrantWrite(role)
+
+	tracing := awslambda.Tracing_ACTIVE
+	if p.DisableTracing {
+		tracing = awslambda.Tracing_DISABLED
+	}
+	env := make(map[string]*string, len(p.Environment))
+	for k, v := range p.Environment {
+		env[k] = jsii.String(v)
+	}
+	props := &awscdklambdagoalpha.GoFunctionProps{
+		Entry:        jsii.String(p.Entry),
+		Architecture: awslambda.Architecture_ARM_64(),
+		// GoFunction's default runtime is PROVIDED_AL2 (checked in aws-lambda-go-alpha
+		// 2.265.0's function.js); AL2023 is the current OS-only runtime.
+		Runtime:     awslambda.Runtime_PROVIDED_AL2023(),
+		Timeout:     awscdk.Duration_Seconds(jsii.Number(p.Timeout.Seconds())),
+		MemorySize:  jsii.Number(float64(p.MemorySize)),
+		Environment: &env,
+		LogGroup:    logGroup,
+		Role:        role,
+		Tracing:     tracing,
+		Bundling: &awscdklambdagoalpha.BundlingOptions{
+			CgoEnabled:   jsii.Bool(false),
+			GoBuildFlags: jsii.Strings(BuildFlags...),
+		},
+		OnFailure: p.OnFailure,
+	}
+	if p.ModuleDir != "" {
+		// A path to go.mod, not its directory: Bundling takes dirname(moduleDir) as the
+		// project root, so a directory would make the build run one level too high.
+		props.ModuleDir = jsii.String(filepath.Join(p.ModuleDir, "go.mod"))
+	}
+	if p.Description != "" {
+		props.Description = jsii.String(p.Description)
+	}
+	if p.RetryAttempts != nil {
+		props.RetryAttempts = jsii.Number(float64(*p.RetryAttempts))
+	}
+	if p.MaxEventAge != 0 {
+		props.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(p.MaxEventAge.Seconds()))
+	}
+	fn := awscdklambdagoalpha.NewGoFunction(scope, jsii.String("Resource"), props)
+	awscdk.Annotations_Of(scope).AcknowledgeWarning(jsii.String(goBuildFlagsWarning),
+		jsii.String("the build flags are constants of constructs/internal/gofn, never user input"))
+
+	if !p.DisableTracing {
+		// Tracing adds xray:PutTraceSegments and xray:PutTelemetryRecords to the role's
+		// default policy. Both actions only support Resource "*" (X-Ray has no resource-level
+		// permissions for them), so that is the one wildcard to accept, on this role only.
+		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String("X-Ray active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions, so Resource must be *"),
+			AppliesTo: &[]any{"Resource::*"},
+		}}, jsii.Bool(true))
+	}
+	return &Function{Function: fn, Role: role, LogGroup: logGroup}
+}
+
+// envName is Lambda's rule for environment variable names.
+var envName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]*$`)
+
+// lambdaReserved are the variables the Lambda runtime sets itself; a function cannot set them.
+var lambdaReserved = map[string]bool{
+	"_HANDLER": true, "_X_AMZN_TRACE_ID": true, "AWS_DEFAULT_REGION": true, "AWS_REGION": true,
+	"AWS_EXECUTION_ENV": true, "AWS_LAMBDA_FUNCTION_NAME": true, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": true,
+	"AWS_LAMBDA_FUNCTION_VERSION": true, "AWS_LAMBDA_INITIALIZATION_TYPE": true,
+	"AWS_LAMBDA_LOG_GROUP_NAME": true, "AWS_LAMBDA_LOG_STREAM_NAME": true, "AWS_ACCESS_KEY": true,
+	"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true,
+	"AWS_LAMBDA_RUNTIME_API": true, "LAMBDA_TASK_ROOT": true, "LAMBDA_RUNTIME_DIR": true,
+}
+
+// Environment merges a function's variables. owned are the variables the construct derives
+// from its props (the contract with the function main): extra may not set them, because a
+// second source for the same setting would silently win over the prop. defaults are tunables
+// the construct sets explicitly and extra may override. Every name in extra must be a valid,
+// non-reserved Lambda variable name.
+func Environment(problems *validate.Problems, owned, defaults, extra map[string]string) map[string]string {
+	env := make(map[string]string, len(owned)+len(defaults)+len(extra))
+	for k, v := range defaults {
+		env[k] = v
+	}
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		switch {
+		case isOwned(owned, k):
+			problems.Addf("Environment", "%s is set by the construct from its props; set the prop instead of the variable", k)
+		case lambdaReserved[k]:
+			problems.Addf("Environment", "%s is reserved by the Lambda runtime; remove it", k)
+		case !envName.MatchString(k):
+			problems.Addf("Environment", "%q is not a valid variable name; use a letter followed by letters, digits or _", k)
+		default:
+			env[k] = extra[k]
+		}
+	}
+	for k, v := range owned {
+		if v != "" {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// isOwned reports whether the construct owns k, also when it leaves k unset (an optional
+// setting that is off is still the construct's to set).
+func isOwned(owned map[string]string, k string) bool {
+	_, ok := owned[k]
+	return ok
+}

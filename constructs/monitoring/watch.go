@@ -1,0 +1,370 @@
+package monitoring
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Missing data is NOT_BREACHING for every alarm below, each for its own reason (stated per
+// alarm). None of these metrics is a heartbeat: SQS stops publishing for a queue that has been
+// empty and idle for 6 hours, and Lambda, Scheduler and DynamoDB publish error and throttle
+// counts only when there is something to count. BREACHING would page on every quiet night.
+
+// Consumer and dispatcher counters (functions/telemetry), published with Service = function name.
+var (
+	consumerMetrics   = []string{"Processed", "Duplicate", "InFlightElsewhere", "Failed", "LockTakenOver", "InvalidInput"}
+	dispatcherMetrics = []string{"Dispatched", "SendFailed"}
+)
+
+// schedulerNamespace and its metric names (EventBridge Scheduler user guide, "Monitoring with
+// CloudWatch"; the names awsscheduler.ScheduleGroup's Metric* methods use).
+const (
+	schedulerNamespace        = "AWS/Scheduler"
+	schedulerGroupDimension   = "ScheduleGroup"
+	defaultScheduleGroup      = "default"
+	metricSchedulerAttempts   = "InvocationAttemptCount"
+	metricSchedulerTargetErrs = "TargetErrorCount"
+	metricSchedulerThrottled  = "TargetErrorThrottledCount"
+	metricSchedulerDropped    = "InvocationDroppedCount"
+	metricSchedulerSentToDLQ  = "InvocationsSentToDeadLetterCount"
+	metricSchedulerDLQFailed  = "InvocationsFailedToBeSentToDeadLetterCount"
+)
+
+func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.IQueue) QueueAlarms {
+	scope := m.begin("Queue", label, required{"source", source == nil}, required{"deadLetter", deadLetter == nil})
+	src, dlq := *source.QueueName(), *deadLetter.QueueName()
+	p := m.s.period
+
+	dlqVisible := deadLetter.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", ""))
+	oldest := source.MetricApproximateAgeOfOldestMessage(metricOpts(p, "Maximum", ""))
+	backlog := source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Minimum", ""))
+
+	a := QueueAlarms{
+		// One message is enough and one minute is the finest SQS resolution: a DLQ message is
+		// work the pipeline gave up on. Depth, not NumberOfMessagesSent: SQS does not count
+		// messages moved by a redrive policy as sent. Missing data: an empty DLQ goes idle
+		// and SQS stops publishing, so silence means empty.
+		DeadLetterMessages: m.alarm(scope, alarmSpec{
+			id: "DeadLetterMessages", metric: dlqVisible, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] Messages are in the dead-letter queue %s: they failed on %s maxReceiveCount times and the pipeline gave up on them. "+
+				"First: find their message ids in the consumer's logs (outcome failed, invalid input) to learn the cause. "+
+				"Inspect: aws sqs receive-message --queue-url <DLQ url> --attribute-names All --message-attribute-names All --visibility-timeout 0. "+
+				"After the fix, redrive to the source: aws sqs start-message-move-task --source-arn <DLQ arn>. "+
+				"Redrive is safe: the idempotency table skips messages already processed.", label, dlq, src),
+		}),
+		// Compared once per period: the age threshold is already the time the problem has
+		// lasted. Missing data: an idle, empty queue publishes nothing.
+		OldestMessage: m.alarm(scope, alarmSpec{
+			id: "OldestMessage", metric: oldest, threshold: m.s.oldestMessageAge.Seconds(), periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] The oldest message on %s has waited %s or more: messages are not processed in time. "+
+				"Check first the consumer's Errors and Throttles alarms, then the event source mapping (aws lambda list-event-source-mappings --event-source-arn <queue arn>: State, LastProcessingResult), "+
+				"then the consumer logs for a message retried again and again (receive count). A stuck message reaches the DLQ after maxReceiveCount receives.",
+				label, src, shortDuration(m.s.oldestMessageAge)),
+		}),
+		// The minimum in each period must stay high for several periods: a burst the consumer
+		// drains (a dispatcher fan-out) stays quiet. Missing data: idle, empty queue.
+		Backlog: m.alarm(scope, alarmSpec{
+			id: "Backlog", metric: backlog, threshold: float64(m.s.queueDepth), periods: m.s.backlogPeriods,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] %s has held %d or more visible messages for %s: producers outpace the consumer. "+
+				"Check first whether the consumer is failing (Errors, Throttles, DLQ alarms); if it is healthy, raise its maximum concurrency or batch size, "+
+				"and check the idempotency table for throttles.", label, src, m.s.queueDepth, span(m.s.backlogPeriods, p)),
+		}),
+	}
+
+	m.dashboard.AddWidgets(
+		header(fmt.Sprintf("### Queue %s\nSource queue `%s`, dead-letter queue `%s`", label, src, dlq)),
+		graph("Messages on the source queue", []awscloudwatch.IMetric{
+			source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "visible")),
+			source.MetricApproximateNumberOfMessagesNotVisible(metricOpts(p, "Maximum", "in flight")),
+		}, []awscloudwatch.IMetric{labelled(oldest, "oldest message age (s)")}),
+		graph("Source throughput", []awscloudwatch.IMetric{
+			source.MetricNumberOfMessagesSent(metricOpts(p, "Sum", "sent")),
+			source.MetricNumberOfMessagesReceived(metricOpts(p, "Sum", "received")),
+			source.MetricNumberOfMessagesDeleted(metricOpts(p, "Sum", "deleted")),
+		}, nil),
+		graph("Dead-letter queue", []awscloudwatch.IMetric{labelled(dlqVisible, "visible")}, nil),
+		alarmStatus("Alarms: queue "+label, a.DeadLetterMessages, a.OldestMessage, a.Backlog),
+	)
+	return a
+}
+
+func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction, source awssqs.IQueue) ConsumerAlarms {
+	scope := m.begin("Consumer", label, required{"fn", fn == nil}, required{"source", source == nil})
+	name, src := *fn.FunctionName(), *source.QueueName()
+	p := m.s.period
+
+	// Messages "wait" when any are on the queue, visible or in flight: a consumer that
+	// receives and fails every record keeps them in flight, one that stopped receiving
+	// leaves them visible, and either way nothing is deleted. FILL keeps a missing data
+	// point (idle queue) from hiding the other series.
+	stalled := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("IF((FILL(visible, 0) + FILL(inflight, 0)) > 0 AND FILL(deleted, 0) == 0, 1, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"visible":  source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "")),
+			"inflight": source.MetricApproximateNumberOfMessagesNotVisible(metricOpts(p, "Maximum", "")),
+			"deleted":  source.MetricNumberOfMessagesDeleted(metricOpts(p, "Sum", "")),
+		},
+		Label:  jsii.String("stalled (1 = messages waiting, none deleted)"),
+		Period: cdkDuration(p),
+	})
+
+	a := ConsumerAlarms{
+		// Errors are whole-invocation failures only (records fail as batchItemFailures), so
+		// one is already a real problem. Missing data: Lambda publishes only when invoked.
+		Errors: m.alarm(scope, alarmSpec{
+			id: "Errors", metric: fn.MetricErrors(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] The consumer function %s failed whole invocations (crash, timeout, bad configuration): every record of those batches returns to %s and is retried. "+
+				"Failed single records do not count here (they are batch item failures). "+
+				"Check first the function's logs for the error or \"Task timed out\", then the latest deployment and its environment variables.", label, name, src),
+		}),
+		// Any throttle delays messages and adds receives toward maxReceiveCount. Missing
+		// data: Lambda publishes Throttles only when it throttles.
+		Throttles: m.alarm(scope, alarmSpec{
+			id: "Throttles", metric: fn.MetricThrottles(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] Lambda throttled the consumer function %s: messages on %s wait longer and their receive counts rise toward the DLQ. "+
+				"Check first the function's reserved concurrency against the event source's maximum concurrency, then the account's concurrency (ConcurrentExecutions) and other functions using it.", label, name, src),
+		}),
+		// Several periods, longer than any Lambda timeout, so one slow batch does not count.
+		// Missing data: the expression has no data only when the queue is idle and empty.
+		Stalled: m.alarm(scope, alarmSpec{
+			id: "Stalled", metric: stalled, threshold: 1, periods: m.s.stallPeriods,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] Messages have waited on %s for %s and the consumer %s deleted none: it stopped acknowledging. "+
+				"Either it is not receiving: check the event source mapping (aws lambda list-event-source-mappings --function-name %s: State Enabled, LastProcessingResult) and the role's sqs:ReceiveMessage and kms:Decrypt; "+
+				"or it reports every record as failed: check the Failed and InvalidInput metrics and the logs. Messages reach the DLQ after maxReceiveCount receives.",
+				label, src, span(m.s.stallPeriods, p), name, name),
+		}),
+	}
+
+	records := make([]awscloudwatch.IMetric, len(consumerMetrics))
+	for i, n := range consumerMetrics {
+		records[i] = m.emfMetric(n, name, p)
+	}
+	m.dashboard.AddWidgets(
+		header(fmt.Sprintf("### Consumer %s\nFunction `%s` reading queue `%s`", label, name, src)),
+		graph("Invocations", []awscloudwatch.IMetric{
+			fn.MetricInvocations(metricOpts(p, "Sum", "invocations")),
+			fn.MetricErrors(metricOpts(p, "Sum", "errors")),
+			fn.MetricThrottles(metricOpts(p, "Sum", "throttles")),
+		}, []awscloudwatch.IMetric{fn.MetricDuration(metricOpts(p, "p99", "duration p99 (ms)"))}),
+		graph("Records", records, nil),
+		graph("Acknowledgement", []awscloudwatch.IMetric{
+			source.MetricNumberOfMessagesDeleted(metricOpts(p, "Sum", "deleted")),
+			source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "visible")),
+		}, []awscloudwatch.IMetric{stalled}),
+		alarmStatus("Alarms: consumer "+label, a.Errors, a.Throttles, a.Stalled),
+	)
+	return a
+}
+
+func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunction, schedule awsscheduler.ISchedule, scheduleDeadLetter, failureQueue awssqs.IQueue) DispatcherAlarms {
+	scope := m.begin("Dispatcher", label, required{"fn", fn == nil}, required{"schedule", schedule == nil},
+		required{"scheduleDeadLetter", scheduleDeadLetter == nil}, required{"failureQueue", failureQueue == nil})
+	name, sched := *fn.FunctionName(), *schedule.ScheduleName()
+	sdlq, fq := *scheduleDeadLetter.QueueName(), *failureQueue.QueueName()
+	group := defaultScheduleGroup
+	if g := schedule.ScheduleGroup(); g != nil {
+		group = *g.ScheduleGroupName()
+	}
+	p := m.s.period
+	scheduler := func(metricName string) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace:     jsii.String(schedulerNamespace),
+			MetricName:    jsii.String(metricName),
+			DimensionsMap: &map[string]*string{schedulerGroupDimension: jsii.String(group)},
+			Period:        cdkDuration(p),
+			Statistic:     jsii.String("Sum"),
+		})
+	}
+	sdlqVisible := scheduleDeadLetter.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", ""))
+	fqVisible := failureQueue.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", ""))
+	targetErrors := scheduler(metricSchedulerTargetErrs)
+	dropped := scheduler(metricSchedulerDropped)
+	dlqFailed := scheduler(metricSchedulerDLQFailed)
+
+	// Every Scheduler and Lambda count below is published only when it is non-zero or the
+	// function runs, and both queues go idle when empty: missing data is NOT_BREACHING.
+	a := DispatcherAlarms{
+		Errors: m.alarm(scope, alarmSpec{
+			id: "Errors", metric: fn.MetricErrors(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] The dispatcher function %s failed an invocation: a scheduled fan-out may have left items unsent. "+
+				"Lambda retries the asynchronous invocation; what still fails lands in %s (its own alarm). "+
+				"Check first the logs for SendMessageBatch failures (SendFailed metric) and the function's sqs:SendMessage and kms permissions on the queue.", label, name, fq),
+		}),
+		Throttles: m.alarm(scope, alarmSpec{
+			id: "Throttles", metric: fn.MetricThrottles(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] Lambda throttled the dispatcher function %s: scheduled runs are delayed (Lambda keeps retrying asynchronous events for up to its maximum event age, then sends them to %s). "+
+				"Check first the function's reserved concurrency and the account's concurrency.", label, name, fq),
+		}),
+		ScheduleTargetErrors: m.alarm(scope, alarmSpec{
+			id: "ScheduleTargetErrors", metric: targetErrors, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] EventBridge Scheduler could not hand schedule %s (group %s) to %s: the Lambda Invoke call failed (TargetErrorCount). "+
+				"Scheduler retries per the schedule's retry policy. Check first the scheduler role's lambda:InvokeFunction permission, then whether the function exists and is throttled (TargetErrorThrottledCount).", label, sched, group, name),
+		}),
+		ScheduleDropped: m.alarm(scope, alarmSpec{
+			id: "ScheduleDropped", metric: dropped, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] EventBridge Scheduler dropped invocations in group %s after exhausting the retry policy (InvocationDroppedCount): those scheduled runs of %s did not happen. "+
+				"Check first the target errors alarm for the cause, then the schedule DLQ %s. Re-run a missed period by invoking the dispatcher with its scheduledTime: keys are deterministic, so a re-run is safe.", label, group, name, sdlq),
+		}),
+		ScheduleDeadLetterFailed: m.alarm(scope, alarmSpec{
+			id: "ScheduleDeadLetterFailed", metric: dlqFailed, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] EventBridge Scheduler could not deliver failed invocations of group %s to the schedule DLQ %s (InvocationsFailedToBeSentToDeadLetterCount): those events are lost. "+
+				"Check first the scheduler role's sqs:SendMessage on the DLQ and, if it is encrypted with a customer key, the key policy. Re-run the missed periods by hand.", label, group, sdlq),
+		}),
+		// Immediate, like every DLQ: a message here is a scheduled run that never reached the function.
+		ScheduleDeadLetter: m.alarm(scope, alarmSpec{
+			id: "ScheduleDeadLetterMessages", metric: sdlqVisible, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] Scheduled invocations of %s are in the schedule DLQ %s: Scheduler gave up handing them to Lambda. "+
+				"Each message body is the event the schedule sent; its attributes hold the error. Fix the cause (see the target errors alarm), "+
+				"then replay each body with aws lambda invoke --function-name %s --invocation-type Event --payload fileb://body.json and delete the message. Replays are safe: keys are deterministic.", label, name, sdlq, name),
+		}),
+		// Immediate: a message here is a fan-out that failed after Lambda's own retries.
+		FailureDestination: m.alarm(scope, alarmSpec{
+			id: "FailureDestinationMessages", metric: fqVisible, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] Dispatcher invocations of %s failed after Lambda's asynchronous retries and are in %s: those periods were not (fully) fanned out. "+
+				"An on-failure destination record holds requestPayload (the scheduled event) and responsePayload (the error); a function DLQ message is the event itself. "+
+				"Fix the cause, then re-invoke the dispatcher with that event and delete the message: items already sent are absorbed as duplicates by the consumer.", label, name, fq),
+		}),
+	}
+
+	items := make([]awscloudwatch.IMetric, len(dispatcherMetrics))
+	for i, n := range dispatcherMetrics {
+		items[i] = m.emfMetric(n, name, p)
+	}
+	m.dashboard.AddWidgets(
+		header(fmt.Sprintf("### Dispatcher %s\nFunction `%s`, schedule `%s` (group `%s`), schedule DLQ `%s`, on-failure queue `%s`", label, name, sched, group, sdlq, fq)),
+		graph("Invocations", []awscloudwatch.IMetric{
+			fn.MetricInvocations(metricOpts(p, "Sum", "invocations")),
+			fn.MetricErrors(metricOpts(p, "Sum", "errors")),
+			fn.MetricThrottles(metricOpts(p, "Sum", "throttles")),
+		}, []awscloudwatch.IMetric{fn.MetricDuration(metricOpts(p, "Maximum", "duration max (ms)"))}),
+		graph("Schedule group "+group, []awscloudwatch.IMetric{
+			labelled(scheduler(metricSchedulerAttempts), "attempts"),
+			labelled(targetErrors, "target errors"),
+			labelled(scheduler(metricSchedulerThrottled), "target throttled"),
+			labelled(dropped, "dropped"),
+			labelled(scheduler(metricSchedulerSentToDLQ), "sent to DLQ"),
+			labelled(dlqFailed, "failed to reach DLQ"),
+		}, nil),
+		graph("Items", items, nil),
+		graph("Failed runs", []awscloudwatch.IMetric{labelled(sdlqVisible, "schedule DLQ"), labelled(fqVisible, "on-failure queue")}, nil),
+		alarmStatus("Alarms: dispatcher "+label, a.Errors, a.Throttles, a.ScheduleTargetErrors, a.ScheduleDropped,
+			a.ScheduleDeadLetterFailed, a.ScheduleDeadLetter, a.FailureDestination),
+	)
+	return a
+}
+
+// tableOperations are the four item operations the idempotency store uses (and the only ones
+// its grant allows); SystemErrors is published per operation.
+var tableOperations = []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
+
+func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) TableAlarms {
+	scope := m.begin("Table", label, required{"table", table == nil})
+	name := *table.TableName()
+	p := m.s.period
+
+	// ReadThrottleEvents / WriteThrottleEvents carry only the TableName dimension and are
+	// published for on-demand tables as well as provisioned ones (on-demand throttles on hot
+	// partitions, on traffic above twice the previous peak, or at a configured maximum
+	// throughput), so one metric per direction covers every operation. ThrottledRequests
+	// would need one metric per operation.
+	readThrottles := table.Metric(jsii.String("ReadThrottleEvents"), metricOpts(p, "Sum", ""))
+	writeThrottles := table.Metric(jsii.String("WriteThrottleEvents"), metricOpts(p, "Sum", ""))
+	ops := map[string]awscloudwatch.IMetric{}
+	expr := ""
+	for _, op := range tableOperations {
+		id := "e_" + op
+		ops[id] = table.Metric(jsii.String("SystemErrors"), &awscloudwatch.MetricOptions{
+			DimensionsMap: &map[string]*string{"TableName": table.TableName(), "Operation": jsii.String(op)},
+			Period:        cdkDuration(p),
+			Statistic:     jsii.String("Sum"),
+		})
+		if expr != "" {
+			expr += " + "
+		}
+		expr += "FILL(" + id + ", 0)"
+	}
+	systemErrors := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String(expr),
+		UsingMetrics: &ops,
+		Label:        jsii.String("system errors"),
+		Period:       cdkDuration(p),
+	})
+
+	// DynamoDB publishes throttle and error counts only when they are non-zero: missing data
+	// is NOT_BREACHING. One period: the store already retried before giving up on a record.
+	a := TableAlarms{
+		ReadThrottles: m.alarm(scope, alarmSpec{
+			id: "ReadThrottles", metric: readThrottles, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] DynamoDB throttled reads on %s. The idempotency store retries with backoff; records that still fail return to SQS and are retried. "+
+				"On-demand tables throttle on a hot partition or when traffic more than doubles its previous peak. "+
+				"Check first the ThrottledRequests metric by operation and CloudWatch Contributor Insights for a hot key, then the table's maximum throughput setting.", label, name),
+		}),
+		WriteThrottles: m.alarm(scope, alarmSpec{
+			id: "WriteThrottles", metric: writeThrottles, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] DynamoDB throttled writes on %s: acquiring or completing idempotency records is slowed (every new message writes twice). "+
+				"The store retries with backoff; records that still fail return to SQS. "+
+				"Check first a traffic spike (consumer concurrency, a large fan-out), then Contributor Insights for a hot key, then the table's maximum throughput setting.", label, name),
+		}),
+		SystemErrors: m.alarm(scope, alarmSpec{
+			id: "SystemErrors", metric: systemErrors, threshold: 1, periods: 1,
+			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			description: fmt.Sprintf("[%s] DynamoDB returned internal server errors (SystemErrors) on %s for the idempotency store's item operations. "+
+				"The store retries them; records that still fail return to SQS. Check first the AWS Health Dashboard for DynamoDB in this Region; "+
+				"if it persists without an event there, open a support case with the request ids from the consumer logs.", label, name),
+		}),
+	}
+
+	// UserErrors and ConditionalCheckFailedRequests are charted only: every duplicate message
+	// and every lock held by another worker is a conditional check failure by design (the
+	// acquire is one conditional write), so their rate follows the duplicate rate, not health.
+	m.dashboard.AddWidgets(
+		header(fmt.Sprintf("### Table %s\nDynamoDB table `%s`", label, name)),
+		graph("Consumed capacity", []awscloudwatch.IMetric{
+			table.MetricConsumedReadCapacityUnits(metricOpts(p, "Sum", "read units")),
+			table.MetricConsumedWriteCapacityUnits(metricOpts(p, "Sum", "write units")),
+		}, nil),
+		graph("Throttles and system errors", []awscloudwatch.IMetric{
+			labelled(readThrottles, "read throttle events"), labelled(writeThrottles, "write throttle events"), systemErrors,
+		}, nil),
+		graph("Conditional check failures (duplicates, busy locks)", []awscloudwatch.IMetric{
+			table.MetricConditionalCheckFailedRequests(metricOpts(p, "Sum", "conditional check failed")),
+			table.MetricUserErrors(metricOpts(p, "Sum", "user errors (account-wide)")),
+		}, nil),
+		alarmStatus("Alarms: table "+label, a.ReadThrottles, a.WriteThrottles, a.SystemErrors),
+	)
+	return a
+}
+
+// emfMetric is a counter the functions publish with Embedded Metric Format.
+func (m *pipelineMonitoring) emfMetric(metricName, service string, period time.Duration) awscloudwatch.IMetric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String(m.s.namespace),
+		MetricName:    jsii.String(metricName),
+		DimensionsMap: &map[string]*string{"Service": jsii.String(service)},
+		Period:        cdkDuration(period),
+		Statistic:     jsii.String("Sum"),
+		Label:         jsii.String(metricName),
+	})
+}

@@ -1,0 +1,188 @@
+// Package pipeline composes the other constructs into one idempotent SQS pipeline:
+//
+//	schedule -> dispatcher -> processing queue (+ DLQ) -> idempotent consumer -> idempotency table
+//
+// with every part watched by a PipelineMonitoring. Another CDK app gets the whole thing in
+// one call, and can still replace any part: pass an existing table or monitoring to share
+// them between pipelines, or props for each part to tune it.
+//
+//	p := pipeline.NewPipeline(stack, jsii.String("Orders"), &pipeline.PipelineProps{
+//		Dispatcher: &dispatcher.ScheduledDispatcherProps{Items: items},
+//	})
+//	p.Queue().Queue() // the queue other producers may send to
+package pipeline
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
+	"github.com/idempotent-sqs/pipeline/constructs/queue"
+	"github.com/idempotent-sqs/pipeline/constructs/table"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
+)
+
+// PipelineProps configures a Pipeline. Every field is optional.
+type PipelineProps struct {
+	// Fifo makes the processing queue (and its DLQ) FIFO. Default false (standard).
+	Fifo bool
+	// Table is an existing idempotency table to use, e.g. one shared by several pipelines
+	// (each consumer keeps its own key prefix). Default: a new table from TableProps.
+	// Give Table or TableProps, not both.
+	Table table.IdempotencyTable
+	// TableProps configure the new table when Table is nil. Default: the table defaults.
+	TableProps *table.IdempotencyTableProps
+	// Monitoring is an existing PipelineMonitoring to add this pipeline's alarms to (one
+	// topic and dashboard for several pipelines). Default: a new one from MonitoringProps.
+	// Give Monitoring or MonitoringProps, not both.
+	Monitoring monitoring.PipelineMonitoring
+	// MonitoringProps configure the new monitoring when Monitoring is nil.
+	MonitoringProps *monitoring.PipelineMonitoringProps
+	// Queue configures the processing queue. Fifo and ConsumerTimeout are set by the
+	// pipeline (from Fifo and the consumer's Timeout); setting them differently is an error.
+	Queue *queue.ProcessingQueueProps
+	// Consumer configures the consumer. Queue and Table are set by the pipeline; setting
+	// them is an error. Default: the consumer defaults (30 s timeout), except KeyPrefix,
+	// which defaults to the pipeline's id so pipelines can share a table.
+	Consumer *consumer.IdempotentConsumerProps
+	// Dispatcher configures the scheduled dispatcher. Queue is set by the pipeline.
+	// Default nil: no dispatcher, for queues fed by other producers.
+	Dispatcher *dispatcher.ScheduledDispatcherProps
+}
+
+// Pipeline is one dispatcher-queue-consumer chain with its table and alarms.
+type Pipeline interface {
+	constructs.IConstruct
+	Queue() queue.ProcessingQueue
+	Table() table.IdempotencyTable
+	Consumer() consumer.IdempotentConsumer
+	// Dispatcher is nil when the pipeline was built without one.
+	Dispatcher() dispatcher.ScheduledDispatcher
+	Monitoring() monitoring.PipelineMonitoring
+}
+
+type pipeline struct {
+	constructs.Construct
+	queue      queue.ProcessingQueue
+	table      table.IdempotencyTable
+	consumer   consumer.IdempotentConsumer
+	dispatcher dispatcher.ScheduledDispatcher
+	monitoring monitoring.PipelineMonitoring
+}
+
+func (p *pipeline) Queue() queue.ProcessingQueue               { return p.queue }
+func (p *pipeline) Table() table.IdempotencyTable              { return p.table }
+func (p *pipeline) Consumer() consumer.IdempotentConsumer      { return p.consumer }
+func (p *pipeline) Dispatcher() dispatcher.ScheduledDispatcher { return p.dispatcher }
+func (p *pipeline) Monitoring() monitoring.PipelineMonitoring  { return p.monitoring }
+
+const constructKind = "Pipeline"
+
+// NewPipeline builds the pipeline. Child construct ids ("Table", "Queue", "Consumer",
+// "Dispatcher", "Monitoring") are part of the public contract: logical ids derive from them.
+func NewPipeline(scope constructs.Construct, id *string, props *PipelineProps) Pipeline {
+	if props == nil {
+		props = &PipelineProps{}
+	}
+	qp, cp := props.queueProps(), props.consumerProps()
+	check(*id, props, qp, cp)
+
+	p := &pipeline{}
+	constructs.NewConstruct_Override(p, scope, id)
+
+	p.table = props.Table
+	if p.table == nil {
+		p.table = table.NewIdempotencyTable(p, "Table", props.TableProps)
+	}
+	p.monitoring = props.Monitoring
+	if p.monitoring == nil {
+		p.monitoring = monitoring.NewPipelineMonitoring(p, "Monitoring", props.MonitoringProps)
+	}
+
+	// The queue's visibility timeout derives from the consumer's timeout (6x).
+	qp.Fifo, qp.ConsumerTimeout = props.Fifo, cp.Timeout
+	p.queue = queue.NewProcessingQueue(p, "Queue", &qp)
+
+	cp.Queue, cp.Table = p.queue, p.table
+	if cp.KeyPrefix == "" {
+		// The consumer's own default (its construct id, "Consumer") would be the same in
+		// every pipeline; pipelines sharing a table need distinct namespaces.
+		cp.KeyPrefix = *id
+	}
+	p.consumer = consumer.NewIdempotentConsumer(p, "Consumer", &cp)
+
+	label := *id
+	p.monitoring.WatchQueue(label, p.queue.Queue(), p.queue.DeadLetterQueue())
+	p.monitoring.WatchConsumer(label, p.consumer.Function(), p.queue.Queue())
+	if props.Table == nil {
+		// A shared table is watched once, by whoever created it.
+		p.monitoring.WatchTable(label, p.table.Table())
+	}
+
+	if props.Dispatcher != nil {
+		dp := *props.Dispatcher
+		dp.Queue = p.queue
+		p.dispatcher = dispatcher.NewScheduledDispatcher(p, "Dispatcher", &dp)
+		p.monitoring.WatchDispatcher(label, p.dispatcher.Function(), p.dispatcher.Schedule(),
+			p.dispatcher.ScheduleDeadLetterQueue(), p.dispatcher.FailureQueue())
+	}
+	return p
+}
+
+func (props *PipelineProps) queueProps() queue.ProcessingQueueProps {
+	var qp queue.ProcessingQueueProps
+	if props.Queue != nil {
+		qp = *props.Queue
+	}
+	return qp
+}
+
+func (props *PipelineProps) consumerProps() consumer.IdempotentConsumerProps {
+	var cp consumer.IdempotentConsumerProps
+	if props.Consumer != nil {
+		cp = *props.Consumer
+	}
+	if cp.Timeout == 0 {
+		cp.Timeout = queue.DefaultConsumerTimeout
+	}
+	return cp
+}
+
+// check rejects combinations the pipeline cannot honour; the parts validate their own props.
+func check(id string, props *PipelineProps, qp queue.ProcessingQueueProps, cp consumer.IdempotentConsumerProps) {
+	v := validate.New(constructKind, id)
+	if props.Table != nil && props.TableProps != nil {
+		v.Addf("Table", "both Table and TableProps are set; give an existing table or props for a new one, not both")
+	}
+	if props.Monitoring != nil && props.MonitoringProps != nil {
+		v.Addf("Monitoring", "both Monitoring and MonitoringProps are set; give an existing monitoring or props for a new one, not both")
+	}
+	if props.Queue != nil && qp.Fifo != props.Fifo {
+		v.Add("Queue.Fifo", qp.Fifo, "leave it unset and use the pipeline's Fifo prop")
+	}
+	if qp.ConsumerTimeout != 0 && qp.ConsumerTimeout != cp.Timeout {
+		v.Add("Queue.ConsumerTimeout", qp.ConsumerTimeout,
+			"leave it unset: the pipeline derives it from Consumer.Timeout ("+cp.Timeout.String()+")")
+	}
+	if props.Consumer != nil && (props.Consumer.Queue != nil || props.Consumer.Table != nil) {
+		v.Addf("Consumer.Queue", "Consumer.Queue/Table are set; leave them nil, the pipeline wires its own queue and table")
+	}
+	if props.Dispatcher != nil && props.Dispatcher.Queue != nil {
+		v.Addf("Dispatcher.Queue", "Dispatcher.Queue is set; leave it nil, the pipeline wires its own queue")
+	}
+	v.Check()
+}
+
+// Outputs adds stack outputs a user needs after deploy (queue URL, DLQ URL, table name)
+// under the given prefix.
+func Outputs(stack awscdk.Stack, prefix string, p Pipeline) {
+	out := func(name, desc string, value *string) {
+		awscdk.NewCfnOutput(stack, jsii.String(prefix+name), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
+	}
+	out("QueueUrl", "URL of the "+prefix+" processing queue (producers send here)", p.Queue().Queue().QueueUrl())
+	out("DeadLetterQueueUrl", "URL of the "+prefix+" dead-letter queue (inspect and redrive from here)", p.Queue().DeadLetterQueue().QueueUrl())
+	out("ConsumerFunctionName", "The "+prefix+" consumer Lambda function", p.Consumer().Function().FunctionName())
+}

@@ -1,0 +1,60 @@
+package pipeline_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
+	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
+	"github.com/idempotent-sqs/pipeline/constructs/queue"
+	"github.com/idempotent-sqs/pipeline/constructs/table"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+)
+
+var (
+	app   awscdk.App
+	stack awscdk.Stack
+)
+
+func TestMain(m *testing.M) {
+	app = cdktest.NewApp()
+	stack = cdktest.NewStack(app, "PipelineTest")
+	os.Exit(m.Run())
+}
+
+// The pipeline checks its own combinations before creating anything, so these cases need
+// no synth.
+func TestValidationMessages(t *testing.T) {
+	shared := table.NewIdempotencyTable(stack, "Shared", nil)
+	mon := monitoring.NewPipelineMonitoring(stack, "SharedMonitoring", nil)
+	for _, tc := range []struct {
+		name  string
+		props *pipeline.PipelineProps
+		want  []string
+	}{
+		{"table and table props", &pipeline.PipelineProps{Table: shared, TableProps: &table.IdempotencyTableProps{}},
+			[]string{"Table:", "give an existing table or props for a new one, not both"}},
+		{"monitoring and monitoring props", &pipeline.PipelineProps{Monitoring: mon, MonitoringProps: &monitoring.PipelineMonitoringProps{}},
+			[]string{"Monitoring:", "not both"}},
+		{"queue fifo disagrees", &pipeline.PipelineProps{Queue: &queue.ProcessingQueueProps{Fifo: true}},
+			[]string{"Queue.Fifo: got true", "use the pipeline's Fifo prop"}},
+		{"queue consumer timeout disagrees", &pipeline.PipelineProps{
+			Queue:    &queue.ProcessingQueueProps{ConsumerTimeout: time.Minute},
+			Consumer: &consumer.IdempotentConsumerProps{Timeout: 2 * time.Minute}},
+			[]string{"Queue.ConsumerTimeout: got 1m0s", "derives it from Consumer.Timeout (2m0s)"}},
+		{"consumer wired by hand", &pipeline.PipelineProps{Consumer: &consumer.IdempotentConsumerProps{Table: shared}},
+			[]string{"Consumer.Queue:", "the pipeline wires its own queue and table"}},
+		{"dispatcher wired by hand", &pipeline.PipelineProps{Dispatcher: &dispatcher.ScheduledDispatcherProps{Queue: queue.NewProcessingQueue(stack, "Other", nil)}},
+			[]string{"Dispatcher.Queue:", "the pipeline wires its own queue"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cdktest.ExpectProblem(t, func() { pipeline.NewPipeline(stack, jsii.String("P"+tc.name), tc.props) }, tc.want...)
+		})
+	}
+}

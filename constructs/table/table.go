@@ -1,0 +1,105 @@
+package table
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// IdempotencyTable is the DynamoDB table of idempotency records.
+type IdempotencyTable interface {
+	constructs.IConstruct
+	// Table is the table (construct id "Resource", an AWS::DynamoDB::Table).
+	Table() awsdynamodb.ITable
+	// PartitionKeyName is the partition key attribute, "id".
+	PartitionKeyName() string
+	// SortKeyName is the sort key attribute, "" unless the key is composite.
+	SortKeyName() string
+	// TimeToLiveAttribute is the TTL attribute, "expiration".
+	TimeToLiveAttribute() string
+	// GrantIdempotency grants exactly dynamodb:GetItem, PutItem, UpdateItem and DeleteItem on
+	// the table, and with a customer managed key kms:Decrypt, Encrypt, GenerateDataKey and
+	// DescribeKey on that key, only through DynamoDB (kms:ViaService). The grantee must be
+	// in the table's account: the grant goes to its identity policy.
+	GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant
+}
+
+// itemActions are the only calls the idempotency store makes (acquire, complete, release,
+// and a read for callers that look a record up).
+var itemActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+
+// keyActions are what DynamoDB asks KMS for on the caller's behalf with a customer managed
+// key: the read/write set CDK's Table grants use, without its wildcards (ReEncrypt* and the
+// GenerateDataKey* variants serve key migration and client-side encryption, not item calls).
+var keyActions = []string{"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"}
+
+type idempotencyTable struct {
+	constructs.Construct
+	table awsdynamodb.Table
+	s     settings
+}
+
+var _ IdempotencyTable = (*idempotencyTable)(nil)
+
+// NewIdempotencyTable creates the table. props may be nil (every default). Invalid props
+// panic with a *validate.Error, before anything is created.
+func NewIdempotencyTable(scope constructs.Construct, id string, props *IdempotencyTableProps) IdempotencyTable {
+	s := resolve(id, props)
+	// Override registers t itself as the jsii construct, so t can be passed anywhere a
+	// construct is expected (Stack.Of, as a scope).
+	t := &idempotencyTable{s: s}
+	constructs.NewConstruct_Override(t, scope, jsii.String(id))
+	t.table = awsdynamodb.NewTable(t, jsii.String("Resource"), s.tableProps())
+	return t
+}
+
+// tableProps is the one place settings become jsii props.
+func (s settings) tableProps() *awsdynamodb.TableProps {
+	p := &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(PartitionKeyAttr), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String(TimeToLiveAttr),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(s.pointInTimeRecovery),
+		},
+		DeletionProtection: jsii.Bool(s.deletionProtection),
+		RemovalPolicy:      s.removalPolicy,
+		Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
+	}
+	if s.tableName != "" {
+		p.TableName = jsii.String(s.tableName)
+	}
+	if s.sortKey != "" {
+		p.SortKey = &awsdynamodb.Attribute{Name: jsii.String(s.sortKey), Type: awsdynamodb.AttributeType_STRING}
+	}
+	if s.encryptionKey != nil {
+		p.Encryption = awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+		p.EncryptionKey = s.encryptionKey
+	}
+	return p
+}
+
+func (t *idempotencyTable) GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant {
+	grant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings(itemActions...),
+		ResourceArns: jsii.Strings(*t.table.TableArn()),
+	})
+	if key := t.s.encryptionKey; key != nil {
+		viaDynamoDB := "dynamodb." + *awscdk.Stack_Of(t).Region() + ".amazonaws.com"
+		grant = grant.Combine(awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+			Grantee:      grantee,
+			Actions:      jsii.Strings(keyActions...),
+			ResourceArns: jsii.Strings(*key.KeyArn()),
+			Conditions:   &map[string]*map[string]any{"StringEquals": {"kms:ViaService": viaDynamoDB}},
+		}))
+	}
+	return grant
+}
+
+func (t *idempotencyTable) Table() awsdynamodb.ITable   { return t.table }
+func (t *idempotencyTable) PartitionKeyName() string    { return PartitionKeyAttr }
+func (t *idempotencyTable) SortKeyName() string         { return t.s.sortKey }
+func (t *idempotencyTable) TimeToLiveAttribute() string { return TimeToLiveAttr }

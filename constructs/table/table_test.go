@@ -1,0 +1,212 @@
+package table
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// must turns a panicking assertion (Template.HasResource and friends) into a test failure,
+// so one failed assertion does not abort the test binary.
+func must(t *testing.T, what string, assertion func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	assertion()
+}
+
+// logicalID is the template id of c's CloudFormation resource: its default child, or for an
+// L2 inside our construct, that L2's default child.
+func logicalID(stack awscdk.Stack, c constructs.IConstruct) string {
+	child := c.Node().DefaultChild()
+	if el, ok := child.(awscdk.CfnElement); ok {
+		return *stack.GetLogicalId(el)
+	}
+	return *stack.GetLogicalId(child.Node().DefaultChild().(awscdk.CfnElement))
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestResourceCounts(t *testing.T) {
+	for _, f := range fixtures {
+		t.Run(f.name, func(t *testing.T) {
+			must(t, "tables", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
+			must(t, "policies", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::IAM::Policy"), jsii.Number(1)) })
+			keys := 0
+			if f.key != nil {
+				keys = 1 // the fixture's own key; the construct creates none
+			}
+			must(t, "keys", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(float64(keys))) })
+		})
+	}
+}
+
+func TestTableResource(t *testing.T) {
+	exact := func(v any) assertions.Matcher { return assertions.Match_Exact(v) }
+	tests := []struct {
+		f      *fixture
+		want   map[string]any
+		policy string
+	}{{
+		f: &def,
+		want: map[string]any{
+			"KeySchema":                        exact([]any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}}),
+			"AttributeDefinitions":             exact([]any{map[string]any{"AttributeName": "id", "AttributeType": "S"}}),
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"TimeToLiveSpecification":          exact(map[string]any{"AttributeName": "expiration", "Enabled": true}),
+			"PointInTimeRecoverySpecification": exact(map[string]any{"PointInTimeRecoveryEnabled": true}),
+			"DeletionProtectionEnabled":        true,
+			"SSESpecification":                 exact(map[string]any{"SSEEnabled": true}),
+			"TableName":                        assertions.Match_Absent(),
+			"ProvisionedThroughput":            assertions.Match_Absent(),
+		},
+		policy: "Retain",
+	}, {
+		f: &custom,
+		want: map[string]any{
+			"TableName": "orders-idempotency",
+			"KeySchema": exact([]any{
+				map[string]any{"AttributeName": "id", "KeyType": "HASH"},
+				map[string]any{"AttributeName": "sk", "KeyType": "RANGE"},
+			}),
+			"AttributeDefinitions": exact([]any{
+				map[string]any{"AttributeName": "id", "AttributeType": "S"},
+				map[string]any{"AttributeName": "sk", "AttributeType": "S"},
+			}),
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"TimeToLiveSpecification":          exact(map[string]any{"AttributeName": "expiration", "Enabled": true}),
+			"PointInTimeRecoverySpecification": exact(map[string]any{"PointInTimeRecoveryEnabled": true}),
+			"DeletionProtectionEnabled":        false,
+			"SSESpecification": exact(map[string]any{
+				"SSEEnabled": true, "SSEType": "KMS", "KMSMasterKeyId": custom.stack.Resolve(custom.key.KeyArn()),
+			}),
+		},
+		policy: "Delete",
+	}, {
+		f: &noPITR,
+		want: map[string]any{
+			"PointInTimeRecoverySpecification": exact(map[string]any{"PointInTimeRecoveryEnabled": false}),
+			"DeletionProtectionEnabled":        true,
+		},
+		policy: "Retain",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.f.name, func(t *testing.T) {
+			id := logicalID(tt.f.stack, tt.f.t.Table())
+			found := tt.f.tmpl.FindResources(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+				"Properties":          assertions.Match_ObjectLike(&tt.want),
+				"DeletionPolicy":      tt.policy,
+				"UpdateReplacePolicy": tt.policy,
+			})
+			if _, ok := (*found)[id]; !ok {
+				actual := (*tt.f.tmpl.ToJSON())["Resources"].(map[string]any)[id]
+				t.Errorf("table %s does not match %s with DeletionPolicy %s; it is:\n%s", id, jsonOf(tt.want), tt.policy, jsonOf(actual))
+			}
+		})
+	}
+}
+
+// policyStatements returns the statements of the policy attached to the fixture's role.
+func policyStatements(t *testing.T, f *fixture) []map[string]any {
+	t.Helper()
+	roleID := logicalID(f.stack, f.role)
+	found := f.tmpl.FindResources(jsii.String("AWS::IAM::Policy"), map[string]any{
+		"Properties": assertions.Match_ObjectLike(&map[string]any{"Roles": []any{map[string]any{"Ref": roleID}}}),
+	})
+	if len(*found) != 1 {
+		t.Fatalf("want one policy on role %s, found %d", roleID, len(*found))
+	}
+	var out []map[string]any
+	for _, r := range *found {
+		doc := (*r)["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)
+		for _, s := range doc["Statement"].([]any) {
+			out = append(out, s.(map[string]any))
+		}
+	}
+	return out
+}
+
+func actions(s map[string]any) []string {
+	var out []string
+	switch a := s["Action"].(type) {
+	case string:
+		out = []string{a}
+	case []any:
+		for _, x := range a {
+			out = append(out, x.(string))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The grant is exactly the four item actions on the table's ARN (no index ARN, no scan or
+// query, no DescribeTable), plus the key through DynamoDB with a customer managed key.
+func TestGrantIdempotencyIsExact(t *testing.T) {
+	itemActions := []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	keyActions := []string{"kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"}
+	for _, f := range fixtures {
+		t.Run(f.name, func(t *testing.T) {
+			if !*f.grant.Success() {
+				t.Error("grant did not succeed")
+			}
+			statements := policyStatements(t, f)
+			want := 1
+			if f.key != nil {
+				want = 2
+			}
+			if len(statements) != want {
+				t.Fatalf("want %d statements, got %s", want, jsonOf(statements))
+			}
+			table := statements[0]
+			if got := actions(table); !slices.Equal(got, itemActions) {
+				t.Errorf("table actions = %v, want %v", got, itemActions)
+			}
+			tableArn := jsonOf(f.stack.Resolve(f.t.Table().TableArn()))
+			if table["Effect"] != "Allow" || jsonOf(table["Resource"]) != tableArn || table["Condition"] != nil {
+				t.Errorf("table statement = %s, want Allow on %s only", jsonOf(table), tableArn)
+			}
+			if f.key == nil {
+				return
+			}
+			key := statements[1]
+			if got := actions(key); !slices.Equal(got, keyActions) {
+				t.Errorf("key actions = %v, want %v", got, keyActions)
+			}
+			wantCond := map[string]any{"StringEquals": map[string]any{"kms:ViaService": "dynamodb.eu-west-1.amazonaws.com"}}
+			if keyArn := jsonOf(f.stack.Resolve(f.key.KeyArn())); jsonOf(key["Resource"]) != keyArn || jsonOf(key["Condition"]) != jsonOf(wantCond) {
+				t.Errorf("key statement = %s, want Allow on %s with %s", jsonOf(key), keyArn, jsonOf(wantCond))
+			}
+		})
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	for _, tt := range []struct {
+		f       *fixture
+		sortKey string
+	}{{&def, ""}, {&custom, "sk"}} {
+		t.Run(tt.f.name, func(t *testing.T) {
+			tbl := tt.f.t
+			if tbl.PartitionKeyName() != "id" || tbl.SortKeyName() != tt.sortKey || tbl.TimeToLiveAttribute() != "expiration" {
+				t.Errorf("PartitionKeyName, SortKeyName, TimeToLiveAttribute = %q, %q, %q; want \"id\", %q, \"expiration\"",
+					tbl.PartitionKeyName(), tbl.SortKeyName(), tbl.TimeToLiveAttribute(), tt.sortKey)
+			}
+			if id := *tbl.Table().Node().Id(); id != "Resource" {
+				t.Errorf("Table() construct id = %q, want Resource", id)
+			}
+		})
+	}
+}

@@ -1,0 +1,78 @@
+package table
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
+)
+
+// One case per validation message: each names the prop, the value and the fix.
+func TestValidation(t *testing.T) {
+	tests := []struct {
+		name  string
+		props IdempotencyTableProps
+		want  []string
+	}{
+		{"table name too short", IdempotencyTableProps{TableName: "ab"},
+			[]string{"TableName", `"ab" (2 characters)`, "3 to 255 characters"}},
+		{"table name too long", IdempotencyTableProps{TableName: strings.Repeat("t", 256)},
+			[]string{"TableName", "(256 characters)", "3 to 255 characters"}},
+		{"table name characters", IdempotencyTableProps{TableName: "orders/idempotency"},
+			[]string{"TableName", `"orders/idempotency"`, "letters, digits, '_', '-' and '.'"}},
+		{"sort key too long", IdempotencyTableProps{SortKey: strings.Repeat("k", 256)},
+			[]string{"SortKey", "(256 characters)", "at most 255 characters"}},
+		{"sort key is the partition key", IdempotencyTableProps{SortKey: "id"},
+			[]string{"SortKey", `got "id"`, "pick another name"}},
+		{"sort key is the TTL attribute", IdempotencyTableProps{SortKey: "expiration"},
+			[]string{"SortKey", `got "expiration"`, "pick another name"}},
+		{"destroy with deletion protection", IdempotencyTableProps{RemovalPolicy: awscdk.RemovalPolicy_DESTROY},
+			[]string{"RemovalPolicy", "got DESTROY", "DisableDeletionProtection: true"}},
+		{"snapshot", IdempotencyTableProps{RemovalPolicy: awscdk.RemovalPolicy_SNAPSHOT},
+			[]string{"RemovalPolicy", "got SNAPSHOT", "no snapshot deletion policy"}},
+		{"unknown removal policy", IdempotencyTableProps{RemovalPolicy: "KEEP"},
+			[]string{"RemovalPolicy", `got "KEEP"`, "use awscdk.RemovalPolicy_RETAIN"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			props := tt.props
+			cdktest.ExpectProblem(t, func() { NewIdempotencyTable(scratch, fmt.Sprintf("Invalid%d", i), &props) }, tt.want...)
+		})
+	}
+}
+
+// Every problem is reported at once, and nothing is created before the panic.
+func TestValidationCollectsEveryProblem(t *testing.T) {
+	defer func() {
+		verr, ok := validate.AsError(recover())
+		if !ok {
+			t.Fatal("expected a *validate.Error")
+		}
+		if len(verr.Problems) != 3 || !strings.Contains(verr.Construct, `IdempotencyTable "AllWrong"`) {
+			t.Errorf("want 3 problems for IdempotencyTable \"AllWrong\", got %s", verr.Error())
+		}
+		if scratch.Node().TryFindChild(strPtr("AllWrong")) != nil {
+			t.Error("the construct was created before validation failed")
+		}
+	}()
+	NewIdempotencyTable(scratch, "AllWrong", &IdempotencyTableProps{TableName: "x", SortKey: "id", RemovalPolicy: awscdk.RemovalPolicy_SNAPSHOT})
+}
+
+// Limits and the policies DynamoDB supports pass, and unresolved tokens are not judged.
+func TestValidationAccepts(t *testing.T) {
+	for i, p := range []IdempotencyTableProps{
+		{TableName: "abc", SortKey: strings.Repeat("k", 255)},
+		{TableName: strings.Repeat("t", 255), RemovalPolicy: awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE},
+		{RemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeletionProtection: true},
+		{TableName: *awscdk.Fn_Ref(strPtr("AWS::StackName"))},
+	} {
+		p := p
+		NewIdempotencyTable(scratch, fmt.Sprintf("Valid%d", i), &p)
+	}
+}
+
+func strPtr(s string) *string { return &s }
