@@ -23,7 +23,7 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 1x
 CDK := $(ROOT)/node_modules/.bin/cdk
 FUNCTIONS := consumer dispatcher
-# Flags the GoFunction bundling uses (constructs/internal/gobundle); `make build` uses them too so
+# Flags the GoFunction bundling uses (constructs/internal/gofn); `make build` uses them too so
 # the binaries measured and tested locally are the ones that are deployed.
 GO_LAMBDA_FLAGS := -trimpath -tags lambda.norpc -ldflags "-s -w"
 
@@ -43,6 +43,8 @@ tools: $(NODE_STAMP) $(VENV_STAMP) $(DDB_STAMP) gomod ## install every pinned to
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@node --version | grep -q '^v22\.' || { echo "node_modules/.bin/node is not Node 22"; exit 1; }
+	@# The CDK CLI ships Go init templates; a go.mod here keeps them out of `go ... ./...`.
+	@echo 'module ignore/node_modules' > node_modules/go.mod
 	@touch $@
 
 $(VENV_STAMP): requirements-dev.txt
@@ -103,9 +105,15 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 	done
 
 .PHONY: lint
-lint: synth ## cfn-lint and checkov over every synthesized template
+lint: synth ## cfn-lint and checkov over every synthesized template; the diagram is current
 	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
-	checkov --quiet --compact --framework cloudformation --config-file .checkov.yaml -d cdk.out
+	checkov --quiet --compact --skip-download --framework cloudformation --config-file .checkov.yaml -d cdk.out
+	@$(GO) run ./stacks/diagram cdk.out | diff -u docs/architecture.md - \
+	  || { echo "docs/architecture.md is stale: run make diagram"; exit 1; }
+
+.PHONY: diagram
+diagram: synth ## redraw docs/architecture.md from the synthesized templates
+	$(GO) run ./stacks/diagram -out docs/architecture.md cdk.out
 
 .PHONY: bench
 bench: tools ## run the Go benchmarks once each (BENCHTIME=1x); set BENCHTIME=5s for figures

@@ -1,0 +1,52 @@
+// Command app is the CDK app: `cdk synth`, `cdk deploy` and `make synth` run it (see
+// cdk.json). It reads its settings from CDK context, builds the pipeline stack with cdk-nag
+// checks attached, and turns a construct's invalid props into a short error instead of a
+// Go stack trace.
+//
+// Context keys (cdk.json, or `cdk synth -c key=value`):
+//
+//	stage       name suffix of the stack, e.g. dev or prod        (default "dev")
+//	alarmEmail  comma-separated addresses subscribed to alarms   (default none)
+//	schedule    the dispatchers' cron, AWS 6-field form           (default "0 * * * ? *")
+//	timezone    IANA time zone of the schedule                    (default "UTC")
+//
+// The account and region come from the CLI's environment (CDK_DEFAULT_ACCOUNT,
+// CDK_DEFAULT_REGION); without them the stack is environment-agnostic.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/stacks"
+)
+
+func main() {
+	defer exitOnInvalidProps()
+
+	app := awscdk.NewApp(nil)
+	cfg, err := stacks.ConfigFromContext(app)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stacks.Build(app, cfg)
+	app.Synth(nil)
+}
+
+// exitOnInvalidProps prints a construct validation error the way a CLI tool would, and lets
+// any other panic through unchanged.
+func exitOnInvalidProps() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if verr, ok := validate.AsError(r); ok {
+		fmt.Fprintf(os.Stderr, "\n%s\n\n", verr)
+		os.Exit(1)
+	}
+	panic(r)
+}

@@ -1,0 +1,107 @@
+package stacks
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Config is what the CDK app reads from context (see stacks/app for the keys). Zero values
+// take the documented defaults.
+type Config struct {
+	// Stage names the deployment; the stack is called IdempotentSqsPipeline-<Stage>.
+	// Default "dev".
+	Stage string
+	// AlarmEmails are subscribed to the alarm topic. Default none (subscribe later, or add
+	// any other subscriber to the topic).
+	AlarmEmails []string
+	// Schedule is the dispatchers' cron expression in AWS's 6-field form.
+	// Default "0 * * * ? *" (hourly).
+	Schedule string
+	// TimeZone is the IANA zone the schedule is evaluated in. Default "UTC".
+	TimeZone string
+	// ConsumerTimeout is the consumer functions' timeout. Default 30s.
+	ConsumerTimeout time.Duration
+	// VisibilityTimeout of both processing queues. Default 6 x ConsumerTimeout.
+	VisibilityTimeout time.Duration
+	// Account and Region pin the stack's environment. Default: the CLI's
+	// CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION, or environment-agnostic without them.
+	Account, Region string
+}
+
+var stagePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
+
+// ConfigFromContext reads Config from the app's context, reporting every bad value at once.
+func ConfigFromContext(app awscdk.App) (Config, error) {
+	node := app.Node()
+	str := func(key string) string {
+		v := node.TryGetContext(jsii.String(key))
+		if v == nil {
+			return ""
+		}
+		return strings.TrimSpace(fmt.Sprint(v))
+	}
+	cfg := Config{
+		Stage:    str("stage"),
+		Schedule: str("schedule"),
+		TimeZone: str("timezone"),
+		Account:  os.Getenv("CDK_DEFAULT_ACCOUNT"),
+		Region:   os.Getenv("CDK_DEFAULT_REGION"),
+	}
+	var errs []string
+	if s := str("alarmEmail"); s != "" {
+		for _, a := range strings.Split(s, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				cfg.AlarmEmails = append(cfg.AlarmEmails, a)
+			}
+		}
+	}
+	for key, dst := range map[string]*time.Duration{
+		"consumerTimeout":   &cfg.ConsumerTimeout,
+		"visibilityTimeout": &cfg.VisibilityTimeout,
+	} {
+		if s := str(key); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Sprintf("context %s: got %q; use a positive Go duration such as 30s or 5m", key, s))
+				continue
+			}
+			*dst = d
+		}
+	}
+	cfg = cfg.withDefaults()
+	if !stagePattern.MatchString(cfg.Stage) {
+		errs = append(errs, fmt.Sprintf("context stage: got %q; use a letter then up to 31 letters, digits or hyphens", cfg.Stage))
+	}
+	if len(errs) > 0 {
+		sort.Strings(errs) // map iteration above is unordered
+		return cfg, errors.New("invalid CDK context:\n  - " + strings.Join(errs, "\n  - "))
+	}
+	return cfg, nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Stage == "" {
+		c.Stage = "dev"
+	}
+	if c.Schedule == "" {
+		c.Schedule = "0 * * * ? *"
+	}
+	if c.TimeZone == "" {
+		c.TimeZone = "UTC"
+	}
+	if c.ConsumerTimeout == 0 {
+		c.ConsumerTimeout = 30 * time.Second
+	}
+	return c
+}
+
+// StackName is the CloudFormation stack name for a stage.
+func (c Config) StackName() string { return "IdempotentSqsPipeline-" + c.withDefaults().Stage }

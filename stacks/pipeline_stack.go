@@ -1,0 +1,137 @@
+// Package stacks holds the reference stack composed from the constructs, and Build, which
+// the CDK app (stacks/app) and the stack tests (test/stack) share so that what is tested is
+// what is deployed, cdk-nag checks included.
+package stacks
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
+	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
+	"github.com/idempotent-sqs/pipeline/constructs/queue"
+	"github.com/idempotent-sqs/pipeline/constructs/table"
+)
+
+// PipelineStackProps configures the reference stack. Nil props take Config's defaults.
+type PipelineStackProps struct {
+	awscdk.StackProps
+	// Config carries the app's settings (schedule, alarm e-mail, timeouts).
+	Config Config
+}
+
+// PipelineStack is the reference deployment: one idempotency table and one alarm topic and
+// dashboard shared by two pipelines, a standard one and a FIFO one, each fed by its own
+// scheduled dispatcher.
+type PipelineStack interface {
+	awscdk.Stack
+	Standard() pipeline.Pipeline
+	Fifo() pipeline.Pipeline
+	Table() table.IdempotencyTable
+	Monitoring() monitoring.PipelineMonitoring
+}
+
+type pipelineStack struct {
+	awscdk.Stack
+	standard, fifo pipeline.Pipeline
+	table          table.IdempotencyTable
+	monitoring     monitoring.PipelineMonitoring
+}
+
+func (s *pipelineStack) Standard() pipeline.Pipeline               { return s.standard }
+func (s *pipelineStack) Fifo() pipeline.Pipeline                   { return s.fifo }
+func (s *pipelineStack) Table() table.IdempotencyTable             { return s.table }
+func (s *pipelineStack) Monitoring() monitoring.PipelineMonitoring { return s.monitoring }
+
+// NewPipelineStack builds the reference stack.
+func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStackProps) PipelineStack {
+	if props == nil {
+		props = &PipelineStackProps{}
+	}
+	cfg := props.Config.withDefaults()
+	sp := props.StackProps
+	if sp.Description == nil {
+		sp.Description = jsii.String("Idempotent SQS pipeline: scheduled dispatchers, standard and FIFO queues with DLQs, idempotent Go consumers, DynamoDB idempotency table, alarms")
+	}
+	// Override registers s itself as the jsii stack, so s can be passed to CDK (Tags_Of,
+	// Template_FromStack) like any awscdk.Stack.
+	s := &pipelineStack{}
+	awscdk.NewStack_Override(s, scope, jsii.String(id), &sp)
+	stack := awscdk.Stack(s)
+
+	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", nil)
+	s.monitoring = monitoring.NewPipelineMonitoring(stack, "Monitoring", &monitoring.PipelineMonitoringProps{
+		AlarmEmails: cfg.AlarmEmails,
+	})
+	s.monitoring.WatchTable("IdempotencyTable", s.table.Table())
+
+	build := func(name string, fifo bool, items []dispatcher.WorkItem) pipeline.Pipeline {
+		return pipeline.NewPipeline(stack, jsii.String(name), &pipeline.PipelineProps{
+			Fifo:       fifo,
+			Table:      s.table,
+			Monitoring: s.monitoring,
+			Queue:      &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout},
+			Consumer:   &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout},
+			Dispatcher: &dispatcher.ScheduledDispatcherProps{
+				JobName:  name + "-job",
+				Cron:     cfg.Schedule,
+				TimeZone: cfg.TimeZone,
+				Items:    items,
+			},
+		})
+	}
+	// Sample work items: replace them with your own (or your own ItemSource in the
+	// dispatcher). On the FIFO pipeline the group is the ordering unit, here a tenant.
+	s.standard = build("Standard", false, []dispatcher.WorkItem{
+		{ID: "report-daily", Payload: map[string]any{"kind": "report"}},
+		{ID: "cleanup-sessions", Payload: map[string]any{"kind": "cleanup"}},
+	})
+	s.fifo = build("Fifo", true, []dispatcher.WorkItem{
+		{ID: "invoice-tenant-a", Group: "tenant-a", Payload: map[string]any{"kind": "invoice"}},
+		{ID: "invoice-tenant-b", Group: "tenant-b", Payload: map[string]any{"kind": "invoice"}},
+	})
+
+	pipeline.Outputs(stack, "Standard", s.standard)
+	pipeline.Outputs(stack, "Fifo", s.fifo)
+	awscdk.NewCfnOutput(stack, jsii.String("IdempotencyTableName"), &awscdk.CfnOutputProps{
+		Value: s.table.Table().TableName(), Description: jsii.String("DynamoDB idempotency table"),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
+		Value: s.monitoring.Topic().TopicArn(), Description: jsii.String("SNS topic every alarm notifies; subscribe on-call here"),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("DashboardName"), &awscdk.CfnOutputProps{
+		Value: s.monitoring.Dashboard().DashboardName(), Description: jsii.String("CloudWatch dashboard of the pipeline"),
+	})
+	return s
+}
+
+// Build adds the pipeline stack for cfg to app, with the cdk-nag AwsSolutions and
+// Serverless packs attached (their reports land in cdk.out; an unsuppressed finding is an
+// error annotation, which fails `cdk synth`).
+func Build(app awscdk.App, cfg Config) PipelineStack {
+	cfg = cfg.withDefaults()
+	var env *awscdk.Environment
+	if cfg.Account != "" || cfg.Region != "" {
+		env = &awscdk.Environment{}
+		if cfg.Account != "" {
+			env.Account = jsii.String(cfg.Account)
+		}
+		if cfg.Region != "" {
+			env.Region = jsii.String(cfg.Region)
+		}
+	}
+	stack := NewPipelineStack(app, cfg.StackName(), &PipelineStackProps{
+		StackProps: awscdk.StackProps{Env: env},
+		Config:     cfg,
+	})
+	awscdk.Tags_Of(stack).Add(jsii.String("project"), jsii.String("idempotent-sqs-pipeline"), nil)
+	awscdk.Tags_Of(stack).Add(jsii.String("stage"), jsii.String(cfg.Stage), nil)
+	nag := &cdknag.NagPackProps{Verbose: jsii.Bool(true), Reports: jsii.Bool(true)}
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(nag), nil)
+	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(nag), nil)
+	return stack
+}

@@ -1,0 +1,311 @@
+// Package stack tests the reference stack as the app builds it (stacks.Build: the same
+// constructs, props and cdk-nag packs `cdk synth` uses), synthesized once for the package.
+package stack
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/stacks"
+)
+
+var (
+	stack    stacks.PipelineStack
+	template assertions.Template
+	// resources is the synthesized template's Resources section, for queries Match cannot
+	// express (counting, following references).
+	resources map[string]struct {
+		Type       string         `json:"Type"`
+		Properties map[string]any `json:"Properties"`
+	}
+)
+
+func TestMain(m *testing.M) {
+	app := cdktest.NewApp()
+	stack = stacks.Build(app, stacks.Config{Account: "123456789012", Region: "eu-west-1"})
+	template = assertions.Template_FromStack(stack, nil)
+	b, err := json.Marshal(template.ToJSON())
+	if err == nil {
+		var t struct {
+			Resources json.RawMessage `json:"Resources"`
+		}
+		if err = json.Unmarshal(b, &t); err == nil {
+			err = json.Unmarshal(t.Resources, &resources)
+		}
+	}
+	if err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+func TestNoUnsuppressedNagFindings(t *testing.T) {
+	annotations := assertions.Annotations_FromStack(stack)
+	for kind, found := range map[string]*[]*cxapi.SynthesisMessage{
+		"error":   annotations.FindError(jsii.String("*"), assertions.Match_AnyValue()),
+		"warning": annotations.FindWarning(jsii.String("*"), assertions.Match_AnyValue()),
+	} {
+		for _, f := range *found {
+			t.Errorf("cdk-nag %s at %s: %v", kind, *f.Id, f.Entry.Data)
+		}
+	}
+}
+
+func TestTopology(t *testing.T) {
+	counts := map[string]int{}
+	for _, r := range resources {
+		counts[r.Type]++
+	}
+	for typ, want := range map[string]int{
+		"AWS::DynamoDB::Table": 1, // shared by both consumers
+		// two processing queues, their two DLQs, and per dispatcher a schedule DLQ and an
+		// async on-failure queue
+		"AWS::SQS::Queue":                 8,
+		"AWS::Lambda::Function":           4,
+		"AWS::Lambda::EventSourceMapping": 2,
+		"AWS::Lambda::EventInvokeConfig":  2,
+		"AWS::Scheduler::Schedule":        2,
+		"AWS::SNS::Topic":                 1,
+		"AWS::CloudWatch::Dashboard":      1,
+	} {
+		if counts[typ] != want {
+			t.Errorf("%s: %d in the template, want %d", typ, counts[typ], want)
+		}
+	}
+	if counts["AWS::CloudWatch::Alarm"] < 20 {
+		t.Errorf("only %d alarms; every queue, function, schedule and the table must be watched", counts["AWS::CloudWatch::Alarm"])
+	}
+}
+
+// Every alarm must notify someone: an alarm without an action is a light nobody sees.
+func TestEveryAlarmNotifiesTheTopic(t *testing.T) {
+	topic := only(t, "AWS::SNS::Topic")
+	for id, r := range resources {
+		if r.Type != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		actions, _ := r.Properties["AlarmActions"].([]any)
+		if len(actions) != 1 || refOf(actions[0]) != topic {
+			t.Errorf("alarm %s actions %v, want exactly the topic %s", id, actions, topic)
+		}
+		if d := literalText(r.Properties["AlarmDescription"]); len(d) < 80 {
+			t.Errorf("alarm %s description %q is too thin for someone on call", id, d)
+		}
+	}
+}
+
+func TestConsumersShareTheTableWithSeparateKeyPrefixes(t *testing.T) {
+	table := only(t, "AWS::DynamoDB::Table")
+	prefixes := map[string]bool{}
+	for id, r := range resources {
+		if r.Type != "AWS::Lambda::Function" {
+			continue
+		}
+		vars, _ := dig(r.Properties, "Environment", "Variables").(map[string]any)
+		name, ok := vars["IDEMPOTENCY_TABLE_NAME"]
+		if !ok {
+			continue // a dispatcher
+		}
+		if refOf(name) != table {
+			t.Errorf("consumer %s uses table %v, want %s", id, name, table)
+		}
+		prefix, _ := vars["IDEMPOTENCY_KEY_PREFIX"].(string)
+		if prefix == "" || prefixes[prefix] {
+			t.Errorf("consumer %s key prefix %q must be set and unique", id, prefix)
+		}
+		prefixes[prefix] = true
+	}
+	if len(prefixes) != 2 {
+		t.Errorf("found %d consumers, want 2", len(prefixes))
+	}
+}
+
+// Each event source mapping feeds its own pipeline's consumer from its own queue, with
+// partial batch responses, and the FIFO pipeline keeps FIFO end to end.
+func TestEachPipelineIsWiredEndToEnd(t *testing.T) {
+	for _, p := range []struct {
+		name string
+		fifo bool
+		get  func() (queueID, dlqID, fnID string)
+	}{
+		{"Standard", false, func() (string, string, string) { return ids(stack.Standard()) }},
+		{"Fifo", true, func() (string, string, string) { return ids(stack.Fifo()) }},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			queueID, dlqID, fnID := p.get()
+			q := resources[queueID].Properties
+			if got := q["FifoQueue"] == true; got != p.fifo {
+				t.Errorf("queue FifoQueue = %v, want %v", q["FifoQueue"], p.fifo)
+			}
+			if got := resources[dlqID].Properties["FifoQueue"] == true; got != p.fifo {
+				t.Errorf("DLQ FifoQueue = %v, want %v", resources[dlqID].Properties["FifoQueue"], p.fifo)
+			}
+			if target := refOf(dig(q, "RedrivePolicy", "deadLetterTargetArn")); target != dlqID {
+				t.Errorf("redrive target %s, want the pipeline's DLQ %s", target, dlqID)
+			}
+			found := false
+			for _, r := range resources {
+				if r.Type == "AWS::Lambda::EventSourceMapping" && refOf(r.Properties["FunctionName"]) == fnID {
+					found = true
+					if src := refOf(r.Properties["EventSourceArn"]); src != queueID {
+						t.Errorf("consumer reads %s, want %s", src, queueID)
+					}
+					if types, _ := r.Properties["FunctionResponseTypes"].([]any); len(types) != 1 || types[0] != "ReportBatchItemFailures" {
+						t.Errorf("FunctionResponseTypes %v, want [ReportBatchItemFailures]", types)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no event source mapping for %s", fnID)
+			}
+		})
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	for _, name := range []string{"StandardQueueUrl", "StandardDeadLetterQueueUrl", "FifoQueueUrl", "FifoDeadLetterQueueUrl", "IdempotencyTableName", "AlarmTopicArn", "DashboardName"} {
+		template.HasOutput(jsii.String(name), assertions.Match_ObjectLike(&map[string]any{"Value": assertions.Match_AnyValue()}))
+	}
+}
+
+func TestConfigFromContextRejectsBadValues(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
+		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m",
+	}})
+	_, err := stacks.ConfigFromContext(app)
+	if err == nil {
+		t.Fatal("expected an error")
+	}
+	for _, want := range []string{
+		`context consumerTimeout: got "soon"; use a positive Go duration such as 30s or 5m`,
+		`context visibilityTimeout: got "-1m"; use a positive Go duration such as 30s or 5m`,
+		`context stage: got "9lives"; use a letter then up to 31 letters, digits or hyphens`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestConfigFromContextDefaultsAndEmails(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"alarmEmail": "a@example.com, b@example.com"}})
+	cfg, err := stacks.ConfigFromContext(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Stage != "dev" || cfg.Schedule != "0 * * * ? *" || cfg.TimeZone != "UTC" || cfg.ConsumerTimeout.String() != "30s" {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	if strings.Join(cfg.AlarmEmails, ";") != "a@example.com;b@example.com" {
+		t.Errorf("AlarmEmails = %q", cfg.AlarmEmails)
+	}
+}
+
+// A wrong prop fails the real app (what `make synth` runs) with the designed message and no
+// Go stack trace: a 5-minute consumer on a queue whose visibility timeout is 2 minutes.
+func TestAppRejectsConsumerTimeoutLongerThanVisibilityAllows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the app binary")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	cmd := exec.Command("go", "run", "./stacks/app")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		`CDK_CONTEXT_JSON={"consumerTimeout":"5m","visibilityTimeout":"2m"}`,
+		"CDK_OUTDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("app accepted a 5m consumer on a 2m visibility timeout:\n%s", out)
+	}
+	for _, want := range []string{"VisibilityTimeout", "2m0s", "30m0s"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "goroutine") {
+		t.Errorf("a prop error must not print a Go stack trace:\n%s", out)
+	}
+}
+
+// ids resolves a pipeline's queue, DLQ and consumer function to their logical ids through
+// the stack, never by hard-coding a hashed id.
+func ids(p pipeline.Pipeline) (queueID, dlqID, fnID string) {
+	resolve := func(v *string) string { return refOf(stack.Resolve(v)) }
+	return resolve(p.Queue().Queue().QueueArn()),
+		resolve(p.Queue().DeadLetterQueue().QueueArn()),
+		resolve(p.Consumer().Function().FunctionName())
+}
+
+// only returns the logical id of the single resource of type typ.
+func only(t *testing.T, typ string) string {
+	t.Helper()
+	var found []string
+	for id, r := range resources {
+		if r.Type == typ {
+			found = append(found, id)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d resources of type %s, want 1", len(found), typ)
+	}
+	return found[0]
+}
+
+// refOf returns the logical id v points at when v is {"Ref": id} or {"Fn::GetAtt": [id, attr]}.
+func refOf(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if s, ok := m["Ref"].(string); ok {
+		return s
+	}
+	if a, ok := m["Fn::GetAtt"].([]any); ok && len(a) > 0 {
+		s, _ := a[0].(string)
+		return s
+	}
+	return ""
+}
+
+// literalText is the literal part of a string that may be an Fn::Join of literals and
+// references (descriptions name the resource they watch).
+func literalText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
+			var b strings.Builder
+			parts, _ := j[1].([]any)
+			for _, p := range parts {
+				b.WriteString(literalText(p))
+			}
+			return b.String()
+		}
+	}
+	return ""
+}
+
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
