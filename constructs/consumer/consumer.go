@@ -1,7 +1,7 @@
 // Package consumer provides IdempotentConsumer: the consumer Lambda function of the pipeline
 // (functions/consumer, bundled from Go source at synth), wired to an SQS queue through an
 // event source mapping with ReportBatchItemFailures, and to a DynamoDB idempotency table
-// through the four item actions the idempotency store uses.
+// through the one item action the idempotency store uses (UpdateItem).
 //
 // The queue and the table come from other constructs (constructs/queue, constructs/table) or
 // from your own code: anything with the methods of Source and Store will do. Props are

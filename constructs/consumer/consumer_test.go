@@ -256,7 +256,7 @@ func TestPermissions(t *testing.T) {
 		actions  []string
 		resource any
 	}{
-		{[]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, getAtt(simpleTable.table, "Arn")},
+		{[]string{"dynamodb:UpdateItem"}, getAtt(simpleTable.table, "Arn")},
 		{[]string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}, getAtt(standardQueue.queue, "Arn")},
 		{[]string{"logs:CreateLogStream", "logs:PutLogEvents"}, getAtt(standard.LogGroup(), "Arn")},
 		{[]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, "*"},

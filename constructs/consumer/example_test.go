@@ -29,7 +29,7 @@ type idempotencyTable struct{ t awsdynamodb.Table }
 func (t idempotencyTable) Table() awsdynamodb.ITable { return t.t }
 func (t idempotencyTable) SortKeyName() string       { return "" }
 func (t idempotencyTable) GrantIdempotency(g awsiam.IGrantable) awsiam.Grant {
-	return t.t.Grant(g, jsii.String("dynamodb:GetItem"), jsii.String("dynamodb:PutItem"), jsii.String("dynamodb:UpdateItem"), jsii.String("dynamodb:DeleteItem"))
+	return t.t.Grant(g, jsii.String("dynamodb:UpdateItem"))
 }
 
 func ExampleNewIdempotentConsumer() {

@@ -63,7 +63,7 @@ func (t *fakeTable) SortKeyName() string       { return t.sortKey }
 func (t *fakeTable) GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant {
 	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,
-		Actions:      jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+		Actions:      jsii.Strings("dynamodb:UpdateItem"),
 		ResourceArns: jsii.Strings(*t.table.TableArn()),
 	})
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // A composite-key idempotency table shared by consumers, one tenant per partition. The
-// consumer function's role gets exactly the four item actions; its environment names the
+// consumer function's role gets exactly dynamodb:UpdateItem; its environment names the
 // table and the sort key.
 func ExampleNewIdempotencyTable() {
 	app := awscdk.NewApp(nil)

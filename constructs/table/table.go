@@ -19,16 +19,18 @@ type IdempotencyTable interface {
 	SortKeyName() string
 	// TimeToLiveAttribute is the TTL attribute, "expiration".
 	TimeToLiveAttribute() string
-	// GrantIdempotency grants exactly dynamodb:GetItem, PutItem, UpdateItem and DeleteItem on
-	// the table, and with a customer managed key kms:Decrypt, Encrypt, GenerateDataKey and
+	// GrantIdempotency grants exactly dynamodb:UpdateItem (the only call the idempotency
+	// store makes) on the table, and with a customer managed key kms:Decrypt, Encrypt, GenerateDataKey and
 	// DescribeKey on that key, only through DynamoDB (kms:ViaService). The grantee must be
 	// in the table's account: the grant goes to its identity policy.
 	GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant
 }
 
-// itemActions are the only calls the idempotency store makes (acquire, complete, release,
-// and a read for callers that look a record up).
-var itemActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+// itemActions are the calls the idempotency store makes: acquire, complete and release are
+// each one conditional UpdateItem (functions/idempotency), and it never reads, puts or
+// deletes. DESIGN.md once listed four item actions; granting unused ones would only widen
+// what a compromised function could do to other consumers' records.
+var itemActions = []string{"dynamodb:UpdateItem"}
 
 // keyActions are what DynamoDB asks KMS for on the caller's behalf with a customer managed
 // key: the read/write set CDK's Table grants use, without its wildcards (ReEncrypt* and the

@@ -123,7 +123,13 @@ func (s *dynamoStore) acquire(ctx context.Context, k recordKey, in acquireInput)
 		return false, nil, err
 	}
 	old, err := decodeRecord(out.Attributes)
-	return true, old, err
+	if err != nil {
+		// The record is ours now and the write replaced every attribute that matters; an
+		// unreadable predecessor only costs the attempt count and TookOver, so the work goes
+		// on as attempt 1 rather than leaving a held lock behind an error.
+		return true, nil, nil
+	}
+	return true, old, nil
 }
 
 func (s *dynamoStore) complete(ctx context.Context, k recordKey, in completeInput) error {

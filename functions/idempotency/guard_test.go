@@ -597,3 +597,42 @@ func TestRunStoreErrors(t *testing.T) {
 		})
 	}
 }
+
+// A record this package cannot read is never taken for a duplicate: if it blocks the acquire
+// the error says why; if the acquire replaced it, the work goes on.
+func TestRunUnreadableRecord(t *testing.T) {
+	e := newEnv(t, "")
+	g := e.guard(t, Config{})
+	now := e.clock.Now()
+	base := func(key, status string, lockMs int64) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{
+			"id":                     &types.AttributeValueMemberS{Value: "default#" + key},
+			"status":                 &types.AttributeValueMemberS{Value: status},
+			"expiration":             number(now.Add(time.Hour).Unix()),
+			"in_progress_expiration": number(lockMs),
+			"data":                   number(5), // wrong type
+		}
+	}
+	e.put(t, base("blocking", StatusCompleted, 0))
+	var calls atomic.Int64
+	_, err := g.Run(t.Context(), Request{Key: "blocking"}, handler(&calls, nil, nil))
+	var se *StoreError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "unreadable idempotency record: attribute data has type") {
+		t.Errorf("blocking unreadable record: %v, want a *StoreError naming the attribute", err)
+	}
+	e.put(t, base("replaced", StatusInProgress, now.Add(-time.Second).UnixMilli()))
+	res, err := g.Run(t.Context(), Request{Key: "replaced"}, handler(&calls, nil, nil))
+	if err != nil || res.Outcome != OutcomeProcessed || res.Attempt != 1 {
+		t.Errorf("replaced unreadable record: %+v, %v; want processed attempt 1", res, err)
+	}
+	odd := base("odd status", "PENDING", 0)
+	delete(odd, "data")
+	e.put(t, odd)
+	_, err = g.Run(t.Context(), Request{Key: "odd status"}, handler(&calls, nil, nil))
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), `record has status "PENDING", want INPROGRESS or COMPLETED`) {
+		t.Errorf("unknown status: %v", err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("handler ran %d times, want 1", calls.Load())
+	}
+}
