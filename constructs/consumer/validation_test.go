@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
-	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // specQueue is a Source known only by its settings: validation never reaches Queue(), so

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
-	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // specQueue is a Target known only by its type: validation never needs the queue itself.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // One case per validation message: each names the prop, the value and the fix.
