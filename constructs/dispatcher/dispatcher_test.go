@@ -10,10 +10,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
@@ -30,8 +28,7 @@ var (
 
 func TestMain(m *testing.M) {
 	app = cdktest.NewApp()
-	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	cdktest.AddNagPacks(app)
 	stack = cdktest.NewStack(app, "Fixture")
 	standardQueue = newFakeQueue(stack, "StandardQueue", false)
 	fifoQueue = newFakeQueue(stack, "FifoQueue", true)
@@ -303,13 +300,7 @@ func TestFunctionPermissions(t *testing.T) {
 }
 
 func TestNag(t *testing.T) {
-	annotations := assertions.Annotations_FromStack(stack)
-	for kind, found := range map[string]*[]*cxapi.SynthesisMessage{
-		"error":   annotations.FindError(jsii.String("*"), assertions.Match_AnyValue()),
-		"warning": annotations.FindWarning(jsii.String("*"), assertions.Match_AnyValue()),
-	} {
-		for _, m := range *found {
-			t.Errorf("unsuppressed %s at %s: %v", kind, *m.Id, m.Entry.Data)
-		}
+	for _, finding := range cdktest.NagFindings(stack) {
+		t.Errorf("unsuppressed cdk-nag finding at %s", finding)
 	}
 }

@@ -87,8 +87,7 @@ func TestMain(m *testing.M) {
 	awssns.NewTopic(nagProbe, jsii.String("PlainTopic"), nil)
 	awssqs.NewQueue(nagProbe, jsii.String("PlainQueue"), nil)
 
-	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	cdktest.AddNagPacks(app)
 	def.tmpl = assertions.Template_FromStack(def.stack, nil)
 	custom.tmpl = assertions.Template_FromStack(custom.stack, nil)
 

@@ -6,8 +6,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // TestNagFindsNothing runs the AwsSolutions and Serverless packs (added to the fixture app in
@@ -15,14 +16,8 @@ import (
 // fixtures carry only the documented Scheduler-DLQ / on-failure-queue one.
 func TestNagFindsNothing(t *testing.T) {
 	for _, f := range []pipelineFixture{def, custom} {
-		annotations := assertions.Annotations_FromStack(f.stack)
-		for kind, found := range map[string]*[]*cxapi.SynthesisMessage{
-			"error":   annotations.FindError(jsii.String("*"), assertions.Match_AnyValue()),
-			"warning": annotations.FindWarning(jsii.String("*"), assertions.Match_AnyValue()),
-		} {
-			for _, msg := range *found {
-				t.Errorf("%s: cdk-nag %s at %s: %v", *f.stack.StackName(), kind, *msg.Id, msg.Entry.Data)
-			}
+		for _, finding := range cdktest.NagFindings(f.stack) {
+			t.Errorf("%s: cdk-nag %s", *f.stack.StackName(), finding)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
@@ -84,8 +83,7 @@ func TestMain(m *testing.M) {
 	nagProbe = cdktest.NewStack(app, "NagProbe")
 	awssqs.NewQueue(nagProbe, jsii.String("Plain"), nil)
 
-	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	cdktest.AddNagPacks(app)
 	for _, f := range fixtures {
 		f.tmpl = assertions.Template_FromStack(f.stack, nil)
 	}

@@ -5,23 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/jsii-runtime-go"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
-
-// nagFindings returns the ids of every cdk-nag error and warning on stack (the packs were
-// added to the fixture app in TestMain, before the first synth).
-func nagFindings(stack awscdk.Stack) []string {
-	a := assertions.Annotations_FromStack(stack)
-	found := append(*a.FindError(jsii.String("*"), assertions.Match_AnyValue()), *a.FindWarning(jsii.String("*"), assertions.Match_AnyValue())...)
-	var out []string
-	for _, m := range found {
-		d, _ := m.Entry.Data.(string)
-		out = append(out, *m.Id+": "+d)
-	}
-	return out
-}
 
 // The AwsSolutions and Serverless packs find nothing on any variant: both queues are
 // encrypted and TLS-only, the source has a DLQ, and the DLQ carries the one documented
@@ -29,7 +14,7 @@ func nagFindings(stack awscdk.Stack) []string {
 func TestNagFindsNothing(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
-			for _, finding := range nagFindings(f.stack) {
+			for _, finding := range cdktest.NagFindings(f.stack) {
 				t.Errorf("cdk-nag: %s", finding)
 			}
 		})
@@ -38,7 +23,7 @@ func TestNagFindsNothing(t *testing.T) {
 
 // The packs are live: a plain queue (no DLQ, no TLS enforcement) is flagged by both.
 func TestNagPacksAreActive(t *testing.T) {
-	findings := nagFindings(nagProbe)
+	findings := cdktest.NagFindings(nagProbe)
 	for _, want := range []string{"AwsSolutions-SQS3", "AwsSolutions-SQS4", "Serverless-SQSRedrivePolicy"} {
 		if !slices.ContainsFunc(findings, func(f string) bool { return strings.Contains(f, want+":") }) {
 			t.Errorf("cdk-nag did not report %s on the probe stack; findings:\n%s", want, strings.Join(findings, "\n"))

@@ -5,30 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/jsii-runtime-go"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
-
-// nagFindings returns every cdk-nag error and warning on stack as "path: rule: message" (the
-// packs were added to the fixture app in TestMain, before the first synth).
-func nagFindings(stack awscdk.Stack) []string {
-	a := assertions.Annotations_FromStack(stack)
-	found := append(*a.FindError(jsii.String("*"), assertions.Match_AnyValue()), *a.FindWarning(jsii.String("*"), assertions.Match_AnyValue())...)
-	var out []string
-	for _, m := range found {
-		d, _ := m.Entry.Data.(string)
-		out = append(out, *m.Id+": "+d)
-	}
-	return out
-}
 
 // With its defaults, and with every other prop overridden, the table and the granted role
 // pass the AwsSolutions and Serverless packs with no suppression.
 func TestNagFindsNothing(t *testing.T) {
 	for _, f := range []*fixture{&def, &custom} {
 		t.Run(f.name, func(t *testing.T) {
-			for _, finding := range nagFindings(f.stack) {
+			for _, finding := range cdktest.NagFindings(f.stack) {
 				t.Errorf("cdk-nag: %s", finding)
 			}
 		})
@@ -38,7 +23,7 @@ func TestNagFindsNothing(t *testing.T) {
 // The packs are live, and DisablePointInTimeRecovery is not hidden from them: turning PITR
 // off is flagged (AwsSolutions-DDB3), and nothing else is.
 func TestNagFlagsDisabledPointInTimeRecovery(t *testing.T) {
-	findings := nagFindings(noPITR.stack)
+	findings := cdktest.NagFindings(noPITR.stack)
 	if len(findings) == 0 || !slices.ContainsFunc(findings, func(s string) bool { return strings.Contains(s, "AwsSolutions-DDB3:") }) {
 		t.Errorf("want AwsSolutions-DDB3 on a table without point-in-time recovery; findings:\n%s", strings.Join(findings, "\n"))
 	}

@@ -4,11 +4,14 @@
 package cdktest
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
@@ -64,4 +67,25 @@ func containsAll(s string, parts []string) bool {
 		}
 	}
 	return true
+}
+
+// AddNagPacks attaches the cdk-nag AwsSolutions and Serverless packs to app, as the CDK app
+// does. Call it before the app's first synth (Template_FromStack), or the aspects never run.
+func AddNagPacks(app awscdk.App) {
+	props := &cdknag.NagPackProps{Verbose: jsii.Bool(true)}
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(props), nil)
+	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(props), nil)
+}
+
+// NagFindings returns "path: message" for every error and warning annotation on stack:
+// with the packs attached, each is an unsuppressed cdk-nag finding (or another synth error).
+func NagFindings(stack awscdk.Stack) []string {
+	a := assertions.Annotations_FromStack(stack)
+	found := append(*a.FindError(jsii.String("*"), assertions.Match_AnyValue()),
+		*a.FindWarning(jsii.String("*"), assertions.Match_AnyValue())...)
+	out := make([]string, 0, len(found))
+	for _, m := range found {
+		out = append(out, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))
+	}
+	return out
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
@@ -52,14 +51,8 @@ func TestMain(m *testing.M) {
 }
 
 func TestNoUnsuppressedNagFindings(t *testing.T) {
-	annotations := assertions.Annotations_FromStack(stack)
-	for kind, found := range map[string]*[]*cxapi.SynthesisMessage{
-		"error":   annotations.FindError(jsii.String("*"), assertions.Match_AnyValue()),
-		"warning": annotations.FindWarning(jsii.String("*"), assertions.Match_AnyValue()),
-	} {
-		for _, f := range *found {
-			t.Errorf("cdk-nag %s at %s: %v", kind, *f.Id, f.Entry.Data)
-		}
+	for _, finding := range cdktest.NagFindings(stack) {
+		t.Errorf("cdk-nag: %s", finding)
 	}
 }
 
