@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-sqs/pipeline/functions/internal/backoff"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
@@ -94,19 +95,8 @@ func NewHandler(cfg Config, api SQSAPI, items ItemSource, log *slog.Logger, metr
 		cfg: cfg, sqs: api, items: items, log: log, metrics: m, out: metricsOut,
 		backoffBase: 100 * time.Millisecond,
 		backoffCap:  2 * time.Second,
-		sleep:       sleepCtx,
+		sleep:       backoff.Sleep,
 		jitter:      func(max time.Duration) time.Duration { return rand.N(max + 1) },
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/idempotent-sqs/pipeline/functions/internal/backoff"
 )
 
 // entryState tracks one message across attempts.
@@ -80,11 +82,7 @@ func (h *Handler) send(ctx context.Context, log *slog.Logger, msgs []message) (i
 
 // backoff is the wait after the given attempt: full jitter over min(cap, base*2^(attempt-1)).
 func (h *Handler) backoff(attempt int) time.Duration {
-	ceiling := h.backoffCap
-	if attempt-1 < 30 { // beyond that the shift overflows; the cap applies long before
-		ceiling = min(h.backoffCap, h.backoffBase<<(attempt-1))
-	}
-	return h.jitter(ceiling)
+	return h.jitter(backoff.Ceiling(attempt, h.backoffBase, h.backoffCap))
 }
 
 // chunk splits entries into batches SQS accepts: at most 10 entries and maxBatchBytes each.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
+
+	"github.com/idempotent-sqs/pipeline/functions/internal/backoff"
 )
 
 // transientCodes are DynamoDB error codes worth retrying: throttling, server faults and
@@ -58,7 +60,7 @@ type retryer struct {
 }
 
 func newRetryer(p RetryPolicy) retryer {
-	return retryer{policy: p, sleep: sleepCtx, rand: rand.Int64N}
+	return retryer{policy: p, sleep: backoff.Sleep, rand: rand.Int64N}
 }
 
 // do calls op until it succeeds, fails with an error that is not transient, the policy's
@@ -84,26 +86,11 @@ func (r retryer) do(ctx context.Context, op func(context.Context) error) error {
 // backoffCap is the upper bound of the wait before retry n (n >= 1):
 // min(MaxDelay, BaseDelay * 2^(n-1)).
 func (r retryer) backoffCap(n int) time.Duration {
-	c := r.policy.BaseDelay
-	for i := 1; i < n && c < r.policy.MaxDelay; i++ {
-		c *= 2
-	}
-	return min(c, r.policy.MaxDelay)
+	return backoff.Ceiling(n, r.policy.BaseDelay, r.policy.MaxDelay)
 }
 
 // delay is "full jitter": uniform in [0, backoffCap(n)], which spreads the retries of many
 // throttled callers instead of synchronising them on the same backoff steps.
 func (r retryer) delay(n int) time.Duration {
 	return time.Duration(r.rand(int64(r.backoffCap(n)) + 1))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/idempotent-sqs/pipeline/functions/internal/backoff"
 )
 
 func httpErr(status int, err error) error {
@@ -136,7 +138,7 @@ func TestRetryGivesUp(t *testing.T) {
 func TestRetryStopsWhenContextEnds(t *testing.T) {
 	t.Run("during the wait", func(t *testing.T) {
 		r, _ := testRetryer(5)
-		r.sleep = sleepCtx
+		r.sleep = backoff.Sleep
 		r.policy.BaseDelay, r.policy.MaxDelay = time.Hour, time.Hour
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 		defer cancel()
