@@ -61,15 +61,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func logicalID(c constructs.IConstruct) string {
-	return *stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
-}
-
 func getAtt(c constructs.IConstruct, attr string) map[string]any {
-	return map[string]any{"Fn::GetAtt": []any{logicalID(c), attr}}
+	return map[string]any{"Fn::GetAtt": []any{cdktest.LogicalID(stack, c), attr}}
 }
 
-func ref(c constructs.IConstruct) map[string]any { return map[string]any{"Ref": logicalID(c)} }
+func ref(c constructs.IConstruct) map[string]any {
+	return map[string]any{"Ref": cdktest.LogicalID(stack, c)}
+}
 
 func TestFunctionProperties(t *testing.T) {
 	tests := []struct {
@@ -96,8 +94,8 @@ func TestFunctionProperties(t *testing.T) {
 					"LoggingConfig": map[string]any{"LogGroup": ref(tt.c.LogGroup())},
 				},
 			})
-			if _, ok := (*res)[logicalID(tt.c.Function())]; !ok || len(*res) != 1 {
-				t.Fatalf("function %s with these properties not found (matches: %d)", logicalID(tt.c.Function()), len(*res))
+			if _, ok := (*res)[cdktest.LogicalID(stack, tt.c.Function())]; !ok || len(*res) != 1 {
+				t.Fatalf("function %s with these properties not found (matches: %d)", cdktest.LogicalID(stack, tt.c.Function()), len(*res))
 			}
 		})
 	}
@@ -172,8 +170,8 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 					"Environment": map[string]any{"Variables": assertions.Match_ObjectEquals(&tt.want)},
 				},
 			})
-			if _, ok := (*res)[logicalID(tt.c.Function())]; !ok {
-				t.Fatalf("function %s does not have exactly the expected environment", logicalID(tt.c.Function()))
+			if _, ok := (*res)[cdktest.LogicalID(stack, tt.c.Function())]; !ok {
+				t.Fatalf("function %s does not have exactly the expected environment", cdktest.LogicalID(stack, tt.c.Function()))
 			}
 		})
 	}
@@ -221,7 +219,7 @@ func policyStatements(t *testing.T, c consumer.IdempotentConsumer) []map[string]
 		"Properties": map[string]any{"Roles": []any{ref(c.Role())}},
 	})
 	if len(*res) != 1 {
-		t.Fatalf("want one policy on %s, got %d", logicalID(c.Role()), len(*res))
+		t.Fatalf("want one policy on %s, got %d", cdktest.LogicalID(stack, c.Role()), len(*res))
 	}
 	var out []map[string]any
 	for _, p := range *res {
@@ -296,13 +294,13 @@ func TestLogGroups(t *testing.T) {
 		"Properties":     map[string]any{"RetentionInDays": 14},
 		"DeletionPolicy": "Delete",
 	})
-	if _, ok := (*res)[logicalID(tuned.LogGroup())]; !ok {
+	if _, ok := (*res)[cdktest.LogicalID(stack, tuned.LogGroup())]; !ok {
 		t.Errorf("tuned log group: want 14-day retention and DeletionPolicy Delete")
 	}
 	res = template.FindResources(jsii.String("AWS::Logs::LogGroup"), map[string]any{
 		"Properties": map[string]any{"RetentionInDays": 30}, "DeletionPolicy": "Retain",
 	})
-	if _, ok := (*res)[logicalID(standard.LogGroup())]; !ok {
+	if _, ok := (*res)[cdktest.LogicalID(stack, standard.LogGroup())]; !ok {
 		t.Errorf("standard log group: want one-month retention, retained")
 	}
 }

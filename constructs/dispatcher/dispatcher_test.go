@@ -50,30 +50,28 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func logicalID(c constructs.IConstruct) string {
-	return *stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
-}
-
 func getAtt(c constructs.IConstruct, attr string) map[string]any {
-	return map[string]any{"Fn::GetAtt": []any{logicalID(c), attr}}
+	return map[string]any{"Fn::GetAtt": []any{cdktest.LogicalID(stack, c), attr}}
 }
 
-func ref(c constructs.IConstruct) map[string]any { return map[string]any{"Ref": logicalID(c)} }
+func ref(c constructs.IConstruct) map[string]any {
+	return map[string]any{"Ref": cdktest.LogicalID(stack, c)}
+}
 
 // only fails unless the resources of typ matching props are exactly the one of c.
 func only(t *testing.T, typ string, c constructs.IConstruct, props map[string]any) {
 	t.Helper()
 	res := template.FindResources(jsii.String(typ), props)
-	if _, ok := (*res)[logicalID(c)]; !ok || len(*res) != 1 {
-		t.Fatalf("%s %s does not match (%d matches)", typ, logicalID(c), len(*res))
+	if _, ok := (*res)[cdktest.LogicalID(stack, c)]; !ok || len(*res) != 1 {
+		t.Fatalf("%s %s does not match (%d matches)", typ, cdktest.LogicalID(stack, c), len(*res))
 	}
 }
 
 // matches fails unless the resource of c matches props.
 func matches(t *testing.T, typ string, c constructs.IConstruct, props map[string]any) {
 	t.Helper()
-	if _, ok := (*template.FindResources(jsii.String(typ), props))[logicalID(c)]; !ok {
-		t.Errorf("%s %s does not match %v", typ, logicalID(c), props)
+	if _, ok := (*template.FindResources(jsii.String(typ), props))[cdktest.LogicalID(stack, c)]; !ok {
+		t.Errorf("%s %s does not match %v", typ, cdktest.LogicalID(stack, c), props)
 	}
 }
 

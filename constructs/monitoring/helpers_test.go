@@ -8,19 +8,15 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // resolved is what a token (a queue name, a function name) becomes in the template, e.g.
 // {"Fn::GetAtt": [<queue logical id>, "QueueName"]}: expectations never spell a hashed id.
 func resolved(stack awscdk.Stack, token *string) any {
 	return stack.Resolve(token)
-}
-
-// logicalID is the template id of a construct's default child, e.g. a returned alarm.
-func logicalID(stack awscdk.Stack, c constructs.IConstruct) string {
-	return *stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
 }
 
 // onlyResource returns the logical id and properties of the single resource of type that
@@ -49,7 +45,7 @@ func alarmProps(t *testing.T, f pipelineFixture, alarm awscloudwatch.Alarm) map[
 	if alarm == nil {
 		t.Fatal("alarm is nil")
 	}
-	id := logicalID(f.stack, alarm)
+	id := cdktest.LogicalID(f.stack, alarm)
 	r, ok := (*f.tmpl.ToJSON())["Resources"].(map[string]any)[id].(map[string]any)
 	if !ok || r["Type"] != "AWS::CloudWatch::Alarm" {
 		t.Fatalf("no AWS::CloudWatch::Alarm %s in the template", id)
@@ -66,7 +62,7 @@ func expectAlarm(t *testing.T, f pipelineFixture, alarm awscloudwatch.Alarm, wan
 	found := f.tmpl.FindResources(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"Properties": assertions.Match_ObjectLike(&want),
 	})
-	if _, ok := (*found)[logicalID(f.stack, alarm)]; !ok {
+	if _, ok := (*found)[cdktest.LogicalID(f.stack, alarm)]; !ok {
 		got, _ := json.MarshalIndent(actual, "", "  ")
 		t.Errorf("alarm %s does not match the expected properties; it has:\n%s", *alarm.Node().Path(), got)
 	}
@@ -89,12 +85,6 @@ func flatten(v any) string {
 			return strings.Join(out, sep)
 		}
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-// jsonOf is how flatten renders a resolved token.
-func jsonOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }

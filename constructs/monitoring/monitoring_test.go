@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 const (
@@ -228,7 +230,7 @@ func TestEachWatchCreatesItsAlarms(t *testing.T) {
 					t.Errorf("%T.%s is nil", w.alarms, v.Type().Field(i).Name)
 					continue
 				}
-				id := logicalID(f.stack, alarm)
+				id := cdktest.LogicalID(f.stack, alarm)
 				if seen[id] {
 					t.Errorf("%T.%s reuses alarm %s", w.alarms, v.Type().Field(i).Name, id)
 				}
@@ -255,13 +257,13 @@ func TestAlarmDescriptionsAreActionable(t *testing.T) {
 		alarm awscloudwatch.Alarm
 		want  []string
 	}{
-		{f.queueAlarms.DeadLetterMessages, []string{jsonOf(resolved(f.stack, f.dlq.QueueName())), "aws sqs receive-message", "aws sqs start-message-move-task"}},
+		{f.queueAlarms.DeadLetterMessages, []string{cdktest.JSON(resolved(f.stack, f.dlq.QueueName())), "aws sqs receive-message", "aws sqs start-message-move-task"}},
 		{f.queueAlarms.OldestMessage, []string{"15m", "list-event-source-mappings"}},
 		{f.queueAlarms.Backlog, []string{"1000", "15m", "maximum concurrency"}},
-		{f.consumerAlarms.Stalled, []string{"20m", jsonOf(resolved(f.stack, f.consumer.FunctionName())), "list-event-source-mappings", "InvalidInput"}},
-		{f.dispatcherAlarms.ScheduleDeadLetter, []string{jsonOf(resolved(f.stack, f.scheduleDLQ.QueueName())), "aws lambda invoke"}},
-		{f.dispatcherAlarms.FailureDestination, []string{jsonOf(resolved(f.stack, f.failureQueue.QueueName())), "requestPayload"}},
-		{f.tableAlarms.WriteThrottles, []string{jsonOf(resolved(f.stack, f.table.TableName())), "Contributor Insights"}},
+		{f.consumerAlarms.Stalled, []string{"20m", cdktest.JSON(resolved(f.stack, f.consumer.FunctionName())), "list-event-source-mappings", "InvalidInput"}},
+		{f.dispatcherAlarms.ScheduleDeadLetter, []string{cdktest.JSON(resolved(f.stack, f.scheduleDLQ.QueueName())), "aws lambda invoke"}},
+		{f.dispatcherAlarms.FailureDestination, []string{cdktest.JSON(resolved(f.stack, f.failureQueue.QueueName())), "requestPayload"}},
+		{f.tableAlarms.WriteThrottles, []string{cdktest.JSON(resolved(f.stack, f.table.TableName())), "Contributor Insights"}},
 	}
 	for _, tc := range cases {
 		desc := flatten(alarmProps(t, f, tc.alarm)["AlarmDescription"])
@@ -322,12 +324,12 @@ func TestAlarmsNotifyTheTopic(t *testing.T) {
 	def.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"AlarmActions": []any{capture},
 	})
-	if got := jsonOf(capture.AsObject()); got != jsonOf(map[string]any{"Ref": topic}) {
+	if got := cdktest.JSON(capture.AsObject()); got != cdktest.JSON(map[string]any{"Ref": topic}) {
 		t.Errorf("captured alarm action %s, want a Ref to topic %s", got, topic)
 	}
 	for _, a := range def.mon.Alarms() {
 		p := alarmProps(t, def, a.(awscloudwatch.Alarm))
-		if got, want := jsonOf(p["AlarmActions"]), jsonOf([]any{map[string]any{"Ref": topic}}); got != want {
+		if got, want := cdktest.JSON(p["AlarmActions"]), cdktest.JSON([]any{map[string]any{"Ref": topic}}); got != want {
 			t.Errorf("%s AlarmActions = %s, want %s", *a.Node().Path(), got, want)
 		}
 		if _, ok := p["OKActions"]; ok {
@@ -402,7 +404,7 @@ func TestDashboardShowsEveryWatchedResource(t *testing.T) {
 		t.Errorf("DashboardName set without the prop: %v", props["DashboardName"])
 	}
 	body := flatten(props["DashboardBody"])
-	consumer := jsonOf(resolved(f.stack, f.consumer.FunctionName()))
+	consumer := cdktest.JSON(resolved(f.stack, f.consumer.FunctionName()))
 	want := []string{
 		"### Alarm notifications", "### Queue Orders", "### Consumer Orders", "### Dispatcher Nightly",
 		"### Dispatcher Reports", "### Table Idempotency",
@@ -412,13 +414,13 @@ func TestDashboardShowsEveryWatchedResource(t *testing.T) {
 		f.schedule.ScheduleName(), f.groupedSchedule.ScheduleName(), f.group.ScheduleGroupName(),
 		f.scheduleDLQ.QueueName(), f.failureQueue.QueueName(), f.table.TableName(),
 	} {
-		want = append(want, jsonOf(resolved(f.stack, token)))
+		want = append(want, cdktest.JSON(resolved(f.stack, token)))
 	}
 	for _, m := range consumerMetrics {
 		want = append(want, `["IdempotentSQS","`+m+`","Service","`+consumer+`"`)
 	}
 	for _, m := range dispatcherMetrics {
-		want = append(want, `["IdempotentSQS","`+m+`","Service","`+jsonOf(resolved(f.stack, f.dispatcher.FunctionName()))+`"`)
+		want = append(want, `["IdempotentSQS","`+m+`","Service","`+cdktest.JSON(resolved(f.stack, f.dispatcher.FunctionName()))+`"`)
 	}
 	for _, w := range want {
 		if !strings.Contains(body, w) {
@@ -439,7 +441,7 @@ func TestCustomProps(t *testing.T) {
 	for _, a := range f.mon.Alarms() {
 		p := alarmProps(t, f, a.(awscloudwatch.Alarm))
 		for _, key := range []string{"AlarmActions", "OKActions"} {
-			if got := jsonOf(p[key]); got != jsonOf([]any{customTopicArn}) {
+			if got := cdktest.JSON(p[key]); got != cdktest.JSON([]any{customTopicArn}) {
 				t.Errorf("%s %s = %s, want the given topic", *a.Node().Path(), key, got)
 			}
 		}

@@ -1,40 +1,14 @@
 package queue
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
-
-// must runs an assertion that panics on failure (Template.HasResourceProperties and
-// friends) and turns the panic into a test failure, so one failed assertion does not abort
-// the whole test binary.
-func must(t *testing.T, what string, assertion func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		if r := recover(); r != nil {
-			t.Errorf("%s: %v", what, r)
-		}
-	}()
-	assertion()
-}
-
-// logicalID is the template id of c's CloudFormation resource (its default child, or the
-// default child's default child for an L2 wrapped in our construct).
-func logicalID(stack awscdk.Stack, c constructs.IConstruct) string {
-	child := c.Node().DefaultChild()
-	if el, ok := child.(awscdk.CfnElement); ok {
-		return *stack.GetLogicalId(el)
-	}
-	return *stack.GetLogicalId(child.Node().DefaultChild().(awscdk.CfnElement))
-}
 
 // resource returns the properties of the resource with logical id, failing unless its type is typ.
 func resource(t *testing.T, tmpl assertions.Template, id, typ string) map[string]any {
@@ -91,13 +65,5 @@ func flatten(v any) string {
 			return strings.Join(out, sep)
 		}
 	}
-	return jsonOf(v)
-}
-
-func jsonOf(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return cdktest.JSON(v)
 }

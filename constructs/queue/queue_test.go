@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // expectProps fails unless the resource with logical id matches want (objectLike): the
@@ -15,7 +17,7 @@ import (
 func expectProps(t *testing.T, f *fixture, what, id string, want map[string]any) {
 	t.Helper()
 	if !contains(findIDs(f.tmpl, "AWS::SQS::Queue", assertions.Match_ObjectLike(&want)), id) {
-		t.Errorf("%s: %s %s does not match %s; it has:\n%s", f.name, what, id, jsonOf(want), jsonOf(resource(t, f.tmpl, id, "AWS::SQS::Queue")))
+		t.Errorf("%s: %s %s does not match %s; it has:\n%s", f.name, what, id, cdktest.JSON(want), cdktest.JSON(resource(t, f.tmpl, id, "AWS::SQS::Queue")))
 	}
 }
 
@@ -31,13 +33,13 @@ func contains(ids []string, id string) bool {
 func TestResourceCounts(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
-			must(t, "queues", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(2)) })
-			must(t, "queue policies", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::SQS::QueuePolicy"), jsii.Number(2)) })
+			cdktest.Must(t, "queues", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(2)) })
+			cdktest.Must(t, "queue policies", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::SQS::QueuePolicy"), jsii.Number(2)) })
 			keys := 0
 			if f.props != nil && f.props.EncryptionKey != nil {
 				keys = 1 // the fixture's own key; the construct creates none
 			}
-			must(t, "keys", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(float64(keys))) })
+			cdktest.Must(t, "keys", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(float64(keys))) })
 		})
 	}
 }
@@ -110,8 +112,8 @@ func TestQueueProperties(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.f.name, func(t *testing.T) {
-			expectProps(t, tt.f, "source queue", logicalID(tt.f.stack, tt.f.q.Queue()), tt.src)
-			expectProps(t, tt.f, "DLQ", logicalID(tt.f.stack, tt.f.q.DeadLetterQueue()), tt.dlq)
+			expectProps(t, tt.f, "source queue", cdktest.LogicalID(tt.f.stack, tt.f.q.Queue()), tt.src)
+			expectProps(t, tt.f, "DLQ", cdktest.LogicalID(tt.f.stack, tt.f.q.DeadLetterQueue()), tt.dlq)
 		})
 	}
 }
@@ -122,7 +124,7 @@ func TestRedrivePolicyTargetsDeadLetterQueue(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
 			target := assertions.NewCapture(nil)
-			must(t, "redrive policy", func() {
+			cdktest.Must(t, "redrive policy", func() {
 				f.tmpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
 					"RedrivePolicy": map[string]any{"deadLetterTargetArn": target, "maxReceiveCount": f.q.MaxReceiveCount()},
 				})
@@ -135,9 +137,9 @@ func TestRedrivePolicyTargetsDeadLetterQueue(t *testing.T) {
 				"RedriveAllowPolicy": assertions.Match_AnyValue(),
 			}))
 			if len(dlqs) != 1 || dlqs[0] != targetID {
-				t.Errorf("deadLetterTargetArn %s resolves to %q; the queues with a redrive-allow policy are %v", jsonOf(*target.AsObject()), targetID, dlqs)
+				t.Errorf("deadLetterTargetArn %s resolves to %q; the queues with a redrive-allow policy are %v", cdktest.JSON(*target.AsObject()), targetID, dlqs)
 			}
-			if want := logicalID(f.stack, f.q.DeadLetterQueue()); targetID != want {
+			if want := cdktest.LogicalID(f.stack, f.q.DeadLetterQueue()); targetID != want {
 				t.Errorf("redrive target %q is not DeadLetterQueue() (%s)", targetID, want)
 			}
 		})
@@ -148,15 +150,15 @@ func TestRedrivePolicyTargetsDeadLetterQueue(t *testing.T) {
 func TestRedriveAllowPolicyAdmitsOnlyTheSource(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
-			src := resource(t, f.tmpl, logicalID(f.stack, f.q.Queue()), "AWS::SQS::Queue")
-			dlq := resource(t, f.tmpl, logicalID(f.stack, f.q.DeadLetterQueue()), "AWS::SQS::Queue")
+			src := resource(t, f.tmpl, cdktest.LogicalID(f.stack, f.q.Queue()), "AWS::SQS::Queue")
+			dlq := resource(t, f.tmpl, cdktest.LogicalID(f.stack, f.q.DeadLetterQueue()), "AWS::SQS::Queue")
 			policy, _ := dlq["RedriveAllowPolicy"].(map[string]any)
 			if policy["redrivePermission"] != "byQueue" {
 				t.Errorf("redrivePermission = %v, want byQueue", policy["redrivePermission"])
 			}
 			arns, _ := policy["sourceQueueArns"].([]any)
 			if len(arns) != 1 {
-				t.Fatalf("sourceQueueArns = %s, want exactly the source queue", jsonOf(policy["sourceQueueArns"]))
+				t.Fatalf("sourceQueueArns = %s, want exactly the source queue", cdktest.JSON(policy["sourceQueueArns"]))
 			}
 			want := "arn:aws:sqs:eu-west-1:123456789012:" + flatten(src["QueueName"])
 			if got := flatten(arns[0]); got != want {
@@ -169,7 +171,7 @@ func TestRedriveAllowPolicyAdmitsOnlyTheSource(t *testing.T) {
 func TestEnforceSSLOnBothQueues(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
-			for what, q := range map[string]string{"source": logicalID(f.stack, f.q.Queue()), "DLQ": logicalID(f.stack, f.q.DeadLetterQueue())} {
+			for what, q := range map[string]string{"source": cdktest.LogicalID(f.stack, f.q.Queue()), "DLQ": cdktest.LogicalID(f.stack, f.q.DeadLetterQueue())} {
 				found := findIDs(f.tmpl, "AWS::SQS::QueuePolicy", assertions.Match_ObjectLike(&map[string]any{
 					"Queues": []any{map[string]any{"Ref": q}},
 					"PolicyDocument": assertions.Match_ObjectLike(&map[string]any{
@@ -194,7 +196,7 @@ func TestEnforceSSLOnBothQueues(t *testing.T) {
 // the template, not a stray reference).
 func TestEncryptionKeyOnBothQueues(t *testing.T) {
 	keys := findIDs(kms.tmpl, "AWS::KMS::Key", assertions.Match_AnyValue())
-	for _, q := range []string{logicalID(kms.stack, kms.q.Queue()), logicalID(kms.stack, kms.q.DeadLetterQueue())} {
+	for _, q := range []string{cdktest.LogicalID(kms.stack, kms.q.Queue()), cdktest.LogicalID(kms.stack, kms.q.DeadLetterQueue())} {
 		got := getAttTarget(resource(t, kms.tmpl, q, "AWS::SQS::Queue")["KmsMasterKeyId"], "Arn")
 		if len(keys) != 1 || got != keys[0] {
 			t.Errorf("queue %s KmsMasterKeyId resolves to %q; the template's keys are %v", q, got, keys)
@@ -247,7 +249,7 @@ func TestDerivedQueueNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.f.name, func(t *testing.T) {
-			name, ok := resource(t, tt.f.tmpl, logicalID(tt.f.stack, tt.f.q.Queue()), "AWS::SQS::Queue")["QueueName"].(string)
+			name, ok := resource(t, tt.f.tmpl, cdktest.LogicalID(tt.f.stack, tt.f.q.Queue()), "AWS::SQS::Queue")["QueueName"].(string)
 			if !ok {
 				t.Fatal("source queue has no literal QueueName")
 			}

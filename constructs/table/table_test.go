@@ -1,54 +1,25 @@
 package table
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
-
-// must turns a panicking assertion (Template.HasResource and friends) into a test failure,
-// so one failed assertion does not abort the test binary.
-func must(t *testing.T, what string, assertion func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		if r := recover(); r != nil {
-			t.Errorf("%s: %v", what, r)
-		}
-	}()
-	assertion()
-}
-
-// logicalID is the template id of c's CloudFormation resource: its default child, or for an
-// L2 inside our construct, that L2's default child.
-func logicalID(stack awscdk.Stack, c constructs.IConstruct) string {
-	child := c.Node().DefaultChild()
-	if el, ok := child.(awscdk.CfnElement); ok {
-		return *stack.GetLogicalId(el)
-	}
-	return *stack.GetLogicalId(child.Node().DefaultChild().(awscdk.CfnElement))
-}
-
-func jsonOf(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
 
 func TestResourceCounts(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
-			must(t, "tables", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
-			must(t, "policies", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::IAM::Policy"), jsii.Number(1)) })
+			cdktest.Must(t, "tables", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
+			cdktest.Must(t, "policies", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::IAM::Policy"), jsii.Number(1)) })
 			keys := 0
 			if f.key != nil {
 				keys = 1 // the fixture's own key; the construct creates none
 			}
-			must(t, "keys", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(float64(keys))) })
+			cdktest.Must(t, "keys", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(float64(keys))) })
 		})
 	}
 }
@@ -104,7 +75,7 @@ func TestTableResource(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.f.name, func(t *testing.T) {
-			id := logicalID(tt.f.stack, tt.f.t.Table())
+			id := cdktest.LogicalID(tt.f.stack, tt.f.t.Table())
 			found := tt.f.tmpl.FindResources(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 				"Properties":          assertions.Match_ObjectLike(&tt.want),
 				"DeletionPolicy":      tt.policy,
@@ -112,7 +83,7 @@ func TestTableResource(t *testing.T) {
 			})
 			if _, ok := (*found)[id]; !ok {
 				actual := (*tt.f.tmpl.ToJSON())["Resources"].(map[string]any)[id]
-				t.Errorf("table %s does not match %s with DeletionPolicy %s; it is:\n%s", id, jsonOf(tt.want), tt.policy, jsonOf(actual))
+				t.Errorf("table %s does not match %s with DeletionPolicy %s; it is:\n%s", id, cdktest.JSON(tt.want), tt.policy, cdktest.JSON(actual))
 			}
 		})
 	}
@@ -121,7 +92,7 @@ func TestTableResource(t *testing.T) {
 // policyStatements returns the statements of the policy attached to the fixture's role.
 func policyStatements(t *testing.T, f *fixture) []map[string]any {
 	t.Helper()
-	roleID := logicalID(f.stack, f.role)
+	roleID := cdktest.LogicalID(f.stack, f.role)
 	found := f.tmpl.FindResources(jsii.String("AWS::IAM::Policy"), map[string]any{
 		"Properties": assertions.Match_ObjectLike(&map[string]any{"Roles": []any{map[string]any{"Ref": roleID}}}),
 	})
@@ -168,15 +139,15 @@ func TestGrantIdempotencyIsExact(t *testing.T) {
 				want = 2
 			}
 			if len(statements) != want {
-				t.Fatalf("want %d statements, got %s", want, jsonOf(statements))
+				t.Fatalf("want %d statements, got %s", want, cdktest.JSON(statements))
 			}
 			table := statements[0]
 			if got := actions(table); !slices.Equal(got, itemActions) {
 				t.Errorf("table actions = %v, want %v", got, itemActions)
 			}
-			tableArn := jsonOf(f.stack.Resolve(f.t.Table().TableArn()))
-			if table["Effect"] != "Allow" || jsonOf(table["Resource"]) != tableArn || table["Condition"] != nil {
-				t.Errorf("table statement = %s, want Allow on %s only", jsonOf(table), tableArn)
+			tableArn := cdktest.JSON(f.stack.Resolve(f.t.Table().TableArn()))
+			if table["Effect"] != "Allow" || cdktest.JSON(table["Resource"]) != tableArn || table["Condition"] != nil {
+				t.Errorf("table statement = %s, want Allow on %s only", cdktest.JSON(table), tableArn)
 			}
 			if f.key == nil {
 				return
@@ -186,8 +157,8 @@ func TestGrantIdempotencyIsExact(t *testing.T) {
 				t.Errorf("key actions = %v, want %v", got, keyActions)
 			}
 			wantCond := map[string]any{"StringEquals": map[string]any{"kms:ViaService": "dynamodb.eu-west-1.amazonaws.com"}}
-			if keyArn := jsonOf(f.stack.Resolve(f.key.KeyArn())); jsonOf(key["Resource"]) != keyArn || jsonOf(key["Condition"]) != jsonOf(wantCond) {
-				t.Errorf("key statement = %s, want Allow on %s with %s", jsonOf(key), keyArn, jsonOf(wantCond))
+			if keyArn := cdktest.JSON(f.stack.Resolve(f.key.KeyArn())); cdktest.JSON(key["Resource"]) != keyArn || cdktest.JSON(key["Condition"]) != cdktest.JSON(wantCond) {
+				t.Errorf("key statement = %s, want Allow on %s with %s", cdktest.JSON(key), keyArn, cdktest.JSON(wantCond))
 			}
 		})
 	}

@@ -4,6 +4,7 @@
 package cdktest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
@@ -88,4 +90,34 @@ func NagFindings(stack awscdk.Stack) []string {
 		out = append(out, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))
 	}
 	return out
+}
+
+// LogicalID is the template id of c's CloudFormation resource: c's default child, or, for an
+// L2 wrapped in one of our constructs, that L2's default child. Tests resolve ids this way
+// instead of hard-coding hashed ids.
+func LogicalID(stack awscdk.Stack, c constructs.IConstruct) string {
+	child := c.Node().DefaultChild()
+	if el, ok := child.(awscdk.CfnElement); ok {
+		return *stack.GetLogicalId(el)
+	}
+	return *stack.GetLogicalId(child.Node().DefaultChild().(awscdk.CfnElement))
+}
+
+// Must runs an assertion that panics on failure (Template.HasResourceProperties and friends)
+// and turns the panic into a test failure, so one failed assertion does not end the binary.
+func Must(t *testing.T, what string, assertion func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	assertion()
+}
+
+// JSON renders v for failure messages.
+func JSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
