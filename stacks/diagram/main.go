@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
 func main() {
@@ -118,19 +120,19 @@ func render(w io.Writer, templates []namedTemplate) error {
 			r := res[id]
 			switch r.Type {
 			case "AWS::Lambda::EventSourceMapping":
-				src, fn := refTarget(r.Properties["EventSourceArn"]), refTarget(r.Properties["FunctionName"])
+				src, fn := cfn.RefTarget(r.Properties["EventSourceArn"]), cfn.RefTarget(r.Properties["FunctionName"])
 				if isNode(res, src) && isNode(res, fn) {
 					edges = append(edges, edge{src, fn, "batch " + fmt.Sprint(r.Properties["BatchSize"])})
 				}
 			case "AWS::Lambda::EventInvokeConfig":
-				fn := refTarget(r.Properties["FunctionName"])
-				dest := refTarget(dig(r.Properties, "DestinationConfig", "OnFailure", "Destination"))
+				fn := cfn.RefTarget(r.Properties["FunctionName"])
+				dest := cfn.RefTarget(cfn.Dig(r.Properties, "DestinationConfig", "OnFailure", "Destination"))
 				if isNode(res, fn) && isNode(res, dest) {
 					edges = append(edges, edge{fn, dest, "async failure"})
 				}
 			case "AWS::CloudWatch::Alarm":
 				for _, a := range asSlice(r.Properties["AlarmActions"]) {
-					if t := refTarget(a); isNode(res, t) {
+					if t := cfn.RefTarget(a); isNode(res, t) {
 						alarmsPerTarget[t]++
 					}
 				}
@@ -227,7 +229,7 @@ func references(v any, path string) []ref {
 	var out []ref
 	switch x := v.(type) {
 	case map[string]any:
-		if t := refTarget(x); t != "" {
+		if t := cfn.RefTarget(x); t != "" {
 			return []ref{{t, path}}
 		}
 		keys := make([]string, 0, len(x))
@@ -250,33 +252,6 @@ func references(v any, path string) []ref {
 		// Redrive policies are JSON strings in some CDK versions; nothing to follow there.
 	}
 	return out
-}
-
-// refTarget returns the logical id v points at when v is {"Ref": id} or {"Fn::GetAtt": [id, attr]}.
-func refTarget(v any) string {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) != 1 {
-		return ""
-	}
-	if s, ok := m["Ref"].(string); ok {
-		return s
-	}
-	if a, ok := m["Fn::GetAtt"].([]any); ok && len(a) > 0 {
-		s, _ := a[0].(string)
-		return s
-	}
-	return ""
-}
-
-func dig(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
 }
 
 func asSlice(v any) []any {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/stacks"
 )
 
@@ -90,7 +91,7 @@ func TestEveryAlarmNotifiesTheTopic(t *testing.T) {
 			continue
 		}
 		actions, _ := r.Properties["AlarmActions"].([]any)
-		if len(actions) != 1 || refOf(actions[0]) != topic {
+		if len(actions) != 1 || cfn.RefTarget(actions[0]) != topic {
 			t.Errorf("alarm %s actions %v, want exactly the topic %s", id, actions, topic)
 		}
 		if d := literalText(r.Properties["AlarmDescription"]); len(d) < 80 {
@@ -106,12 +107,12 @@ func TestConsumersShareTheTableWithSeparateKeyPrefixes(t *testing.T) {
 		if r.Type != "AWS::Lambda::Function" {
 			continue
 		}
-		vars, _ := dig(r.Properties, "Environment", "Variables").(map[string]any)
+		vars, _ := cfn.Dig(r.Properties, "Environment", "Variables").(map[string]any)
 		name, ok := vars["IDEMPOTENCY_TABLE_NAME"]
 		if !ok {
 			continue // a dispatcher
 		}
-		if refOf(name) != table {
+		if cfn.RefTarget(name) != table {
 			t.Errorf("consumer %s uses table %v, want %s", id, name, table)
 		}
 		prefix, _ := vars["IDEMPOTENCY_KEY_PREFIX"].(string)
@@ -145,14 +146,14 @@ func TestEachPipelineIsWiredEndToEnd(t *testing.T) {
 			if got := resources[dlqID].Properties["FifoQueue"] == true; got != p.fifo {
 				t.Errorf("DLQ FifoQueue = %v, want %v", resources[dlqID].Properties["FifoQueue"], p.fifo)
 			}
-			if target := refOf(dig(q, "RedrivePolicy", "deadLetterTargetArn")); target != dlqID {
+			if target := cfn.RefTarget(cfn.Dig(q, "RedrivePolicy", "deadLetterTargetArn")); target != dlqID {
 				t.Errorf("redrive target %s, want the pipeline's DLQ %s", target, dlqID)
 			}
 			found := false
 			for _, r := range resources {
-				if r.Type == "AWS::Lambda::EventSourceMapping" && refOf(r.Properties["FunctionName"]) == fnID {
+				if r.Type == "AWS::Lambda::EventSourceMapping" && cfn.RefTarget(r.Properties["FunctionName"]) == fnID {
 					found = true
-					if src := refOf(r.Properties["EventSourceArn"]); src != queueID {
+					if src := cfn.RefTarget(r.Properties["EventSourceArn"]); src != queueID {
 						t.Errorf("consumer reads %s, want %s", src, queueID)
 					}
 					if types, _ := r.Properties["FunctionResponseTypes"].([]any); len(types) != 1 || types[0] != "ReportBatchItemFailures" {
@@ -236,7 +237,7 @@ func TestAppRejectsConsumerTimeoutLongerThanVisibilityAllows(t *testing.T) {
 // ids resolves a pipeline's queue, DLQ and consumer function to their logical ids through
 // the stack, never by hard-coding a hashed id.
 func ids(p pipeline.Pipeline) (queueID, dlqID, fnID string) {
-	resolve := func(v *string) string { return refOf(stack.Resolve(v)) }
+	resolve := func(v *string) string { return cfn.RefTarget(stack.Resolve(v)) }
 	return resolve(p.Queue().Queue().QueueArn()),
 		resolve(p.Queue().DeadLetterQueue().QueueArn()),
 		resolve(p.Consumer().Function().FunctionName())
@@ -257,22 +258,6 @@ func only(t *testing.T, typ string) string {
 	return found[0]
 }
 
-// refOf returns the logical id v points at when v is {"Ref": id} or {"Fn::GetAtt": [id, attr]}.
-func refOf(v any) string {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return ""
-	}
-	if s, ok := m["Ref"].(string); ok {
-		return s
-	}
-	if a, ok := m["Fn::GetAtt"].([]any); ok && len(a) > 0 {
-		s, _ := a[0].(string)
-		return s
-	}
-	return ""
-}
-
 // literalText is the literal part of a string that may be an Fn::Join of literals and
 // references (descriptions name the resource they watch).
 func literalText(v any) string {
@@ -290,15 +275,4 @@ func literalText(v any) string {
 		}
 	}
 	return ""
-}
-
-func dig(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
 }
