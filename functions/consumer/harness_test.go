@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
-	"github.com/idempotent-sqs/pipeline/functions/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 

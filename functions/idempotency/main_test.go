@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idempotent-sqs/pipeline/functions/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 )
 
 // srv is DynamoDB Local, started once for the package. A start failure fails the run.
