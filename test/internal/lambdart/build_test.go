@@ -1,0 +1,67 @@
+package lambdart_test
+
+import (
+	"bufio"
+	"debug/elf"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+)
+
+// Build must produce what `make build` and bundling produce, for the host.
+func TestBuildFlagsMatchMakefile(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The Makefile passes the flags through a shell: an argument with a space is quoted.
+	quoted := make([]string, len(lambdart.BuildFlags))
+	for i, arg := range lambdart.BuildFlags {
+		if strings.ContainsAny(arg, " \t") {
+			arg = `"` + arg + `"`
+		}
+		quoted[i] = arg
+	}
+	want := strings.Join(quoted, " ")
+	line := regexp.MustCompile(`^GO_LAMBDA_FLAGS\s*:?=\s*(.*)$`)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := line.FindStringSubmatch(sc.Text()); m != nil {
+			if got := strings.TrimSpace(m[1]); got != want {
+				t.Fatalf("Makefile GO_LAMBDA_FLAGS = %q, lambdart.BuildFlags = %q", got, want)
+			}
+			return
+		}
+	}
+	t.Fatal("GO_LAMBDA_FLAGS not found in the Makefile")
+}
+
+// The binary TestMain built is static and stripped, as CGO_ENABLED=0 and -s -w make it.
+func TestBuildIsStaticAndStripped(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("checks an ELF binary")
+	}
+	bin, err := elf.Open(fnBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bin.Close()
+	for _, prog := range bin.Progs {
+		if prog.Type == elf.PT_INTERP {
+			t.Error("binary is dynamically linked (CGO on?)")
+		}
+	}
+	if bin.Section(".symtab") != nil {
+		t.Error(`binary has a symbol table; -ldflags "-s -w" was not applied`)
+	}
+}

@@ -1,0 +1,60 @@
+//go:build unix
+
+package lambdart_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+)
+
+// alive reports whether pid runs; a zombie waiting for its reaper counts as dead.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err == nil {
+		// The state follows the parenthesized command name.
+		i := bytes.LastIndexByte(stat, ')')
+		return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+	}
+	if runtime.GOOS == "linux" {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+func TestTimeoutKillsTheProcessGroup(t *testing.T) {
+	out := newLines()
+	children := make(chan int, 1)
+	env := newEnv(t, lambdart.Config{Timeout: time.Second, Output: func(line []byte) {
+		if pid, ok := strings.CutPrefix(string(line), "child "); ok {
+			n, _ := strconv.Atoi(pid)
+			children <- n
+		}
+		out.output(line)
+	}})
+	_, err := invoke(t, env, map[string]any{"action": "spawn"})
+	if !errors.Is(err, lambdart.ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	var child int
+	select {
+	case child = <-children:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the function never reported its child; output %q", out.snapshot())
+	}
+	// SIGKILL is delivered asynchronously to the rest of the group.
+	for deadline := time.Now().Add(5 * time.Second); alive(child); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d of the timed-out function is still running", child)
+		}
+	}
+}
