@@ -46,6 +46,17 @@ type Source interface {
 	RetentionPeriod() time.Duration
 }
 
+// DeadLetterSource is a Source with a dead-letter queue (constructs/queue's ProcessingQueue
+// is one). The consumer then moves records that can never succeed (bad input, a key reused
+// for other content) to that queue at once (DEAD_LETTER_QUEUE_URL, sqs:SendMessage on it)
+// instead of failing them until the redrive policy does: on a FIFO queue, redrive would also
+// dead-letter the good messages received behind a bad one in its group, whose receive counts
+// rise with it. IdempotentConsumerProps.DisableDeadLettering turns this off.
+type DeadLetterSource interface {
+	Source
+	DeadLetterQueue() awssqs.IQueue
+}
+
 // Store is the idempotency table. constructs/table's IdempotencyTable satisfies it.
 type Store interface {
 	Table() awsdynamodb.ITable
@@ -93,6 +104,11 @@ type IdempotentConsumerProps struct {
 	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
 	// module's root when Entry is defaulted, else found by searching upwards from Entry.
 	ModuleDir string
+
+	// DisableDeadLettering leaves records that can never succeed to the queue's redrive
+	// policy (reported as failed until maxReceiveCount receives) even when Queue has a
+	// dead-letter queue. Default false: they are moved to it at once; see DeadLetterSource.
+	DisableDeadLettering bool
 
 	// Timeout of the function, and the idempotency lock's cap (IDEMPOTENCY_LOCK_CAP): a
 	// record stays locked no longer than an attempt can run. 1s to 15m. Default 30s.
@@ -200,6 +216,7 @@ type settings struct {
 	maxConcurrency    int
 	recordTTL         time.Duration
 	env               map[string]string
+	deadLetter        awssqs.IQueue // nil: no dead-lettering by the function
 }
 
 // NewIdempotentConsumer builds the consumer. It panics with a *validate.Error listing every
@@ -218,6 +235,9 @@ func NewIdempotentConsumer(scope constructs.Construct, id string, props *Idempot
 	c.queue = props.Queue.Queue()
 	c.fn = gofn.New(c, s.fn)
 	props.Table.GrantIdempotency(c.fn.Function)
+	if s.deadLetter != nil {
+		s.deadLetter.GrantSendMessages(c.fn.Function)
+	}
 
 	esProps := &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(float64(s.batchSize)),
@@ -356,6 +376,10 @@ func resolve(id string, props *IdempotentConsumerProps) settings {
 		"IDEMPOTENCY_CACHE_SIZE":       strconv.Itoa(props.CacheSize),
 		"IDEMPOTENCY_DISABLED":         "false", // a deployed consumer always runs with idempotency
 		"BATCH_CONCURRENCY":            strconv.Itoa(batchConcurrency),
+	}
+	if dl, ok := props.Queue.(DeadLetterSource); ok && !props.DisableDeadLettering && dl.DeadLetterQueue() != nil {
+		s.deadLetter = dl.DeadLetterQueue()
+		owned["DEAD_LETTER_QUEUE_URL"] = *s.deadLetter.QueueUrl()
 	}
 	s.env = gofn.Environment(p, owned, tunableDefaults, props.Environment)
 	s.fn.Environment = s.env

@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ var (
 	template assertions.Template
 
 	// standard takes every default. fifo: a FIFO queue, a composite-key table and the tenant
-	// from the message group. tuned: a standard queue with most props set.
+	// from the message group. tuned: a standard queue with most props set, dead-lettering off.
 	standard, fifo, tuned                consumer.IdempotentConsumer
 	standardQueue, fifoQueue, tunedQueue *fakeQueue
 	simpleTable, compositeTable          *fakeTable
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 		Timeout: 90 * time.Second, MemorySize: 1024, BatchSize: 100, MaxBatchingWindow: 5 * time.Second,
 		MaxConcurrency: 50, KeyPrefix: "orders-v2", RecordTTL: 48 * time.Hour, DisablePayloadValidation: true,
 		CacheSize: 500, BatchConcurrency: 25, LogRetention: awslogs.RetentionDays_TWO_WEEKS,
-		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeadLettering: true,
 	})
 
 	template = assertions.Template_FromStack(stack, nil)
@@ -115,6 +116,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 		want map[string]any
 	}{
 		{"defaults", standard, map[string]any{
+			"DEAD_LETTER_QUEUE_URL":        ref(standardQueue.dlq),
 			"IDEMPOTENCY_TABLE_NAME":       ref(simpleTable.table),
 			"IDEMPOTENCY_KEY_PREFIX":       "Standard",
 			"IDEMPOTENCY_KEY_SOURCE":       "body:idempotencyKey",
@@ -130,6 +132,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 			"LOG_LEVEL":                    "INFO",
 		}},
 		{"fifo composite key, extra variables", fifo, map[string]any{
+			"DEAD_LETTER_QUEUE_URL":        ref(fifoQueue.dlq),
 			"IDEMPOTENCY_TABLE_NAME":       ref(compositeTable.table),
 			"IDEMPOTENCY_KEY_PREFIX":       "Fifo",
 			"IDEMPOTENCY_KEY_SOURCE":       "attribute:IdempotencyKey",
@@ -255,6 +258,8 @@ func TestPermissions(t *testing.T) {
 		{[]string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}, getAtt(standardQueue.queue, "Arn")},
 		{[]string{"logs:CreateLogStream", "logs:PutLogEvents"}, getAtt(standard.LogGroup(), "Arn")},
 		{[]string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, "*"},
+		// Dead-lettering: records that can never succeed go to the DLQ at once.
+		{[]string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}, getAtt(standardQueue.dlq, "Arn")},
 	}
 	for _, w := range want {
 		found := false
@@ -283,6 +288,14 @@ func TestPermissions(t *testing.T) {
 		}
 	}
 	template.AllResourcesProperties(jsii.String("AWS::IAM::Role"), map[string]any{"ManagedPolicyArns": assertions.Match_Absent()})
+
+	// DisableDeadLettering: no send permission on the DLQ (and no variable, see
+	// TestEnvironmentIsTheContract).
+	for _, s := range policyStatements(t, tuned) {
+		if slices.Contains(actions(s), "sqs:SendMessage") {
+			t.Errorf("tuned (DisableDeadLettering) may send messages: %v", s)
+		}
+	}
 }
 
 func TestLogGroups(t *testing.T) {

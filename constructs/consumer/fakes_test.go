@@ -19,6 +19,7 @@ import (
 // fixture's cdk-nag run judges only what the consumer adds.
 type fakeQueue struct {
 	queue      awssqs.IQueue
+	dlq        awssqs.IQueue
 	fifo       bool
 	visibility time.Duration
 	retention  time.Duration
@@ -28,8 +29,9 @@ func (q *fakeQueue) Queue() awssqs.IQueue             { return q.queue }
 func (q *fakeQueue) Fifo() bool                       { return q.fifo }
 func (q *fakeQueue) VisibilityTimeout() time.Duration { return q.visibility }
 func (q *fakeQueue) RetentionPeriod() time.Duration   { return q.retention }
+func (q *fakeQueue) DeadLetterQueue() awssqs.IQueue   { return q.dlq }
 
-var _ consumer.Source = (*fakeQueue)(nil)
+var _ consumer.DeadLetterSource = (*fakeQueue)(nil)
 
 func newFakeQueue(scope constructs.Construct, id string, fifo bool, visibility, retention time.Duration) *fakeQueue {
 	dlq := awssqs.NewQueue(scope, jsii.String(id+"DLQ"), &awssqs.QueueProps{
@@ -49,7 +51,7 @@ func newFakeQueue(scope constructs.Construct, id string, fifo bool, visibility, 
 		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(retention.Seconds())),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)},
 	})
-	return &fakeQueue{queue: q, fifo: fifo, visibility: visibility, retention: retention}
+	return &fakeQueue{queue: q, dlq: dlq, fifo: fifo, visibility: visibility, retention: retention}
 }
 
 // fakeTable stands in for constructs/table's IdempotencyTable.

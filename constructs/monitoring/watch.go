@@ -19,7 +19,7 @@ import (
 
 // Consumer and dispatcher counters (functions/telemetry), published with Service = function name.
 var (
-	consumerMetrics   = []string{"Processed", "Duplicate", "InFlightElsewhere", "Failed", "LockTakenOver", "InvalidInput"}
+	consumerMetrics   = []string{"Processed", "Duplicate", "InFlightElsewhere", "Failed", "LockTakenOver", "InvalidInput", "DeadLettered"}
 	dispatcherMetrics = []string{"Dispatched", "SendFailed"}
 )
 

@@ -377,7 +377,7 @@ func TestPanickingEffectFailsItsRecord(t *testing.T) {
 func TestEmptyEventFlushesZeros(t *testing.T) {
 	hs := newHarness(t, nil, nil)
 	failed, _, _, metrics := hs.invoke(events.SQSEvent{})
-	if len(failed) != 0 || len(metrics) != 6 {
+	if len(failed) != 0 || len(metrics) != 7 {
 		t.Errorf("failed %v metrics %v", failed, metrics)
 	}
 	for name, v := range metrics {

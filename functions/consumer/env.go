@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -32,6 +33,7 @@ const (
 	envBatchConcurrency = "BATCH_CONCURRENCY"
 	envDeadlineMargin   = "BATCH_DEADLINE_MARGIN"
 	envMaxBodyBytes     = "MAX_BODY_BYTES"
+	envDeadLetterQueue  = "DEAD_LETTER_QUEUE_URL"
 	envMetricsNamespace = "METRICS_NAMESPACE"
 	envLogLevel         = "LOG_LEVEL"
 )
@@ -91,13 +93,17 @@ func (t TenantSource) String() string {
 
 // Config is the consumer's configuration, read from the environment once per cold start.
 type Config struct {
-	Idempotency      idempotency.Config
-	KeySource        msgkey.Source
-	Tenant           TenantSource
-	Batch            batch.Options // Logger is set by NewHandler
-	MaxBodyBytes     int
-	MetricsNamespace string
-	LogLevel         slog.Level
+	Idempotency  idempotency.Config
+	KeySource    msgkey.Source
+	Tenant       TenantSource
+	Batch        batch.Options // Logger is set by NewHandler
+	MaxBodyBytes int
+	// DeadLetterQueueURL, when set, is where records that can never succeed (bad input, a key
+	// reused for other content) are moved at once; see DeadLetter. Empty: they are reported
+	// as failures until the queue's redrive policy moves them.
+	DeadLetterQueueURL string
+	MetricsNamespace   string
+	LogLevel           slog.Level
 }
 
 var tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
@@ -227,6 +233,13 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	cfg.Batch.DeadlineMargin = duration(envDeadlineMargin, batch.DefaultDeadlineMargin, 0, batch.MaxDeadlineMargin,
 		"a Go duration from 0s to 15m, e.g. 2s")
 	cfg.MaxBodyBytes = integer(envMaxBodyBytes, defaultMaxBodyBytes, 1, maxMaxBodyBytes)
+	if v, ok := optional(envDeadLetterQueue); ok {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Count(strings.Trim(u.Path, "/"), "/") != 1 {
+			bad(envDeadLetterQueue, v, true, "an SQS queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
+		} else {
+			cfg.DeadLetterQueueURL = v
+		}
+	}
 
 	if v, ok := optional(envMetricsNamespace); ok {
 		if err := checkNamespace(v); err != nil {

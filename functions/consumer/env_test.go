@@ -32,7 +32,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	empties := map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem"}
 	for _, v := range []string{"IDEMPOTENCY_KEY_PREFIX", "IDEMPOTENCY_KEY_SOURCE", "IDEMPOTENCY_SORT_KEY", "IDEMPOTENCY_TENANT_SOURCE",
 		"IDEMPOTENCY_RECORD_TTL", "IDEMPOTENCY_LOCK_CAP", "IDEMPOTENCY_VALIDATE_PAYLOAD", "IDEMPOTENCY_CACHE_SIZE", "IDEMPOTENCY_DISABLED",
-		"BATCH_CONCURRENCY", "BATCH_DEADLINE_MARGIN", "MAX_BODY_BYTES", "METRICS_NAMESPACE", "LOG_LEVEL"} {
+		"BATCH_CONCURRENCY", "BATCH_DEADLINE_MARGIN", "MAX_BODY_BYTES", "DEAD_LETTER_QUEUE_URL", "METRICS_NAMESPACE", "LOG_LEVEL"} {
 		empties[v] = ""
 	}
 	if cfg, err := LoadConfig(lookupFrom(empties)); err != nil || !equalConfig(cfg, want) {
@@ -51,7 +51,8 @@ func equalConfig(a, b Config) bool {
 		ai.ValidatePayload == bi.ValidatePayload && ai.StoreResult == bi.StoreResult && ai.CacheSize == bi.CacheSize &&
 		ai.Disabled == bi.Disabled && ai.Retry == bi.Retry && a.KeySource == b.KeySource && a.Tenant == b.Tenant &&
 		a.Batch.Concurrency == b.Batch.Concurrency && a.Batch.DeadlineMargin == b.Batch.DeadlineMargin &&
-		a.MaxBodyBytes == b.MaxBodyBytes && a.MetricsNamespace == b.MetricsNamespace && a.LogLevel == b.LogLevel
+		a.MaxBodyBytes == b.MaxBodyBytes && a.DeadLetterQueueURL == b.DeadLetterQueueURL &&
+		a.MetricsNamespace == b.MetricsNamespace && a.LogLevel == b.LogLevel
 }
 
 func TestLoadConfigValues(t *testing.T) {
@@ -79,6 +80,19 @@ func TestLoadConfigValues(t *testing.T) {
 	cfg, err = LoadConfig(lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": "t12", "IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": "group"}))
 	if err != nil || !cfg.Tenant.Group || cfg.Tenant.String() != "group" {
 		t.Errorf("group tenant: %+v, %v", cfg.Tenant, err)
+	}
+}
+
+func TestLoadConfigDeadLetterQueueURL(t *testing.T) {
+	for _, u := range []string{
+		"https://sqs.us-east-1.amazonaws.com/123456789012/q-dlq",
+		"https://sqs.eu-west-1.amazonaws.com/123456789012/q-dlq.fifo",
+		"http://127.0.0.1:9324/000000000000/q", // a local SQS-compatible server
+	} {
+		cfg, err := LoadConfig(lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem", "DEAD_LETTER_QUEUE_URL": u}))
+		if err != nil || cfg.DeadLetterQueueURL != u {
+			t.Errorf("%s: DeadLetterQueueURL %q, err %v", u, cfg.DeadLetterQueueURL, err)
+		}
 	}
 }
 
@@ -130,6 +144,20 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"max body above SQS", map[string]string{"MAX_BODY_BYTES": "1048577"}, `MAX_BODY_BYTES="1048577": want an integer from 1 to 1048576`},
 		{"namespace", map[string]string{"METRICS_NAMESPACE": "AWS/Lambda"}, `METRICS_NAMESPACE="AWS/Lambda": want a CloudWatch namespace`},
 		{"log level", map[string]string{"LOG_LEVEL": "TRACE"}, `LOG_LEVEL="TRACE": want DEBUG, INFO, WARN or ERROR`},
+		{"dead letter not a URL", map[string]string{"DEAD_LETTER_QUEUE_URL": "q-dlq"},
+			`DEAD_LETTER_QUEUE_URL="q-dlq": want an SQS queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>`},
+		{"dead letter ARN", map[string]string{"DEAD_LETTER_QUEUE_URL": "arn:aws:sqs:us-east-1:123456789012:q-dlq"},
+			`DEAD_LETTER_QUEUE_URL="arn:aws:sqs:us-east-1:123456789012:q-dlq": want an SQS queue URL`},
+		{"dead letter ftp", map[string]string{"DEAD_LETTER_QUEUE_URL": "ftp://sqs.us-east-1.amazonaws.com/123456789012/q-dlq"},
+			`DEAD_LETTER_QUEUE_URL="ftp://sqs.us-east-1.amazonaws.com/123456789012/q-dlq": want an SQS queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>`},
+		{"dead letter no path", map[string]string{"DEAD_LETTER_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com"},
+			`DEAD_LETTER_QUEUE_URL="https://sqs.us-east-1.amazonaws.com": want an SQS queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>`},
+		{"dead letter no name", map[string]string{"DEAD_LETTER_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/"},
+			`DEAD_LETTER_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/": want an SQS queue URL`},
+		{"dead letter three segments", map[string]string{"DEAD_LETTER_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/q/dlq"},
+			`DEAD_LETTER_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/q/dlq": want an SQS queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>`},
+		{"dead letter no host", map[string]string{"DEAD_LETTER_QUEUE_URL": "https:///123456789012/q-dlq"},
+			`DEAD_LETTER_QUEUE_URL="https:///123456789012/q-dlq": want an SQS queue URL`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

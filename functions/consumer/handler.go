@@ -77,6 +77,15 @@ type Handler struct {
 	log     *slog.Logger
 	metrics *telemetry.Metrics
 	out     io.Writer // EMF destination (stdout in Lambda)
+	dead    DeadLetter
+}
+
+// WithDeadLetter makes h move records that can never succeed (bad input, a key reused for
+// other content) to dl at once instead of reporting them until the redrive policy does; see
+// DeadLetter for why. It returns h.
+func (h *Handler) WithDeadLetter(dl DeadLetter) *Handler {
+	h.dead = dl
+	return h
 }
 
 // NewHandler builds the Guard and the batch Processor from cfg. effect nil means LogEffect.
@@ -141,11 +150,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 	key, err := h.keySrc.Extract(rec, h.maxBody)
 	if err != nil {
-		return h.done(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
+		return h.reject(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
 	}
 	tenant, err := h.tenantOf(rec)
 	if err != nil {
-		return h.done(ctx, rec, key, OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
+		return h.reject(ctx, rec, key, OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
 	}
 	msg := Message{ID: rec.MessageId, Key: key, Tenant: tenant, GroupID: rec.Attributes["MessageGroupId"],
 		ReceiveCount: receiveCount(rec), Body: rec.Body, Record: rec}
@@ -181,6 +190,30 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	if res.TookOver {
 		extra = append(extra, slog.Bool("tookOver", true))
+	}
+	if outcome == OutcomeInvalidInput || outcome == OutcomePayloadMismatch {
+		return h.reject(ctx, rec, key, outcome, metric, err, extra...)
+	}
+	return h.done(ctx, rec, key, outcome, metric, err, extra...)
+}
+
+// reject ends a record that can never succeed. With a DeadLetter it is moved to the
+// dead-letter queue and acknowledged (logged with deadLettered=true); without one, or when
+// the move fails, it is reported as failed and the queue's redrive policy moves it after
+// maxReceiveCount receives.
+func (h *Handler) reject(ctx context.Context, rec events.SQSMessage, key, outcome, metric string, err error, extra ...slog.Attr) error {
+	if h.dead != nil {
+		code := outcome
+		if ie := (*msgkey.InputError)(nil); errors.As(err, &ie) {
+			code = string(ie.Code)
+		}
+		dlErr := h.dead.Send(ctx, rec, code, err.Error())
+		if dlErr == nil {
+			h.metrics.Add(telemetry.MetricDeadLettered, 1)
+			h.done(ctx, rec, key, outcome, metric, err, append(extra, slog.Bool("deadLettered", true))...)
+			return nil
+		}
+		extra = append(extra, slog.String("deadLetterError", dlErr.Error()))
 	}
 	return h.done(ctx, rec, key, outcome, metric, err, extra...)
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
-	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
+	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 )
 
 // srv is DynamoDB Local, started once for the package; a start failure fails the run.

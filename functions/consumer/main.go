@@ -21,13 +21,24 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 func main() {
-	lambda.Start(start(context.Background(), os.LookupEnv, os.Stdout, newDynamoClient))
+	lambda.Start(start(context.Background(), os.LookupEnv, os.Stdout, newDynamoClient, newSQSClient))
+}
+
+// newSQSClient builds the client that moves records to the dead-letter queue; it is only
+// built when DEAD_LETTER_QUEUE_URL is set. AWS_ENDPOINT_URL_SQS points it at a local server.
+func newSQSClient(ctx context.Context) (SQSSendAPI, error) {
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return sqs.NewFromConfig(awsCfg), nil
 }
 
 func newDynamoClient(ctx context.Context) (idempotency.DynamoDBAPI, error) {
@@ -45,7 +56,8 @@ type lambdaHandler = func(context.Context, events.SQSEvent) (events.SQSEventResp
 // Runtime.ExitError): it yields a handler that fails every invocation with the reason, so the
 // batch is retried and, if nobody fixes the configuration, lands in the DLQ.
 func start(ctx context.Context, lookup func(string) (string, bool), stdout io.Writer,
-	newClient func(context.Context) (idempotency.DynamoDBAPI, error)) lambdaHandler {
+	newClient func(context.Context) (idempotency.DynamoDBAPI, error),
+	newSQS func(context.Context) (SQSSendAPI, error)) lambdaHandler {
 	cfg, err := LoadConfig(lookup)
 	log := telemetry.NewLogger(stdout, cfg.LogLevel).With("service", serviceName) // INFO if LOG_LEVEL is the problem
 	if err == nil {
@@ -55,7 +67,13 @@ func start(ctx context.Context, lookup func(string) (string, bool), stdout io.Wr
 		}
 		if err == nil {
 			var h *Handler
-			if h, err = NewHandler(cfg, api, nil, log, stdout); err == nil {
+			if h, err = NewHandler(cfg, api, nil, log, stdout); err == nil && cfg.DeadLetterQueueURL != "" {
+				var sq SQSSendAPI
+				if sq, err = newSQS(ctx); err == nil {
+					h.WithDeadLetter(SQSDeadLetter{API: sq, URL: cfg.DeadLetterQueueURL})
+				}
+			}
+			if err == nil {
 				if cfg.Idempotency.Disabled {
 					log.Warn("idempotency disabled: every delivery runs the effect")
 				}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
@@ -15,7 +16,7 @@ func TestStartWithBadConfigFailsEveryInvocation(t *testing.T) {
 	out := &syncBuffer{}
 	called := false
 	h := start(context.Background(), lookupFrom(map[string]string{"MAX_BODY_BYTES": "-5"}), out,
-		func(context.Context) (idempotency.DynamoDBAPI, error) { called = true; return nil, nil })
+		func(context.Context) (idempotency.DynamoDBAPI, error) { called = true; return nil, nil }, nil)
 	if called {
 		t.Error("DynamoDB client built despite a bad configuration")
 	}
@@ -39,7 +40,7 @@ func TestStartClientError(t *testing.T) {
 	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem"}), out,
 		func(context.Context) (idempotency.DynamoDBAPI, error) {
 			return nil, errors.New("load AWS configuration: boom")
-		})
+		}, nil)
 	if _, err := h(context.Background(), events.SQSEvent{}); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("err = %v", err)
 	}
@@ -48,7 +49,7 @@ func TestStartClientError(t *testing.T) {
 func TestStartDisabledNeedsNoClient(t *testing.T) {
 	out := &syncBuffer{}
 	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_DISABLED": "true"}), out,
-		func(context.Context) (idempotency.DynamoDBAPI, error) { return nil, errors.New("must not be called") })
+		func(context.Context) (idempotency.DynamoDBAPI, error) { return nil, errors.New("must not be called") }, nil)
 	ev := events.SQSEvent{Records: []events.SQSMessage{record("m1", `{"idempotencyKey":"k"}`), record("m2", `{"idempotencyKey":"k"}`)}}
 	resp, err := h(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -78,7 +79,7 @@ func TestStartWithSDKClientAgainstEndpointEnv(t *testing.T) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
 	table := newTable(t, "")
 	out := &syncBuffer{}
-	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": table}), out, newDynamoClient)
+	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": table}), out, newDynamoClient, nil)
 	ev := events.SQSEvent{Records: []events.SQSMessage{record("m1", `{"idempotencyKey":"via-sdk"}`)}}
 	for i, want := range []string{OutcomeProcessed, OutcomeDuplicate} {
 		resp, err := h(context.Background(), ev)
@@ -95,5 +96,50 @@ func TestStartWithSDKClientAgainstEndpointEnv(t *testing.T) {
 			t.Fatalf("invocation %d: outcome %q, want %q\n%s", i, got, want, out.buf.String())
 		}
 		out.reset()
+	}
+}
+
+func TestStartDeadLetterClientError(t *testing.T) {
+	out := &syncBuffer{}
+	sqsErr := errors.New("load AWS configuration: no region")
+	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_DISABLED": "true", "DEAD_LETTER_QUEUE_URL": dlqURL}), out,
+		func(context.Context) (idempotency.DynamoDBAPI, error) { return nil, errors.New("must not be called") },
+		func(context.Context) (SQSSendAPI, error) { return nil, sqsErr })
+	ev := events.SQSEvent{Records: []events.SQSMessage{record("m", `{"idempotencyKey":"k"}`)}}
+	for range 2 {
+		if resp, err := h(context.Background(), ev); !errors.Is(err, sqsErr) || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("Handle = %v, %v; want the SQS client error", resp, err)
+		}
+	}
+	if strings.Contains(out.buf.String(), "effect applied") {
+		t.Errorf("a record ran without its dead-letter queue: %s", out.buf.String())
+	}
+	lines := out.lines(t)
+	if len(lines) != 1 || lines[0]["message"] != "consumer not configured: every invocation will fail" || lines[0]["error"] != sqsErr.Error() {
+		t.Errorf("start log = %v", lines)
+	}
+}
+
+func TestStartDeadLettersThroughSQSClient(t *testing.T) {
+	out := &syncBuffer{}
+	f := &fakeSQS{}
+	built := 0
+	h := start(context.Background(), lookupFrom(map[string]string{"IDEMPOTENCY_DISABLED": "true", "DEAD_LETTER_QUEUE_URL": dlqURL}), out,
+		func(context.Context) (idempotency.DynamoDBAPI, error) { return nil, errors.New("must not be called") },
+		func(context.Context) (SQSSendAPI, error) { built++; return f, nil })
+	ev := events.SQSEvent{Records: []events.SQSMessage{record("bad", "not json"), record("ok", `{"idempotencyKey":"k"}`)}}
+	resp, err := h(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v; want no failures", resp, err)
+	}
+	sent := f.sent()
+	if built != 1 || len(sent) != 1 {
+		t.Fatalf("SQS client built %d times, %d messages sent; want 1 and 1", built, len(sent))
+	}
+	in := sent[0]
+	if aws.ToString(in.QueueUrl) != dlqURL || aws.ToString(in.MessageBody) != "not json" ||
+		aws.ToString(in.MessageAttributes[AttrSourceMessageID].StringValue) != "bad" ||
+		!strings.HasPrefix(aws.ToString(in.MessageAttributes[AttrDeadLetterReason].StringValue), "body_not_json: ") {
+		t.Errorf("sent %s to %s: %s", aws.ToString(in.MessageBody), aws.ToString(in.QueueUrl), attrString(in.MessageAttributes))
 	}
 }

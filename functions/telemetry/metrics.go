@@ -20,6 +20,7 @@ const (
 	MetricFailed            = "Failed"            // consumer: record reported as a batch item failure
 	MetricLockTakenOver     = "LockTakenOver"     // consumer: our lock expired and was taken over
 	MetricInvalidInput      = "InvalidInput"      // consumer: bad body, missing key, oversize
+	MetricDeadLettered      = "DeadLettered"      // consumer: moved to the DLQ at once (can never succeed)
 	MetricDispatched        = "Dispatched"        // dispatcher: messages accepted by SQS
 	MetricSendFailed        = "SendFailed"        // dispatcher: entries still unsent after retries
 )
@@ -42,7 +43,7 @@ const (
 // when idle, in every flush.
 func ConsumerMetrics() []string {
 	return []string{MetricProcessed, MetricDuplicate, MetricInFlightElsewhere, MetricFailed,
-		MetricLockTakenOver, MetricInvalidInput}
+		MetricLockTakenOver, MetricInvalidInput, MetricDeadLettered}
 }
 
 // DispatcherMetrics lists the counters the dispatcher registers.

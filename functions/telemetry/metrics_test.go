@@ -93,7 +93,7 @@ func TestFlushWritesOneEMFLine(t *testing.T) {
 			register: telemetry.ConsumerMetrics(),
 			adds:     map[string][]int{telemetry.MetricProcessed: {1, 1, 1}, telemetry.MetricFailed: {2}},
 			want: map[string]int64{"Processed": 3, "Duplicate": 0, "InFlightElsewhere": 0,
-				"Failed": 2, "LockTakenOver": 0, "InvalidInput": 0},
+				"Failed": 2, "LockTakenOver": 0, "InvalidInput": 0, "DeadLettered": 0},
 		},
 		{
 			name: "unregistered counter added",

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// DeadLetter moves a record that can never succeed to the dead-letter queue at once, so it
+// stops costing receives and, on a FIFO queue, stops holding up its group.
+//
+// Why not leave it to the queue's redrive policy: SQS counts a receive for every message an
+// event source mapping receives, and on a FIFO queue the mapping receives the records behind
+// a failing one in its group in the same batch. They are reported as failures unprocessed,
+// come back together, and after maxReceiveCount receives SQS moves them to the DLQ with the
+// poison one: good messages dead-lettered because of a bad one ahead of them (the e2e suite
+// shows this on ElasticMQ). Retrying bad input cannot help anyway.
+type DeadLetter interface {
+	// Send puts a copy of rec on the dead-letter queue with the reason. An error leaves the
+	// record to the redrive policy (the consumer reports it as failed, as without a DLQ).
+	Send(ctx context.Context, rec events.SQSMessage, code, reason string) error
+}
+
+// SQSSendAPI is the one SQS call SQSDeadLetter makes.
+type SQSSendAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// SQSDeadLetter sends dead-lettered records to one SQS queue. A FIFO queue (URL ending in
+// .fifo) gets the record's MessageGroupId, and its MessageId as the deduplication id, so a
+// record dead-lettered twice (its delete from the source failed) lands once.
+type SQSDeadLetter struct {
+	API SQSSendAPI
+	URL string
+}
+
+// Attributes added to a dead-lettered message, when the original leaves room (SQS allows 10).
+const (
+	AttrDeadLetterReason = "DeadLetterReason"
+	AttrSourceMessageID  = "SourceMessageId"
+	maxMessageAttributes = 10
+	maxReasonBytes       = 1024
+)
+
+// Send implements DeadLetter.
+func (d SQSDeadLetter) Send(ctx context.Context, rec events.SQSMessage, code, reason string) error {
+	in := &sqs.SendMessageInput{
+		QueueUrl:          aws.String(d.URL),
+		MessageBody:       aws.String(rec.Body),
+		MessageAttributes: make(map[string]sqstypes.MessageAttributeValue, len(rec.MessageAttributes)+2),
+	}
+	for name, a := range rec.MessageAttributes {
+		in.MessageAttributes[name] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+	}
+	if len(reason) > maxReasonBytes {
+		reason = strings.ToValidUTF8(reason[:maxReasonBytes], "") // no half character at the cut
+	}
+	// In this order: with room for one only, the reason matters more than the source id.
+	for _, a := range [...]struct{ name, v string }{{AttrDeadLetterReason, code + ": " + reason}, {AttrSourceMessageID, rec.MessageId}} {
+		if _, taken := in.MessageAttributes[a.name]; !taken && len(in.MessageAttributes) < maxMessageAttributes {
+			in.MessageAttributes[a.name] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(a.v)}
+		}
+	}
+	if strings.HasSuffix(d.URL, ".fifo") {
+		group := rec.Attributes["MessageGroupId"]
+		if group == "" {
+			group = "dead-letter" // a standard source feeding a FIFO DLQ; SQS requires a group
+		}
+		in.MessageGroupId = aws.String(group)
+		in.MessageDeduplicationId = aws.String(rec.MessageId)
+	}
+	if _, err := d.API.SendMessage(ctx, in); err != nil {
+		return fmt.Errorf("dead-letter message %s: %w", rec.MessageId, err)
+	}
+	return nil
+}
