@@ -16,6 +16,11 @@ ROOT := $(CURDIR)
 # binary), so the pinned Node 22 from node_modules must come first, for tests too.
 export PATH := $(ROOT)/node_modules/.bin:$(ROOT)/.venv/bin:$(PATH)
 export DYNAMODB_LOCAL_DIR := $(ROOT)/.cache/dynamodb-local
+# SQS-compatible servers (internal/sqslocal): ElasticMQ is the default the e2e suite runs on
+# (the most faithful, test/sqsfidelity/README.md); fauxqs and moto only for `make sqs-compare`.
+export FAUXQS_DIR := $(ROOT)/.cache/fauxqs
+export ELASTICMQ_DIR := $(ROOT)/.cache/elasticmq
+export MOTO_VENV := $(ROOT)/.cache/moto-venv
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
 GO ?= go
@@ -30,6 +35,14 @@ GO_LAMBDA_FLAGS := -trimpath -tags lambda.norpc -ldflags "-s -w"
 NODE_STAMP := node_modules/.installed
 VENV_STAMP := .venv/.installed
 DDB_STAMP := $(DYNAMODB_LOCAL_DIR)/.installed
+FAUXQS_STAMP := $(FAUXQS_DIR)/.installed
+ELASTICMQ_STAMP := $(ELASTICMQ_DIR)/.installed
+MOTO_STAMP := $(MOTO_VENV)/.installed
+# The e2e suite deploys this assembly: the stack synthesized with a 3 s consumer timeout, so a
+# visibility timeout (6x) is 18 s and a poison message reaches its DLQ in about 1.5 minutes.
+E2E_ASSEMBLY := $(ROOT)/cdk.out.e2e
+E2E_CONTEXT := -c stage=e2e -c consumerTimeout=3s
+SOAK_MESSAGES ?= 100000
 
 .PHONY: help
 help: ## list the targets
@@ -38,7 +51,7 @@ help: ## list the targets
 # ---------------------------------------------------------------------------- tools
 
 .PHONY: tools
-tools: $(NODE_STAMP) $(VENV_STAMP) $(DDB_STAMP) gomod ## install every pinned tool into the work tree
+tools: $(NODE_STAMP) $(VENV_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) gomod ## install every pinned tool into the work tree
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -54,6 +67,21 @@ $(VENV_STAMP): requirements-dev.txt
 
 $(DDB_STAMP): test/backends/pom.xml
 	mvn -q -B -f test/backends/pom.xml dependency:copy-dependencies -DoutputDirectory=$(DYNAMODB_LOCAL_DIR)
+	@touch $@
+
+$(FAUXQS_STAMP): test/backends/fauxqs/package.json test/backends/fauxqs/package-lock.json $(NODE_STAMP)
+	mkdir -p $(FAUXQS_DIR)
+	cp test/backends/fauxqs/package.json test/backends/fauxqs/package-lock.json $(FAUXQS_DIR)/
+	npm ci --prefix $(FAUXQS_DIR) --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(ELASTICMQ_STAMP): test/backends/elasticmq/pom.xml
+	mvn -q -B -f test/backends/elasticmq/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(ELASTICMQ_DIR)
+	@touch $@
+
+$(MOTO_STAMP): test/backends/moto/requirements.txt
+	python3 -m venv $(MOTO_VENV)
+	$(MOTO_VENV)/bin/pip install --quiet --disable-pip-version-check -r test/backends/moto/requirements.txt
 	@touch $@
 
 .PHONY: gomod
@@ -85,11 +113,12 @@ synth: tools ## synthesize the app into cdk.out/ (templates and cdk-nag reports)
 # ---------------------------------------------------------------------------- test
 
 .PHONY: test
-test: tools vet check-function-deps unit fuzz lint ## every test and check (what CI runs)
+test: tools vet check-function-deps unit fuzz lint e2e ## every test and check (what CI runs)
 
 .PHONY: vet
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/
 
 .PHONY: unit
 unit: ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag)
@@ -115,6 +144,27 @@ lint: synth ## cfn-lint and checkov over every synthesized template; the diagram
 diagram: synth ## redraw docs/architecture.md from the synthesized templates
 	$(GO) run ./stacks/diagram -out docs/architecture.md cdk.out
 
+# ---------------------------------------------------------------------------- end to end
+
+.PHONY: e2e-synth
+e2e-synth: tools
+	$(CDK) synth --quiet $(E2E_CONTEXT) -o $(E2E_ASSEMBLY)
+
+.PHONY: e2e
+e2e: e2e-synth ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template: every scenario and a short soak
+	E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(GO) test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ > .cache/e2e.log 2>&1 \
+	  || { grep -v '^=== ' .cache/e2e.log | tail -80; exit 1; }
+	@grep -E '^(FIGURE|--- |ok|PASS)' .cache/e2e.log
+
+.PHONY: soak
+soak: e2e-synth ## the soak alone with SOAK_MESSAGES (default 100,000) messages
+	E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(GO) test -tags e2e -count=1 -v -timeout 90m -run '^TestSoak$$' ./test/e2e/ \
+	  -args -soak.messages=$(SOAK_MESSAGES) 2>&1 | grep -E '^(FIGURE|--- |ok|PASS|FAIL)|_test.go'
+
+.PHONY: sqs-compare
+sqs-compare: tools $(FAUXQS_STAMP) $(MOTO_STAMP) ## measure each SQS server's fidelity (table in test/sqsfidelity/README.md)
+	$(GO) run ./test/sqsfidelity/cmd/compare
+
 .PHONY: bench
 bench: tools ## run the Go benchmarks once each (BENCHTIME=1x); set BENCHTIME=5s for figures
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./functions/...
@@ -131,4 +181,4 @@ destroy: tools ## cdk destroy (the idempotency table is retained by default)
 
 .PHONY: clean
 clean:
-	rm -rf cdk.out bin
+	rm -rf cdk.out $(E2E_ASSEMBLY) bin

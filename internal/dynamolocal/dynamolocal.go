@@ -117,10 +117,13 @@ var errExited = errors.New("process exited")
 
 func launch(ctx context.Context, java, dir string, port int) (*Server, error) {
 	args := javaOpts()
+	// -sharedDb: one database for every access key and region, as one account's region is for
+	// its callers; otherwise a Lambda binary under test (its own dummy credentials) would not
+	// see the tables the test created.
 	args = append(args,
 		"-Djava.library.path="+dir,
 		"-cp", filepath.Join(dir, "*"),
-		mainClass, "-inMemory", "-disableTelemetry", "-port", strconv.Itoa(port))
+		mainClass, "-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
 	cmd := exec.Command(java, args...)
 	cmd.Dir = dir
 	out := &tailBuffer{max: 64 << 10}

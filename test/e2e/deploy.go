@@ -1,0 +1,359 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+)
+
+// Deployment is a Template created on the local backends: real queue URLs and ARNs, table
+// names, and every function's environment with its CloudFormation expressions resolved.
+type Deployment struct {
+	Template  *Template
+	Suffix    string
+	QueueURL  map[string]string // logical id -> URL
+	QueueARN  map[string]string // logical id -> ARN
+	QueueName map[string]string // logical id -> name
+	TableName map[string]string // logical id -> name
+	// Ignored lists the template properties that have no local meaning (encryption,
+	// backups, tags), so a reader of the test log knows what was not exercised.
+	Ignored []string
+
+	renamed map[string]string // template QueueName -> local name
+	region  string
+	account string
+}
+
+// Queue properties that have no effect on delivery semantics and are not applied locally.
+var ignoredQueueProps = map[string]bool{
+	"Tags": true, "SqsManagedSseEnabled": true, "KmsMasterKeyId": true, "KmsDataKeyReusePeriodSeconds": true,
+}
+
+// Queue properties applied as SQS attributes of the same name.
+var plainQueueAttrs = []string{
+	"VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "MaximumMessageSize",
+	"ReceiveMessageWaitTimeSeconds", "FifoQueue", "ContentBasedDeduplication",
+	"DeduplicationScope", "FifoThroughputLimit",
+}
+
+// Table properties with no local meaning.
+var ignoredTableProps = map[string]bool{
+	"PointInTimeRecoverySpecification": true, "SSESpecification": true, "DeletionProtectionEnabled": true,
+	"Tags": true, "ContributorInsightsSpecification": true,
+}
+
+// Deploy creates every queue and table of t on the local backends, each name ending in
+// suffix so that several deployments of one template live side by side (one per scenario).
+// An unknown property is an error: the harness never silently deploys something other than
+// the template.
+func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Template, suffix string) (*Deployment, error) {
+	d := &Deployment{
+		Template: t, Suffix: suffix,
+		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
+		TableName: map[string]string{}, renamed: map[string]string{},
+	}
+	ids := slices.Sorted(maps.Keys(t.Queues))
+	// Pass 1: every queue with its plain attributes, so that every ARN exists for pass 2.
+	for _, id := range ids {
+		q := t.Queues[id]
+		attrs := map[string]string{}
+		for k, v := range q.Props {
+			switch {
+			case slices.Contains(plainQueueAttrs, k):
+				attrs[k] = scalar(v)
+			case k == "QueueName", k == "RedrivePolicy", k == "RedriveAllowPolicy":
+			case ignoredQueueProps[k]:
+				d.ignore("queue " + id + " " + k)
+			default:
+				return nil, fmt.Errorf("queue %s: property %s is not understood by the e2e harness; teach Deploy what it means", id, k)
+			}
+		}
+		name := d.localQueueName(q)
+		out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			return nil, fmt.Errorf("create queue %s (%s): %w", id, name, err)
+		}
+		arn, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return nil, fmt.Errorf("queue %s ARN: %w", id, err)
+		}
+		d.QueueURL[id], d.QueueName[id] = *out.QueueUrl, name
+		d.QueueARN[id] = arn.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+		if parts := strings.Split(d.QueueARN[id], ":"); len(parts) == 6 {
+			d.region, d.account = parts[3], parts[4]
+		}
+	}
+	// Pass 2: redrive and redrive-allow policies, with their references resolved. A
+	// redrive-allow policy only restricts which queues may use a DLQ; a server that does not
+	// know it (ElasticMQ) is told nothing and the test log says so.
+	for _, id := range ids {
+		for _, k := range []string{"RedrivePolicy", "RedriveAllowPolicy"} {
+			v, ok := t.Queues[id].Props[k]
+			if !ok {
+				continue
+			}
+			resolved, err := d.resolve(v)
+			if err != nil {
+				return nil, fmt.Errorf("queue %s %s: %w", id, k, err)
+			}
+			b, _ := json.Marshal(resolved)
+			_, err = sq.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(d.QueueURL[id]), Attributes: map[string]string{k: string(b)}})
+			var api smithy.APIError
+			if k == "RedriveAllowPolicy" && errors.As(err, &api) && strings.HasSuffix(api.ErrorCode(), "InvalidAttributeName") {
+				d.ignore("queue " + id + " " + k + " (not supported by the local SQS server)")
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("queue %s %s: %w", id, k, err)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(t.Tables)) {
+		if err := d.createTable(ctx, db, t.Tables[id]); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *Deployment) ignore(what string) {
+	if !slices.Contains(d.Ignored, what) {
+		d.Ignored = append(d.Ignored, what)
+	}
+}
+
+func (d *Deployment) localQueueName(q Queue) string {
+	base, _ := q.Props["QueueName"].(string)
+	orig := base
+	if base == "" {
+		base = q.LogicalID
+	}
+	base = strings.TrimSuffix(base, ".fifo")
+	// SQS names: 80 characters of [A-Za-z0-9_-], ".fifo" included.
+	limit := 80 - len(d.Suffix) - 1
+	if q.Fifo() {
+		limit -= len(".fifo")
+	}
+	if len(base) > limit {
+		base = base[:limit]
+	}
+	name := base + "-" + d.Suffix
+	if q.Fifo() {
+		name += ".fifo"
+	}
+	if orig != "" {
+		d.renamed[orig] = name
+	}
+	return name
+}
+
+func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Table) error {
+	in := &dynamodb.CreateTableInput{BillingMode: dbtypes.BillingModePayPerRequest}
+	var ttl *dbtypes.TimeToLiveSpecification
+	for k, v := range tb.Props {
+		raw, _ := json.Marshal(v)
+		var err error
+		switch k {
+		case "KeySchema":
+			err = json.Unmarshal(raw, &in.KeySchema)
+		case "AttributeDefinitions":
+			err = json.Unmarshal(raw, &in.AttributeDefinitions)
+		case "BillingMode":
+			if v != "PAY_PER_REQUEST" {
+				return fmt.Errorf("table %s: BillingMode %v: the harness deploys on-demand tables only", tb.LogicalID, v)
+			}
+		case "TimeToLiveSpecification":
+			ttl = new(dbtypes.TimeToLiveSpecification)
+			err = json.Unmarshal(raw, ttl)
+		case "TableName":
+		default:
+			if !ignoredTableProps[k] {
+				return fmt.Errorf("table %s: property %s is not understood by the e2e harness; teach Deploy what it means", tb.LogicalID, k)
+			}
+			d.ignore("table " + tb.LogicalID + " " + k)
+		}
+		if err != nil {
+			return fmt.Errorf("table %s %s: %w", tb.LogicalID, k, err)
+		}
+	}
+	name, _ := tb.Props["TableName"].(string)
+	if name == "" {
+		name = tb.LogicalID
+	}
+	name += "-" + d.Suffix
+	in.TableName = aws.String(name)
+	if _, err := db.CreateTable(ctx, in); err != nil {
+		return fmt.Errorf("create table %s: %w", tb.LogicalID, err)
+	}
+	if ttl != nil {
+		if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: in.TableName, TimeToLiveSpecification: ttl}); err != nil {
+			return fmt.Errorf("table %s TTL: %w", tb.LogicalID, err)
+		}
+	}
+	d.TableName[tb.LogicalID] = name
+	return nil
+}
+
+// Env returns a function's environment with every value resolved against this deployment.
+func (d *Deployment) Env(function string) (map[string]string, error) {
+	f, ok := d.Template.Functions[function]
+	if !ok {
+		return nil, fmt.Errorf("no function %s", function)
+	}
+	env := map[string]string{}
+	for k, v := range f.Env {
+		r, err := d.resolve(v)
+		if err != nil {
+			return nil, fmt.Errorf("function %s %s: %w", function, k, err)
+		}
+		s, ok := r.(string)
+		if !ok {
+			return nil, fmt.Errorf("function %s %s: resolved to %T, want a string", function, k, r)
+		}
+		env[k] = s
+	}
+	return env, nil
+}
+
+var sqsARN = regexp.MustCompile(`^arn:aws:sqs:[^:]*:[^:]*:(.+)$`)
+
+// resolve evaluates the CloudFormation intrinsics the templates use: Ref and Fn::GetAtt of
+// queues and tables, the AWS:: pseudo parameters, Fn::Join. An SQS ARN built from a template
+// queue name (as redrive-allow policies are) is rewritten to the local queue's ARN.
+func (d *Deployment) resolve(v any) (any, error) {
+	switch x := v.(type) {
+	case string, float64, bool, nil:
+		if s, ok := x.(string); ok {
+			if m := sqsARN.FindStringSubmatch(s); m != nil {
+				if local, ok := d.renamed[m[1]]; ok {
+					return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", d.region, d.account, local), nil
+				}
+			}
+		}
+		return x, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := d.resolve(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	case map[string]any:
+		if len(x) == 1 {
+			for k, arg := range x {
+				switch k {
+				case "Ref":
+					return d.ref(arg)
+				case "Fn::GetAtt":
+					return d.getAtt(arg)
+				case "Fn::Join":
+					return d.join(arg)
+				}
+				if strings.HasPrefix(k, "Fn::") {
+					return nil, fmt.Errorf("intrinsic %s is not supported by the e2e harness", k)
+				}
+			}
+		}
+		out := map[string]any{}
+		for k, e := range x {
+			r, err := d.resolve(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unexpected template value %T", v)
+}
+
+func (d *Deployment) ref(arg any) (any, error) {
+	id, _ := arg.(string)
+	switch id {
+	case "AWS::AccountId":
+		return d.account, nil
+	case "AWS::Region":
+		return d.region, nil
+	case "AWS::Partition":
+		return "aws", nil
+	}
+	if url, ok := d.QueueURL[id]; ok {
+		return url, nil
+	}
+	if name, ok := d.TableName[id]; ok {
+		return name, nil
+	}
+	return nil, fmt.Errorf("Ref %q: not a queue or table of this deployment", id)
+}
+
+func (d *Deployment) getAtt(arg any) (any, error) {
+	a, _ := arg.([]any)
+	if len(a) != 2 {
+		return nil, fmt.Errorf("Fn::GetAtt %v: want [id, attribute]", arg)
+	}
+	id, _ := a[0].(string)
+	attr, _ := a[1].(string)
+	switch {
+	case attr == "Arn" && d.QueueARN[id] != "":
+		return d.QueueARN[id], nil
+	case attr == "QueueUrl" && d.QueueURL[id] != "":
+		return d.QueueURL[id], nil
+	case attr == "QueueName" && d.QueueName[id] != "":
+		return d.QueueName[id], nil
+	case attr == "Arn" && d.TableName[id] != "":
+		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", d.region, d.account, d.TableName[id]), nil
+	}
+	return nil, fmt.Errorf("Fn::GetAtt %s.%s: not resolvable in this deployment", id, attr)
+}
+
+func (d *Deployment) join(arg any) (any, error) {
+	a, _ := arg.([]any)
+	if len(a) != 2 {
+		return nil, fmt.Errorf("Fn::Join %v: want [separator, list]", arg)
+	}
+	sep, _ := a[0].(string)
+	parts, err := d.resolve(a[1])
+	if err != nil {
+		return nil, err
+	}
+	list, _ := parts.([]any)
+	strs := make([]string, len(list))
+	for i, p := range list {
+		s, ok := p.(string)
+		if !ok {
+			return nil, fmt.Errorf("Fn::Join part %v is not a string", p)
+		}
+		strs[i] = s
+	}
+	return d.resolve(strings.Join(strs, sep)) // the joined string may be a template queue ARN
+}
+
+func scalar(v any) string {
+	switch x := v.(type) {
+	case bool:
+		return strconv.FormatBool(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case string:
+		return x
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

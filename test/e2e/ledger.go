@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// Ledger reads the consumers' structured log lines and keeps what the scenarios check: how
+// many times each idempotency key's effect ran ("effect applied", the default effect's one
+// line per run) and every record's outcome ("record outcome"). Feed it every output line of
+// every consumer process; it is safe for concurrent use.
+type Ledger struct {
+	mu       sync.Mutex
+	effects  map[string]int // key -> runs
+	order    []string       // keys in the order their effects ran
+	outcomes map[string]int // outcome -> records
+	lines    int
+	bad      int // lines that are not JSON (stack traces, runtime errors)
+	last     []string
+}
+
+// NewLedger returns an empty Ledger.
+func NewLedger() *Ledger {
+	return &Ledger{effects: map[string]int{}, outcomes: map[string]int{}}
+}
+
+type logLine struct {
+	Msg     string `json:"message"` // Lambda's field name (telemetry.NewLogger)
+	Key     string `json:"idempotencyKey"`
+	Group   string `json:"groupId"`
+	Tenant  string `json:"tenant"`
+	Outcome string `json:"outcome"`
+	// Dead is raw: json matches keys case-insensitively, so the EMF line's numeric
+	// "DeadLettered" lands here too.
+	Dead json.RawMessage `json:"deadLettered"`
+}
+
+// Line records one output line.
+func (l *Ledger) Line(b []byte) {
+	var ln logLine
+	err := json.Unmarshal(b, &ln)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines++
+	if err != nil {
+		l.bad++
+		l.last = append(l.last, string(b))
+		if len(l.last) > 20 {
+			l.last = l.last[1:]
+		}
+		return
+	}
+	switch ln.Msg {
+	case "effect applied":
+		l.effects[ln.Key]++
+		l.order = append(l.order, ln.Key)
+	case "record outcome":
+		l.outcomes[ln.Outcome]++
+		if string(ln.Dead) == "true" {
+			l.outcomes["dead_lettered"]++
+		}
+	}
+}
+
+// Effects returns how many times each key's effect ran.
+func (l *Ledger) Effects() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.effects)
+}
+
+// Order returns the keys in the order their effects ran.
+func (l *Ledger) Order() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.order)
+}
+
+// Outcomes returns the record outcome counts, and "dead_lettered": records the consumer moved
+// to the DLQ itself.
+func (l *Ledger) Outcomes() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.outcomes)
+}
+
+// Check compares the effects with the keys that must each run exactly once: it returns the
+// keys that never ran (lost), ran more than once (twice), and ran without being expected.
+func (l *Ledger) Check(want []string) (lost, twice, unexpected []string) {
+	got := l.Effects()
+	wantSet := map[string]bool{}
+	for _, k := range want {
+		wantSet[k] = true
+		switch n := got[k]; {
+		case n == 0:
+			lost = append(lost, k)
+		case n > 1:
+			twice = append(twice, k)
+		}
+	}
+	for k := range got {
+		if !wantSet[k] {
+			unexpected = append(unexpected, k)
+		}
+	}
+	slices.Sort(unexpected)
+	return lost, twice, unexpected
+}
+
+// NonJSON returns how many output lines were not JSON, and the last few of them.
+func (l *Ledger) NonJSON() (int, []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bad, slices.Clone(l.last)
+}

@@ -1,0 +1,227 @@
+package e2e
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Invoker runs one invocation in one execution environment and returns the function's
+// response payload; any failure of the invocation as a whole (a function error, a timeout, a
+// crash) is an error. *lambdart.Env satisfies it through InvokerFunc.
+type Invoker interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+}
+
+// InvokerFunc adapts a function to Invoker.
+type InvokerFunc func(ctx context.Context, payload []byte) ([]byte, error)
+
+// Invoke calls f.
+func (f InvokerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
+}
+
+// Poller stands in for Lambda's SQS event source mapping, as documented for SQS with
+// ReportBatchItemFailures: one poller per execution environment receives up to the mapping's
+// batch size (long polling, at most 10 per ReceiveMessage), invokes the function
+// synchronously, deletes the records the response does not list as failed, and leaves every
+// other record to come back after the queue's visibility timeout. An invocation that fails as
+// a whole (function error, timeout, crash) deletes nothing. A response that lists an unknown
+// or empty itemIdentifier fails the whole batch, as Lambda does.
+type Poller struct {
+	SQS      *sqs.Client
+	QueueURL string
+	QueueARN string
+	Region   string
+	Mapping  Mapping
+	Envs     []Invoker // one concurrent poller each; at most Mapping.MaxConcurrency are used
+
+	Stats PollerStats
+}
+
+// PollerStats counts what the pollers did; safe to read while they run.
+type PollerStats struct {
+	Invocations    atomic.Int64
+	InvokeErrors   atomic.Int64 // invocations that failed as a whole
+	Received       atomic.Int64 // records handed to the function
+	Deleted        atomic.Int64
+	ReportedFailed atomic.Int64 // batchItemFailures entries
+	SQSCalls       atomic.Int64 // ReceiveMessage + DeleteMessageBatch
+}
+
+// Run polls until ctx is done and returns the first SQS error that is not ctx's.
+func (p *Poller) Run(ctx context.Context) error {
+	n := len(p.Envs)
+	if p.Mapping.MaxConcurrency > 0 && n > p.Mapping.MaxConcurrency {
+		n = p.Mapping.MaxConcurrency
+	}
+	if n == 0 {
+		return errors.New("poller: no execution environments")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = p.loop(ctx, p.Envs[i]) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (p *Poller) loop(ctx context.Context, env Invoker) error {
+	for ctx.Err() == nil {
+		batch, err := p.receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		if err := p.deliver(ctx, env, batch); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// receive collects up to BatchSize records within the batching window (one long poll when
+// the window is 0).
+func (p *Poller) receive(ctx context.Context) ([]sqstypes.Message, error) {
+	size := p.Mapping.BatchSize
+	if size <= 0 {
+		size = 10
+	}
+	deadline := time.Now().Add(time.Duration(p.Mapping.WindowSeconds) * time.Second)
+	var batch []sqstypes.Message
+	for {
+		want := min(size-len(batch), 10)
+		p.Stats.SQSCalls.Add(1)
+		out, err := p.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(p.QueueURL),
+			MaxNumberOfMessages:         int32(want),
+			WaitTimeSeconds:             1, // short, so a cancelled run stops promptly
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil {
+			return batch, err
+		}
+		batch = append(batch, out.Messages...)
+		if len(batch) >= size || len(out.Messages) == 0 || !time.Now().Before(deadline) {
+			return batch, nil
+		}
+	}
+}
+
+func (p *Poller) deliver(ctx context.Context, env Invoker, batch []sqstypes.Message) error {
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(batch))}
+	byID := make(map[string]sqstypes.Message, len(batch))
+	for i, m := range batch {
+		ev.Records[i] = p.record(m)
+		byID[*m.MessageId] = m
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	p.Stats.Invocations.Add(1)
+	p.Stats.Received.Add(int64(len(batch)))
+	resp, err := env.Invoke(ctx, payload)
+	if err != nil {
+		p.Stats.InvokeErrors.Add(1)
+		return nil // the whole batch comes back after the visibility timeout
+	}
+	done := byID
+	if p.Mapping.ReportFailures {
+		var r events.SQSEventResponse
+		if err := json.Unmarshal(resp, &r); err != nil {
+			p.Stats.InvokeErrors.Add(1)
+			return nil // an unreadable response fails the batch
+		}
+		done = make(map[string]sqstypes.Message, len(byID))
+		for id, m := range byID {
+			done[id] = m
+		}
+		for _, f := range r.BatchItemFailures {
+			if _, ok := byID[f.ItemIdentifier]; !ok {
+				p.Stats.InvokeErrors.Add(1)
+				return nil // Lambda fails the whole batch on an unknown identifier
+			}
+			delete(done, f.ItemIdentifier)
+			p.Stats.ReportedFailed.Add(1)
+		}
+	}
+	return p.delete(ctx, done)
+}
+
+func (p *Poller) delete(ctx context.Context, msgs map[string]sqstypes.Message) error {
+	var entries []sqstypes.DeleteMessageBatchRequestEntry
+	flush := func() error {
+		if len(entries) == 0 {
+			return nil
+		}
+		p.Stats.SQSCalls.Add(1)
+		out, err := p.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(p.QueueURL), Entries: entries})
+		if err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("delete: %d entries failed, first %s: %s", len(out.Failed), aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+		}
+		p.Stats.Deleted.Add(int64(len(out.Successful)))
+		entries = entries[:0]
+		return nil
+	}
+	for _, m := range msgs {
+		entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(len(entries))), ReceiptHandle: m.ReceiptHandle})
+		if len(entries) == 10 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// record converts a received message into the event record Lambda builds.
+func (p *Poller) record(m sqstypes.Message) events.SQSMessage {
+	r := events.SQSMessage{
+		MessageId:              aws.ToString(m.MessageId),
+		ReceiptHandle:          aws.ToString(m.ReceiptHandle),
+		Body:                   aws.ToString(m.Body),
+		Md5OfBody:              aws.ToString(m.MD5OfBody),
+		Md5OfMessageAttributes: aws.ToString(m.MD5OfMessageAttributes),
+		Attributes:             map[string]string{},
+		MessageAttributes:      map[string]events.SQSMessageAttribute{},
+		EventSourceARN:         p.QueueARN,
+		EventSource:            "aws:sqs",
+		AWSRegion:              p.Region,
+	}
+	if r.Md5OfBody == "" {
+		sum := md5.Sum([]byte(r.Body))
+		r.Md5OfBody = hex.EncodeToString(sum[:])
+	}
+	for k, v := range m.Attributes {
+		r.Attributes[k] = v
+	}
+	for k, v := range m.MessageAttributes {
+		a := events.SQSMessageAttribute{StringValue: v.StringValue, DataType: aws.ToString(v.DataType)}
+		a.BinaryValue = v.BinaryValue // []byte: base64 in the JSON event, as Lambda sends it
+		r.MessageAttributes[k] = a
+	}
+	return r
+}

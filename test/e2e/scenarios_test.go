@@ -1,0 +1,417 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+)
+
+func kind(fifo bool) string {
+	if fifo {
+		return "fifo"
+	}
+	return "standard"
+}
+
+// settle lets the last output lines of finished invocations arrive through their pipes.
+func settle() { time.Sleep(300 * time.Millisecond) }
+
+// checkOnce fails the test unless every wanted key's effect ran exactly once and nothing
+// else ran.
+func checkOnce(t *testing.T, l *Ledger, want []string) {
+	t.Helper()
+	lost, twice, unexpected := l.Check(want)
+	if len(lost)+len(twice)+len(unexpected) > 0 {
+		t.Errorf("effects: %d of %d keys lost %v, %d ran twice or more %v, %d unexpected %v",
+			len(lost), len(want), head(lost), len(twice), head(twice), len(unexpected), head(unexpected))
+	}
+}
+
+func head(s []string) []string { return s[:min(len(s), 5)] }
+
+// dispatchKeys are the keys the dispatcher must derive for items fired at scheduled: the
+// contract (job, period from the scheduled time, item id), computed independently of it.
+func dispatchKeys(t *testing.T, w *world, p Pipeline, scheduled time.Time, items []map[string]any) []string {
+	t.Helper()
+	env, err := w.d.Env(p.Dispatcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	period, err := time.ParseDuration(env["PERIOD"])
+	if err != nil {
+		t.Fatalf("dispatcher PERIOD %q: %v", env["PERIOD"], err)
+	}
+	ps := scheduled.Truncate(period).UTC().Format(time.RFC3339)
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = msgkey.DispatchKey(env["JOB_NAME"], ps, it["id"].(string))
+	}
+	return keys
+}
+
+// TestSchedulerFiresTwice: two invocations of the dispatcher for one scheduled time, at the
+// same moment, from two execution environments (a duplicated schedule delivery): every
+// item's effect runs exactly once.
+func TestSchedulerFiresTwice(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(kind(fifo), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, "twice")
+			p := w.pipeline(fifo)
+			var items []map[string]any
+			for i := range 60 {
+				items = append(items, map[string]any{"id": fmt.Sprintf("item-%03d", i), "group": fmt.Sprintf("tenant-%d", i%4), "payload": map[string]any{"n": i}})
+			}
+			scheduled := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+			want := dispatchKeys(t, w, p, scheduled, items)
+
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i := range 2 {
+				e := w.env(p.Dispatcher, nil)
+				wg.Go(func() { errs[i] = w.dispatch(e, p, scheduled, fmt.Sprintf("exec-%d", i), items) })
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatalf("dispatch: %v", err)
+				}
+			}
+			sent := w.sqsPx.Counts()["SendMessageBatch"]
+			pl, stop := w.poll(p, 2)
+			took := w.waitFor("every item's effect and an empty queue", time.Minute, func() bool {
+				return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
+			})
+			stop()
+			settle()
+			checkOnce(t, w.ledger, want)
+			out := w.ledger.Outcomes()
+			if fifo && out["duplicate"] != 0 {
+				t.Errorf("FIFO: %d duplicates reached the consumer; the second firing's messages must be dropped by SQS deduplication (MessageDeduplicationId from the key)", out["duplicate"])
+			}
+			if !fifo && out["duplicate"] != len(items) {
+				t.Errorf("standard: %d duplicates absorbed, want %d (one per item of the second firing)", out["duplicate"], len(items))
+			}
+			report(t, "%d items x 2 firings: %d SendMessageBatch calls (%.2f per message sent), %d records delivered, %d duplicates absorbed by the consumer, %d effects, lost 0, twice 0, drained in %v",
+				len(items), sent, float64(sent)/float64(2*len(items)), pl.Stats.Received.Load(), out["duplicate"], len(w.ledger.Effects()), took.Round(10*time.Millisecond))
+		})
+	}
+}
+
+// TestDuplicatesAndConcurrentConsumers: every key sent three times (as a producer retry or
+// SQS's at-least-once delivery would), spread over four concurrent consumer environments.
+func TestDuplicatesAndConcurrentConsumers(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(kind(fifo), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, "dup")
+			p := w.pipeline(fifo)
+			const keys, copies = 200, 3
+			var want []string
+			var msgs []message
+			for c := range copies {
+				for k := range keys {
+					key := fmt.Sprintf("dup-%03d", k)
+					if c == 0 {
+						want = append(want, key)
+					}
+					msgs = append(msgs, message{Body: body(key), Group: fmt.Sprintf("g%d", k%5)})
+				}
+			}
+			pl, stop := w.poll(p, 4)
+			w.send(p.Queue, msgs)
+			took := w.waitFor("every key's effect and an empty queue", 2*time.Minute, func() bool {
+				return len(w.ledger.Effects()) >= keys && w.depth(p.Queue) == 0
+			})
+			stop()
+			settle()
+			checkOnce(t, w.ledger, want)
+			out := w.ledger.Outcomes()
+			if out["processed"] != keys || out["duplicate"] < keys*(copies-1) {
+				t.Errorf("outcomes %v: want %d processed and at least %d duplicates", out, keys, keys*(copies-1))
+			}
+			report(t, "%d keys x %d copies over 4 environments: %d invocations, %d records, %d processed, %d duplicates, %d in flight elsewhere (redelivered), lost 0, twice 0, %v",
+				keys, copies, pl.Stats.Invocations.Load(), pl.Stats.Received.Load(), out["processed"], out["duplicate"], out["in_flight_elsewhere"], took.Round(10*time.Millisecond))
+		})
+	}
+}
+
+// TestCrashMidRecord: the consumer process is killed (SIGKILL) right after its acquire has
+// been written and before the effect runs, holding the lock. The message must come back
+// only after the visibility timeout, the next attempt must take the stale lock over, and the
+// effect must run once. On the FIFO queue the message behind it in its group must wait and
+// then run after it.
+func TestCrashMidRecord(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(kind(fifo), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, "crash")
+			p := w.pipeline(fifo)
+			e := w.env(p.Consumer, w.consumerOutput)
+			const victim = "crash-1"
+			var kills atomic.Int32
+			var killedAt atomic.Int64
+			w.dynamo.Policy = func(c Call) Fault {
+				if c.Step == "acquire" && strings.HasSuffix(c.Key, "#"+victim) && kills.Add(1) == 1 {
+					return Fault{AfterForward: func() { killedAt.Store(time.Now().UnixNano()); e.Kill() }}
+				}
+				return Fault{}
+			}
+			want := []string{victim}
+			msgs := []message{{Body: body(victim), Group: "g"}}
+			if fifo {
+				want = append(want, "crash-2")
+				msgs = append(msgs, message{Body: body("crash-2"), Group: "g"})
+			}
+			pl := &Poller{SQS: w.sq, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue], Mapping: p.Mapping, Envs: []Invoker{invoker(e)}}
+			w.send(p.Queue, msgs)
+			stop := w.runPoller(pl)
+			w.waitFor("the victim's effect", 3*w.visibility(p.Queue), func() bool {
+				return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
+			})
+			stop()
+			settle()
+			if kills.Load() == 0 {
+				t.Fatal("the consumer was never killed: the scenario did not run")
+			}
+			checkOnce(t, w.ledger, want)
+			if got := w.ledger.Order(); !slices.Equal(got, want) {
+				t.Errorf("effect order %v, want %v", got, want)
+			}
+			if pl.Stats.InvokeErrors.Load() != 1 {
+				t.Errorf("%d failed invocations, want 1 (the killed one)", pl.Stats.InvokeErrors.Load())
+			}
+			gap := time.Since(time.Unix(0, killedAt.Load()))
+			if vis := w.visibility(p.Queue); gap < vis-time.Second {
+				t.Errorf("the effect ran %v after the kill, before the visibility timeout %v: the message was redelivered early", gap, vis)
+			}
+			report(t, "killed after acquire, before the effect: %d acquire attempts for the victim, effect once after %v (visibility timeout %v), lock taken over, order %v",
+				kills.Load(), gap.Round(100*time.Millisecond), w.visibility(p.Queue), w.ledger.Order())
+		})
+	}
+}
+
+// poisonBodies are bad inputs of every kind the consumer rejects.
+var poisonBodies = []string{
+	`{not json`,
+	`{"other":"no idempotency key"}`,
+	`{"idempotencyKey":42}`,
+	`{"idempotencyKey":""}`,
+	`[1,2,3]`,
+}
+
+// TestPoisonMessages: bad messages among good ones. The consumer moves each to the DLQ at
+// its first receive (it can never succeed) and the good ones are not held up; on the FIFO
+// queue the rest of the poisoned group goes on at once. A message that keeps failing for
+// another reason (a DynamoDB outage for its key that never ends) takes the redrive path:
+// reported on every receive until SQS moves it to the DLQ after maxReceiveCount receives.
+func TestPoisonMessages(t *testing.T) {
+	t.Parallel()
+	t.Run("standard", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, "poison")
+		p := w.pipeline(false)
+		const stuck = "stuck-forever"
+		w.dynamo.Policy = func(c Call) Fault {
+			if strings.HasSuffix(c.Key, "#"+stuck) {
+				return Fault{Status: 500, Type: "InternalServerError"}
+			}
+			return Fault{}
+		}
+		var msgs []message
+		var want []string
+		for i := range 40 {
+			key := fmt.Sprintf("good-%02d", i)
+			want = append(want, key)
+			msgs = append(msgs, message{Body: body(key)})
+			if i%8 == 3 {
+				msgs = append(msgs, message{Body: poisonBodies[i/8]})
+			}
+		}
+		msgs = append(msgs, message{Body: body(stuck)})
+		_, stop := w.poll(p, 2)
+		w.send(p.Queue, msgs)
+		vis := w.visibility(p.Queue)
+		good := w.waitFor("every good message's effect and the poison in the DLQ", vis, func() bool {
+			return len(w.ledger.Effects()) >= len(want) && w.depth(p.DLQ) == len(poisonBodies)
+		})
+		maxRecv := w.d.Template.Queues[p.Queue].MaxReceiveCount()
+		redriven := w.waitFor("the stuck message redriven to the DLQ", time.Duration(maxRecv+2)*vis, func() bool {
+			return w.depth(p.DLQ) == len(poisonBodies)+1 && w.depth(p.Queue) == 0
+		})
+		stop()
+		settle()
+		checkOnce(t, w.ledger, want)
+		var got []string
+		for _, m := range w.drain(p.DLQ) {
+			got = append(got, *m.Body)
+		}
+		slices.Sort(got)
+		wantDead := slices.Sorted(slices.Values(append(slices.Clone(poisonBodies), body(stuck))))
+		if !slices.Equal(got, wantDead) {
+			t.Errorf("DLQ holds %q, want exactly the poison and the stuck message %q", got, wantDead)
+		}
+		oc := w.ledger.Outcomes()
+		if oc["invalid_input"] != len(poisonBodies) || oc["dead_lettered"] != len(poisonBodies) {
+			t.Errorf("outcomes %v: want each poison message rejected and dead-lettered once (%d)", oc, len(poisonBodies))
+		}
+		if oc["store_error"] != maxRecv {
+			t.Errorf("the stuck message failed %d times, want maxReceiveCount = %d before the redrive", oc["store_error"], maxRecv)
+		}
+		report(t, "%d good + %d poison + 1 stuck: good done and poison dead-lettered at first receive in %v (< visibility %v); the stuck one redriven after %d receives, %v later; DLQ = poison + stuck",
+			len(want), len(poisonBodies), good.Round(10*time.Millisecond), vis, maxRecv, redriven.Round(time.Second))
+	})
+	t.Run("fifo", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, "poisonfifo")
+		p := w.pipeline(true)
+		// Group a: a1, POISON, a2, a3. Group b: b1..b4.
+		poison := `{"idempotencyKey":{"nested":true}}`
+		msgs := []message{
+			{Body: body("a1"), Group: "a"}, {Body: body("b1"), Group: "b"},
+			{Body: poison, Group: "a"}, {Body: body("b2"), Group: "b"},
+			{Body: body("a2"), Group: "a"}, {Body: body("b3"), Group: "b"},
+			{Body: body("a3"), Group: "a"}, {Body: body("b4"), Group: "b"},
+		}
+		_, stop := w.poll(p, 2)
+		w.send(p.Queue, msgs)
+		vis := w.visibility(p.Queue)
+		took := w.waitFor("both groups done, the poison in the DLQ", vis, func() bool {
+			return len(w.ledger.Effects()) == 7 && w.depth(p.DLQ) == 1 && w.depth(p.Queue) == 0
+		})
+		stop()
+		settle()
+		var dead []string
+		for _, m := range w.drain(p.DLQ) {
+			dead = append(dead, *m.Body)
+		}
+		order := w.ledger.Order()
+		report(t, "group a (poison second) and group b done in %v (< visibility %v): DLQ %q; effect order %v", took.Round(10*time.Millisecond), vis, dead, order)
+		if !slices.Equal(dead, []string{poison}) {
+			t.Errorf("FIFO DLQ holds %q, want only the poison message", dead)
+		}
+		checkOnce(t, w.ledger, []string{"a1", "a2", "a3", "b1", "b2", "b3", "b4"})
+		ia1, ia2, ia3 := slices.Index(order, "a1"), slices.Index(order, "a2"), slices.Index(order, "a3")
+		if !(ia1 < ia2 && ia2 < ia3) {
+			t.Errorf("group a ran out of order: %v", order)
+		}
+	})
+}
+
+// throttle answers up to three calls in a row per (key, step) with a throttling or server
+// error, chosen at random with probability rate: the store's five attempts absorb them.
+type throttle struct {
+	mu     sync.Mutex
+	rate   float64
+	streak map[string]int
+	rng    *rand.Rand
+}
+
+func (th *throttle) fault(c Call) Fault {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	id := c.Key + "/" + c.Step
+	if th.streak[id] < 3 && th.rng.Float64() < th.rate {
+		th.streak[id]++
+		if th.rng.IntN(2) == 0 {
+			return Fault{Status: 400, Type: "ThrottlingException"}
+		}
+		return Fault{Status: 500, Type: "InternalServerError"}
+	}
+	th.streak[id] = 0
+	return Fault{}
+}
+
+// outage fails every acquire of the chosen keys for a while after their first one, longer
+// than the store's retries last: the record fails as a whole, is reported, and succeeds on
+// the redelivery after the visibility timeout. It stands for a transient failure of the
+// handler's dependencies.
+type outage struct {
+	mu     sync.Mutex
+	chosen func(key string) bool
+	first  map[string]time.Time
+	span   time.Duration
+	hit    map[string]bool
+}
+
+func (o *outage) fault(c Call) (Fault, bool) {
+	if c.Step != "acquire" || !o.chosen(c.Key) {
+		return Fault{}, false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t0, ok := o.first[c.Key]
+	if !ok {
+		t0 = time.Now()
+		o.first[c.Key] = t0
+	}
+	if time.Since(t0) < o.span {
+		o.hit[c.Key] = true
+		return Fault{Status: 500, Type: "InternalServerError"}, true
+	}
+	return Fault{}, false
+}
+
+func (o *outage) keys() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.hit)
+}
+
+func hashShare(key string) float64 {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return float64(h.Sum32()%10000) / 10000
+}
+
+// TestDynamoDBFaults: throttling and 5xx on a quarter of all DynamoDB calls (at most three in
+// a row, absorbed by the store's retries), plus an outage of a tenth of the keys that outlasts
+// the retries (the record fails and is redelivered): no loss, every effect once.
+func TestDynamoDBFaults(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "ddbfault")
+	p := w.pipeline(false)
+	th := &throttle{rate: 0.25, streak: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
+	out := &outage{chosen: func(k string) bool { return hashShare(k) < 0.10 }, first: map[string]time.Time{}, hit: map[string]bool{}, span: 3 * time.Second}
+	w.dynamo.Policy = func(c Call) Fault {
+		if f, ok := out.fault(c); ok {
+			return f
+		}
+		return th.fault(c)
+	}
+	var want []string
+	var msgs []message
+	for i := range 300 {
+		key := fmt.Sprintf("fault-%03d", i)
+		want = append(want, key)
+		msgs = append(msgs, message{Body: body(key)})
+	}
+	_, stop := w.poll(p, 3)
+	w.send(p.Queue, msgs)
+	took := w.waitFor("every effect and an empty queue", 4*w.visibility(p.Queue), func() bool {
+		return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
+	})
+	stop()
+	settle()
+	checkOnce(t, w.ledger, want)
+	oc := w.ledger.Outcomes()
+	if w.dynamo.Injected.Load() == 0 || out.keys() == 0 || oc["store_error"] < out.keys() {
+		t.Errorf("faults not exercised: %d injected, %d keys in outage, outcomes %v", w.dynamo.Injected.Load(), out.keys(), oc)
+	}
+	c := w.dynamo.Counts()
+	report(t, "%d messages; %d DynamoDB errors injected over %d calls; %d keys in an outage -> %d store_error records redelivered; lost 0, twice 0; %v",
+		len(want), w.dynamo.Injected.Load(), c["UpdateItem/acquire"]+c["UpdateItem/complete"]+c["UpdateItem/release"], out.keys(), oc["store_error"], took.Round(10*time.Millisecond))
+}

@@ -1,0 +1,116 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestSoak pushes -soak.messages messages through the standard pipeline while -soak.fail of
+// them fail transiently on their first delivery (a DynamoDB outage longer than the store's
+// retries: the record is reported and redelivered), -soak.poison of them are poison, and
+// DynamoDB throttles 5% of all calls (absorbed by retries). It prints lost (must be 0),
+// effects run twice (must be 0), the DLQ (must equal the poison set), messages per second and
+// wall time. `make test` runs a short soak; `make soak` runs 100,000 messages.
+func TestSoak(t *testing.T) {
+	t.Parallel()
+	n := *soakMessages
+	w := newWorld(t, "soak")
+	p := w.pipeline(false)
+	rng := rand.New(rand.NewPCG(7, 11))
+
+	var want []string
+	var poison []string
+	msgs := make([]message, 0, n)
+	for i := range n {
+		if rng.Float64() < *soakPoison {
+			b := poisonBodies[i%len(poisonBodies)]
+			b = fmt.Sprintf(`{"soak":%d,"bad":%q}`, i, b) // distinct, and without a key
+			poison = append(poison, b)
+			msgs = append(msgs, message{Body: b})
+			continue
+		}
+		key := fmt.Sprintf("soak-%06d", i)
+		want = append(want, key)
+		msgs = append(msgs, message{Body: body(key)})
+	}
+	env, err := w.d.Env(p.Consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := map[string]bool{} // by record id, "<prefix>#<key>", as the proxy sees it
+	for _, k := range want {
+		if rng.Float64() < *soakFail {
+			failing[env["IDEMPOTENCY_KEY_PREFIX"]+"#"+k] = true
+		}
+	}
+	out := &outage{chosen: func(k string) bool { return failing[k] }, first: map[string]time.Time{}, hit: map[string]bool{}, span: 3 * time.Second}
+	th := &throttle{rate: 0.05, streak: map[string]int{}, rng: rand.New(rand.NewPCG(3, 5))}
+	w.dynamo.Policy = func(c Call) Fault {
+		if f, ok := out.fault(c); ok {
+			return f
+		}
+		return th.fault(c)
+	}
+
+	start := time.Now()
+	pl, stop := w.poll(p, *soakPollers)
+	var wg sync.WaitGroup
+	const senders = 4
+	for s := range senders {
+		wg.Go(func() {
+			var mine []message
+			for i := s * 10; i < len(msgs); i += senders * 10 {
+				mine = append(mine, msgs[i:min(i+10, len(msgs))]...)
+			}
+			w.send(p.Queue, mine)
+		})
+	}
+	wg.Wait()
+	sentIn := time.Since(start)
+	vis := w.visibility(p.Queue)
+	maxRecv := w.d.Template.Queues[p.Queue].MaxReceiveCount()
+	limit := time.Duration(maxRecv+3)*vis + time.Duration(n/50)*time.Second
+	var lastEffect time.Duration
+	w.waitFor("every effect, the poison dead-lettered and an empty queue", limit, func() bool {
+		if len(w.ledger.Effects()) < len(want) {
+			return false
+		}
+		if lastEffect == 0 {
+			lastEffect = time.Since(start)
+		}
+		return w.depth(p.DLQ) == len(poison) && w.depth(p.Queue) == 0
+	})
+	wall := time.Since(start)
+	stop()
+	settle()
+
+	lost, twice, unexpected := w.ledger.Check(want)
+	var dead []string
+	for _, m := range w.drain(p.DLQ) {
+		dead = append(dead, *m.Body)
+	}
+	slices.Sort(dead)
+	slices.Sort(poison)
+	dlqOK := slices.Equal(dead, poison)
+	oc := w.ledger.Outcomes()
+	report(t, "messages %d (valid %d, poison %d), transient first-delivery failures %d keys (%.1f%%), throttles/5xx injected %d; lost %d, effects twice %d, unexpected %d; DLQ %d = poison set: %v; %d pollers, %d invocations; all effects in %v = %.0f messages/s; wall time %v (poison needs %d receives x %v visibility); sent in %v",
+		n, len(want), len(poison), out.keys(), 100*float64(out.keys())/float64(len(want)), w.dynamo.Injected.Load(),
+		len(lost), len(twice), len(unexpected), len(dead), dlqOK, *soakPollers, pl.Stats.Invocations.Load(),
+		lastEffect.Round(10*time.Millisecond), float64(len(want))/lastEffect.Seconds(), wall.Round(10*time.Millisecond), maxRecv, vis, sentIn.Round(10*time.Millisecond))
+	t.Logf("outcomes %v", oc)
+	if len(lost)+len(twice)+len(unexpected) > 0 {
+		t.Errorf("lost %v, twice %v, unexpected %v", head(lost), head(twice), head(unexpected))
+	}
+	if !dlqOK {
+		t.Errorf("DLQ (%d) differs from the poison set (%d)", len(dead), len(poison))
+	}
+	if len(failing) > 0 && out.keys() == 0 {
+		t.Error("no transient failure was injected")
+	}
+}

@@ -1,0 +1,292 @@
+// Package e2e runs the pipeline's real Lambda binaries against a real SQS-compatible server
+// and DynamoDB Local, configured from a synthesized CloudFormation template, under the faults
+// SQS, EventBridge Scheduler and Lambda produce in production: duplicate deliveries,
+// duplicate schedule invocations, crashed and timed-out invocations, poison messages and a
+// failing DynamoDB.
+//
+// The harness (this package's non-test files) has four parts:
+//   - Template reads the queues, table, functions, event source mappings and schedules of a
+//     synthesized stack; Deploy creates the queues and the table from it on the local
+//     backends and resolves every function's environment, so the suite exercises what would
+//     be deployed, not a hand-written copy.
+//   - lambdart (test/internal/lambdart) runs the bootstrap binaries, built as bundling builds
+//     them, behind a local Lambda Runtime API.
+//   - Poller is the event source mapping: it receives up to the mapping's batch size, invokes,
+//     deletes only the records the partial batch response did not list, and leaves the rest to
+//     the visibility timeout. Scheduler invokes the dispatcher with the schedule's input.
+//   - DynamoProxy sits between the consumers and DynamoDB Local, counting calls and injecting
+//     throttling, server errors or held responses.
+//
+// The scenarios are in the e2e-tagged test files: `make e2e` runs them.
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
+)
+
+// Resource types the harness deploys or runs.
+const (
+	typeQueue    = "AWS::SQS::Queue"
+	typeTable    = "AWS::DynamoDB::Table"
+	typeFunction = "AWS::Lambda::Function"
+	typeMapping  = "AWS::Lambda::EventSourceMapping"
+	typeSchedule = "AWS::Scheduler::Schedule"
+)
+
+// Template is the part of a synthesized stack that runs: every resource keyed by logical id.
+type Template struct {
+	Name      string // the stack name (file name without .template.json)
+	Queues    map[string]Queue
+	Tables    map[string]Table
+	Functions map[string]Function
+	Mappings  []Mapping
+	Schedules []Schedule
+}
+
+// Queue is an AWS::SQS::Queue's properties.
+type Queue struct {
+	LogicalID string
+	Props     map[string]any
+}
+
+// Fifo reports whether the queue is a FIFO queue.
+func (q Queue) Fifo() bool { b, _ := q.Props["FifoQueue"].(bool); return b }
+
+// DeadLetterQueue is the logical id the redrive policy points at, "" without one.
+func (q Queue) DeadLetterQueue() string {
+	return cfn.RefTarget(cfn.Dig(q.Props, "RedrivePolicy", "deadLetterTargetArn"))
+}
+
+// MaxReceiveCount is the redrive policy's maxReceiveCount, 0 without one.
+func (q Queue) MaxReceiveCount() int {
+	n, _ := cfn.Dig(q.Props, "RedrivePolicy", "maxReceiveCount").(float64)
+	return int(n)
+}
+
+// Table is an AWS::DynamoDB::Table's properties.
+type Table struct {
+	LogicalID string
+	Props     map[string]any
+}
+
+// Function is an AWS::Lambda::Function: its environment (values still CloudFormation
+// expressions), timeout and memory.
+type Function struct {
+	LogicalID string
+	Env       map[string]any
+	Timeout   int // seconds
+	MemoryMB  int
+	Handler   string
+	Runtime   string
+}
+
+// Binary names the program of this repository that the function runs. The template says
+// only which asset holds the code, so it is told by the function's environment contract:
+// IDEMPOTENCY_TABLE_NAME is the consumer's, QUEUE_URL the dispatcher's.
+func (f Function) Binary() (string, error) {
+	_, consumer := f.Env["IDEMPOTENCY_TABLE_NAME"]
+	_, dispatcher := f.Env["QUEUE_URL"]
+	switch {
+	case consumer && !dispatcher:
+		return "consumer", nil
+	case dispatcher && !consumer:
+		return "dispatcher", nil
+	}
+	return "", fmt.Errorf("function %s: cannot tell consumer from dispatcher by its environment", f.LogicalID)
+}
+
+// Mapping is an AWS::Lambda::EventSourceMapping from a queue to a function.
+type Mapping struct {
+	LogicalID      string
+	Queue          string // logical id
+	Function       string // logical id
+	BatchSize      int
+	WindowSeconds  int
+	MaxConcurrency int
+	ReportFailures bool // FunctionResponseTypes has ReportBatchItemFailures
+}
+
+// Schedule is an AWS::Scheduler::Schedule targeting a function.
+type Schedule struct {
+	LogicalID string
+	Function  string // logical id
+	Input     string // the target input, with Scheduler's <aws.scheduler.*> placeholders
+}
+
+// LoadAssembly reads the one stack template in a cloud assembly directory (cdk.out).
+func LoadAssembly(dir string) (*Template, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.template.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) != 1 {
+		return nil, fmt.Errorf("%s: want exactly one *.template.json, found %d (synthesize with `make e2e`)", dir, len(files))
+	}
+	return LoadTemplate(files[0])
+}
+
+// LoadTemplate reads a synthesized template and checks that every part the harness needs is
+// there and understood: an unknown shape is an error, never a silently different topology.
+func LoadTemplate(path string) (*Template, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Resources map[string]struct {
+			Type       string
+			Properties map[string]any
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	t := &Template{
+		Name:      strings.TrimSuffix(filepath.Base(path), ".template.json"),
+		Queues:    map[string]Queue{},
+		Tables:    map[string]Table{},
+		Functions: map[string]Function{},
+	}
+	ids := make([]string, 0, len(doc.Resources))
+	for id := range doc.Resources {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // deterministic mapping and schedule order
+	for _, id := range ids {
+		r := doc.Resources[id]
+		p := r.Properties
+		switch r.Type {
+		case typeQueue:
+			t.Queues[id] = Queue{LogicalID: id, Props: p}
+		case typeTable:
+			t.Tables[id] = Table{LogicalID: id, Props: p}
+		case typeFunction:
+			env, _ := cfn.Dig(p, "Environment", "Variables").(map[string]any)
+			f := Function{LogicalID: id, Env: env, Timeout: intProp(p, "Timeout", 3), MemoryMB: intProp(p, "MemorySize", 128)}
+			f.Handler, _ = p["Handler"].(string)
+			f.Runtime, _ = p["Runtime"].(string)
+			t.Functions[id] = f
+		case typeMapping:
+			m := Mapping{
+				LogicalID:      id,
+				Queue:          cfn.RefTarget(p["EventSourceArn"]),
+				Function:       cfn.RefTarget(p["FunctionName"]),
+				BatchSize:      intProp(p, "BatchSize", 10),
+				WindowSeconds:  intProp(p, "MaximumBatchingWindowInSeconds", 0),
+				MaxConcurrency: int(asFloat(cfn.Dig(p, "ScalingConfig", "MaximumConcurrency"))),
+			}
+			types, _ := p["FunctionResponseTypes"].([]any)
+			m.ReportFailures = slices.Contains(types, any("ReportBatchItemFailures"))
+			t.Mappings = append(t.Mappings, m)
+		case typeSchedule:
+			input, _ := cfn.Dig(p, "Target", "Input").(string)
+			t.Schedules = append(t.Schedules, Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input})
+		}
+	}
+	return t, t.check()
+}
+
+func (t *Template) check() error {
+	var problems []string
+	for _, m := range t.Mappings {
+		if _, ok := t.Queues[m.Queue]; !ok {
+			problems = append(problems, fmt.Sprintf("mapping %s: source %q is not a queue of this stack", m.LogicalID, m.Queue))
+		}
+		if _, ok := t.Functions[m.Function]; !ok {
+			problems = append(problems, fmt.Sprintf("mapping %s: function %q is not in this stack", m.LogicalID, m.Function))
+		}
+	}
+	for _, s := range t.Schedules {
+		if _, ok := t.Functions[s.Function]; !ok {
+			problems = append(problems, fmt.Sprintf("schedule %s: target %q is not a function of this stack", s.LogicalID, s.Function))
+		}
+	}
+	for id, q := range t.Queues {
+		if dlq := q.DeadLetterQueue(); dlq != "" {
+			if _, ok := t.Queues[dlq]; !ok {
+				problems = append(problems, fmt.Sprintf("queue %s: dead-letter queue %q is not in this stack", id, dlq))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("template %s: %s", t.Name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// MappingFor returns the event source mapping that feeds a queue.
+func (t *Template) MappingFor(queue string) (Mapping, error) {
+	for _, m := range t.Mappings {
+		if m.Queue == queue {
+			return m, nil
+		}
+	}
+	return Mapping{}, fmt.Errorf("template %s: no event source mapping reads queue %s", t.Name, queue)
+}
+
+// ScheduleFor returns the schedule that invokes a function.
+func (t *Template) ScheduleFor(function string) (Schedule, error) {
+	for _, s := range t.Schedules {
+		if s.Function == function {
+			return s, nil
+		}
+	}
+	return Schedule{}, fmt.Errorf("template %s: no schedule invokes %s", t.Name, function)
+}
+
+// Pipelines pairs each processing queue (a queue with an event source mapping) with its
+// consumer, DLQ and the dispatcher whose QUEUE_URL names it.
+func (t *Template) Pipelines() ([]Pipeline, error) {
+	var out []Pipeline
+	for _, m := range t.Mappings {
+		q := t.Queues[m.Queue]
+		p := Pipeline{Queue: m.Queue, DLQ: q.DeadLetterQueue(), Consumer: m.Function, Mapping: m, Fifo: q.Fifo()}
+		if p.DLQ == "" {
+			return nil, fmt.Errorf("queue %s has no redrive policy: poison messages would cycle forever", m.Queue)
+		}
+		for id, f := range t.Functions {
+			if cfn.RefTarget(f.Env["QUEUE_URL"]) == m.Queue {
+				p.Dispatcher = id
+			}
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("template %s: no event source mapping", t.Name)
+	}
+	return out, nil
+}
+
+// Pipeline is one queue's slice of the topology, by logical id.
+type Pipeline struct {
+	Queue, DLQ, Consumer, Dispatcher string
+	Mapping                          Mapping
+	Fifo                             bool
+}
+
+func intProp(p map[string]any, key string, def int) int {
+	if v, ok := p[key]; ok {
+		return int(asFloat(v))
+	}
+	return def
+}
+
+func asFloat(v any) float64 {
+	switch n := v.(type) {
+	case float64:
+		return n
+	case string: // CloudFormation accepts numbers as strings
+		var f float64
+		if _, err := fmt.Sscan(n, &f); err == nil {
+			return f
+		}
+	}
+	return 0
+}

@@ -1,0 +1,376 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
+	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+)
+
+// EnvAssembly names the cloud assembly directory the suite deploys (`make e2e` synthesizes
+// it with short timeouts, so that redelivery after a visibility timeout takes seconds).
+const EnvAssembly = "E2E_ASSEMBLY"
+
+var (
+	ddb  *dynamolocal.Server
+	sqsd *sqslocal.Server
+	tmpl *Template
+	bins = map[string]string{} // "consumer" / "dispatcher" -> bootstrap path
+
+	soakMessages = flag.Int("soak.messages", 3000, "messages in TestSoak (make soak: 100000)")
+	soakFail     = flag.Float64("soak.fail", 0.15, "share of soak messages whose first delivery fails transiently")
+	soakPoison   = flag.Float64("soak.poison", 0.01, "share of soak messages that are poison")
+	soakPollers  = flag.Int("soak.pollers", 4, "concurrent consumer environments in TestSoak")
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "e2e:", err); return 1 }
+	dir := os.Getenv(EnvAssembly)
+	if dir == "" {
+		return fail(fmt.Errorf("%s is not set: run `make e2e`, which synthesizes the stack and sets it", EnvAssembly))
+	}
+	var err error
+	if tmpl, err = LoadAssembly(dir); err != nil {
+		return fail(err)
+	}
+	ctx := context.Background()
+	binDir, err := os.MkdirTemp("", "e2e-bin-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(binDir)
+	for _, fn := range []string{"consumer", "dispatcher"} {
+		out := filepath.Join(binDir, fn, "bootstrap")
+		if err := lambdart.Build(ctx, "github.com/idempotent-sqs/pipeline/functions/"+fn, out); err != nil {
+			return fail(fmt.Errorf("build %s: %w", fn, err))
+		}
+		bins[fn] = out
+	}
+	// Both backends start together; either failing to start fails the run.
+	var wg sync.WaitGroup
+	var dErr, sErr error
+	wg.Go(func() { ddb, dErr = dynamolocal.Start() })
+	wg.Go(func() { sqsd, sErr = sqslocal.Start() })
+	wg.Wait()
+	defer func() {
+		if ddb != nil {
+			ddb.Stop()
+		}
+		if sqsd != nil {
+			sqsd.Stop()
+		}
+	}()
+	if err := errors.Join(dErr, sErr); err != nil {
+		return fail(err)
+	}
+	fmt.Printf("e2e: template %s from %s; SQS server %s at %s; DynamoDB Local at %s\n",
+		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint())
+	return m.Run()
+}
+
+// world is one scenario's private deployment of the template: its own queues and table (names
+// suffixed with the scenario), a DynamoDB proxy for fault injection and call counts, an SQS
+// proxy for the dispatcher's call counts, and a ledger of every consumer's output.
+type world struct {
+	t      *testing.T
+	d      *Deployment
+	sq     *sqs.Client
+	db     *dynamodb.Client
+	dynamo *Proxy // consumers -> DynamoDB Local
+	sqsPx  *Proxy // dispatchers -> SQS server
+	ledger *Ledger
+	region string
+
+	mu   sync.Mutex
+	envs []*lambdart.Env
+}
+
+var worldSeq atomic.Int64
+
+func newWorld(t *testing.T, name string) *world {
+	t.Helper()
+	ctx := t.Context()
+	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: NewLedger()}
+	suffix := fmt.Sprintf("%s%d", name, worldSeq.Add(1))
+	var err error
+	if w.d, err = Deploy(ctx, w.sq, w.db, tmpl, suffix); err != nil {
+		t.Fatal(err)
+	}
+	if w.dynamo, err = NewProxy(ddb.Endpoint()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.dynamo.Close() })
+	if w.sqsPx, err = NewProxy(sqsd.Endpoint()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.sqsPx.Close() })
+	t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, e := range w.envs {
+			e.Close()
+		}
+		if n, last := w.ledger.NonJSON(); n > 0 {
+			t.Errorf("%d consumer output lines were not JSON (the contract is structured logs only); last: %s", n, strings.Join(last, "\n"))
+		}
+	})
+	return w
+}
+
+// pipeline returns the template's standard or FIFO pipeline.
+func (w *world) pipeline(fifo bool) Pipeline {
+	w.t.Helper()
+	ps, err := w.d.Template.Pipelines()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.Fifo == fifo && p.Dispatcher != "" {
+			return p
+		}
+	}
+	w.t.Fatalf("template has no pipeline with fifo=%v and a dispatcher", fifo)
+	return Pipeline{}
+}
+
+// env starts (lazily, at the first Invoke) one execution environment of a function, with the
+// template's environment and the local endpoints.
+func (w *world) env(function string, output func([]byte)) *lambdart.Env {
+	w.t.Helper()
+	vars, err := w.d.Env(function)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	f := w.d.Template.Functions[function]
+	bin, err := f.Binary()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	vars["AWS_ENDPOINT_URL_DYNAMODB"] = w.dynamo.URL
+	vars["AWS_ENDPOINT_URL_SQS"] = w.sqsPx.URL
+	e, err := lambdart.New(lambdart.Config{
+		Binary: bins[bin], Env: vars, FunctionName: function + "-" + w.d.Suffix,
+		Timeout: time.Duration(f.Timeout) * time.Second, MemoryMB: f.MemoryMB,
+		Region: sqslocal.Region, Output: output,
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.mu.Lock()
+	w.envs = append(w.envs, e)
+	w.mu.Unlock()
+	return e
+}
+
+// invoker adapts an Env to the poller's Invoker: a function error fails the invocation.
+func invoker(e *lambdart.Env) Invoker {
+	return InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		res, err := e.Invoke(ctx, payload)
+		if err != nil {
+			return nil, err
+		}
+		if res.FunctionError != nil {
+			return nil, res.FunctionError
+		}
+		return res.Payload, nil
+	})
+}
+
+// poll runs n consumer environments behind the pipeline's event source mapping until the
+// returned stop is called.
+func (w *world) poll(p Pipeline, n int) (*Poller, func()) {
+	w.t.Helper()
+	envs := make([]Invoker, n)
+	for i := range envs {
+		envs[i] = invoker(w.env(p.Consumer, w.consumerOutput))
+	}
+	pl := &Poller{SQS: w.sq, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
+		Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
+	return pl, w.runPoller(pl)
+}
+
+// runPoller runs a Poller until the returned stop is called (stop waits for it).
+func (w *world) runPoller(pl *Poller) func() {
+	if pl.Region == "" {
+		pl.Region = sqslocal.Region
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pl.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				w.t.Errorf("poller: %v", err)
+			}
+		})
+	}
+	w.t.Cleanup(stop)
+	return stop
+}
+
+// consumerOutput feeds a consumer's output line to the ledger (and to stderr with
+// E2E_DEBUG=1, to watch a scenario).
+func (w *world) consumerOutput(line []byte) {
+	w.ledger.Line(line)
+	if debug {
+		fmt.Fprintf(os.Stderr, "%s consumer: %s\n", w.d.Suffix, line)
+	}
+}
+
+var debug = os.Getenv("E2E_DEBUG") != ""
+
+// dispatch invokes the pipeline's dispatcher as its schedule would for one firing.
+func (w *world) dispatch(e *lambdart.Env, p Pipeline, scheduled time.Time, execID string, items []map[string]any) error {
+	s, err := w.d.Template.ScheduleFor(p.Dispatcher)
+	if err != nil {
+		return err
+	}
+	in, err := ScheduleInput(s, scheduled, execID, items)
+	if err != nil {
+		return err
+	}
+	res, err := e.Invoke(w.t.Context(), in)
+	if err != nil {
+		return err
+	}
+	if res.FunctionError != nil {
+		return res.FunctionError
+	}
+	return nil
+}
+
+// message is one message a scenario sends straight to a queue.
+type message struct {
+	Body  string
+	Group string // FIFO only
+	Dedup string // FIFO only; default: unique per send
+}
+
+var sendSeq atomic.Int64
+
+// send puts messages on a queue in order, ten per SendMessageBatch.
+func (w *world) send(queue string, msgs []message) {
+	w.t.Helper()
+	fifo := w.d.Template.Queues[queue].Fifo()
+	for start := 0; start < len(msgs); start += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for i, m := range msgs[start:min(start+10, len(msgs))] {
+			e := sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(m.Body)}
+			if fifo {
+				e.MessageGroupId = aws.String(m.Group)
+				dedup := m.Dedup
+				if dedup == "" {
+					dedup = "send-" + strconv.FormatInt(sendSeq.Add(1), 10)
+				}
+				e.MessageDeduplicationId = aws.String(dedup)
+			}
+			entries = append(entries, e)
+		}
+		out, err := w.sq.SendMessageBatch(w.t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(w.d.QueueURL[queue]), Entries: entries})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if len(out.Failed) > 0 {
+			w.t.Fatalf("send: %d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+}
+
+// depth is the number of messages in a queue, visible or in flight.
+func (w *world) depth(queue string) int {
+	out, err := w.sq.GetQueueAttributes(w.t.Context(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(w.d.QueueURL[queue]),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		i, _ := strconv.Atoi(v)
+		n += i
+	}
+	return n
+}
+
+// waitFor polls cond every 100 ms until it holds or timeout passes (a scenario failure).
+func (w *world) waitFor(what string, timeout time.Duration, cond func() bool) time.Duration {
+	w.t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			w.t.Fatalf("timed out after %v waiting for %s: %d effects, outcomes %v, DynamoDB calls %v",
+				timeout, what, len(w.ledger.Effects()), w.ledger.Outcomes(), w.dynamo.Counts())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// drain reads every message of a queue (a DLQ, once nothing else moves) without deleting:
+// each receive hides them for the queue's visibility timeout, long enough to read them all.
+func (w *world) drain(queue string) []sqstypes.Message {
+	w.t.Helper()
+	var all []sqstypes.Message
+	for {
+		out, err := w.sq.ReceiveMessage(w.t.Context(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(w.d.QueueURL[queue]), MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return all
+		}
+		all = append(all, out.Messages...)
+	}
+}
+
+// visibility is a queue's visibility timeout from the template.
+func (w *world) visibility(queue string) time.Duration {
+	return time.Duration(asFloat(w.d.Template.Queues[queue].Props["VisibilityTimeout"])) * time.Second
+}
+
+// body is a consumer message body with the default key field.
+func body(key string, extra ...string) string {
+	b, _ := json.Marshal(map[string]any{"idempotencyKey": key, "payload": strings.Join(extra, ",")})
+	return string(b)
+}
+
+// report prints one scenario figure line, collected by `make e2e` into the scenario table.
+func report(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	t.Log(msg)
+	fmt.Printf("FIGURE %s: %s\n", t.Name(), msg)
+}
