@@ -4,8 +4,9 @@
 // the records that must be delivered again.
 //
 // main only wires: it reads the environment once (see env.go for the variables and their
-// defaults), builds the DynamoDB client once (SDK retries off: the Guard retries transient
-// errors itself; AWS_ENDPOINT_URL_DYNAMODB points it at DynamoDB Local for local runs), and
+// defaults), builds the DynamoDB client once from the Lambda environment (SDK retries off: the
+// Guard retries transient errors itself; AWS_ENDPOINT_URL_DYNAMODB points it at DynamoDB Local
+// for local runs), and
 // hands each invocation to Handler. With an invalid environment every invocation fails with
 // the error naming the variable, which is also logged once at start. To plug in real business
 // logic, pass your Effect to NewHandler instead of LogEffect.
@@ -15,15 +16,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/internal/awsenv"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
@@ -31,21 +34,34 @@ func main() {
 	lambda.Start(start(context.Background(), os.LookupEnv, os.Stdout, newDynamoClient, newSQSClient))
 }
 
+// The clients are built from the Lambda environment only (awsenv: region, the execution
+// role's credentials, AWS_ENDPOINT_URL_<SERVICE> or AWS_ENDPOINT_URL for local runs);
+// config.LoadDefaultConfig would link credential sources a Lambda never uses (about 1.8 MiB).
+
 // newSQSClient builds the client that moves records to the dead-letter queue; it is only
-// built when DEAD_LETTER_QUEUE_URL is set. AWS_ENDPOINT_URL_SQS points it at a local server.
-func newSQSClient(ctx context.Context) (SQSSendAPI, error) {
-	awsCfg, err := config.LoadDefaultConfig(ctx)
+// built when DEAD_LETTER_QUEUE_URL is set.
+func newSQSClient(context.Context) (SQSSendAPI, error) {
+	awsCfg, err := awsenv.Load(os.LookupEnv, awsenv.SQS)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	return sqs.NewFromConfig(awsCfg), nil
 }
 
-func newDynamoClient(ctx context.Context) (idempotency.DynamoDBAPI, error) {
-	awsCfg, err := config.LoadDefaultConfig(ctx)
+// newDynamoClient builds the store's client: SDK retries off (the Guard retries transient
+// errors itself), and one idle connection kept per record that can be in flight. The SDK's
+// default keeps 10 per host, so with BATCH_CONCURRENCY above 10 it closed and redialled the
+// rest after every batch: a TCP handshake per call on both sides (measured with the peer
+// benchmark: 2,167 connections for 2,200 records at batch 100, 105 with this pool).
+func newDynamoClient(context.Context) (idempotency.DynamoDBAPI, error) {
+	awsCfg, err := awsenv.Load(os.LookupEnv, awsenv.DynamoDB)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
+	awsCfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = 0 // no total cap: the client talks to one host
+		t.MaxIdleConnsPerHost = maxBatchConcurrency
+	})
 	return dynamodb.NewFromConfig(awsCfg, idempotency.WithoutSDKRetries), nil
 }
 

@@ -66,7 +66,7 @@ func TestStartDisabledNeedsNoClient(t *testing.T) {
 	}
 }
 
-// The production client path: config.LoadDefaultConfig honours AWS_ENDPOINT_URL_DYNAMODB, so
+// The production client path: awsenv honours AWS_ENDPOINT_URL_DYNAMODB, so
 // the binary runs against DynamoDB Local unchanged.
 func TestStartWithSDKClientAgainstEndpointEnv(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", srv.Endpoint())

@@ -4,7 +4,8 @@
 // item id, so that repeated runs for one period are recognized downstream.
 //
 // main only wires: it reads the environment once (see env.go for the variables), builds the
-// SQS client once, and hands each invocation to Handler. With an invalid environment every
+// SQS client once from the Lambda environment (internal/awsenv; AWS_ENDPOINT_URL_SQS points it
+// at a local server), and hands each invocation to Handler. With an invalid environment every
 // invocation fails with the error naming the variable, which is logged once at start.
 package main
 
@@ -15,9 +16,9 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-sqs/pipeline/functions/internal/awsenv"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
@@ -25,8 +26,11 @@ func main() {
 	lambda.Start(start(context.Background(), os.LookupEnv, os.Stdout, newSQSClient))
 }
 
-func newSQSClient(ctx context.Context) (SQSAPI, error) {
-	awsCfg, err := config.LoadDefaultConfig(ctx)
+// newSQSClient builds the client from the Lambda environment only (awsenv: region, the
+// execution role's credentials, AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL for local runs);
+// config.LoadDefaultConfig would link credential sources a Lambda never uses.
+func newSQSClient(context.Context) (SQSAPI, error) {
+	awsCfg, err := awsenv.Load(os.LookupEnv, awsenv.SQS)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}

@@ -1,0 +1,153 @@
+// Package awsenv builds the aws.Config of one service client from the environment Lambda
+// gives every function, and nothing else. It replaces config.LoadDefaultConfig in the Lambda
+// mains: that loader links the SSO, SSO-OIDC, STS, sign-in and IMDS clients and the shared
+// config file parser (about 0.9 MiB of a stripped arm64 binary) for credential sources a
+// Lambda function never uses.
+//
+// What it reads, through the lookup function given (os.LookupEnv in main):
+//   - AWS_REGION, else AWS_DEFAULT_REGION: the region (required).
+//   - AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (required), AWS_SESSION_TOKEN and
+//     AWS_ACCOUNT_ID (optional): static credentials, which is what Lambda provides for the
+//     lifetime of an execution environment.
+//   - AWS_ENDPOINT_URL_<SERVICE> (for example AWS_ENDPOINT_URL_DYNAMODB), else
+//     AWS_ENDPOINT_URL: the endpoint override for local runs (DynamoDB Local, an SQS-compatible
+//     server), ignored when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is "true", as in the SDK.
+//   - AWS_EXECUTION_ENV: the execution environment reported in the User-Agent, as the SDK does.
+//
+// Behaviour that differs from config.LoadDefaultConfig, on purpose: no shared config or
+// credentials file (~/.aws/config, AWS_PROFILE, AWS_CONFIG_FILE), no SSO, web identity,
+// process, container or IMDS credentials, and none of the SDK's other tuning variables
+// (AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, AWS_CA_BUNDLE, AWS_USE_FIPS_ENDPOINT, ...). The retryer
+// and the HTTP client are the service client's defaults. Outside Lambda, export the region
+// and credentials (for example `aws configure export-credentials --format env`).
+package awsenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// Environment variables read by Load.
+const (
+	EnvRegion               = "AWS_REGION"
+	EnvDefaultRegion        = "AWS_DEFAULT_REGION"
+	EnvAccessKeyID          = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey      = "AWS_SECRET_ACCESS_KEY"
+	EnvSessionToken         = "AWS_SESSION_TOKEN"
+	EnvAccountID            = "AWS_ACCOUNT_ID"
+	EnvEndpointURL          = "AWS_ENDPOINT_URL"
+	EnvIgnoreEndpointURLs   = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
+	EnvExecutionEnvironment = "AWS_EXECUTION_ENV"
+)
+
+// Service identifiers for Load: the suffix of the service's AWS_ENDPOINT_URL_<SERVICE>
+// variable (the SDK's service id, upper case, spaces as underscores).
+const (
+	DynamoDB = "DYNAMODB"
+	SQS      = "SQS"
+)
+
+// ErrConfig is wrapped by every error Load returns.
+var ErrConfig = errors.New("invalid AWS environment")
+
+// credentialSource is what the User-Agent and aws.Credentials.Source report, as the SDK's own
+// environment credentials do.
+const credentialSource = "EnvConfigCredentials"
+
+// Load returns the configuration for the client of one service (DynamoDB, SQS, or another
+// SDK service id) from the environment. Every missing or unusable variable is reported in one
+// error that names it and wraps ErrConfig.
+func Load(lookup func(string) (string, bool), service string) (aws.Config, error) {
+	get := func(name string) string {
+		v, _ := lookup(name)
+		return strings.TrimSpace(v)
+	}
+	var problems []string
+	cfg := aws.Config{}
+
+	cfg.Region = get(EnvRegion)
+	if cfg.Region == "" {
+		cfg.Region = get(EnvDefaultRegion)
+	}
+	if cfg.Region == "" {
+		problems = append(problems, fmt.Sprintf("%s is not set (Lambda sets it; for a local run export %s=us-east-1)", EnvRegion, EnvRegion))
+	}
+
+	creds := aws.Credentials{
+		AccessKeyID:     get(EnvAccessKeyID),
+		SecretAccessKey: get(EnvSecretAccessKey),
+		SessionToken:    get(EnvSessionToken),
+		AccountID:       get(EnvAccountID),
+		Source:          credentialSource,
+	}
+	for _, v := range []struct{ name, value string }{
+		{EnvAccessKeyID, creds.AccessKeyID}, {EnvSecretAccessKey, creds.SecretAccessKey},
+	} {
+		if v.value == "" {
+			problems = append(problems, fmt.Sprintf("%s is not set (Lambda sets it from the execution role; "+
+				"shared config files and profiles are not read)", v.name))
+		}
+	}
+	cfg.Credentials = staticCredentials(creds)
+
+	endpoint, err := endpointFor(get, service)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if endpoint != "" {
+		cfg.BaseEndpoint = aws.String(endpoint)
+	}
+
+	if env := get(EnvExecutionEnvironment); env != "" {
+		cfg.RuntimeEnvironment.EnvironmentIdentifier = aws.ExecutionEnvironmentID(env)
+	}
+
+	if len(problems) > 0 {
+		return aws.Config{}, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
+	}
+	return cfg, nil
+}
+
+// endpointFor returns the endpoint override for service: AWS_ENDPOINT_URL_<SERVICE>, else
+// AWS_ENDPOINT_URL, else "" (the SDK resolves the regional endpoint).
+func endpointFor(get func(string) string, service string) (string, error) {
+	if strings.EqualFold(get(EnvIgnoreEndpointURLs), "true") {
+		return "", nil
+	}
+	name := EnvEndpointURL
+	value := ""
+	if service != "" {
+		name = EnvEndpointURL + "_" + strings.ToUpper(strings.ReplaceAll(service, " ", "_"))
+		value = get(name)
+	}
+	if value == "" {
+		name, value = EnvEndpointURL, get(EnvEndpointURL)
+	}
+	if value == "" {
+		return "", nil
+	}
+	u, err := url.Parse(value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s=%q is not an http(s) URL with a host (for example http://127.0.0.1:8000)", name, value)
+	}
+	return value, nil
+}
+
+// staticCredentials is the provider for credentials that do not change while the process
+// lives (what credentials.NewStaticCredentialsProvider does, without linking that module).
+type staticCredentials aws.Credentials
+
+func (s staticCredentials) Retrieve(context.Context) (aws.Credentials, error) {
+	return aws.Credentials(s), nil
+}
+
+// ProviderSources reports the source of the credentials in the User-Agent, as the SDK's own
+// environment provider does.
+func (staticCredentials) ProviderSources() []aws.CredentialSource {
+	return []aws.CredentialSource{aws.CredentialSourceEnvVars}
+}
