@@ -24,19 +24,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
 // EnvDir names the environment variable holding the directory of the DynamoDB Local jars.
@@ -67,11 +67,7 @@ const mainClass = "software.amazon.dynamodb.services.local.main.ServerRunner"
 // Server is a running DynamoDB Local process. Its methods are safe for concurrent use.
 type Server struct {
 	endpoint string
-	cmd      *exec.Cmd
-	out      *tailBuffer
-	exited   chan struct{} // closed when the process has exited
-	waitErr  error         // valid after exited is closed
-	stopOnce sync.Once
+	proc     *localproc.Process
 }
 
 // Start launches DynamoDB Local in memory on a free 127.0.0.1 port and returns once it answers
@@ -97,23 +93,21 @@ func StartContext(ctx context.Context) (*Server, error) {
 	// before the JVM binds it; a JVM that exits early is retried on a fresh port.
 	var lastErr error
 	for range 3 {
-		port, err := freePort()
+		port, err := localproc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("dynamolocal: find a free port: %w", err)
 		}
 		s, err := launch(ctx, java, dir, port)
 		if err == nil {
 			return s, nil
 		}
 		lastErr = err
-		if ctx.Err() != nil || !errors.Is(err, errExited) {
+		if ctx.Err() != nil || !errors.Is(err, localproc.ErrExited) {
 			break
 		}
 	}
 	return nil, lastErr
 }
-
-var errExited = errors.New("process exited")
 
 func launch(ctx context.Context, java, dir string, port int) (*Server, error) {
 	args := javaOpts()
@@ -126,76 +120,52 @@ func launch(ctx context.Context, java, dir string, port int) (*Server, error) {
 		mainClass, "-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
 	cmd := exec.Command(java, args...)
 	cmd.Dir = dir
-	out := &tailBuffer{max: 64 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	setProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	proc, err := localproc.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("dynamolocal: start %s: %w (run `make tools`)", java, err)
 	}
 	s := &Server{
 		// DynamoDB Local has no bind-address flag (it listens on every interface); clients
 		// use the loopback address only.
 		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-		cmd:      cmd,
-		out:      out,
-		exited:   make(chan struct{}),
+		proc:     proc,
 	}
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitReady(ctx); err != nil {
+	if err := s.waitReady(ctx, dir); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Server) waitReady(ctx context.Context) error {
+// waitReady waits until the server answers ListTables; dir is the jars' directory, for the
+// message when java exits first.
+func (s *Server) waitReady(ctx context.Context, dir string) error {
 	client := s.Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var lastErr error
-	for {
-		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := client.ListTables(callCtx, &dynamodb.ListTablesInput{})
-		cancel()
-		if err == nil {
-			return nil
-		}
-		lastErr = err
-		select {
-		case <-s.exited:
-			return fmt.Errorf("dynamolocal: java exited before DynamoDB Local answered (%v): %w; output:\n%s\n(check the jars in %s, or run `make tools`)",
-				s.waitErr, errExited, s.out.String(), s.cmd.Dir)
-		case <-ctx.Done():
-			return fmt.Errorf("dynamolocal: DynamoDB Local did not answer ListTables at %s: %w (last error: %v); output:\n%s",
-				s.endpoint, ctx.Err(), lastErr, s.out.String())
-		case <-tick.C:
-		}
+	lastErr, err := s.proc.WaitReady(ctx, func(ctx context.Context) error {
+		_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, localproc.ErrExited):
+		return fmt.Errorf("dynamolocal: java exited before DynamoDB Local answered (%v): %w; output:\n%s\n(check the jars in %s, or run `make tools`)",
+			s.proc.WaitErr(), err, s.proc.Output(), dir)
+	default:
+		return fmt.Errorf("dynamolocal: DynamoDB Local did not answer ListTables at %s: %w (last error: %v); output:\n%s",
+			s.endpoint, err, lastErr, s.proc.Output())
 	}
 }
 
-// Stop ends the JVM and its whole process group and waits for it to exit. It is safe to call
-// more than once.
-func (s *Server) Stop() {
-	s.stopOnce.Do(func() {
-		signalGroup(s.cmd, false)
-		select {
-		case <-s.exited:
-			return
-		case <-time.After(5 * time.Second):
-		}
-		signalGroup(s.cmd, true)
-		<-s.exited
-	})
-}
+// Stop ends the JVM and its whole process group (SIGTERM, then SIGKILL after 5 s) and waits
+// for it to exit. It is safe to call more than once.
+func (s *Server) Stop() { s.proc.Stop() }
 
 // Endpoint is the server's base URL, http://127.0.0.1:<port>.
 func (s *Server) Endpoint() string { return s.endpoint }
 
 // Output is what the JVM printed so far (the last 64 KiB), for failure messages.
-func (s *Server) Output() string { return s.out.String() }
+func (s *Server) Output() string { return s.proc.Output() }
 
 // Client returns a DynamoDB client for the server: static dummy credentials, region
 // us-east-1, BaseEndpoint set. SDK retries keep the SDK's default unless optFns change them.
@@ -257,14 +227,7 @@ func (s *Server) CreateTable(ctx context.Context, name, partitionKey, sortKey st
 //
 //	func TestMain(m *testing.M) { os.Exit(dynamolocal.Main(m, &srv)) }
 func Main(m *testing.M, srv **Server) int {
-	s, err := Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	defer s.Stop()
-	*srv = s
-	return m.Run()
+	return localproc.Main(m, Start, srv)
 }
 
 // jarDir finds the DynamoDB Local jars: $DYNAMODB_LOCAL_DIR, else .cache/dynamodb-local in the
@@ -290,44 +253,9 @@ func moduleRoot() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("dynamolocal: working directory: %w", err)
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("dynamolocal: %s unset and no go.mod above %s to find .cache/dynamodb-local: set %s, or run `make tools` from the module", EnvDir, wd, EnvDir)
-		}
+	root, ok := localproc.ModuleRoot(wd)
+	if !ok {
+		return "", fmt.Errorf("dynamolocal: %s unset and no go.mod above %s to find .cache/dynamodb-local: set %s, or run `make tools` from the module", EnvDir, wd, EnvDir)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("dynamolocal: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it; the JVM writes from two pipes at once.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
+	return root, nil
 }

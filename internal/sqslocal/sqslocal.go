@@ -28,7 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +40,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
 // Kind names an SQS-compatible server.
@@ -99,11 +100,8 @@ const DefaultJavaOpts = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m -Xmx256
 type Server struct {
 	kind     Kind
 	endpoint string
-	cmd      *exec.Cmd
-	out      *tailBuffer
-	tmp      string        // removed on Stop
-	exited   chan struct{} // closed when the process has exited
-	waitErr  error         // valid after exited is closed
+	proc     *localproc.Process
+	tmp      string // removed on Stop
 	stopOnce sync.Once
 }
 
@@ -149,9 +147,9 @@ func StartKind(ctx context.Context, kind Kind) (*Server, error) {
 	// before the server binds it; a server that exits early is retried on a fresh port.
 	var lastErr error
 	for range 3 {
-		port, err := freePort()
+		port, err := localproc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("sqslocal: find a free port: %w", err)
 		}
 		spec, err := prepare(port)
 		if err != nil {
@@ -162,14 +160,12 @@ func StartKind(ctx context.Context, kind Kind) (*Server, error) {
 			return s, nil
 		}
 		lastErr = err
-		if ctx.Err() != nil || !errors.Is(err, errExited) {
+		if ctx.Err() != nil || !errors.Is(err, localproc.ErrExited) {
 			break
 		}
 	}
 	return nil, lastErr
 }
-
-var errExited = errors.New("process exited")
 
 // spec is how to run one server on one port.
 type spec struct {
@@ -292,10 +288,8 @@ func launch(ctx context.Context, kind Kind, sp spec, port int) (*Server, error) 
 	cmd := exec.Command(sp.path, sp.args...)
 	cmd.Dir = sp.dir
 	cmd.Env = append(os.Environ(), sp.env...)
-	out := &tailBuffer{max: 64 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	setProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	proc, err := localproc.Start(cmd)
+	if err != nil {
 		if sp.tmp != "" {
 			os.RemoveAll(sp.tmp)
 		}
@@ -304,58 +298,41 @@ func launch(ctx context.Context, kind Kind, sp spec, port int) (*Server, error) 
 	s := &Server{
 		kind:     kind,
 		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-		cmd:      cmd,
-		out:      out,
+		proc:     proc,
 		tmp:      sp.tmp,
-		exited:   make(chan struct{}),
 	}
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitReady(ctx); err != nil {
+	if err := s.waitReady(ctx, sp.dir); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Server) waitReady(ctx context.Context) error {
+// waitReady waits until the server answers ListQueues; dir is its working directory, for the
+// message when it exits first.
+func (s *Server) waitReady(ctx context.Context, dir string) error {
 	client := s.Client(func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var lastErr error
-	for {
-		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := client.ListQueues(callCtx, &sqs.ListQueuesInput{})
-		cancel()
-		if err == nil {
-			return nil
-		}
-		lastErr = err
-		select {
-		case <-s.exited:
-			return fmt.Errorf("sqslocal: %s exited before it answered (%v): %w; output:\n%s\n(check the install in %s, or run `make tools`)",
-				s.kind, s.waitErr, errExited, s.out.String(), s.cmd.Dir)
-		case <-ctx.Done():
-			return fmt.Errorf("sqslocal: %s did not answer ListQueues at %s: %w (last error: %v); output:\n%s",
-				s.kind, s.endpoint, ctx.Err(), lastErr, s.out.String())
-		case <-tick.C:
-		}
+	lastErr, err := s.proc.WaitReady(ctx, func(ctx context.Context) error {
+		_, err := client.ListQueues(ctx, &sqs.ListQueuesInput{})
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, localproc.ErrExited):
+		return fmt.Errorf("sqslocal: %s exited before it answered (%v): %w; output:\n%s\n(check the install in %s, or run `make tools`)",
+			s.kind, s.proc.WaitErr(), err, s.proc.Output(), dir)
+	default:
+		return fmt.Errorf("sqslocal: %s did not answer ListQueues at %s: %w (last error: %v); output:\n%s",
+			s.kind, s.endpoint, err, lastErr, s.proc.Output())
 	}
 }
 
-// Stop ends the server and its whole process group and waits for it to exit. It is safe to
-// call more than once.
+// Stop ends the server and its whole process group (SIGTERM, then SIGKILL after 5 s), waits
+// for it to exit and removes its temporary files. It is safe to call more than once.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
-		signalGroup(s.cmd, false)
-		select {
-		case <-s.exited:
-		case <-time.After(5 * time.Second):
-			signalGroup(s.cmd, true)
-			<-s.exited
-		}
+		s.proc.Stop()
 		if s.tmp != "" {
 			os.RemoveAll(s.tmp)
 		}
@@ -375,10 +352,10 @@ func (s *Server) Kind() Kind { return s.kind }
 func (s *Server) Endpoint() string { return s.endpoint }
 
 // PID is the server process's id, which is also its process group's id.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int { return s.proc.PID() }
 
 // Output is what the server printed so far (the last 64 KiB), for failure messages.
-func (s *Server) Output() string { return s.out.String() }
+func (s *Server) Output() string { return s.proc.Output() }
 
 // Client returns an SQS client for the server: static dummy credentials, Region, BaseEndpoint
 // set. SDK retries keep the SDK's default unless optFns change them.
@@ -416,14 +393,7 @@ func (s *Server) CreateQueue(ctx context.Context, name string, attrs map[string]
 //
 //	func TestMain(m *testing.M) { os.Exit(sqslocal.Main(m, &srv)) }
 func Main(m *testing.M, srv **Server) int {
-	s, err := Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	defer s.Stop()
-	*srv = s
-	return m.Run()
+	return localproc.Main(m, Start, srv)
 }
 
 // InstallDir is where the server of kind k is installed: its environment variable, else
@@ -458,49 +428,14 @@ func moduleRoot() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sqslocal: working directory: %w", err)
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if fileExists(filepath.Join(dir, "go.mod")) {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("sqslocal: no go.mod above %s to find .cache", wd)
-		}
+	root, ok := localproc.ModuleRoot(wd)
+	if !ok {
+		return "", fmt.Errorf("sqslocal: no go.mod above %s to find .cache", wd)
 	}
+	return root, nil
 }
 
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("sqslocal: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it; the server writes from two pipes at once.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
 // Runtime API paths and headers (https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html).
@@ -109,7 +111,7 @@ func (e *Env) start() (*process, error) {
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	// Bounds Wait when a child the function started still holds the output pipes.
 	cmd.WaitDelay = time.Second
-	setProcessGroup(cmd)
+	localproc.SetProcessGroup(cmd) // its own group: a kill reaches every process it started
 	p.cmd = cmd
 	p.start = time.Now()
 	if err := cmd.Start(); err != nil {
@@ -131,7 +133,7 @@ func (e *Env) start() (*process, error) {
 // server with any request still open.
 func (p *process) wait(served <-chan struct{}) {
 	err := p.cmd.Wait()
-	killGroup(p.cmd)
+	localproc.SignalGroup(p.cmd, true) // SIGKILL: Lambda gives no grace period without extensions
 	p.stdout.flush()
 	p.stderr.flush()
 	state := p.cmd.ProcessState.String()
@@ -162,7 +164,7 @@ func (p *process) kill(cause error) {
 		p.cause = cause
 	}
 	p.mu.Unlock()
-	killGroup(p.cmd)
+	localproc.SignalGroup(p.cmd, true) // SIGKILL: Lambda gives no grace period without extensions
 }
 
 // failure is the error for a process that has exited: the reason it was killed or, when

@@ -1,0 +1,203 @@
+// Package localproc runs a local server process for tests: the part that dynamolocal and
+// sqslocal (and any other emulator started from a TestMain) share, so that each of them only
+// says how to run its server and how to ask it whether it is ready.
+//
+// A server is started on a port FreePort picked, in its own process group (so Stop ends it
+// together with everything it started, and on Linux the kernel kills it if the test binary
+// dies first), with the last OutputLimit bytes of its stdout and stderr kept for failure
+// messages:
+//
+//	port, err := localproc.FreePort()
+//	...
+//	p, err := localproc.Start(exec.Command(bin, "-port", strconv.Itoa(port)))
+//	...
+//	last, err := p.WaitReady(ctx, func(ctx context.Context) error { return ping(ctx, port) })
+//	if errors.Is(err, localproc.ErrExited) { ... p.WaitErr(), p.Output() ... }
+//	defer p.Stop()
+//
+// Errors are returned unwrapped or as sentinels, so that each caller keeps its own messages.
+// ModuleRoot finds the module root, under whose .cache `make tools` installs the servers.
+package localproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// OutputLimit is how much of the process's output Output keeps: the last 64 KiB.
+const OutputLimit = 64 << 10
+
+// StopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
+const StopGrace = 5 * time.Second
+
+// stopGrace is StopGrace, shortened by tests.
+var stopGrace = StopGrace
+
+// The WaitReady probe runs every probeInterval, each call bounded by probeTimeout.
+const (
+	probeInterval = 100 * time.Millisecond
+	probeTimeout  = 2 * time.Second
+)
+
+// ErrExited is what WaitReady returns when the process exits before the probe succeeds: a
+// server that could not bind its port, say, which a caller may retry on a fresh port.
+var ErrExited = errors.New("process exited")
+
+// Process is a started server process. Its methods are safe for concurrent use.
+type Process struct {
+	cmd      *exec.Cmd
+	out      *tailBuffer
+	exited   chan struct{} // closed when the process has exited
+	waitErr  error         // valid after exited is closed
+	stopOnce sync.Once
+}
+
+// Start starts cmd in its own process group with its stdout and stderr captured (see Output),
+// and waits for it in the background. cmd's SysProcAttr, Stdout and Stderr are replaced. The
+// error is cmd.Start's, unwrapped.
+func Start(cmd *exec.Cmd) (*Process, error) {
+	out := &tailBuffer{max: OutputLimit}
+	cmd.Stdout, cmd.Stderr = out, out
+	SetProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Process{cmd: cmd, out: out, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// WaitReady calls probe until it returns nil (then WaitReady returns nil, nil), the process
+// exits (ErrExited) or ctx is done (ctx.Err()). Each call gets at most 2 s; a failed call is
+// retried after 100 ms. last is probe's last error, for the message of a caller that gives up.
+func (p *Process) WaitReady(ctx context.Context, probe func(context.Context) error) (last, err error) {
+	tick := time.NewTicker(probeInterval)
+	defer tick.Stop()
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := probe(callCtx)
+		cancel()
+		if err == nil {
+			return nil, nil
+		}
+		last = err
+		select {
+		case <-p.exited:
+			return last, ErrExited
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop sends SIGTERM to the process group, SIGKILL after StopGrace if the process still
+// runs, and returns once the process has exited. It is safe to call more than once.
+func (p *Process) Stop() {
+	p.stopOnce.Do(func() {
+		SignalGroup(p.cmd, false)
+		select {
+		case <-p.exited:
+			return
+		case <-time.After(stopGrace):
+		}
+		SignalGroup(p.cmd, true)
+		<-p.exited
+	})
+}
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// WaitErr is cmd.Wait's result; valid once Exited is closed, nil before.
+func (p *Process) WaitErr() error {
+	select {
+	case <-p.exited:
+		return p.waitErr
+	default:
+		return nil
+	}
+}
+
+// PID is the process's id, which is also its process group's id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Output is what the process printed so far on stdout and stderr (the last OutputLimit bytes).
+func (p *Process) Output() string { return p.out.String() }
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago: it binds port 0 and
+// releases what the kernel gave. Another process can take it before the server binds it, so a
+// server that exits at once (ErrExited from WaitReady) is worth retrying on a fresh port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ModuleRoot is the nearest directory at or above dir that holds a go.mod, and false when
+// there is none up to the file system's root. Callers pass os.Getwd(): `go test` runs a test
+// binary in its package's directory, anywhere below the root.
+func ModuleRoot(dir string) (string, bool) {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+// Main is the body of a server package's Main, for TestMain: it starts the server into *srv,
+// runs the tests, stops the server and returns the exit code. A server that cannot start
+// fails the run (exit code 1) with the reason on stderr, rather than skipping the tests that
+// need it.
+func Main[S interface{ Stop() }](m *testing.M, start func() (S, error), srv *S) int {
+	s, err := start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer s.Stop()
+	*srv = s
+	return m.Run()
+}
+
+// tailBuffer keeps the last max bytes written to it; a process writes from two pipes at once.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
