@@ -42,22 +42,6 @@ func TestLedgerCheck(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
-	tests := []struct{ target, body, op, step, key string }{
-		{"DynamoDB_20120810.UpdateItem", `{"TableName":"t","Key":{"id":{"S":"p#k"}},"ExpressionAttributeValues":{":lock":{"N":"1"},":inprogress":{"S":"INPROGRESS"}}}`, "UpdateItem", "acquire", "p#k"},
-		{"DynamoDB_20120810.UpdateItem", `{"Key":{"id":{"S":"p#k"}},"ExpressionAttributeValues":{":completed":{"S":"COMPLETED"},":inprogress":{"S":"INPROGRESS"}}}`, "UpdateItem", "complete", "p#k"},
-		{"DynamoDB_20120810.UpdateItem", `{"Key":{"id":{"S":"p#k"}},"ExpressionAttributeValues":{":zero":{"N":"0"},":owner":{"S":"o"}}}`, "UpdateItem", "release", "p#k"},
-		{"DynamoDB_20120810.GetItem", `{"Key":{"id":{"S":"p#k"}}}`, "GetItem", "", "p#k"},
-		{"AmazonSQS.SendMessageBatch", `{"QueueUrl":"u","Entries":[]}`, "SendMessageBatch", "", ""},
-	}
-	for _, tt := range tests {
-		c := classify(tt.target, []byte(tt.body))
-		if c.Op != tt.op || c.Step != tt.step || c.Key != tt.key {
-			t.Errorf("classify(%s, %s) = %+v, want op %s step %q key %q", tt.target, tt.body, c, tt.op, tt.step, tt.key)
-		}
-	}
-}
-
 func TestScheduleInput(t *testing.T) {
 	s := Schedule{LogicalID: "S", Input: `{"executionId":"<aws.scheduler.execution-id>","items":[{"id":"a"}],"job":"j","scheduledTime":"<aws.scheduler.scheduled-time>"}`}
 	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
 )
 
 func kind(fifo bool) string {
@@ -164,11 +165,11 @@ func TestCrashMidRecord(t *testing.T) {
 			const victim = "crash-1"
 			var kills atomic.Int32
 			var killedAt atomic.Int64
-			w.dynamo.Policy = func(c Call) Fault {
+			w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 				if c.Step == "acquire" && strings.HasSuffix(c.Key, "#"+victim) && kills.Add(1) == 1 {
-					return Fault{AfterForward: func() { killedAt.Store(time.Now().UnixNano()); e.Kill() }}
+					return ddbproxy.Fault{AfterForward: func() { killedAt.Store(time.Now().UnixNano()); e.Kill() }}
 				}
-				return Fault{}
+				return ddbproxy.Fault{}
 			}
 			want := []string{victim}
 			msgs := []message{{Body: body(victim), Group: "g"}}
@@ -225,11 +226,11 @@ func TestPoisonMessages(t *testing.T) {
 		w := newWorld(t, "poison")
 		p := w.pipeline(false)
 		const stuck = "stuck-forever"
-		w.dynamo.Policy = func(c Call) Fault {
+		w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 			if strings.HasSuffix(c.Key, "#"+stuck) {
-				return Fault{Status: 500, Type: "InternalServerError"}
+				return ddbproxy.Fault{Status: 500, Type: "InternalServerError"}
 			}
-			return Fault{}
+			return ddbproxy.Fault{}
 		}
 		var msgs []message
 		var want []string
@@ -320,19 +321,19 @@ type throttle struct {
 	rng    *rand.Rand
 }
 
-func (th *throttle) fault(c Call) Fault {
+func (th *throttle) fault(c ddbproxy.Call) ddbproxy.Fault {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	id := c.Key + "/" + c.Step
 	if th.streak[id] < 3 && th.rng.Float64() < th.rate {
 		th.streak[id]++
 		if th.rng.IntN(2) == 0 {
-			return Fault{Status: 400, Type: "ThrottlingException"}
+			return ddbproxy.Fault{Status: 400, Type: "ThrottlingException"}
 		}
-		return Fault{Status: 500, Type: "InternalServerError"}
+		return ddbproxy.Fault{Status: 500, Type: "InternalServerError"}
 	}
 	th.streak[id] = 0
-	return Fault{}
+	return ddbproxy.Fault{}
 }
 
 // outage fails every acquire of the chosen keys for a while after their first one, longer
@@ -347,9 +348,9 @@ type outage struct {
 	hit    map[string]bool
 }
 
-func (o *outage) fault(c Call) (Fault, bool) {
+func (o *outage) fault(c ddbproxy.Call) (ddbproxy.Fault, bool) {
 	if c.Step != "acquire" || !o.chosen(c.Key) {
-		return Fault{}, false
+		return ddbproxy.Fault{}, false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -360,9 +361,9 @@ func (o *outage) fault(c Call) (Fault, bool) {
 	}
 	if time.Since(t0) < o.span {
 		o.hit[c.Key] = true
-		return Fault{Status: 500, Type: "InternalServerError"}, true
+		return ddbproxy.Fault{Status: 500, Type: "InternalServerError"}, true
 	}
-	return Fault{}, false
+	return ddbproxy.Fault{}, false
 }
 
 func (o *outage) keys() int {
@@ -386,7 +387,7 @@ func TestDynamoDBFaults(t *testing.T) {
 	p := w.pipeline(false)
 	th := &throttle{rate: 0.25, streak: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
 	out := &outage{chosen: func(k string) bool { return hashShare(k) < 0.10 }, first: map[string]time.Time{}, hit: map[string]bool{}, span: 3 * time.Second}
-	w.dynamo.Policy = func(c Call) Fault {
+	w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 		if f, ok := out.fault(c); ok {
 			return f
 		}

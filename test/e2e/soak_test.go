@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
 )
 
 // TestSoak pushes -soak.messages messages through the standard pipeline while -soak.fail of
@@ -51,7 +53,7 @@ func TestSoak(t *testing.T) {
 	}
 	out := &outage{chosen: func(k string) bool { return failing[k] }, first: map[string]time.Time{}, hit: map[string]bool{}, span: 3 * time.Second}
 	th := &throttle{rate: 0.05, streak: map[string]int{}, rng: rand.New(rand.NewPCG(3, 5))}
-	w.dynamo.Policy = func(c Call) Fault {
+	w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 		if f, ok := out.fault(c); ok {
 			return f
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
+	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 
@@ -101,8 +102,8 @@ type world struct {
 	d      *Deployment
 	sq     *sqs.Client
 	db     *dynamodb.Client
-	dynamo *Proxy // consumers -> DynamoDB Local
-	sqsPx  *Proxy // dispatchers -> SQS server
+	dynamo *ddbproxy.Proxy // consumers -> DynamoDB Local
+	sqsPx  *ddbproxy.Proxy // dispatchers -> SQS server
 	ledger *Ledger
 	region string
 
@@ -121,11 +122,11 @@ func newWorld(t *testing.T, name string) *world {
 	if w.d, err = Deploy(ctx, w.sq, w.db, tmpl, suffix); err != nil {
 		t.Fatal(err)
 	}
-	if w.dynamo, err = NewProxy(ddb.Endpoint()); err != nil {
+	if w.dynamo, err = ddbproxy.New(ddb.Endpoint()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.dynamo.Close() })
-	if w.sqsPx, err = NewProxy(sqsd.Endpoint()); err != nil {
+	if w.sqsPx, err = ddbproxy.New(sqsd.Endpoint()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.sqsPx.Close() })

@@ -1,0 +1,105 @@
+package ddbproxy
+
+import (
+	"hash/crc32"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct{ target, body, op, step, key string }{
+		{"DynamoDB_20120810.UpdateItem", `{"TableName":"t","Key":{"id":{"S":"p#k"}},"ExpressionAttributeValues":{":lock":{"N":"1"},":inprogress":{"S":"INPROGRESS"}}}`, "UpdateItem", "acquire", "p#k"},
+		{"DynamoDB_20120810.UpdateItem", `{"Key":{"id":{"S":"p#k"}},"ExpressionAttributeValues":{":completed":{"S":"COMPLETED"},":inprogress":{"S":"INPROGRESS"}}}`, "UpdateItem", "complete", "p#k"},
+		{"DynamoDB_20120810.UpdateItem", `{"Key":{"id":{"S":"p#k"}},"ExpressionAttributeValues":{":zero":{"N":"0"},":owner":{"S":"o"}}}`, "UpdateItem", "release", "p#k"},
+		{"DynamoDB_20120810.GetItem", `{"Key":{"id":{"S":"p#k"}}}`, "GetItem", "", "p#k"},
+		{"DynamoDB_20120810.PutItem", `{"Item":{"id":{"S":"fn#h"},"status":{"S":"INPROGRESS"}}}`, "PutItem", "", "fn#h"},
+		{"AmazonSQS.SendMessageBatch", `{"QueueUrl":"u","Entries":[]}`, "SendMessageBatch", "", ""},
+	}
+	for _, tt := range tests {
+		c := Classify(tt.target, []byte(tt.body))
+		if c.Op != tt.op || c.Step != tt.step || c.Key != tt.key {
+			t.Errorf("Classify(%s, %s) = %+v, want op %s step %q key %q", tt.target, tt.body, c, tt.op, tt.step, tt.key)
+		}
+	}
+}
+
+// The proxy's own behaviour against a stand-in backend that answers like DynamoDB Local: a
+// success, and a failed condition without the CRC header.
+func TestProxyCountsObservesAndInjects(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"dup"`) {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException","message":"The conditional request failed"}`)
+			return
+		}
+		io.WriteString(w, `{}`)
+	}))
+	defer backend.Close()
+	p, err := New(backend.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var mu sync.Mutex
+	var seen []string
+	p.Observe = func(c Call, r Reply) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, c.Key+" "+c.Op+" "+strconv.Itoa(r.Status)+" "+r.Type)
+	}
+	p.Policy = func(c Call) Fault {
+		if c.Key == "throttled" {
+			return Fault{Status: 400, Type: "ThrottlingException"}
+		}
+		return Fault{}
+	}
+	p.Delay = 20 * time.Millisecond
+
+	call := func(op, id string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/", strings.NewReader(`{"TableName":"t","Key":{"id":{"S":"`+id+`"}}}`))
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < p.Delay {
+			t.Errorf("%s %s answered after %v, before the delay of %v", op, id, d, p.Delay)
+		}
+		return resp
+	}
+	for _, c := range []struct{ op, id string }{{"UpdateItem", "new"}, {"UpdateItem", "dup"}, {"GetItem", "throttled"}} {
+		resp := call(c.op, c.id)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// Every reply carries the CRC32 the SDK checks, errors included.
+		if got, want := resp.Header.Get("X-Amz-Crc32"), strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10); got != want {
+			t.Errorf("%s %s: X-Amz-Crc32 %q, want %q", c.op, c.id, got, want)
+		}
+	}
+	want := []string{"new UpdateItem 200 ", "dup UpdateItem 400 ConditionalCheckFailedException", "throttled GetItem 400 ThrottlingException"}
+	if strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Errorf("observed %q, want %q", seen, want)
+	}
+	if c := p.Counts(); c["UpdateItem"] != 2 || c["GetItem"] != 1 || len(c) != 2 {
+		t.Errorf("Counts = %v", c)
+	}
+	if n := p.Injected.Load(); n != 1 {
+		t.Errorf("Injected = %d, want 1", n)
+	}
+	if n := p.Conns(); n < 1 || n > 3 {
+		t.Errorf("Conns = %d, want 1 to 3", n)
+	}
+	p.ResetCounts()
+	if c := p.Counts(); len(c) != 0 {
+		t.Errorf("Counts after reset = %v", c)
+	}
+}
