@@ -43,6 +43,11 @@ MOTO_STAMP := $(MOTO_VENV)/.installed
 E2E_ASSEMBLY := $(ROOT)/cdk.out.e2e
 E2E_CONTEXT := -c stage=e2e -c consumerTimeout=3s
 SOAK_MESSAGES ?= 100000
+# Peer benchmark installs: Powertools for AWS Lambda (TypeScript) and (Python).
+BENCH_TS := $(ROOT)/.cache/bench-ts
+BENCH_TS_STAMP := $(BENCH_TS)/.installed
+BENCH_PY_VENV := $(ROOT)/.cache/bench-py-venv
+BENCH_PY_STAMP := $(BENCH_PY_VENV)/.installed
 
 .PHONY: help
 help: ## list the targets
@@ -84,6 +89,17 @@ $(MOTO_STAMP): test/backends/moto/requirements.txt
 	$(MOTO_VENV)/bin/pip install --quiet --disable-pip-version-check -r test/backends/moto/requirements.txt
 	@touch $@
 
+$(BENCH_TS_STAMP): test/bench/peers/ts/package.json test/bench/peers/ts/package-lock.json $(NODE_STAMP)
+	mkdir -p $(BENCH_TS)
+	cp test/bench/peers/ts/package.json test/bench/peers/ts/package-lock.json $(BENCH_TS)/
+	npm ci --prefix $(BENCH_TS) --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(BENCH_PY_STAMP): test/bench/peers/py/requirements.txt
+	python3 -m venv $(BENCH_PY_VENV)
+	$(BENCH_PY_VENV)/bin/pip install --quiet --disable-pip-version-check -r test/bench/peers/py/requirements.txt
+	@touch $@
+
 .PHONY: gomod
 gomod:
 	$(GO) mod download
@@ -113,7 +129,7 @@ synth: tools ## synthesize the app into cdk.out/ (templates and cdk-nag reports)
 # ---------------------------------------------------------------------------- test
 
 .PHONY: test
-test: tools vet check-function-deps unit fuzz lint e2e ## every test and check (what CI runs)
+test: tools vet check-function-deps unit fuzz lint e2e bench-smoke ## every test and check (what CI runs)
 
 .PHONY: vet
 vet:
@@ -166,8 +182,18 @@ sqs-compare: tools $(FAUXQS_STAMP) $(MOTO_STAMP) ## measure each SQS server's fi
 	$(GO) run ./test/sqsfidelity/cmd/compare
 
 .PHONY: bench
-bench: tools ## run the Go benchmarks once each (BENCHTIME=1x); set BENCHTIME=5s for figures
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./functions/...
+bench: tools $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## every benchmark with figures, into docs/benchmarks.md (about 15 min; a quiet machine)
+	test/bench/report.sh docs/benchmarks.md
+
+.PHONY: bench-smoke
+bench-smoke: tools $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## each benchmark once at a tiny size: proves they run, checks no figure (make test)
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./functions/... ./test/internal/lambdart/
+	$(GO) run ./test/bench/peers -records 200 -rounds 1 > /dev/null
+	$(GO) run ./test/bench/coldstart -n 2 > /dev/null
+	$(GO) run ./test/bench/cost/measure -batches 2 > .cache/cost-smoke.json
+	$(GO) run ./test/bench/cost -in .cache/cost-smoke.json > /dev/null
+	RUNS=1 PKGS=./functions/internal/backoff test/bench/devloop.sh > /dev/null
+	@echo "bench-smoke: every benchmark ran"
 
 # ---------------------------------------------------------------------------- AWS
 

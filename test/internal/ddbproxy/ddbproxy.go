@@ -1,9 +1,10 @@
 // Package ddbproxy is an HTTP proxy between AWS SDK clients and a local backend (DynamoDB
 // Local, or any AWS JSON-protocol server such as an SQS server) that sees every call: it
 // counts calls per operation and idempotency step, injects faults, delays calls, counts TCP
-// connections and reports each call's reply. The end-to-end suite (test/e2e) counts and
-// injects with it; the peer benchmark (test/bench/peers) counts each item's calls and models
-// network latency with it.
+// connections, reports each call's reply and can rewrite requests. The end-to-end suite
+// (test/e2e) counts and injects with it; the peer benchmark (test/bench/peers) counts each
+// item's calls and models network latency with it; the cost benchmark
+// (test/bench/cost/measure) counts calls and reads DynamoDB's consumed capacity with it.
 //
 // Point a client at it with its endpoint URL, e.g. AWS_ENDPOINT_URL_DYNAMODB=proxy.URL:
 //
@@ -54,6 +55,10 @@ type Reply struct {
 	// Type is the error type without its namespace ("ConditionalCheckFailedException"),
 	// empty for a 2xx reply.
 	Type string
+	// Body is the reply's body as it goes back to the client (e.g. to read the
+	// ConsumedCapacity or the Messages of a reply). Observe must not modify it: the proxy
+	// sends it after Observe returns.
+	Body []byte
 }
 
 // Proxy forwards to one target. Set its exported func and Delay fields before the first
@@ -66,6 +71,12 @@ type Proxy struct {
 	// Observe, when set, is called with each call and its reply just before the reply goes
 	// back. Must be safe for concurrent use.
 	Observe func(Call, Reply)
+	// Rewrite, when set, returns the body to forward in place of the request's, e.g. to add
+	// ReturnConsumedCapacity to a DynamoDB request. The call is classified and counted from
+	// the original body. The rewritten request keeps the client's signature, so only a
+	// backend that does not check signatures (DynamoDB Local, the local SQS servers)
+	// accepts it. Must be safe for concurrent use.
+	Rewrite func(c Call, body []byte) []byte
 	// Delay holds every call this long before it is forwarded or faulted: a model of the
 	// network round trip to a real service. Default 0.
 	Delay time.Duration
@@ -150,13 +161,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.Status != 0 {
 		p.Injected.Add(1)
 		msg := fmt.Appendf(nil, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected by ddbproxy"}`, f.Type)
-		p.observe(call, Reply{Status: f.Status, Type: f.Type})
+		p.observe(call, Reply{Status: f.Status, Type: f.Type, Body: msg})
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		w.Header().Set("X-Amzn-ErrorType", f.Type)
 		w.Header().Set(crcHeader, strconv.FormatUint(uint64(crc32.ChecksumIEEE(msg)), 10))
 		w.WriteHeader(f.Status)
 		w.Write(msg)
 		return
+	}
+	if p.Rewrite != nil {
+		body = p.Rewrite(call, body)
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
@@ -210,7 +224,7 @@ func isDynamo(r *http.Request) bool {
 // reply reads the error type of a non-2xx reply from its JSON body ("__type":
 // "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException").
 func reply(resp *http.Response, body []byte) Reply {
-	r := Reply{Status: resp.StatusCode}
+	r := Reply{Status: resp.StatusCode, Body: body}
 	if r.Status/100 == 2 {
 		return r
 	}

@@ -32,7 +32,7 @@ func TestClassify(t *testing.T) {
 // The proxy's own behaviour against a stand-in backend that answers like DynamoDB Local: a
 // success, and a failed condition without the CRC header.
 func TestProxyCountsObservesAndInjects(t *testing.T) {
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p := proxyTo(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if strings.Contains(string(body), `"dup"`) {
 			w.WriteHeader(http.StatusBadRequest)
@@ -40,13 +40,7 @@ func TestProxyCountsObservesAndInjects(t *testing.T) {
 			return
 		}
 		io.WriteString(w, `{}`)
-	}))
-	defer backend.Close()
-	p, err := New(backend.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	})
 	var mu sync.Mutex
 	var seen []string
 	p.Observe = func(c Call, r Reply) {
@@ -102,4 +96,76 @@ func TestProxyCountsObservesAndInjects(t *testing.T) {
 	if c := p.Counts(); len(c) != 0 {
 		t.Errorf("Counts after reset = %v", c)
 	}
+}
+
+// Rewrite changes what the backend receives (the call is still classified from the client's
+// body), and Observe sees the reply's body as the client gets it, for forwarded and injected
+// replies alike.
+func TestProxyRewritesRequestsAndObservesBodies(t *testing.T) {
+	p := proxyTo(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Write(body) // echo what arrived
+	})
+	var mu sync.Mutex
+	observed := map[string]string{}
+	p.Rewrite = func(c Call, body []byte) []byte {
+		if c.Op != "UpdateItem" {
+			return body
+		}
+		// Dropping :lock too: a call classified from this body would lose its step.
+		return []byte(strings.Replace(strings.Replace(string(body), "{", `{"ReturnConsumedCapacity":"TOTAL",`, 1), ":lock", ":x", 1))
+	}
+	p.Policy = func(c Call) Fault {
+		if c.Op == "GetItem" {
+			return Fault{Status: 400, Type: "ThrottlingException"}
+		}
+		return Fault{}
+	}
+	p.Observe = func(c Call, r Reply) {
+		mu.Lock()
+		defer mu.Unlock()
+		observed[c.Op] = string(r.Body)
+	}
+	got := map[string]string{}
+	for _, op := range []string{"UpdateItem", "PutItem", "GetItem"} {
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/", strings.NewReader(`{"Key":{"id":{"S":"k"}},"ExpressionAttributeValues":{":lock":{"N":"1"}}}`))
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got[op] = string(body)
+	}
+	if want := `{"ReturnConsumedCapacity":"TOTAL","Key":{"id":{"S":"k"}},"ExpressionAttributeValues":{":x":{"N":"1"}}}`; got["UpdateItem"] != want {
+		t.Errorf("backend received %s, want the rewritten %s", got["UpdateItem"], want)
+	}
+	if strings.Contains(got["PutItem"], "ReturnConsumedCapacity") {
+		t.Errorf("PutItem was rewritten: %s", got["PutItem"])
+	}
+	if !strings.Contains(got["GetItem"], "ThrottlingException") {
+		t.Errorf("GetItem reply %s, want the injected fault", got["GetItem"])
+	}
+	for op, body := range got {
+		if observed[op] != body {
+			t.Errorf("Observe saw the %s reply body %q, client got %q", op, observed[op], body)
+		}
+	}
+	if c := p.Counts(); c["UpdateItem/acquire"] != 1 || c["PutItem"] != 1 || c["GetItem"] != 1 {
+		t.Errorf("Counts = %v, want the calls classified from the original bodies", c)
+	}
+}
+
+// proxyTo starts a proxy in front of a stand-in backend; both close with the test.
+func proxyTo(t *testing.T, backend http.HandlerFunc) *Proxy {
+	t.Helper()
+	srv := httptest.NewServer(backend)
+	t.Cleanup(srv.Close)
+	p, err := New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+)
+
+// result is what one contender reports for one run.
+type result struct {
+	Records  int     `json:"records"`  // timed records
+	Failures int     `json:"failures"` // batch item failures, warm-up included (must be 0)
+	Effects  int     `json:"effects"`  // runs of the business effect, warm-up included
+	Seconds  float64 `json:"seconds"`  // timed part only
+	Runtime  string  `json:"runtime"`
+	// CPU time of the timed part: the contender's process (self-reported by the scripts) and
+	// DynamoDB Local's JVM (sampled by the orchestrator).
+	ClientCPU float64 `json:"cpu_seconds"`
+	ServerCPU float64 `json:"-"`
+}
+
+func (r result) perSecond() float64 { return float64(r.Records) / r.Seconds }
+
+// runSpec is one run: an event set against one fresh table through one endpoint.
+type runSpec struct {
+	set        *eventSet
+	eventsFile string
+	endpoint   string
+	table      string
+	timeout    time.Duration // the simulated function timeout (lock expiry source)
+	workDir    string
+	meter      cpuMeter
+}
+
+type contender struct {
+	id, name    string
+	concurrency func(batch int) string
+	guarantees  string
+	run         func(ctx context.Context, s runSpec) (result, error)
+}
+
+// paths are the installed tools the contenders need.
+type paths struct {
+	root, node, tsModules, python, oursBinary string
+	candidate                                 string // optional: another build of the consumer, run as "cand"
+}
+
+func contenders(p paths) []contender {
+	cs := []contender{
+		{
+			id: "ours", name: "ours (functions/consumer binary)",
+			concurrency: func(b int) string { return "BATCH_CONCURRENCY=" + strconv.Itoa(b) + " (all records of a batch)" },
+			guarantees: "acquire = 1 conditional write that returns the old item (no read); fencing token on complete/release; " +
+				"lock expiry from the invocation deadline (cap IDEMPOTENCY_LOCK_CAP); payload hash validated (typed error); " +
+				"live lock elsewhere -> batch item failure; release on effect failure; transient errors retried with jittered backoff; " +
+				"expired record treated as absent; one structured log line per record + EMF metrics",
+			run: func(ctx context.Context, s runSpec) (result, error) { return runOurs(ctx, p.oursBinary, s) },
+		},
+		{
+			id: "ts", name: "Powertools TypeScript 2.35.0",
+			concurrency: func(b int) string {
+				return fmt.Sprintf("processInParallel: all %d records at once (keep-alive agent with %d sockets; SDK default 50)", b, b)
+			},
+			guarantees: "PutItem acquire returns the old item (no read); lock expiry from the remaining time (registerLambdaContext); " +
+				"payload hash validated (payloadValidationJmesPath: body, opt-in); live lock -> record failure; delete on handler failure; " +
+				"complete is an unconditional UpdateItem: no fencing (an owner whose lock expired can overwrite the new owner); SDK retries (3 attempts)",
+			run: func(ctx context.Context, s runSpec) (result, error) {
+				return runScript(ctx, s, p.node, []string{filepath.Join(p.root, "test/bench/peers/ts/contender.mjs")},
+					"BENCH_TS_MODULES="+p.tsModules)
+			},
+		},
+		{
+			id: "py", name: "Powertools Python 3.37.0",
+			concurrency: func(int) string {
+				return "1: BatchProcessor runs the records of a batch one after another (its design)"
+			},
+			guarantees: "same persistence protocol as TypeScript: PutItem acquire with ALL_OLD (no read), lock expiry from the remaining time, " +
+				"payload hash validated (payload_validation_jmespath: body, opt-in), delete on failure, unconditional complete: no fencing; botocore retries",
+			run: func(ctx context.Context, s runSpec) (result, error) {
+				return runScript(ctx, s, p.python, []string{filepath.Join(p.root, "test/bench/peers/py/contender.py")})
+			},
+		},
+		{
+			id: "raw", name: "limit: raw writes (Go loop)",
+			concurrency: func(b int) string { return strconv.Itoa(b) + " goroutines (all records of a batch)" },
+			guarantees: "none beyond the two writes: conditional acquire (attribute_not_exists) + unconditional complete; " +
+				"no lock expiry, no fencing, no payload check, no release, no retries, no logs",
+			run: runRaw,
+		},
+	}
+	if p.candidate != "" {
+		ours := cs[0]
+		cs = append(cs, contender{id: "cand", name: "candidate: consumer built as " + p.candidate, concurrency: ours.concurrency,
+			guarantees: "as ours (a candidate change of the consumer)",
+			run:        func(ctx context.Context, s runSpec) (result, error) { return runOurs(ctx, p.candidate, s) }})
+	}
+	return cs
+}
+
+// runOurs runs the real consumer binary (built like the Lambda bundling) in one lambdart
+// execution environment, one invocation after another as on one warm Lambda environment:
+// first the warm-up events (the first invocation is the cold start), then the timed ones.
+// The effect runs are the "effect applied" lines of the default LogEffect in its output.
+//
+// The figure is the wall time from handing out the first timed event to the last response,
+// measured around the Invoke calls (payloads marshalled beforehand), as the Powertools
+// scripts time their loop over the events: it includes each invocation's Runtime API round
+// trip (the runtime's /next, the event, the response), which Lambda has too and which bounds
+// a warm environment's throughput; the sum of Result.Duration would leave out the runtime's
+// /next between invocations and flatter ours against contenders timed over a loop.
+func runOurs(ctx context.Context, binary string, s runSpec) (result, error) {
+	var effects atomic.Int64
+	env, err := lambdart.New(lambdart.Config{
+		Binary:       binary,
+		FunctionName: "peer-ours",
+		Timeout:      s.timeout,
+		MemoryMB:     1024,
+		Env: map[string]string{
+			"AWS_ENDPOINT_URL_DYNAMODB": s.endpoint,
+			"IDEMPOTENCY_TABLE_NAME":    s.table,
+			"IDEMPOTENCY_LOCK_CAP":      s.timeout.String(),
+			"BATCH_CONCURRENCY":         strconv.Itoa(s.set.Batch),
+		},
+		Output: func(line []byte) {
+			if bytes.Contains(line, []byte(`"message":"effect applied"`)) {
+				effects.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		return result{}, err
+	}
+	defer env.Close()
+	marshal := func(evs []events.SQSEvent) ([][]byte, error) {
+		out := make([][]byte, len(evs))
+		for i, ev := range evs {
+			var err error
+			if out[i], err = json.Marshal(ev); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	warmup, err := marshal(s.set.Warmup)
+	if err != nil {
+		return result{}, err
+	}
+	timed, err := marshal(s.set.Timed)
+	if err != nil {
+		return result{}, err
+	}
+	failures := 0
+	invoke := func(i int, payload []byte, records int, timedPart bool) error {
+		res, err := env.Invoke(ctx, payload)
+		if err != nil {
+			return fmt.Errorf("invocation %d: %w", i, err)
+		}
+		if res.FunctionError != nil {
+			failures += records
+			return fmt.Errorf("invocation %d: function error: %w", i, res.FunctionError)
+		}
+		if timedPart && res.ColdStart {
+			return fmt.Errorf("invocation %d: a cold start in the timed part (the process was replaced)", i)
+		}
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(res.Payload, &resp); err != nil {
+			return fmt.Errorf("invocation %d: response %q: %w", i, res.Payload, err)
+		}
+		failures += len(resp.BatchItemFailures)
+		return nil
+	}
+	for i, p := range warmup {
+		if err := invoke(i, p, len(s.set.Warmup[i].Records), false); err != nil {
+			return result{Failures: failures}, err
+		}
+	}
+	pid := env.PID()
+	if pid == 0 {
+		return result{Failures: failures}, fmt.Errorf("no running process after %d warm-up invocations", len(warmup))
+	}
+	client0, _ := procCPU(pid)
+	server0 := s.meter.server()
+	start := time.Now()
+	for i, p := range timed {
+		if err := invoke(len(warmup)+i, p, len(s.set.Timed[i].Records), true); err != nil {
+			return result{Failures: failures}, err
+		}
+	}
+	elapsed := time.Since(start)
+	client1, _ := procCPU(pid)
+	server1 := s.meter.server()
+	env.Close() // waits for the process and the last output lines
+	return result{Records: s.set.TimedCount, Failures: failures, Effects: int(effects.Load()), Seconds: elapsed.Seconds(),
+		Runtime: "Go binary", ClientCPU: (client1 - client0).Seconds(), ServerCPU: (server1 - server0).Seconds()}, nil
+}
+
+// runScript runs a Powertools contender (node or python), which prints one JSON result line.
+func runScript(ctx context.Context, s runSpec, interp string, args []string, extraEnv ...string) (result, error) {
+	cmd := exec.CommandContext(ctx, interp, args...)
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"AWS_CONFIG_FILE=/dev/null",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_REGION=us-east-1",
+		"PEER_ENDPOINT=" + s.endpoint,
+		"PEER_TABLE=" + s.table,
+		"PEER_EVENTS=" + s.eventsFile,
+		"PEER_TIMEOUT_MS=" + strconv.FormatInt(s.timeout.Milliseconds(), 10),
+		"PEER_CONCURRENCY=" + strconv.Itoa(s.set.Batch),
+	}, extraEnv...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return result{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	// The script prints {"phase":"timed"} when its timed part starts and the result line when
+	// it ends: DynamoDB Local's CPU is sampled at both.
+	var res result
+	var server0, server1 time.Duration
+	var lines []string
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		switch {
+		case line == `{"phase":"timed"}`:
+			server0 = s.meter.server()
+		case strings.HasPrefix(line, `{"records":`):
+			server1 = s.meter.server()
+			if err := json.Unmarshal([]byte(line), &res); err != nil {
+				return result{}, fmt.Errorf("%s: result line %q: %w", interp, line, err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return result{}, fmt.Errorf("%s: %w; stdout: %s; stderr: %s", interp, err, tail(strings.Join(lines, "\n"), 2000), tail(stderr.String(), 4000))
+	}
+	if res.Records == 0 {
+		return result{}, fmt.Errorf("%s: no result line; stdout: %s; stderr: %s", interp, tail(strings.Join(lines, "\n"), 2000), tail(stderr.String(), 2000))
+	}
+	res.ServerCPU = (server1 - server0).Seconds()
+	return res, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// runRaw is the limit: per record, parse the body for the key, one conditional UpdateItem
+// (acquire; a failed condition means duplicate and ends the record), the effect (parse the
+// body), one UpdateItem (complete). Records of a batch run concurrently, batches one after
+// another, on one client whose connection pool holds a connection per concurrent record.
+func runRaw(ctx context.Context, s runSpec) (result, error) {
+	client := dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.endpoint),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local"}, nil
+		}),
+		RetryMaxAttempts: 1,
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = s.set.Batch
+		}),
+	})
+	var effects, failures atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	record := func(ctx context.Context, body string) {
+		fail := func(err error) {
+			failures.Add(1)
+			errOnce.Do(func() { firstErr = err })
+		}
+		var msg struct {
+			IdempotencyKey string `json:"idempotencyKey"`
+		}
+		if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.IdempotencyKey == "" {
+			fail(fmt.Errorf("bad body %q: %v", body, err))
+			return
+		}
+		key := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "raw#" + msg.IdempotencyKey}}
+		now := time.Now()
+		_, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                aws.String(s.table),
+			Key:                      key,
+			UpdateExpression:         aws.String("SET #s = :inprogress, #e = :exp"),
+			ConditionExpression:      aws.String("attribute_not_exists(#id)"),
+			ExpressionAttributeNames: map[string]string{"#s": "status", "#e": "expiration", "#id": "id"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":inprogress": &types.AttributeValueMemberS{Value: "INPROGRESS"},
+				":exp":        &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(24*time.Hour).Unix(), 10)},
+			},
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return // duplicate
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil { // the business effect
+			fail(err)
+			return
+		}
+		effects.Add(1)
+		if _, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key,
+			UpdateExpression:          aws.String("SET #s = :completed"),
+			ExpressionAttributeNames:  map[string]string{"#s": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":completed": &types.AttributeValueMemberS{Value: "COMPLETED"}},
+		}); err != nil {
+			fail(err)
+		}
+	}
+	run := func(evs []eventsBatch) float64 {
+		start := time.Now()
+		for _, ev := range evs {
+			var wg sync.WaitGroup
+			for _, body := range ev {
+				wg.Add(1)
+				go func() { defer wg.Done(); record(ctx, body) }()
+			}
+			wg.Wait()
+		}
+		return time.Since(start).Seconds()
+	}
+	run(bodies(s.set.Warmup))
+	client0, server0 := selfCPU(), s.meter.server()
+	secs := run(bodies(s.set.Timed))
+	client1, server1 := selfCPU(), s.meter.server()
+	res := result{Records: s.set.TimedCount, Failures: int(failures.Load()), Effects: int(effects.Load()), Seconds: secs, Runtime: "Go in-process",
+		ClientCPU: (client1 - client0).Seconds(), ServerCPU: (server1 - server0).Seconds()}
+	if firstErr != nil {
+		return res, firstErr
+	}
+	return res, nil
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs every benchmark of issue 5 with figures and writes them, with the commands that made
+# them, to the markdown file given (make bench: docs/benchmarks.md). Takes about 15 minutes;
+# run it on a quiet machine: every headline figure is a ratio against a peer measured in the
+# same run, but a loaded machine still widens the ranges.
+#
+#   test/bench/report.sh docs/benchmarks.md
+#   PEERS_ARGS, COLDSTART_N, COST_BATCHES, DEVLOOP_RUNS, BENCHTIME change the sizes.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUT=${1:?usage: report.sh OUT.md}
+PEERS_ARGS=${PEERS_ARGS:--records 2000 -rounds 3}
+COLDSTART_N=${COLDSTART_N:-20}
+COST_BATCHES=${COST_BATCHES:-20}
+DEVLOOP_RUNS=${DEVLOOP_RUNS:-3}
+BENCHTIME=${BENCHTIME:-1s}
+GO=${GO:-go}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+section() { # title, command (shown and run), then the output file it wrote
+  printf '\n## %s\n\n```sh\n%s\n```\n\n' "$1" "$2" >>"$work/body.md"
+}
+
+echo "bench: peers ($PEERS_ARGS)" >&2
+# shellcheck disable=SC2086
+$GO run ./test/bench/peers $PEERS_ARGS -out "$work/peers.md" >/dev/null
+section "1. Peer comparison: our consumer vs Powertools for AWS Lambda (TypeScript, Python) vs the raw-write limit" \
+  "go run ./test/bench/peers $PEERS_ARGS -out peers.md"
+cat "$work/peers.md" >>"$work/body.md"
+
+echo "bench: cost floor ($COST_BATCHES batches)" >&2
+$GO run ./test/bench/cost/measure -batches "$COST_BATCHES" >"$work/cost.json"
+$GO run ./test/bench/cost -in "$work/cost.json" >"$work/cost.md"
+section "2. Cost floor: calls per message, measured, and cost per million messages" \
+  "go run ./test/bench/cost/measure -batches $COST_BATCHES > cost.json && go run ./test/bench/cost -in cost.json"
+cat "$work/cost.md" >>"$work/body.md"
+
+echo "bench: cold start (n=$COLDSTART_N)" >&2
+$GO run ./test/bench/coldstart -n "$COLDSTART_N" -out "$work/coldstart.md" >/dev/null
+section "3. Cold-start proxy: binary size and init time beside a hello-world" \
+  "go run ./test/bench/coldstart -n $COLDSTART_N"
+cat "$work/coldstart.md" >>"$work/body.md"
+
+echo "bench: developer loop (runs=$DEVLOOP_RUNS)" >&2
+RUNS=$DEVLOOP_RUNS test/bench/devloop.sh "$work/devloop.md"
+section "4. Developer loop: synth time, test time and synths per test package" \
+  "RUNS=$DEVLOOP_RUNS test/bench/devloop.sh"
+cat "$work/devloop.md" >>"$work/body.md"
+
+echo "bench: Go benchmarks (benchtime $BENCHTIME)" >&2
+$GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/internal/lambdart/ >"$work/go.txt"
+section "5. Go benchmarks of the runtime packages" \
+  "go test -run '^\$' -bench . -benchtime $BENCHTIME ./functions/... ./test/internal/lambdart/"
+{ echo '```'; grep -E '^(Benchmark|goos|goarch|cpu|pkg)' "$work/go.txt"; echo '```'; } >>"$work/body.md"
+
+{
+  echo "# Benchmarks"
+  echo
+  echo "Written by \`make bench\` (\`test/bench/report.sh\`) on $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' with uncommitted changes')."
+  echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB, $($GO version | cut -d' ' -f3-4), load average at start $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "The machine is shared and noisy: each figure is a median with its min-max, and the headline figures are ratios against a peer measured alternately in the same run."
+  cat "$work/body.md"
+} >"$OUT"
+echo "bench: wrote $OUT" >&2
