@@ -5,7 +5,7 @@
 # same run, but a loaded machine still widens the ranges.
 #
 #   test/bench/report.sh docs/benchmarks.md
-#   PEERS_ARGS, COLDSTART_N, COST_BATCHES, DEVLOOP_RUNS, BENCHTIME change the sizes.
+#   PEERS_ARGS, PEERS_LATENCY, COLDSTART_N, COST_BATCHES, DEVLOOP_RUNS, BENCHTIME change the sizes.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -13,11 +13,16 @@ OUT=${1:?usage: report.sh OUT.md}
 PEERS_ARGS=${PEERS_ARGS:--records 2000 -rounds 3}
 COLDSTART_N=${COLDSTART_N:-20}
 COST_BATCHES=${COST_BATCHES:-20}
+PEERS_LATENCY=${PEERS_LATENCY:-4ms}
 DEVLOOP_RUNS=${DEVLOOP_RUNS:-3}
 BENCHTIME=${BENCHTIME:-1s}
 GO=${GO:-go}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+subsection() { # heading prefix, file: that subsection, up to the next "### " heading
+  awk -v h="$1" 'index($0, h) == 1 {on = 1; print; next} on && /^### / {exit} on {print}' "$2"
+}
 
 section() { # title, command (shown and run), then the output file it wrote
   printf '\n## %s\n\n```sh\n%s\n```\n\n' "$1" "$2" >>"$work/body.md"
@@ -29,6 +34,14 @@ $GO run ./test/bench/peers $PEERS_ARGS -out "$work/peers.md" >/dev/null
 section "1. Peer comparison: our consumer vs Powertools for AWS Lambda (TypeScript, Python) vs the raw-write limit" \
   "go run ./test/bench/peers $PEERS_ARGS -out peers.md"
 cat "$work/peers.md" >>"$work/body.md"
+
+echo "bench: peers with a modelled network round trip ($PEERS_ARGS -latency $PEERS_LATENCY)" >&2
+# shellcheck disable=SC2086
+$GO run ./test/bench/peers $PEERS_ARGS -latency "$PEERS_LATENCY" -out "$work/peers-latency.md" >/dev/null
+section "1b. The same comparison with every DynamoDB call delayed by $PEERS_LATENCY (a model of a real network round trip, not a measurement of DynamoDB)" \
+  "go run ./test/bench/peers $PEERS_ARGS -latency $PEERS_LATENCY -out peers-latency.md"
+subsection "### Targets" "$work/peers-latency.md" >>"$work/body.md"
+subsection "### Throughput" "$work/peers-latency.md" >>"$work/body.md"
 
 echo "bench: cost floor ($COST_BATCHES batches)" >&2
 $GO run ./test/bench/cost/measure -batches "$COST_BATCHES" >"$work/cost.json"
