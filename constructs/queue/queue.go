@@ -82,10 +82,11 @@ func NewProcessingQueue(scope constructs.Construct, id string, props *Processing
 	}
 	q.queue = awssqs.NewQueue(q, jsii.String("Resource"), &srcProps)
 
-	// A DLQ receives only from SQS redrive; a DLQ of its own would only move the problem.
+	// A DLQ is the end of the line (SQS redrive, and the consumer dead-lettering bad input);
+	// a DLQ of its own would only move the problem.
 	cdknag.NagSuppressions_AddResourceSuppressions(q.dlq, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("Serverless-SQSRedrivePolicy"),
-		Reason: jsii.String("This queue is the dead-letter queue of the ProcessingQueue's source queue: it receives only from SQS redrive, and a DLQ of its own would only move the problem. Alarm on its depth instead."),
+		Reason: jsii.String("This queue is the dead-letter queue of the ProcessingQueue's source queue: it receives failed messages (by SQS redrive, or sent by the consumer for input that can never succeed), and a DLQ of its own would only move the problem. Alarm on its depth instead."),
 	}}, jsii.Bool(false))
 	return q
 }

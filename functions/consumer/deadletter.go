@@ -32,8 +32,10 @@ type SQSSendAPI interface {
 }
 
 // SQSDeadLetter sends dead-lettered records to one SQS queue. A FIFO queue (URL ending in
-// .fifo) gets the record's MessageGroupId, and its MessageId as the deduplication id, so a
-// record dead-lettered twice (its delete from the source failed) lands once.
+// .fifo) gets the record's MessageGroupId, and its MessageId as the deduplication id (as SQS's
+// own redrive does), so a record dead-lettered twice within SQS's 5-minute deduplication window
+// lands once. A standard DLQ can hold a second copy (the source delete failed after the send,
+// or SQS delivered the record twice): readers deduplicate on the SourceMessageId attribute.
 type SQSDeadLetter struct {
 	API SQSSendAPI
 	URL string
@@ -55,16 +57,22 @@ func (d SQSDeadLetter) Send(ctx context.Context, rec events.SQSMessage, code, re
 		MessageAttributes: make(map[string]sqstypes.MessageAttributeValue, len(rec.MessageAttributes)+2),
 	}
 	for name, a := range rec.MessageAttributes {
+		if name == AttrDeadLetterReason || name == AttrSourceMessageID {
+			continue // ours, from an earlier dead-lettering: this one's replace them
+		}
 		in.MessageAttributes[name] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 	}
 	if len(reason) > maxReasonBytes {
 		reason = strings.ToValidUTF8(reason[:maxReasonBytes], "") // no half character at the cut
 	}
-	// In this order: with room for one only, the reason matters more than the source id.
-	for _, a := range [...]struct{ name, v string }{{AttrDeadLetterReason, code + ": " + reason}, {AttrSourceMessageID, rec.MessageId}} {
-		if _, taken := in.MessageAttributes[a.name]; !taken && len(in.MessageAttributes) < maxMessageAttributes {
-			in.MessageAttributes[a.name] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(a.v)}
-		}
+	why := code + ": " + reason
+	switch maxMessageAttributes - len(in.MessageAttributes) {
+	case 0: // the original's attributes fill the message: the log line carries the reason
+	case 1: // room for one: the reason, with the source id in it
+		in.MessageAttributes[AttrDeadLetterReason] = stringAttr(why + " (source message " + rec.MessageId + ")")
+	default:
+		in.MessageAttributes[AttrDeadLetterReason] = stringAttr(why)
+		in.MessageAttributes[AttrSourceMessageID] = stringAttr(rec.MessageId)
 	}
 	if strings.HasSuffix(d.URL, ".fifo") {
 		group := rec.Attributes["MessageGroupId"]
@@ -78,4 +86,8 @@ func (d SQSDeadLetter) Send(ctx context.Context, rec events.SQSMessage, code, re
 		return fmt.Errorf("dead-letter message %s: %w", rec.MessageId, err)
 	}
 	return nil
+}
+
+func stringAttr(v string) sqstypes.MessageAttributeValue {
+	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 }

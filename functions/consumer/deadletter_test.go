@@ -346,3 +346,34 @@ func TestSQSDeadLetterNineAttributesGetsTheReason(t *testing.T) {
 		}
 	}
 }
+
+func TestSQSDeadLetterReplacesEarlierDeadLetterAttributes(t *testing.T) {
+	rec := record("m-new", "x")
+	rec.MessageAttributes = map[string]events.SQSMessageAttribute{
+		AttrDeadLetterReason: {DataType: "String", StringValue: aws.String("value_missing: an earlier failure")},
+		AttrSourceMessageID:  {DataType: "String", StringValue: aws.String("m-old")},
+		"Tenant":             {DataType: "String", StringValue: aws.String("t1")},
+	}
+	in := sendOne(t, dlqURL, rec, "body_not_json", "message body is not JSON")
+	if got := aws.ToString(in.MessageAttributes[AttrDeadLetterReason].StringValue); got != "body_not_json: message body is not JSON" {
+		t.Errorf("%s = %q, want this failure's reason", AttrDeadLetterReason, got)
+	}
+	if got := aws.ToString(in.MessageAttributes[AttrSourceMessageID].StringValue); got != "m-new" {
+		t.Errorf("%s = %q, want this record's id", AttrSourceMessageID, got)
+	}
+	if got := aws.ToString(in.MessageAttributes["Tenant"].StringValue); got != "t1" || len(in.MessageAttributes) != 3 {
+		t.Errorf("attributes %s: want Tenant kept and ours replaced", attrString(in.MessageAttributes))
+	}
+}
+
+func TestSQSDeadLetterOneFreeSlotCarriesTheSourceID(t *testing.T) {
+	rec := record("m-9", "x")
+	rec.MessageAttributes = map[string]events.SQSMessageAttribute{}
+	for i := range 9 {
+		rec.MessageAttributes[fmt.Sprintf("A%d", i)] = events.SQSMessageAttribute{DataType: "String", StringValue: aws.String("v")}
+	}
+	in := sendOne(t, dlqURL, rec, "body_not_json", "message body is not JSON")
+	if got := aws.ToString(in.MessageAttributes[AttrDeadLetterReason].StringValue); got != "body_not_json: message body is not JSON (source message m-9)" {
+		t.Errorf("%s = %q", AttrDeadLetterReason, got)
+	}
+}
