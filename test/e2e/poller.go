@@ -49,6 +49,14 @@ type Poller struct {
 	Envs     []Invoker // one concurrent poller each; at most Mapping.MaxConcurrency are used
 
 	Stats PollerStats
+
+	lastErr atomic.Value // string: the last delete error, for LastDeleteError
+}
+
+// LastDeleteError is the last failed delete ("" when none), for a scenario's failure message.
+func (p *Poller) LastDeleteError() string {
+	s, _ := p.lastErr.Load().(string)
+	return s
 }
 
 // PollerStats counts what the pollers did; safe to read while they run.
@@ -59,6 +67,7 @@ type PollerStats struct {
 	Deleted        atomic.Int64
 	ReportedFailed atomic.Int64 // batchItemFailures entries
 	SQSCalls       atomic.Int64 // ReceiveMessage + DeleteMessageBatch
+	DeleteErrors   atomic.Int64 // DeleteMessageBatch calls or entries that failed
 }
 
 // Run polls until ctx is done and returns the first SQS error that is not ctx's.
@@ -92,7 +101,10 @@ func (p *Poller) loop(ctx context.Context, env Invoker) error {
 			continue
 		}
 		if err := p.deliver(ctx, env, batch); err != nil && ctx.Err() == nil {
-			return err
+			// As Lambda's poller: the undeleted records come back after the visibility
+			// timeout (and run as duplicates); the poller goes on.
+			p.Stats.DeleteErrors.Add(1)
+			p.lastErr.Store(err.Error())
 		}
 	}
 	return nil

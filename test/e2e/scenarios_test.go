@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
 )
@@ -180,7 +182,11 @@ func TestCrashMidRecord(t *testing.T) {
 			pl := &Poller{SQS: w.sq, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue], Mapping: p.Mapping, Envs: []Invoker{invoker(e)}}
 			w.send(p.Queue, msgs)
 			stop := w.runPoller(pl)
+			var gap time.Duration // kill -> the victim's effect, taken when the effect is first seen
 			w.waitFor("the victim's effect", 3*w.visibility(p.Queue), func() bool {
+				if gap == 0 && w.ledger.Effects()[victim] > 0 {
+					gap = time.Since(time.Unix(0, killedAt.Load()))
+				}
 				return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
 			})
 			stop()
@@ -195,7 +201,6 @@ func TestCrashMidRecord(t *testing.T) {
 			if pl.Stats.InvokeErrors.Load() != 1 {
 				t.Errorf("%d failed invocations, want 1 (the killed one)", pl.Stats.InvokeErrors.Load())
 			}
-			gap := time.Since(time.Unix(0, killedAt.Load()))
 			if vis := w.visibility(p.Queue); gap < vis-time.Second {
 				t.Errorf("the effect ran %v after the kill, before the visibility timeout %v: the message was redelivered early", gap, vis)
 			}
@@ -259,6 +264,12 @@ func TestPoisonMessages(t *testing.T) {
 		var got []string
 		for _, m := range w.drain(p.DLQ) {
 			got = append(got, *m.Body)
+			// The consumer's own dead-lettering says why and from where; the redrive does not.
+			reason := aws.ToString(m.MessageAttributes["DeadLetterReason"].StringValue)
+			source := aws.ToString(m.MessageAttributes["SourceMessageId"].StringValue)
+			if dead := *m.Body != body(stuck); dead != (reason != "" && source != "") {
+				t.Errorf("DLQ message %q: DeadLetterReason %q, SourceMessageId %q; want both exactly on the dead-lettered poison", *m.Body, reason, source)
+			}
 		}
 		slices.Sort(got)
 		wantDead := slices.Sorted(slices.Values(append(slices.Clone(poisonBodies), body(stuck))))

@@ -346,6 +346,7 @@ func (w *world) drain(queue string) []sqstypes.Message {
 		out, err := w.sq.ReceiveMessage(w.t.Context(), &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(w.d.QueueURL[queue]), MaxNumberOfMessages: 10, VisibilityTimeout: 60,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
 		})
 		if err != nil {
 			w.t.Fatal(err)
