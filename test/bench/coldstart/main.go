@@ -148,6 +148,9 @@ func verdict(ok bool) string {
 
 func median(d []time.Duration) time.Duration {
 	s := slices.Sorted(slices.Values(d))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
 	return s[len(s)/2]
 }
 

@@ -15,7 +15,8 @@
 //
 // First an untimed pass sends every contender through a counting reverse proxy (DynamoDB
 // calls per new and per duplicate record, by operation); then the timed rounds go straight to
-// DynamoDB Local, contenders alternating (ours, ts, py, raw, ours, ...). Every run must
+// DynamoDB Local, contenders alternating, the first one rotating per round (ours, ts, py, raw;
+// ts, py, raw, ours; ...). Every run must
 // process every record without a batch item failure and run the effect exactly once per key,
 // or the command fails.
 //
@@ -208,7 +209,10 @@ func run() error {
 	}
 	for r := 1; r <= o.rounds; r++ {
 		for _, b := range o.batches {
-			for _, c := range cs {
+			// Each round starts with the next contender, so that no contender always runs first
+			// (on the freshest DynamoDB Local) or last.
+			for i := range cs {
+				c := cs[(i+r-1)%len(cs)]
 				endpoint := srv.Endpoint()
 				var proxy *countingProxy
 				if o.latency > 0 {
