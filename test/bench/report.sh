@@ -19,6 +19,8 @@ BENCHTIME=${BENCHTIME:-1s}
 GO=${GO:-go}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Taken now: writing OUT below would make the tree look changed.
+rev="$(git rev-parse --short HEAD)$(git diff --quiet || echo ' with uncommitted changes')"
 
 subsection() { # heading prefix, file: that subsection, up to the next "### " heading
   awk -v h="$1" 'index($0, h) == 1 {on = 1; print; next} on && /^### / {exit} on {print}' "$2"
@@ -71,7 +73,7 @@ section "5. Go benchmarks of the runtime packages" \
 {
   echo "# Benchmarks"
   echo
-  echo "Written by \`make bench\` (\`test/bench/report.sh\`) on $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' with uncommitted changes')."
+  echo "Written by \`make bench\` (\`test/bench/report.sh\`) on $(date -u +%Y-%m-%d) at commit $rev."
   echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB, $($GO version | cut -d' ' -f3-4), load average at start $(cut -d' ' -f1-3 /proc/loadavg)."
   echo "The machine is shared and noisy: each figure is a median with its min-max, and the headline figures are ratios against a peer measured alternately in the same run."
   cat "$work/body.md"
