@@ -59,11 +59,16 @@ func newDynamoClient(context.Context) (idempotency.DynamoDBAPI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	awsCfg.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+	awsCfg.HTTPClient = dynamoHTTPClient()
+	return dynamodb.NewFromConfig(awsCfg, idempotency.WithoutSDKRetries), nil
+}
+
+// dynamoHTTPClient is the store client's HTTP client (see newDynamoClient).
+func dynamoHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = 0 // no total cap: the client talks to one host
 		t.MaxIdleConnsPerHost = maxBatchConcurrency
 	})
-	return dynamodb.NewFromConfig(awsCfg, idempotency.WithoutSDKRetries), nil
 }
 
 type lambdaHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
