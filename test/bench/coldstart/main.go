@@ -22,9 +22,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/test/internal/stats"
 
 	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
@@ -129,12 +130,12 @@ func table(bins []*binary, n int) string {
 	fmt.Fprintf(w, "Cold-start proxy, `go run ./test/bench/coldstart -n %d` (%s, %s): init = process start to the first Runtime API /next, %d cold starts each, taken in turns; size = stripped linux/arm64 binary as bundled.\n\n", n, host, time.Now().UTC().Format("2006-01-02"), n)
 	fmt.Fprintln(w, "| binary | size (MiB) | size goal <= 8 MiB | init median (min-max) | init / hello-world | goal <= 3x |")
 	fmt.Fprintln(w, "|---|---:|---|---:|---:|---|")
-	hello := median(bins[0].inits)
+	hello, _, _ := stats.Median(bins[0].inits)
 	for _, b := range bins {
-		m := median(b.inits)
+		m, lo, hi := stats.Median(b.inits)
 		ratio := float64(m) / float64(hello)
 		fmt.Fprintf(w, "| %s | %.2f | %s | %s (%s-%s) | %.2f | %s |\n", b.name, float64(b.size)/(1<<20), verdict(b.size <= 8<<20),
-			ms(m), ms(slices.Min(b.inits)), ms(slices.Max(b.inits)), ratio, verdict(ratio <= 3))
+			ms(m), ms(lo), ms(hi), ratio, verdict(ratio <= 3))
 	}
 	return sb.String()
 }
@@ -144,14 +145,6 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "**missed**"
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Sorted(slices.Values(d))
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/idempotent-sqs/pipeline/test/internal/stats"
 )
 
 type key struct {
@@ -22,13 +24,8 @@ type report struct {
 }
 
 func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	m, _, _ := stats.Median(xs)
+	return m
 }
 
 func (r *report) rates(k key) []float64 {

@@ -35,11 +35,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/test/internal/stats"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -131,16 +132,9 @@ func spread(ds []time.Duration) Spread {
 	if len(ds) == 0 {
 		return Spread{}
 	}
-	ms := make([]float64, len(ds))
-	for i, d := range ds {
-		ms[i] = float64(d.Microseconds()) / 1000
-	}
-	slices.Sort(ms)
-	m := ms[len(ms)/2]
-	if len(ms)%2 == 0 {
-		m = (ms[len(ms)/2-1] + ms[len(ms)/2]) / 2
-	}
-	return Spread{Median: round(m), Min: round(ms[0]), Max: round(ms[len(ms)-1])}
+	m, lo, hi := stats.Median(ds)
+	ms := func(d time.Duration) float64 { return round(float64(d.Microseconds()) / 1000) }
+	return Spread{Median: ms(m), Min: ms(lo), Max: ms(hi)}
 }
 
 func round(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
