@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -56,8 +57,12 @@ type recordKey struct {
 	pk, sk      string // attribute values; sk is "" without a sort key
 }
 
-// cacheKey identifies the record in the in-memory cache.
-func (k recordKey) cacheKey() string { return k.pk + "\x00" + k.sk }
+// cacheKey identifies the record in the in-memory cache. It must be injective in (pk, sk):
+// keys and tenants may hold any byte a separator could be made of (a NUL is valid UTF-8), so
+// a plain join would give {tenant "a\x00b", key "c"} and {tenant "a", key "b\x00c"} one entry,
+// and the second message would be answered from the first's record. The partition key's
+// length in front says where it ends, whatever it contains.
+func (k recordKey) cacheKey() string { return strconv.Itoa(len(k.pk)) + ":" + k.pk + k.sk }
 
 // buildKey maps a Request onto the table layout:
 //

@@ -191,3 +191,23 @@ func TestNewOwnerIsUnique(t *testing.T) {
 		seen[o] = true
 	}
 }
+
+// cacheKey must tell apart every two distinct (pk, sk) pairs, including those a separator
+// byte inside a key or tenant would join into one string.
+func TestCacheKeyIsInjective(t *testing.T) {
+	pairs := [][2]string{
+		{"p#a\x00b", "c"}, {"p#a", "b\x00c"}, // a NUL separator
+		{"p#a:b", "c"}, {"p#a", "b:c"}, // the length prefix's own separator
+		{"p#ab", ""}, {"p#a", "b"}, {"p#", "ab"},
+		{"3:p#", "x"}, {"p#", "3:p#x"}, // a key that looks like a length prefix
+		{"10:p#aaaaaa", ""}, {"1", "0:p#aaaaaa"},
+	}
+	seen := map[string][2]string{}
+	for _, p := range pairs {
+		ck := recordKey{pk: p[0], sk: p[1]}.cacheKey()
+		if other, dup := seen[ck]; dup {
+			t.Errorf("(%q, %q) and (%q, %q) share the cache key %q", other[0], other[1], p[0], p[1], ck)
+		}
+		seen[ck] = p
+	}
+}
