@@ -20,7 +20,7 @@ import (
 const (
 	envQueueURL         = "QUEUE_URL"
 	envJobName          = "JOB_NAME"
-	envPeriod           = "PERIOD"
+	envPeriod           = "PERIOD" // no longer supported: rejected unless it means 1m (see LoadConfig)
 	envDefaultGroupID   = "DEFAULT_MESSAGE_GROUP_ID"
 	envSendMaxAttempts  = "SEND_MAX_ATTEMPTS"
 	envMetricsNamespace = "METRICS_NAMESPACE"
@@ -29,7 +29,6 @@ const (
 
 // Defaults and bounds of the configuration.
 const (
-	defaultPeriod           = time.Minute
 	defaultSendMaxAttempts  = 5
 	maxSendMaxAttempts      = 10
 	defaultMetricsNamespace = "IdempotentSQS"
@@ -60,7 +59,6 @@ type Config struct {
 	QueueURL         string
 	Fifo             bool // QUEUE_URL ends in ".fifo"
 	JobName          string
-	Period           time.Duration
 	DefaultGroupID   string // FIFO group for items without one
 	SendMaxAttempts  int
 	MetricsNamespace string
@@ -80,7 +78,6 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		return v, ok && v != ""
 	}
 	cfg := Config{
-		Period:           defaultPeriod,
 		SendMaxAttempts:  defaultSendMaxAttempts,
 		MetricsNamespace: defaultMetricsNamespace,
 		LogLevel:         slog.LevelInfo,
@@ -105,13 +102,16 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		cfg.JobName = v
 	}
 
-	const periodWant = "a Go duration of whole seconds, at least 1s, e.g. 1m, 1h or 24h"
+	// PERIOD used to set the unit the scheduled time was truncated to for the keys. Keys now
+	// derive from the scheduled occurrence itself (see occurrence), which is what PERIOD=1m
+	// did, so 1m (the old construct wrote "1m0s") still starts; any other value would have
+	// merged distinct runs, and silently ignoring it would change the keys under a deployment
+	// that chose it, so it fails the configuration instead.
+	const periodWant = "it unset: PERIOD is no longer supported (keys are derived from each scheduled occurrence; " +
+		"a longer period gave distinct runs one key and the consumer dropped all but the first as duplicates); remove the variable"
 	if v, ok := optional(envPeriod); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second || d%time.Second != 0 {
+		if d, err := time.ParseDuration(v); err != nil || d != time.Minute {
 			bad(envPeriod, v, true, periodWant)
-		} else {
-			cfg.Period = d
 		}
 	}
 

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 )
 
 func lookupFrom(env map[string]string) func(string) (string, bool) {
@@ -30,7 +29,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	want := Config{
 		QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs.fifo", Fifo: true, JobName: "nightly",
-		Period: time.Minute, DefaultGroupID: "nightly", SendMaxAttempts: 5, MetricsNamespace: "IdempotentSQS",
+		DefaultGroupID: "nightly", SendMaxAttempts: 5, MetricsNamespace: "IdempotentSQS",
 		LogLevel: slog.LevelInfo,
 	}
 	if cfg != want {
@@ -46,13 +45,13 @@ func TestLoadConfigDefaults(t *testing.T) {
 
 func TestLoadConfigValues(t *testing.T) {
 	cfg, err := LoadConfig(lookupFrom(baseEnv(map[string]string{
-		"QUEUE_URL": "http://localhost:9324/000000000000/jobs", "PERIOD": "24h", "DEFAULT_MESSAGE_GROUP_ID": "all",
+		"QUEUE_URL": "http://localhost:9324/000000000000/jobs", "PERIOD": "1m0s", "DEFAULT_MESSAGE_GROUP_ID": "all",
 		"SEND_MAX_ATTEMPTS": "10", "METRICS_NAMESPACE": "My/App", "LOG_LEVEL": "debug",
 	})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Fifo || cfg.Period != 24*time.Hour || cfg.DefaultGroupID != "all" || cfg.SendMaxAttempts != 10 ||
+	if cfg.Fifo || cfg.DefaultGroupID != "all" || cfg.SendMaxAttempts != 10 ||
 		cfg.MetricsNamespace != "My/App" || cfg.LogLevel != slog.LevelDebug {
 		t.Errorf("cfg = %+v", cfg)
 	}
@@ -73,10 +72,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"job spaces", map[string]string{"JOB_NAME": " nightly"}, `JOB_NAME=" nightly": want 1-128 bytes`},
 		{"job control char", map[string]string{"JOB_NAME": "a\tb"}, `JOB_NAME="a\tb": want`},
 		{"job too long", map[string]string{"JOB_NAME": strings.Repeat("j", 129)}, "JOB_NAME=\"jjjj"},
-		{"period not a duration", map[string]string{"PERIOD": "hourly"}, `PERIOD="hourly": want a Go duration of whole seconds, at least 1s`},
-		{"period too short", map[string]string{"PERIOD": "500ms"}, `PERIOD="500ms": want`},
-		{"period fractional", map[string]string{"PERIOD": "1.5s"}, `PERIOD="1.5s": want`},
-		{"period negative", map[string]string{"PERIOD": "-1m"}, `PERIOD="-1m": want`},
+		{"period longer than the occurrence", map[string]string{"PERIOD": "24h"}, `PERIOD="24h": want it unset: PERIOD is no longer supported ` +
+			`(keys are derived from each scheduled occurrence; a longer period gave distinct runs one key and the consumer dropped all but ` +
+			`the first as duplicates); remove the variable`},
+		{"period as the old construct wrote it", map[string]string{"PERIOD": "1h0m0s"}, `PERIOD="1h0m0s": want it unset: PERIOD is no longer supported`},
+		{"period shorter than a minute", map[string]string{"PERIOD": "30s"}, `PERIOD="30s": want it unset`},
+		{"period not a duration", map[string]string{"PERIOD": "hourly"}, `PERIOD="hourly": want it unset`},
 		{"group invalid", map[string]string{"DEFAULT_MESSAGE_GROUP_ID": "a b"}, `DEFAULT_MESSAGE_GROUP_ID="a b": want a valid SQS MessageGroupId`},
 		{"job not a group id", map[string]string{"JOB_NAME": "nächtlich"},
 			`DEFAULT_MESSAGE_GROUP_ID is not set: want a valid SQS MessageGroupId: it defaults to JOB_NAME "nächtlich", which is not one`},
@@ -112,6 +113,16 @@ func TestLoadConfigReportsEveryProblem(t *testing.T) {
 	for _, v := range []string{"QUEUE_URL", "JOB_NAME", "PERIOD", "LOG_LEVEL"} {
 		if err == nil || !strings.Contains(err.Error(), v) {
 			t.Errorf("error %v does not name %s", err, v)
+		}
+	}
+}
+
+// PERIOD meaning one minute is what the dispatcher does now; a function deployed by the
+// previous construct (which always wrote PERIOD, "1m0s" by default) keeps starting.
+func TestLoadConfigAcceptsPeriodOfOneMinute(t *testing.T) {
+	for _, v := range []string{"1m", "1m0s", "60s", ""} {
+		if _, err := LoadConfig(lookupFrom(baseEnv(map[string]string{"PERIOD": v}))); err != nil {
+			t.Errorf("PERIOD=%q: %v", v, err)
 		}
 	}
 }

@@ -17,7 +17,7 @@ type Event struct {
 	Items         []Item `json:"items"`
 }
 
-// Item is one unit of work: one message per item and period.
+// Item is one unit of work: one message per item and scheduled occurrence.
 type Item struct {
 	ID      string          `json:"id"`              // unique within a run; part of the key
 	Group   string          `json:"group,omitempty"` // FIFO MessageGroupId (fair-queue tenant on standard queues)
@@ -28,20 +28,22 @@ type Item struct {
 type Run struct {
 	Job           string
 	ScheduledTime time.Time
-	Period        time.Time // ScheduledTime truncated to PERIOD
-	Event         Event
+	// Occurrence is ScheduledTime in UTC truncated to the minute: it identifies the schedule
+	// occurrence, and the idempotency keys derive from it.
+	Occurrence time.Time
+	Event      Event
 }
 
 // ItemSource yields the work items of one run. It must be deterministic for a given Run:
-// a repeated invocation for the same period must yield the same item ids, or the consumer
+// a repeated invocation for the same occurrence must yield the same item ids, or the consumer
 // cannot recognize the repeats. Implementations reading a database or an API should read a
-// snapshot keyed by run.Period.
+// snapshot keyed by run.Occurrence.
 type ItemSource interface {
 	Items(ctx context.Context, run Run) ([]Item, error)
 }
 
 // EventItems is the default ItemSource: the items listed in the schedule's input. A fixed
-// list of tenants or shards to fan out to every period is what most schedules need, and it
+// list of tenants or shards to fan out to every run is what most schedules need, and it
 // costs no extra permission or call.
 type EventItems struct{}
 

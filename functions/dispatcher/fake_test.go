@@ -80,7 +80,7 @@ type testEnv struct {
 func testConfig(fifo bool) Config {
 	cfg := Config{
 		QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs", JobName: "nightly",
-		Period: time.Hour, SendMaxAttempts: 5, MetricsNamespace: "Test", LogLevel: slog.LevelDebug,
+		SendMaxAttempts: 5, MetricsNamespace: "Test", LogLevel: slog.LevelDebug,
 	}
 	if fifo {
 		cfg.QueueURL += ".fifo"
@@ -116,7 +116,7 @@ func loadEvent(t *testing.T) Event {
 }
 
 func eventWithItems(n int) Event {
-	ev := Event{ScheduledTime: "2025-03-04T05:06:07Z", ExecutionID: "exec", Job: "nightly"}
+	ev := Event{ScheduledTime: "2025-03-04T05:00:00Z", ExecutionID: "exec", Job: "nightly"}
 	for i := range n {
 		ev.Items = append(ev.Items, Item{ID: "item-" + strconv.Itoa(i)})
 	}

@@ -50,10 +50,10 @@ func (e *UnsentError) Unwrap() []error { return []error{ErrUnsent, e.Last} }
 
 // Summary is what Handle returns (Scheduler ignores it; it shows in test invokes).
 type Summary struct {
-	Job    string `json:"job"`
-	Period string `json:"period"`
-	Items  int    `json:"items"`
-	Sent   int    `json:"sent"`
+	Job        string `json:"job"`
+	Occurrence string `json:"occurrence"` // the run's scheduled occurrence, RFC 3339 UTC
+	Items      int    `json:"items"`
+	Sent       int    `json:"sent"`
 }
 
 // Limits applied to every message.
@@ -100,9 +100,10 @@ func NewHandler(cfg Config, api SQSAPI, items ItemSource, log *slog.Logger, metr
 	}
 }
 
-// Handle turns ev into one message per work item and sends them. The period comes from the
-// event's scheduledTime, never the wall clock, so a repeated or retried invocation for the
-// same schedule slot produces byte-identical messages with the same keys.
+// Handle turns ev into one message per work item and sends them. The occurrence comes from
+// the event's scheduledTime, never the wall clock, so a repeated or retried invocation for the
+// same scheduled occurrence produces byte-identical messages with the same keys, and two
+// different occurrences never share one.
 func (h *Handler) Handle(ctx context.Context, ev Event) (Summary, error) {
 	defer h.flushMetrics()
 	run, err := h.run(ev)
@@ -110,18 +111,18 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Summary, error) {
 		h.log.Error("dispatch rejected", "error", err.Error(), "executionId", ev.ExecutionID)
 		return Summary{Job: h.cfg.JobName}, err
 	}
-	period := run.Period.UTC().Format(time.RFC3339)
-	sum := Summary{Job: h.cfg.JobName, Period: period}
-	log := h.log.With("job", h.cfg.JobName, "period", period, "scheduledTime", ev.ScheduledTime, "executionId", ev.ExecutionID)
+	occ := run.Occurrence.Format(time.RFC3339)
+	sum := Summary{Job: h.cfg.JobName, Occurrence: occ}
+	log := h.log.With("job", h.cfg.JobName, "occurrence", occ, "scheduledTime", ev.ScheduledTime, "executionId", ev.ExecutionID)
 
 	items, err := h.items.Items(ctx, run)
 	if err != nil {
-		err = fmt.Errorf("list work items for %s: %w", period, err)
+		err = fmt.Errorf("list work items for %s: %w", occ, err)
 		log.Error("dispatch failed", "error", err.Error())
 		return sum, err
 	}
 	sum.Items = len(items)
-	msgs, err := h.messages(items, period)
+	msgs, err := h.messages(items, occ)
 	if err != nil {
 		log.Error("dispatch rejected", "error", err.Error())
 		return sum, err
@@ -149,7 +150,7 @@ func (h *Handler) flushMetrics() {
 	}
 }
 
-// run validates the event and derives the period.
+// run validates the event and derives the occurrence.
 func (h *Handler) run(ev Event) (Run, error) {
 	if ev.ScheduledTime == "" {
 		return Run{}, fmt.Errorf(`%w: "scheduledTime" is missing: the schedule input must carry <aws.scheduler.scheduled-time>`, ErrInvalidEvent)
@@ -163,8 +164,25 @@ func (h *Handler) run(ev Event) (Run, error) {
 	if ev.Job != "" && ev.Job != h.cfg.JobName {
 		return Run{}, fmt.Errorf(`%w: "job" %q does not match JOB_NAME %q`, ErrInvalidEvent, ev.Job, h.cfg.JobName)
 	}
-	return Run{Job: h.cfg.JobName, ScheduledTime: at, Period: at.Truncate(h.cfg.Period), Event: ev}, nil
+	return Run{Job: h.cfg.JobName, ScheduledTime: at, Occurrence: occurrence(at), Event: ev}, nil
 }
+
+// occurrence identifies the schedule occurrence a scheduled time stands for: the instant in
+// UTC at Scheduler's resolution, the whole minute. Keys were once derived from the scheduled
+// time truncated to a configurable period; any period longer than the gap between two runs
+// merges them, and daylight-saving changes make that gap shorter than the cron suggests: the
+// daily 01:30 Europe/Berlin runs of 2025-03-30 and 2025-03-31 are 00:30Z and 23:30Z of one
+// UTC day, so a 24h period gave both one key and the consumer dropped the second day's work
+// as a duplicate.
+//
+// Injective on occurrences: cron fields are whole minutes, so occurrences are distinct
+// whole-minute instants at least 1m apart, which Truncate(time.Minute) leaves unchanged.
+//
+// A repeat of one occurrence (a Scheduler retry or double fire) carries the same instant, so
+// it gets the same key whatever offset or seconds its rendering has. With the former default
+// PERIOD=1m this is byte-for-byte the key the dispatcher derived before (at.Truncate(1m) in
+// UTC, RFC 3339), so messages in flight across the deploy keep their keys.
+func occurrence(at time.Time) time.Time { return at.UTC().Truncate(time.Minute) }
 
 // message is one prepared SQS entry.
 type message struct {
@@ -173,6 +191,9 @@ type message struct {
 	size                        int // body + attributes, as SQS counts it
 }
 
+// messageBody is the JSON body of every message. Period holds the occurrence (RFC 3339 UTC,
+// whole minute); the field keeps the name "period" it had when keys were derived from a
+// configurable period, so consumers that read it keep working.
 type messageBody struct {
 	IdempotencyKey string          `json:"idempotencyKey"`
 	Job            string          `json:"job"`
@@ -183,7 +204,7 @@ type messageBody struct {
 
 // messages validates every item and builds its message; all problems are reported at once and
 // nothing is sent when there is any, so a bad item list never produces a partial run.
-func (h *Handler) messages(items []Item, period string) ([]message, error) {
+func (h *Handler) messages(items []Item, occ string) ([]message, error) {
 	var problems []string
 	seen := make(map[string]int, len(items))
 	msgs := make([]message, 0, len(items))
@@ -202,7 +223,7 @@ func (h *Handler) messages(items []Item, period string) ([]message, error) {
 			problems = append(problems, fmt.Sprintf("%s: character %U is not accepted by SQS", where, r))
 			continue
 		}
-		m := message{itemID: it.ID, key: msgkey.DispatchKey(h.cfg.JobName, period, it.ID)}
+		m := message{itemID: it.ID, key: msgkey.DispatchKey(h.cfg.JobName, occ, it.ID)}
 		if err := msgkey.ValidateKey(m.key); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", where, err))
 			continue
@@ -220,7 +241,7 @@ func (h *Handler) messages(items []Item, period string) ([]message, error) {
 		if h.cfg.Fifo {
 			m.dedupID = msgkey.DeduplicationID(m.key)
 		}
-		body, err := json.Marshal(messageBody{IdempotencyKey: m.key, Job: h.cfg.JobName, Period: period, ItemID: it.ID, Payload: it.Payload})
+		body, err := json.Marshal(messageBody{IdempotencyKey: m.key, Job: h.cfg.JobName, Period: occ, ItemID: it.ID, Payload: it.Payload})
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: payload is not valid JSON: %v", where, err))
 			continue

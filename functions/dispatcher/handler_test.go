@@ -32,7 +32,7 @@ func TestHandleFIFOMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum != (Summary{Job: "nightly", Period: "2025-03-04T05:00:00Z", Items: 3, Sent: 3}) {
+	if sum != (Summary{Job: "nightly", Occurrence: "2025-03-04T05:00:00Z", Items: 3, Sent: 3}) {
 		t.Errorf("summary = %+v", sum)
 	}
 	if len(te.sqs.calls) != 1 || aws.ToString(te.sqs.calls[0].QueueUrl) != testConfig(true).QueueURL {
@@ -90,8 +90,8 @@ func TestHandleStandardQueue(t *testing.T) {
 	}
 }
 
-// The scheduler may fire twice, or Lambda may retry: the same scheduled slot must produce the
-// very same messages so that SQS (FIFO) and the consumer recognize the repeat.
+// The scheduler may fire twice, or Lambda may retry: the same scheduled occurrence must
+// produce the very same messages so that SQS (FIFO) and the consumer recognize the repeat.
 func TestHandleRepeatIsByteIdentical(t *testing.T) {
 	for _, fifo := range []bool{true, false} {
 		te := newTestEnv(t, testConfig(fifo), nil)
@@ -99,8 +99,7 @@ func TestHandleRepeatIsByteIdentical(t *testing.T) {
 		if _, err := te.h.Handle(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
-		ev.ExecutionID = "another-execution"      // a retry has its own execution id
-		ev.ScheduledTime = "2025-03-04T05:59:59Z" // still the 05:00 period (PERIOD=1h)
+		ev.ExecutionID = "another-execution" // a retry has its own execution id, the same scheduled time
 		if _, err := te.h.Handle(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
@@ -116,38 +115,44 @@ func TestHandleRepeatIsByteIdentical(t *testing.T) {
 	}
 }
 
-func TestHandlePeriods(t *testing.T) {
-	keyAt := func(t *testing.T, period time.Duration, scheduled string) string {
-		cfg := testConfig(false)
-		cfg.Period = period
-		te := newTestEnv(t, cfg, nil)
+// The key names the occurrence: the scheduled time in UTC to the minute. These are also the
+// keys the dispatcher derived with its former default PERIOD=1m, so messages in flight across
+// the deploy keep their keys.
+func TestHandleOccurrenceKeys(t *testing.T) {
+	keyAt := func(t *testing.T, scheduled string) (key, body string) {
+		te := newTestEnv(t, testConfig(false), nil)
 		if _, err := te.h.Handle(context.Background(), Event{ScheduledTime: scheduled, Items: []Item{{ID: "a"}}}); err != nil {
 			t.Fatal(err)
 		}
-		return aws.ToString(te.sqs.entries()[0].MessageAttributes[attrKey].StringValue)
+		e := te.sqs.entries()[0]
+		return aws.ToString(e.MessageAttributes[attrKey].StringValue), aws.ToString(e.MessageBody)
 	}
-	cases := []struct {
-		period    time.Duration
-		scheduled string
-		wantKey   string
-	}{
-		{time.Minute, "2025-03-04T05:06:07Z", "nightly#2025-03-04T05:06:00Z#a"},
-		{time.Minute, "2025-03-04T05:07:00Z", "nightly#2025-03-04T05:07:00Z#a"},
-		{15 * time.Minute, "2025-03-04T05:29:59Z", "nightly#2025-03-04T05:15:00Z#a"},
-		{time.Hour, "2025-03-04T05:06:07Z", "nightly#2025-03-04T05:00:00Z#a"},
-		{24 * time.Hour, "2025-03-04T23:59:59Z", "nightly#2025-03-04T00:00:00Z#a"},
-		// Scheduler sends the time in UTC, but an offset is the same instant: same period.
-		{time.Hour, "2025-03-04T06:06:07+01:00", "nightly#2025-03-04T05:00:00Z#a"},
+	cases := []struct{ scheduled, wantKey string }{
+		{"2025-03-04T05:06:00Z", "nightly#2025-03-04T05:06:00Z#a"},
+		{"2025-03-04T23:59:00Z", "nightly#2025-03-04T23:59:00Z#a"},
+		// Scheduler's resolution is the minute: seconds never tell two occurrences apart.
+		{"2025-03-04T05:06:07Z", "nightly#2025-03-04T05:06:00Z#a"},
+		{"2025-03-04T05:06:59.999Z", "nightly#2025-03-04T05:06:00Z#a"},
+		// Scheduler sends UTC, but an offset is the same instant: the same occurrence.
+		{"2025-03-04T06:06:00+01:00", "nightly#2025-03-04T05:06:00Z#a"},
+		{"2025-03-04T00:36:00+05:30", "nightly#2025-03-03T19:06:00Z#a"},
 	}
 	for _, c := range cases {
-		t.Run(c.period.String()+" "+c.scheduled, func(t *testing.T) {
-			if got := keyAt(t, c.period, c.scheduled); got != c.wantKey {
-				t.Errorf("key = %q, want %q", got, c.wantKey)
+		t.Run(c.scheduled, func(t *testing.T) {
+			key, body := keyAt(t, c.scheduled)
+			if key != c.wantKey {
+				t.Errorf("key = %q, want %q", key, c.wantKey)
+			}
+			// The body's "period" field keeps its name for compatibility; it holds the occurrence.
+			var b messageBody
+			if err := json.Unmarshal([]byte(body), &b); err != nil || b.IdempotencyKey != key || c.wantKey != "nightly#"+b.Period+"#a" {
+				t.Errorf("body %s (err %v): want idempotencyKey %q and period the occurrence", body, err, key)
 			}
 		})
 	}
-	if a, b := keyAt(t, time.Minute, "2025-03-04T05:06:59Z"), keyAt(t, time.Minute, "2025-03-04T05:07:00Z"); a == b {
-		t.Errorf("adjacent periods share key %q", a)
+	a, _ := keyAt(t, "2025-03-04T05:06:59Z")
+	if b, _ := keyAt(t, "2025-03-04T05:07:00Z"); a == b {
+		t.Errorf("adjacent minutes share key %q", a)
 	}
 }
 
@@ -172,7 +177,7 @@ func TestHandleBatchesOfTen(t *testing.T) {
 	if m["Dispatched"] != 25.0 || m["SendFailed"] != 0.0 {
 		t.Errorf("metrics Dispatched=%v SendFailed=%v, want 25 and 0", m["Dispatched"], m["SendFailed"])
 	}
-	if lines := te.logLines(t, "dispatched"); len(lines) != 1 || lines[0]["sent"] != 25.0 || lines[0]["period"] != "2025-03-04T05:00:00Z" {
+	if lines := te.logLines(t, "dispatched"); len(lines) != 1 || lines[0]["sent"] != 25.0 || lines[0]["occurrence"] != "2025-03-04T05:00:00Z" {
 		t.Errorf("summary log = %v", lines)
 	}
 }
@@ -468,7 +473,7 @@ func TestHandleCustomItemSource(t *testing.T) {
 	if _, err := te.h.Handle(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
-	if len(src.got) != 1 || src.got[0].Period != time.Date(2025, 3, 4, 5, 0, 0, 0, time.UTC) ||
+	if len(src.got) != 1 || src.got[0].Occurrence != time.Date(2025, 3, 4, 5, 0, 0, 0, time.UTC) ||
 		src.got[0].Job != "nightly" || src.got[0].Event.ExecutionID != ev.ExecutionID {
 		t.Errorf("ItemSource got %+v", src.got)
 	}

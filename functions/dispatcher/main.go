@@ -1,7 +1,8 @@
 // Command dispatcher is the Lambda function EventBridge Scheduler invokes: it turns one
 // scheduled run into one SQS message per work item, each carrying an idempotency key derived
-// from the job, the run's period (from the schedule's scheduled time, never the clock) and the
-// item id, so that repeated runs for one period are recognized downstream.
+// from the job, the run's scheduled occurrence (the schedule's scheduled time in UTC to the
+// minute, never the clock) and the item id, so that a repeated or retried invocation for one
+// occurrence is recognized downstream and two occurrences never share a key.
 //
 // main only wires: it reads the environment once (see env.go for the variables), builds the
 // SQS client once from the Lambda environment (internal/awsenv; AWS_ENDPOINT_URL_SQS points it

@@ -48,7 +48,7 @@ func TestStartClientError(t *testing.T) {
 func TestStartWires(t *testing.T) {
 	var out bytes.Buffer
 	fake := &fakeSQS{}
-	h := start(context.Background(), lookupFrom(baseEnv(map[string]string{"PERIOD": "1h"})), &out,
+	h := start(context.Background(), lookupFrom(baseEnv(nil)), &out,
 		func(context.Context) (SQSAPI, error) { return fake, nil })
 	sum, err := h(context.Background(), loadEvent(t))
 	if err != nil || sum.Sent != 3 || len(fake.calls) != 1 {

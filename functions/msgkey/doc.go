@@ -7,8 +7,10 @@
 //     Reason says, for the log, what is wrong with the message. Such a message is bad input:
 //     the consumer reports it as a failed record so that, after the queue's maxReceiveCount,
 //     it lands in the dead-letter queue instead of being dropped.
-//   - DispatchKey derives a deterministic, collision-free key from a job name, a period and an
-//     item id, so a scheduler that fires twice for the same period produces the same keys.
+//   - DispatchKey derives a deterministic, collision-free key from a job name, a scheduled
+//     occurrence (the scheduled time in UTC to the minute) and an item id, so a scheduler that
+//     fires twice for the same occurrence produces the same keys and two occurrences never
+//     share one.
 //   - DeduplicationID and ValidateGroupID apply the SQS FIFO rules for MessageDeduplicationId
 //     and MessageGroupId.
 //

@@ -36,13 +36,19 @@ const dispatchSep = "#"
 
 var escaper = strings.NewReplacer("%", "%25", "#", "%23")
 
-// DispatchKey returns the idempotency key of one work item of one run of a job:
-// "<job>#<period>#<itemID>", each part with '%' written as "%25" and '#' as "%23". The escape
-// makes the mapping injective: the escaped parts contain no '#', so the key splits back into
-// exactly one triple, and the escape itself is reversible. Without it ("a#b","c","d") and
-// ("a","b#c","d") would share a key and one item would be silently skipped as a duplicate.
+// DispatchKey returns the idempotency key of one work item of one scheduled occurrence of a
+// job: "<job>#<occurrence>#<itemID>", each part with '%' written as "%25" and '#' as "%23".
+// The dispatcher passes the occurrence as the schedule's scheduled time in UTC truncated to
+// the minute, RFC 3339 (e.g. "2025-03-30T00:30:00Z"): distinct occurrences are distinct
+// minutes, so they never share a key, while a retried or repeated invocation of one
+// occurrence derives the same key. (A coarser unit, such as the UTC day, would merge runs:
+// across a daylight-saving change two daily runs can fall on one UTC day.)
+//
+// The escape makes the mapping injective: the escaped parts contain no '#', so the key splits
+// back into exactly one triple, and the escape itself is reversible. Without it ("a#b","c","d")
+// and ("a","b#c","d") would share a key and one item would be silently skipped as a duplicate.
 // The result is deterministic, readable in logs, and usually a valid DeduplicationID as is.
 // Callers should check it with ValidateKey (long parts can exceed MaxKeyBytes).
-func DispatchKey(job, period, itemID string) string {
-	return escaper.Replace(job) + dispatchSep + escaper.Replace(period) + dispatchSep + escaper.Replace(itemID)
+func DispatchKey(job, occurrence, itemID string) string {
+	return escaper.Replace(job) + dispatchSep + escaper.Replace(occurrence) + dispatchSep + escaper.Replace(itemID)
 }

@@ -6,15 +6,15 @@ import (
 )
 
 func TestDispatchKey(t *testing.T) {
-	cases := []struct{ job, period, item, want string }{
+	cases := []struct{ job, occurrence, item, want string }{
 		{"nightly", "2025-01-02T03:04:00Z", "item-1", "nightly#2025-01-02T03:04:00Z#item-1"},
 		{"a#b", "p", "c", "a%23b#p#c"},
 		{"a%23b", "p", "c", "a%2523b#p#c"},
 		{"", "", "", "##"},
 	}
 	for _, c := range cases {
-		if got := DispatchKey(c.job, c.period, c.item); got != c.want {
-			t.Errorf("DispatchKey(%q,%q,%q) = %q, want %q", c.job, c.period, c.item, got, c.want)
+		if got := DispatchKey(c.job, c.occurrence, c.item); got != c.want {
+			t.Errorf("DispatchKey(%q,%q,%q) = %q, want %q", c.job, c.occurrence, c.item, got, c.want)
 		}
 	}
 }
