@@ -49,7 +49,8 @@ type Config struct {
 	TableName string
 	// KeyPrefix namespaces keys when several consumers share a table: the partition key is
 	// KeyPrefix + "#" + key (or KeyPrefix + "#" + tenant with SortKeyAttr). Default "default".
-	// It may not contain "#", so that two prefixes can never produce the same id.
+	// It may not contain "#", so that two prefixes can never produce the same id, and must be
+	// valid UTF-8 (as must the key attribute names below).
 	KeyPrefix string
 	// PartitionKeyAttr is the table's partition key attribute (type S). Default "id".
 	PartitionKeyAttr string
@@ -133,6 +134,16 @@ func (cfg Config) withDefaults(apiNil bool) (Config, error) {
 				add("Config.%s = %q is an attribute the idempotency record writes: the table's key attributes need other names (the default partition key is %q)",
 					a.field, a.value, DefaultPartitionKeyAttr)
 			}
+		}
+	}
+	for _, a := range []struct{ field, value string }{
+		{"KeyPrefix", cfg.KeyPrefix}, {"PartitionKeyAttr", cfg.PartitionKeyAttr}, {"SortKeyAttr", cfg.SortKeyAttr},
+	} {
+		// Each becomes part of every record's key: the prefix in the id, the names as the
+		// key attributes.
+		if at, bad := invalidUTF8(a.value); bad {
+			add("Config.%s = %q is not valid UTF-8 (byte %#x at offset %d): %s; use UTF-8",
+				a.field, a.value, a.value[at], at, utf8Reason)
 		}
 	}
 	if cfg.SortKeyAttr != "" && cfg.SortKeyAttr == cfg.PartitionKeyAttr {

@@ -17,8 +17,9 @@ var (
 	// ErrLockLost: complete or release was fenced out because our lock expired and another
 	// owner took the record over (or the record is gone).
 	ErrLockLost = errors.New("idempotency: lock lost")
-	// ErrInvalidRequest: the Request cannot name a record (empty or oversize key, tenant
-	// missing or unexpected). Bad input: retrying cannot help.
+	// ErrInvalidRequest: the Request cannot name a record (empty or oversize key, a key or
+	// tenant that is not valid UTF-8, tenant missing or unexpected). Bad input: retrying
+	// cannot help.
 	ErrInvalidRequest = errors.New("idempotency: invalid request")
 )
 

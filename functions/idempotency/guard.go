@@ -34,10 +34,11 @@ func (o Outcome) String() string {
 
 // Request names one unit of work.
 type Request struct {
-	// Key is the idempotency key. Required.
+	// Key is the idempotency key. Required, and valid UTF-8: DynamoDB would turn other bytes
+	// into U+FFFD, so two different keys could share a record.
 	Key string
 	// Tenant is the partition of the composite layout: required when Config.SortKeyAttr is
-	// set, an error otherwise.
+	// set, an error otherwise. Valid UTF-8, like Key.
 	Tenant string
 	// Payload is hashed into `validation` when Config.ValidatePayload is on.
 	Payload []byte

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Values of the record's `status` attribute (the Powertools names).
@@ -76,6 +77,11 @@ func buildKey(cfg *Config, req Request) (recordKey, error) {
 	if req.Key == "" {
 		return fail("Request.Key is empty: every message needs an idempotency key")
 	}
+	for _, f := range []struct{ field, value string }{{"Request.Key", req.Key}, {"Request.Tenant", req.Tenant}} {
+		if at, bad := invalidUTF8(f.value); bad {
+			return fail("%s is not valid UTF-8 (byte %#x at offset %d): %s", f.field, f.value[at], at, utf8Reason)
+		}
+	}
 	if cfg.SortKeyAttr == "" {
 		if req.Tenant != "" {
 			return fail("Request.Tenant is set but Config.SortKeyAttr is empty: tenants need the composite layout, or the same key in two tenants would share one record")
@@ -97,6 +103,23 @@ func buildKey(cfg *Config, req Request) (recordKey, error) {
 		return fail("the key is %d bytes; DynamoDB allows %d in a sort key: use a shorter key", len(k.sk), MaxSortKeyBytes)
 	}
 	return k, nil
+}
+
+// utf8Reason says why a key that is not UTF-8 is refused rather than stored.
+const utf8Reason = "DynamoDB strings are UTF-8, and the SDK replaces invalid bytes with U+FFFD, " +
+	"so different values would name the same record"
+
+// invalidUTF8 returns the offset of the first byte of s that is not part of valid UTF-8.
+// Such a value cannot be part of a DynamoDB key as is (see utf8Reason).
+func invalidUTF8(s string) (offset int, bad bool) {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // PayloadHash is the value stored in `validation`: the sha256 of the payload, hex encoded.
