@@ -17,7 +17,7 @@ const (
 	CodeValueWrongType Code = "value_wrong_type"
 	CodeValueEmpty     Code = "value_empty"    // empty or whitespace only
 	CodeValueTooLong   Code = "value_too_long" // longer than MaxKeyBytes
-	CodeValueInvalid   Code = "value_invalid"  // not valid UTF-8
+	CodeValueInvalid   Code = "value_invalid"  // not valid UTF-8, or a lone surrogate escape in the JSON
 )
 
 // InputError reports a message that does not carry a usable value at its Source. It is bad

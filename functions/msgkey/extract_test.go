@@ -169,3 +169,75 @@ func TestValidateKey(t *testing.T) {
 		})
 	}
 }
+
+// encoding/json decodes a \u escape of a lone UTF-16 surrogate to U+FFFD, so without a check
+// of the JSON text "order-\ud800", "order-\udbff", "order-\udfff" and "order-\ufffd" would all
+// be the key "order-\uFFFD": four different messages, one idempotency record.
+func TestExtractSurrogateEscapes(t *testing.T) {
+	lone := func(esc string) string {
+		return `body field "idempotencyKey" contains the lone surrogate escape ` + esc
+	}
+	cases := []struct {
+		name, value string // value: the key's JSON text between the quotes
+		wantKey     string
+		wantReason  string // "": accepted
+	}{
+		{"high", `order-\ud800`, "", lone(`\ud800`)},
+		{"last high", `order-\udbff`, "", lone(`\udbff`)},
+		{"low", `order-\udfff`, "", lone(`\udfff`)},
+		{"first low", `\udc00order`, "", lone(`\udc00`)},
+		{"upper-case hex", `order-\uD800`, "", lone(`\uD800`)},
+		{"high then a plain character", `\ud83dx`, "", lone(`\ud83d`)},
+		{"high then a non-surrogate escape", `\ud83d\u0041`, "", lone(`\ud83d`)},
+		{"high then another escape kind", `\ud83d\n`, "", lone(`\ud83d`)},
+		{"two highs then a low", `\ud83d\ud83d\ude00`, "", lone(`\ud83d`)},
+		{"low then high: a pair in the wrong order", `\ude00\ud83d`, "", lone(`\ude00`)},
+		{"escaped backslash before the lone escape", `\\\ud800`, "", lone(`\ud800`)},
+		{"U+FFFD escape", `order-\ufffd`, "order-\uFFFD", ""},
+		{"U+FFFD itself", "order-\uFFFD", "order-\uFFFD", ""},
+		{"pair", `order-\ud83d\ude00`, "order-😀", ""},
+		{"pair in upper case", `\uD83D\uDE00`, "😀", ""},
+		{"last pair", `\udbff\udfff`, "\U0010FFFF", ""},
+		{"pair then more text", `\ud800\udc00x`, "\U00010000x", ""},
+		{"escaped backslash, then text that looks like an escape", `\\ud800`, `\ud800`, ""},
+		{"the character itself", "order-😀", "order-😀", ""},
+	}
+	src := Source{Kind: SourceBody, Name: "idempotencyKey"}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := extractCase{Source: src.String(), Message: events.SQSMessage{Body: `{"idempotencyKey":"` + c.value + `"}`},
+				WantKey: c.wantKey}
+			if c.wantReason != "" {
+				want.WantCode, want.WantReason = CodeValueInvalid, c.wantReason
+			}
+			checkExtract(t, want)
+		})
+	}
+}
+
+// The regression itself: the four keys of the report never share a key. The three lone
+// surrogates are bad input; the genuine U+FFFD escape is a key like any other.
+func TestExtractLoneSurrogatesDoNotCollapse(t *testing.T) {
+	src := Source{Kind: SourceBody, Name: "idempotencyKey"}
+	seen := map[string]string{}
+	for _, esc := range []string{`\ud800`, `\udbff`, `\udfff`, `\ufffd`} {
+		body := `{"idempotencyKey":"order-` + esc + `"}`
+		key, err := src.Extract(events.SQSMessage{Body: body}, 0)
+		if err != nil {
+			if ie := (*InputError)(nil); !errors.As(err, &ie) || ie.Code != CodeValueInvalid || !strings.Contains(ie.Reason, "lone surrogate") {
+				t.Errorf("%s: err = %v, want an *InputError value_invalid about the lone surrogate", body, err)
+			}
+			if esc == `\ufffd` {
+				t.Errorf("%s: rejected (%v), but \\ufffd is a real character", body, err)
+			}
+			continue
+		}
+		if esc != `\ufffd` {
+			t.Errorf("%s: accepted as key %q, want bad input", body, key)
+		}
+		if other, dup := seen[key]; dup {
+			t.Errorf("%s and %s both give key %q", other, body, key)
+		}
+		seen[key] = body
+	}
+}

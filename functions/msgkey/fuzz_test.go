@@ -3,16 +3,21 @@ package msgkey
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// FuzzExtract checks Extract against encoding/json as an oracle: it never panics, it is
-// deterministic, every failure is an *InputError with a code and a reason, and every key it
-// returns is valid and is exactly the string encoding/json finds in that field.
+// FuzzExtract checks Extract against two oracles: it never panics, it is deterministic, every
+// failure is an *InputError with a code and a reason, and every key it returns is valid, is
+// exactly the string encoding/json finds in that field, and is exactly the UTF-16 text the
+// field's JSON escapes spell (utf16Units, which keeps lone surrogates). encoding/json alone
+// cannot be the oracle for escapes: it maps every lone surrogate escape to U+FFFD, which
+// merges distinct keys, and agrees with itself about that.
 func FuzzExtract(f *testing.F) {
 	for _, c := range loadExtractCases(f) {
 		attr := c.Message.MessageAttributes["IdempotencyKey"]
@@ -22,7 +27,10 @@ func FuzzExtract(f *testing.F) {
 		}
 		f.Add(c.Message.Body, strings.HasPrefix(c.Source, "attribute:"), attr.DataType, val, 1024)
 	}
-	f.Add(`{"idempotencyKey":"\ud800"}`, false, "", "", 0)
+	// The fixtures hold the plain lone surrogates; these are the escapes around them.
+	for _, key := range []string{`\ud800`, `\\ud800`, `\\\ud800`, `\ude00\ud83d`, `\ud83d\u0041`, `\ud83d\n`} {
+		f.Add(`{"idempotencyKey":"`+key+`"}`, false, "", "", 0)
+	}
 	f.Add(`{"idempotencyKey":"a","idempotencyKey":1}`, false, "", "", 100)
 
 	f.Fuzz(func(t *testing.T, body string, attribute bool, dataType, attrValue string, maxBody int) {
@@ -65,7 +73,61 @@ func FuzzExtract(f *testing.F) {
 		if err := json.Unmarshal(m["idempotencyKey"], &want); err != nil || want != key {
 			t.Fatalf("key %q, encoding/json finds %q (%v)", key, want, err)
 		}
+		units := utf16Units(t, m["idempotencyKey"])
+		if lone := loneSurrogate(units); lone >= 0 {
+			t.Fatalf("key %q accepted from %s, whose escapes spell the lone surrogate %#04x", key, m["idempotencyKey"], units[lone])
+		}
+		if spelled := string(utf16.Decode(units)); spelled != key {
+			t.Fatalf("key %q, the JSON text %s spells %q", key, m["idempotencyKey"], spelled)
+		}
 	})
+}
+
+// utf16Units decodes a JSON string literal (valid JSON, quotes included) to the UTF-16 code
+// units it spells, keeping a \u escape's unit as written even when it is a lone surrogate.
+func utf16Units(t *testing.T, lit []byte) []uint16 {
+	t.Helper()
+	s := string(lit[1 : len(lit)-1])
+	var units []uint16
+	for len(s) > 0 {
+		if s[0] != '\\' {
+			r, n := utf8.DecodeRuneInString(s)
+			units = utf16.AppendRune(units, r)
+			s = s[n:]
+			continue
+		}
+		if s[1] == 'u' {
+			u, err := strconv.ParseUint(s[2:6], 16, 16)
+			if err != nil {
+				t.Fatalf("escape %q in %s: %v", s[:6], lit, err)
+			}
+			units = append(units, uint16(u))
+			s = s[6:]
+			continue
+		}
+		simple := map[byte]uint16{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+		u, ok := simple[s[1]]
+		if !ok {
+			t.Fatalf("escape %q in %s is not JSON", s[:2], lit)
+		}
+		units = append(units, u)
+		s = s[2:]
+	}
+	return units
+}
+
+// loneSurrogate returns the index of the first surrogate in units that is not half of a
+// high-low pair, or -1.
+func loneSurrogate(units []uint16) int {
+	for i := 0; i < len(units); i++ {
+		switch u := units[i]; {
+		case u >= 0xD800 && u <= 0xDBFF && i+1 < len(units) && units[i+1] >= 0xDC00 && units[i+1] <= 0xDFFF:
+			i++ // a pair
+		case u >= 0xD800 && u <= 0xDFFF:
+			return i
+		}
+	}
+	return -1
 }
 
 // FuzzParseSource: never panics; what parses prints back to its input and every failure

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -193,6 +194,14 @@ func (s Source) fromBody(body string) (string, *InputError) {
 	if raw[0] != '"' {
 		return "", s.bad(CodeValueWrongType, fmt.Sprintf("body field %q is a JSON %s, want a string", s.Name, jsonKind(raw)))
 	}
+	if esc := loneSurrogateEscape(raw); esc != "" {
+		// encoding/json decodes every lone surrogate escape to U+FFFD, so "k\ud800",
+		// "k\udfff" and "k\ufffd" would all be the key "k\uFFFD": distinct messages, one
+		// record. A lone surrogate is no Unicode character, so the key cannot be kept as sent.
+		return "", s.bad(CodeValueInvalid, fmt.Sprintf(
+			`body field %q contains the lone surrogate escape %s, which is not a Unicode character (decoders turn it into U+FFFD, so distinct keys would merge): send the character itself, or a \uD800-\uDBFF escape followed by a \uDC00-\uDFFF escape`,
+			s.Name, esc))
+	}
 	var value string
 	if err := json.Unmarshal(raw, &value); err != nil {
 		return "", s.bad(CodeBodyNotJSON, fmt.Sprintf("body field %q: %v", s.Name, err))
@@ -233,6 +242,43 @@ func (s Source) checkValue(v string) *InputError {
 
 func (s Source) bad(code Code, reason string) *InputError {
 	return &InputError{Source: s, Code: code, Reason: reason}
+}
+
+// loneSurrogateEscape returns the first \u escape in lit (a valid JSON string literal) that is
+// a UTF-16 surrogate but not half of a pair, as written, or "" when there is none. A pair is a
+// \uD800-\uDBFF escape immediately followed by a \uDC00-\uDFFF escape. Surrogates can only
+// come from escapes here: as raw bytes they are invalid UTF-8, which fromBody rejects first.
+func loneSurrogateEscape(lit []byte) string {
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		if lit[i+1] != 'u' { // a two-byte escape such as \\ or \": skip both bytes
+			i++
+			continue
+		}
+		u := hex4(lit[i+2 : i+6])
+		switch {
+		case u >= 0xD800 && u <= 0xDBFF:
+			if i+12 <= len(lit) && lit[i+6] == '\\' && lit[i+7] == 'u' {
+				if low := hex4(lit[i+8 : i+12]); low >= 0xDC00 && low <= 0xDFFF {
+					i += 11 // the pair
+					continue
+				}
+			}
+			return string(lit[i : i+6])
+		case u >= 0xDC00 && u <= 0xDFFF:
+			return string(lit[i : i+6])
+		}
+		i += 5
+	}
+	return ""
+}
+
+// hex4 is the value of the four hex digits of a \u escape (valid: lit passed json.Valid).
+func hex4(b []byte) uint64 {
+	u, _ := strconv.ParseUint(string(b), 16, 16)
+	return u
 }
 
 // jsonKind names the type of the JSON value that raw (valid JSON, leading space allowed) starts.
