@@ -2,9 +2,10 @@
 // time zone, no flexible window, retry policy, dead-letter queue) that invokes the
 // dispatcher Lambda function (functions/dispatcher, bundled from Go source at synth) with a
 // fixed list of work items. The function fans the items out to an SQS queue with
-// deterministic idempotency keys derived from the job, the schedule's own scheduled time and
-// the item id, so a repeated or retried invocation sends the same keys and the consumer
-// absorbs the repeats.
+// deterministic idempotency keys derived from the job, the scheduled occurrence (the
+// schedule's own scheduled time, in UTC to the minute) and the item id, so a repeated or
+// retried invocation sends the same keys and the consumer absorbs the repeats, while two
+// occurrences never share a key, also across daylight-saving changes.
 //
 // Scheduler invokes Lambda asynchronously: its retry policy and DLQ cover only handing the
 // event to Lambda. Failures of the function itself, after Lambda's asynchronous retries, go
@@ -22,6 +23,7 @@ package dispatcher
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,10 +52,10 @@ type Target interface {
 	Fifo() bool
 }
 
-// WorkItem is one unit of work the dispatcher sends each period.
+// WorkItem is one unit of work the dispatcher sends on every run of the schedule.
 type WorkItem struct {
-	// ID identifies the item within the job; the idempotency key derives from job, period
-	// and ID. Required, unique; 1 to 128 letters, digits or . _ - : @ /.
+	// ID identifies the item within the job; the idempotency key derives from job,
+	// scheduled occurrence and ID. Required, unique; 1 to 128 letters, digits or . _ - : @ /.
 	ID string
 	// Group is the FIFO message group (the ordering unit, e.g. a tenant). FIFO queues only.
 	// Default: DefaultGroup.
@@ -66,7 +68,6 @@ type WorkItem struct {
 const (
 	DefaultCron                  = "0 * * * ? *" // hourly, on the hour
 	DefaultTimeZone              = "UTC"
-	DefaultPeriod                = time.Minute
 	DefaultTimeout               = 60 * time.Second
 	DefaultMemorySize            = 256
 	DefaultScheduleRetryAttempts = 3
@@ -78,6 +79,12 @@ const (
 	// most time to notice the alarm and redrive.
 	DeadLetterRetention = 14 * 24 * time.Hour
 
+	// DefaultPeriod was the default of ScheduledDispatcherProps.Period.
+	//
+	// Deprecated: Period no longer does anything; see ScheduledDispatcherProps.Period. It
+	// will be removed in the next release.
+	DefaultPeriod = time.Minute
+
 	// MaxInputBytes caps the rendered schedule input. Neither Scheduler's API model
 	// (botocore scheduler 2021-06-30 TargetInput: min 1, no max) nor the CloudFormation
 	// schema of AWS::Scheduler::Schedule (Target.Input: minLength 1) states a maximum, and
@@ -87,6 +94,9 @@ const (
 	// lists belong in a store the function reads, not in the schedule.
 	MaxInputBytes = 256 * 1024
 )
+
+// removedPeriodVar is the dispatcher's former PERIOD variable (see ScheduledDispatcherProps.Period).
+const removedPeriodVar = "PERIOD"
 
 // Tunables the construct sets explicitly and Environment may override.
 var tunableDefaults = map[string]string{
@@ -99,7 +109,7 @@ var tunableDefaults = map[string]string{
 type ScheduledDispatcherProps struct {
 	// Queue the dispatcher sends to. Required.
 	Queue Target
-	// Items are the work items sent every period. Required, at least one.
+	// Items are the work items sent on every run. Required, at least one.
 	Items []WorkItem
 
 	// JobName names the job in keys, logs and metrics: 1 to 64 letters, digits, '.', '_'
@@ -111,10 +121,14 @@ type ScheduledDispatcherProps struct {
 	Cron string
 	// TimeZone is the IANA time zone the cron is evaluated in. Default "UTC".
 	TimeZone string
-	// Period is the unit the scheduled time is truncated to for the idempotency key: every
-	// invocation within one period sends the same keys. Whole minutes, 1m to 24h. It
-	// should not exceed the cron's interval, or runs in one period send duplicates that
-	// the consumer discards. Default 1m.
+	// Period was the unit the scheduled time was truncated to for the idempotency key.
+	//
+	// Deprecated: the key is now derived from each scheduled occurrence (the scheduled time
+	// in UTC to the minute), which is what the default 1m did. A longer period gave distinct
+	// runs one key, and the consumer dropped all but the first as duplicates: with a daily
+	// cron and 24h, the two runs around a spring-forward change fall on one UTC day. Remove
+	// the field: 0 and 1m are accepted and change nothing, any other value fails
+	// validation. It will be removed in the next release.
 	Period time.Duration
 	// DefaultGroup is the FIFO message group of items without one. FIFO queues only.
 	// Default: JobName.
@@ -152,8 +166,9 @@ type ScheduledDispatcherProps struct {
 	// LogRemovalPolicy of the log group. Default RETAIN.
 	LogRemovalPolicy awscdk.RemovalPolicy
 	// Environment adds variables, or overrides the tunables LOG_LEVEL and
-	// METRICS_NAMESPACE. Setting a variable the props own (QUEUE_URL, JOB_NAME, PERIOD,
-	// DEFAULT_MESSAGE_GROUP_ID, SEND_MAX_ATTEMPTS) is a validation error. Default none.
+	// METRICS_NAMESPACE. Setting a variable the props own (QUEUE_URL, JOB_NAME,
+	// DEFAULT_MESSAGE_GROUP_ID, SEND_MAX_ATTEMPTS), or PERIOD (no longer supported), is a
+	// validation error. Default none.
 	Environment map[string]string
 	// DisableTracing turns X-Ray active tracing off. Default false (tracing on).
 	DisableTracing bool
@@ -356,9 +371,11 @@ func resolve(id string, props *ScheduledDispatcherProps) settings {
 	if _, err := time.LoadLocation(s.timeZone); err != nil || s.timeZone == "Local" {
 		p.Add("TimeZone", strconv.Quote(s.timeZone), `use an IANA time zone name such as "UTC" or "Europe/Berlin"`)
 	}
-	period := or(props.Period, DefaultPeriod)
-	if period < time.Minute || period > 24*time.Hour || period%time.Minute != 0 {
-		p.Add("Period", period, "use whole minutes from 1m0s to 24h0m0s (Scheduler's resolution is one minute)")
+	// 1m is what every key is now (one per occurrence), so it may stay until the field goes.
+	if props.Period != 0 && props.Period != time.Minute {
+		p.Add("Period", props.Period, "remove it: Period is deprecated and no longer supported. The idempotency key is now derived "+
+			"from each scheduled occurrence (the scheduled time to the minute); a longer period gave distinct runs one key "+
+			"(around daylight-saving changes even the runs of a daily cron) and the consumer dropped all but the first as duplicates")
 	}
 	if s.scheduleRetryAttempts < 0 || s.scheduleRetryAttempts > 185 {
 		p.Add("ScheduleRetryAttempts", s.scheduleRetryAttempts, "use 0 to 185 (Scheduler's limits)")
@@ -396,14 +413,21 @@ func resolve(id string, props *ScheduledDispatcherProps) settings {
 	owned := map[string]string{
 		"QUEUE_URL":                "", // set below, once the queue is known to be valid
 		"JOB_NAME":                 s.jobName,
-		"PERIOD":                   period.String(),
 		"DEFAULT_MESSAGE_GROUP_ID": defaultGroup,
 		"SEND_MAX_ATTEMPTS":        strconv.Itoa(sendMaxAttempts),
 	}
 	if q := props.Queue.Queue(); q != nil {
 		owned["QUEUE_URL"] = *q.QueueUrl()
 	}
-	s.fn.Environment = gofn.Environment(p, owned, tunableDefaults, props.Environment)
+	extra := props.Environment
+	if _, ok := extra[removedPeriodVar]; ok {
+		// The function refuses any PERIOD but 1m; say so at synth rather than at the first run.
+		p.Addf("Environment", "%s is no longer supported: the dispatcher derives every key from the scheduled occurrence; remove the variable",
+			removedPeriodVar)
+		extra = maps.Clone(extra)
+		delete(extra, removedPeriodVar)
+	}
+	s.fn.Environment = gofn.Environment(p, owned, tunableDefaults, extra)
 	p.Check()
 	return s
 }

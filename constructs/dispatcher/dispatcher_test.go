@@ -39,7 +39,8 @@ func TestMain(m *testing.M) {
 	})
 	tenants = dispatcher.NewScheduledDispatcher(stack, "Tenants", &dispatcher.ScheduledDispatcherProps{
 		Queue: fifoQueue, JobName: "tenant-sync", Cron: "30 2 ? * MON-FRI *", TimeZone: "Europe/Berlin",
-		Period: time.Hour, DefaultGroup: "shared",
+		// Period is deprecated; 1m is still accepted (it is what every key is now) and sets nothing.
+		Period: time.Minute, DefaultGroup: "shared",
 		Items:   []dispatcher.WorkItem{{ID: "t1", Group: "tenant-1"}, {ID: "t2", Group: "tenant-2", Payload: map[string]any{"full": true}}, {ID: "all"}},
 		Timeout: 2 * time.Minute, MemorySize: 512, SendMaxAttempts: 8,
 		ScheduleRetryAttempts: new(0), ScheduleMaxEventAge: 2 * time.Hour,
@@ -85,7 +86,6 @@ func TestFunctionProperties(t *testing.T) {
 		{"defaults", hourly, 60, 256, map[string]any{
 			"QUEUE_URL":         ref(standardQueue.queue),
 			"JOB_NAME":          "Hourly",
-			"PERIOD":            "1m0s",
 			"SEND_MAX_ATTEMPTS": "5",
 			"METRICS_NAMESPACE": "IdempotentSQS",
 			"LOG_LEVEL":         "INFO",
@@ -93,7 +93,6 @@ func TestFunctionProperties(t *testing.T) {
 		{"fifo, tuned", tenants, 120, 512, map[string]any{
 			"QUEUE_URL":                ref(fifoQueue.queue),
 			"JOB_NAME":                 "tenant-sync",
-			"PERIOD":                   "1h0m0s",
 			"DEFAULT_MESSAGE_GROUP_ID": "shared",
 			"SEND_MAX_ATTEMPTS":        "8",
 			"METRICS_NAMESPACE":        "IdempotentSQS",

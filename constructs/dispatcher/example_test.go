@@ -2,7 +2,6 @@ package dispatcher_test
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -27,11 +26,13 @@ func ExampleNewScheduledDispatcher() {
 		EnforceSSL: jsii.Bool(true),
 	})
 
+	// 02:00 Berlin time on weekdays. Each run's keys name its own scheduled occurrence: a
+	// retried or repeated run sends duplicates the consumer discards, while two runs never
+	// share a key, also across daylight-saving changes.
 	d := dispatcher.NewScheduledDispatcher(stack, "NightlyReports", &dispatcher.ScheduledDispatcherProps{
 		Queue:    reportsQueue{queue},
-		Cron:     "0 2 ? * MON-FRI *", // 02:00 on weekdays
+		Cron:     "0 2 ? * MON-FRI *",
 		TimeZone: "Europe/Berlin",
-		Period:   24 * time.Hour, // one set of keys per day: a rerun the same day sends duplicates the consumer discards
 		Items: []dispatcher.WorkItem{
 			{ID: "sales", Group: "tenant-1", Payload: map[string]any{"report": "sales"}},
 			{ID: "stock", Group: "tenant-1", Payload: map[string]any{"report": "stock"}},
