@@ -19,6 +19,14 @@ type Handler func(ctx context.Context, msg events.SQSMessage) error
 const (
 	DefaultConcurrency    = 10
 	DefaultDeadlineMargin = 2 * time.Second
+	// MinDeadlineMargin is the smallest margin New accepts. The margin is Process's own time:
+	// records stop starting at the margin and the hard stop fires at half of it, and what is
+	// left has to carry the response through the Lambda runtime before Lambda ends the
+	// invocation. With no margin Process would start records up to the deadline and answer
+	// only as Lambda kills the invocation, which redelivers the whole batch, records that
+	// succeeded included. 100ms keeps 50ms after the hard stop for that; it is a floor against
+	// a broken setting, not advice: handlers need the margin to notice their context ending.
+	MinDeadlineMargin = 100 * time.Millisecond
 	// MaxDeadlineMargin is Lambda's maximum timeout: a larger margin would skip every record.
 	MaxDeadlineMargin = 15 * time.Minute
 )
@@ -30,7 +38,9 @@ type Options struct {
 	Concurrency int
 	// DeadlineMargin is the time kept back before the invocation deadline: records are not
 	// started closer to the deadline than this, and handlers' contexts expire this much
-	// before it. Default 2s (DefaultDeadlineMargin); negative or above 15m is an error.
+	// before it. 0 means the default 2s (DefaultDeadlineMargin): no margin at all cannot be
+	// asked for (see MinDeadlineMargin). Otherwise it must be from 100ms (MinDeadlineMargin)
+	// to 15m (MaxDeadlineMargin); anything else is an error.
 	DeadlineMargin time.Duration
 	// Logger receives one line per record that did not succeed. Default slog.Default().
 	Logger *slog.Logger
@@ -60,10 +70,10 @@ func New(opts Options) (*Processor, error) {
 		problems = append(problems, fmt.Errorf(
 			"Options.Concurrency = %d: must be >= 1, or 0 for the default %d", opts.Concurrency, DefaultConcurrency))
 	}
-	if opts.DeadlineMargin < 0 || opts.DeadlineMargin > MaxDeadlineMargin {
+	if m := opts.DeadlineMargin; m != 0 && (m < MinDeadlineMargin || m > MaxDeadlineMargin) {
 		problems = append(problems, fmt.Errorf(
-			"Options.DeadlineMargin = %s: must be between 0 (default %s) and %s (the maximum Lambda timeout)",
-			opts.DeadlineMargin, DefaultDeadlineMargin, MaxDeadlineMargin))
+			"Options.DeadlineMargin = %s: must be 0 for the default %s, or from %s (the least that leaves time to answer Lambda) to %s (the maximum Lambda timeout)",
+			m, DefaultDeadlineMargin, MinDeadlineMargin, MaxDeadlineMargin))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, errors.Join(problems...))

@@ -17,9 +17,13 @@ func TestNewValidatesOptions(t *testing.T) {
 		{name: "negative concurrency", opts: Options{Concurrency: -1},
 			wantErr: []string{"Options.Concurrency = -1: must be >= 1, or 0 for the default 10"}},
 		{name: "negative margin", opts: Options{DeadlineMargin: -time.Second},
-			wantErr: []string{"Options.DeadlineMargin = -1s: must be between 0 (default 2s) and 15m0s (the maximum Lambda timeout)"}},
+			wantErr: []string{"Options.DeadlineMargin = -1s: must be 0 for the default 2s, or from 100ms (the least that leaves time to answer Lambda) to 15m0s (the maximum Lambda timeout)"}},
+		{name: "margin below the minimum", opts: Options{DeadlineMargin: 99 * time.Millisecond},
+			wantErr: []string{"Options.DeadlineMargin = 99ms: must be 0 for the default 2s, or from 100ms"}},
+		{name: "margin of one nanosecond", opts: Options{DeadlineMargin: 1},
+			wantErr: []string{"Options.DeadlineMargin = 1ns: must be 0 for the default 2s, or from 100ms"}},
 		{name: "margin above the Lambda maximum", opts: Options{DeadlineMargin: 16 * time.Minute},
-			wantErr: []string{"Options.DeadlineMargin = 16m0s: must be between"}},
+			wantErr: []string{"Options.DeadlineMargin = 16m0s: must be 0 for the default 2s, or from 100ms"}},
 		{name: "every problem at once", opts: Options{Concurrency: -5, DeadlineMargin: -1},
 			wantErr: []string{"Options.Concurrency = -5", "Options.DeadlineMargin = -1ns"}},
 	}
@@ -53,6 +57,8 @@ func TestNewDefaults(t *testing.T) {
 		{name: "zero value", opts: Options{}, wantConc: 10, wantMargin: 2 * time.Second, wantLog: slog.Default()},
 		{name: "explicit", opts: Options{Concurrency: 3, DeadlineMargin: 15 * time.Minute, Logger: log},
 			wantConc: 3, wantMargin: 15 * time.Minute, wantLog: log},
+		{name: "smallest margin", opts: Options{DeadlineMargin: MinDeadlineMargin}, wantConc: 10, wantMargin: 100 * time.Millisecond,
+			wantLog: slog.Default()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

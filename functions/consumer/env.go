@@ -230,8 +230,13 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	idem.CacheSize = integer(envCacheSize, 0, 0, maxCacheSize)
 
 	cfg.Batch.Concurrency = integer(envBatchConcurrency, batch.DefaultConcurrency, 1, maxBatchConcurrency)
-	cfg.Batch.DeadlineMargin = duration(envDeadlineMargin, batch.DefaultDeadlineMargin, 0, batch.MaxDeadlineMargin,
-		"a Go duration from 0s to 15m, e.g. 2s")
+	// 0 is refused, not passed on: batch.Options reads 0 as "the default", so "0s" used to
+	// become 2s without a word, and a margin of 0 honoured would start records the invocation
+	// cannot finish and answer only as Lambda ends it (see batch.MinDeadlineMargin).
+	cfg.Batch.DeadlineMargin = duration(envDeadlineMargin, batch.DefaultDeadlineMargin, batch.MinDeadlineMargin, batch.MaxDeadlineMargin,
+		fmt.Sprintf("a Go duration from %s to 15m, e.g. %s (unset for the default %s; a margin under %s leaves Lambda no time for the batch response, "+
+			"and 0 would start records up to the moment Lambda ends the invocation)",
+			batch.MinDeadlineMargin, batch.DefaultDeadlineMargin, batch.DefaultDeadlineMargin, batch.MinDeadlineMargin))
 	cfg.MaxBodyBytes = integer(envMaxBodyBytes, defaultMaxBodyBytes, 1, maxMaxBodyBytes)
 	if v, ok := optional(envDeadLetterQueue); ok {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Count(strings.Trim(u.Path, "/"), "/") != 1 {

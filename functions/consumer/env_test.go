@@ -60,7 +60,7 @@ func TestLoadConfigValues(t *testing.T) {
 		"IDEMPOTENCY_TABLE_NAME": "arn:aws:dynamodb:eu-west-1:123456789012:table/idem", "IDEMPOTENCY_KEY_PREFIX": "orders",
 		"IDEMPOTENCY_KEY_SOURCE": "attribute:Key", "IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": "body:tenant",
 		"IDEMPOTENCY_RECORD_TTL": "48h", "IDEMPOTENCY_LOCK_CAP": "30s", "IDEMPOTENCY_VALIDATE_PAYLOAD": "FALSE",
-		"IDEMPOTENCY_CACHE_SIZE": "500", "BATCH_CONCURRENCY": "4", "BATCH_DEADLINE_MARGIN": "0s", "MAX_BODY_BYTES": "1048576",
+		"IDEMPOTENCY_CACHE_SIZE": "500", "BATCH_CONCURRENCY": "4", "BATCH_DEADLINE_MARGIN": "100ms", "MAX_BODY_BYTES": "1048576",
 		"METRICS_NAMESPACE": "Orders/Prod", "LOG_LEVEL": "warn",
 	}))
 	if err != nil {
@@ -70,7 +70,7 @@ func TestLoadConfigValues(t *testing.T) {
 	if i.TableName != "arn:aws:dynamodb:eu-west-1:123456789012:table/idem" || i.KeyPrefix != "orders" || i.SortKeyAttr != "sk" ||
 		i.RecordTTL != 48*time.Hour || i.LockCap != 30*time.Second || i.ValidatePayload || i.CacheSize != 500 ||
 		cfg.KeySource.String() != "attribute:Key" || cfg.Tenant.String() != "body:tenant" || cfg.Batch.Concurrency != 4 ||
-		cfg.Batch.DeadlineMargin != 0 || cfg.MaxBodyBytes != 1048576 || cfg.MetricsNamespace != "Orders/Prod" || cfg.LogLevel != slog.LevelWarn {
+		cfg.Batch.DeadlineMargin != 100*time.Millisecond || cfg.MaxBodyBytes != 1048576 || cfg.MetricsNamespace != "Orders/Prod" || cfg.LogLevel != slog.LevelWarn {
 		t.Errorf("cfg = %+v", cfg)
 	}
 	cfg, err = LoadConfig(lookupFrom(map[string]string{"IDEMPOTENCY_DISABLED": "true"}))
@@ -138,7 +138,14 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"cache size not a number", map[string]string{"IDEMPOTENCY_CACHE_SIZE": "lots"}, `IDEMPOTENCY_CACHE_SIZE="lots": want an integer from 0 to 1000000`},
 		{"disabled", map[string]string{"IDEMPOTENCY_DISABLED": "1"}, `IDEMPOTENCY_DISABLED="1": want true or false`},
 		{"concurrency zero", map[string]string{"BATCH_CONCURRENCY": "0"}, `BATCH_CONCURRENCY="0": want an integer from 1 to 10000`},
-		{"deadline margin", map[string]string{"BATCH_DEADLINE_MARGIN": "-1s"}, `BATCH_DEADLINE_MARGIN="-1s": want a Go duration from 0s to 15m, e.g. 2s`},
+		{"deadline margin", map[string]string{"BATCH_DEADLINE_MARGIN": "-1s"}, `BATCH_DEADLINE_MARGIN="-1s": want a Go duration from 100ms to 15m, e.g. 2s`},
+		// Zero used to be accepted and then silently replaced by the 2s default (zero means
+		// "default" in batch.Options); honoured, it would let records start that the
+		// invocation cannot finish, and answer Lambda only as it ends the invocation.
+		{"deadline margin zero", map[string]string{"BATCH_DEADLINE_MARGIN": "0s"},
+			`BATCH_DEADLINE_MARGIN="0s": want a Go duration from 100ms to 15m, e.g. 2s (unset for the default 2s; a margin under 100ms leaves Lambda no time for the batch response, and 0 would start records up to the moment Lambda ends the invocation)`},
+		{"deadline margin below the minimum", map[string]string{"BATCH_DEADLINE_MARGIN": "99ms"}, `BATCH_DEADLINE_MARGIN="99ms": want a Go duration from 100ms to 15m`},
+		{"deadline margin above Lambda's maximum timeout", map[string]string{"BATCH_DEADLINE_MARGIN": "15m1s"}, `BATCH_DEADLINE_MARGIN="15m1s": want a Go duration from 100ms to 15m`},
 		{"deadline margin unit", map[string]string{"BATCH_DEADLINE_MARGIN": "2"}, `BATCH_DEADLINE_MARGIN="2": want a Go duration`},
 		{"max body zero", map[string]string{"MAX_BODY_BYTES": "0"}, `MAX_BODY_BYTES="0": want an integer from 1 to 1048576`},
 		{"max body above SQS", map[string]string{"MAX_BODY_BYTES": "1048577"}, `MAX_BODY_BYTES="1048577": want an integer from 1 to 1048576`},
