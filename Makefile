@@ -1,11 +1,15 @@
 # Everything this repository needs is installed by these targets from the public registries
-# (Go module proxy, npm, PyPI, Maven Central) into the work tree; nothing is expected on the
-# machine beyond Go, Node/npm, Python 3, Java 17 and Maven.
+# (Go module proxy, npm, PyPI, Maven Central) into the work tree. Each target installs only what
+# it uses:
 #
-#   make synth   install the tools, then synthesize the app into cdk.out/ (templates + nag reports)
-#   make test    every test and check: unit, DynamoDB Local integration, stack assertions,
-#                cdk-nag, fuzz smoke, function dependency check, cfn-lint and checkov
+#   make synth   needs Go and Node (npm) only: the CDK CLI + a Node 22 for jsii, then synthesizes
+#                the app into cdk.out/ (templates + cdk-nag reports)
+#   make test    every test and check (what CI runs); also needs Python 3 (cfn-lint, checkov)
+#                and Java 17 + Maven (DynamoDB Local, ElasticMQ)
 #   make deploy / diff / destroy   against the AWS account of your current credentials
+#
+# A step that can take long on a new machine says so before it starts and prints a line a
+# minute while it runs (see `announce`).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -33,6 +37,7 @@ FUNCTIONS := consumer dispatcher
 GO_LAMBDA_FLAGS := -trimpath -tags lambda.norpc -ldflags "-s -w"
 
 NODE_STAMP := node_modules/.installed
+GOMOD_STAMP := .cache/gomod.installed
 VENV_STAMP := .venv/.installed
 DDB_STAMP := $(DYNAMODB_LOCAL_DIR)/.installed
 FAUXQS_STAMP := $(FAUXQS_DIR)/.installed
@@ -51,37 +56,50 @@ BENCH_PY_STAMP := $(BENCH_PY_VENV)/.installed
 
 .PHONY: help
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 # ---------------------------------------------------------------------------- tools
 
+# A step that can take long on a new machine runs under scripts/step.sh: it says what it does
+# and how long it takes first, then prints a line a minute until it ends.
+STEP := scripts/step.sh
+
+SYNTH_TOOLS := $(NODE_STAMP) $(GOMOD_STAMP)
+TEST_TOOLS := $(SYNTH_TOOLS) $(VENV_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP)
+
 .PHONY: tools
-tools: $(NODE_STAMP) $(VENV_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) gomod ## install every pinned tool into the work tree
+tools: ## install every pinned tool `make test` needs, the independent installs in parallel
+	@$(MAKE) --no-print-directory -j4 --output-sync=line $(TEST_TOOLS)
 
 $(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	@$(STEP) "installing the CDK CLI and Node 22 for jsii (npm)" "first time about 20 s" -- \
+	  npm ci --no-audit --no-fund --loglevel=error
 	@node --version | grep -q '^v22\.' || { echo "node_modules/.bin/node is not Node 22"; exit 1; }
 	@# The CDK CLI ships Go init templates; a go.mod here keeps them out of `go ... ./...`.
 	@echo 'module ignore/node_modules' > node_modules/go.mod
 	@touch $@
 
 $(VENV_STAMP): requirements-dev.txt
-	python3 -m venv .venv
-	.venv/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@$(STEP) "installing cfn-lint and checkov into .venv (pip)" "first time 1-3 min" -- \
+	  sh -c 'python3 -m venv .venv && .venv/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt'
 	@touch $@
 
+# Maven runs quietly into a log (its console prints stray colour codes); the log shows on failure.
+# ElasticMQ waits for DynamoDB Local: two Maven runs at once would share ~/.m2 unlocked.
 $(DDB_STAMP): test/backends/pom.xml
-	mvn -q -B -f test/backends/pom.xml dependency:copy-dependencies -DoutputDirectory=$(DYNAMODB_LOCAL_DIR)
+	@$(STEP) --log .cache/logs/mvn-dynamodb-local.log "installing DynamoDB Local (Maven)" "first time about 1 min" -- \
+	  mvn -q -B -f test/backends/pom.xml dependency:copy-dependencies -DoutputDirectory=$(DYNAMODB_LOCAL_DIR)
+	@touch $@
+
+$(ELASTICMQ_STAMP): test/backends/elasticmq/pom.xml | $(DDB_STAMP)
+	@$(STEP) --log .cache/logs/mvn-elasticmq.log "installing ElasticMQ (Maven)" "first time about 1 min" -- \
+	  mvn -q -B -f test/backends/elasticmq/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(ELASTICMQ_DIR)
 	@touch $@
 
 $(FAUXQS_STAMP): test/backends/fauxqs/package.json test/backends/fauxqs/package-lock.json $(NODE_STAMP)
 	mkdir -p $(FAUXQS_DIR)
 	cp test/backends/fauxqs/package.json test/backends/fauxqs/package-lock.json $(FAUXQS_DIR)/
 	npm ci --prefix $(FAUXQS_DIR) --no-audit --no-fund --loglevel=error
-	@touch $@
-
-$(ELASTICMQ_STAMP): test/backends/elasticmq/pom.xml
-	mvn -q -B -f test/backends/elasticmq/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(ELASTICMQ_DIR)
 	@touch $@
 
 $(MOTO_STAMP): test/backends/moto/requirements.txt
@@ -92,17 +110,18 @@ $(MOTO_STAMP): test/backends/moto/requirements.txt
 $(BENCH_TS_STAMP): test/bench/peers/ts/package.json test/bench/peers/ts/package-lock.json $(NODE_STAMP)
 	mkdir -p $(BENCH_TS)
 	cp test/bench/peers/ts/package.json test/bench/peers/ts/package-lock.json $(BENCH_TS)/
-	npm ci --prefix $(BENCH_TS) --no-audit --no-fund --loglevel=error
+	@$(STEP) "installing Powertools for AWS Lambda (TypeScript), a benchmark peer (npm)" "first time about 30 s" -- \
+	  npm ci --prefix $(BENCH_TS) --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(BENCH_PY_STAMP): test/bench/peers/py/requirements.txt
-	python3 -m venv $(BENCH_PY_VENV)
-	$(BENCH_PY_VENV)/bin/pip install --quiet --disable-pip-version-check -r test/bench/peers/py/requirements.txt
+	@$(STEP) "installing Powertools for AWS Lambda (Python), a benchmark peer (pip)" "first time about 1 min" -- \
+	  sh -c 'python3 -m venv $(BENCH_PY_VENV) && $(BENCH_PY_VENV)/bin/pip install --quiet --disable-pip-version-check -r test/bench/peers/py/requirements.txt'
 	@touch $@
 
-.PHONY: gomod
-gomod:
-	$(GO) mod download
+$(GOMOD_STAMP): go.mod go.sum
+	@$(STEP) "downloading the Go modules" "first time 1-3 min" -- $(GO) mod download
+	@mkdir -p $(@D) && touch $@
 
 # ---------------------------------------------------------------------------- build
 
@@ -121,9 +140,19 @@ check-function-deps: ## fail if a Lambda binary links any CDK, jsii or construct
 
 # ---------------------------------------------------------------------------- synth
 
+# cdk.json runs the app with `go run ./stacks/app`. Compiling it the first time (aws-cdk-go is
+# large) is the longest step of a first run, and `cdk synth --quiet` prints nothing meanwhile,
+# so it is compiled here first, with progress; `go run` then reuses the build cache.
+.PHONY: app
+app: $(SYNTH_TOOLS)
+	@# Two packages: go build compiles and checks them without linking a binary nobody uses.
+	@$(STEP) "compiling the CDK app" "first time on a new machine 5-15 min, afterwards seconds" -- \
+	  $(GO) build ./stacks ./stacks/app
+
 .PHONY: synth
-synth: tools ## synthesize the app into cdk.out/ (templates and cdk-nag reports)
-	$(CDK) synth --quiet
+synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); needs Go and Node only
+	@$(STEP) "synthesizing: builds both Go Lambdas for linux/arm64, runs cdk-nag" "first time 1-3 min, afterwards about 15 s" -- \
+	  $(CDK) synth --quiet
 	@ls cdk.out/*.template.json
 
 # ---------------------------------------------------------------------------- test
@@ -132,13 +161,14 @@ synth: tools ## synthesize the app into cdk.out/ (templates and cdk-nag reports)
 test: tools vet check-function-deps unit fuzz lint e2e bench-smoke ## every test and check (what CI runs)
 
 .PHONY: vet
-vet:
+vet: $(GOMOD_STAMP)
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/
 
 .PHONY: unit
-unit: ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag)
-	$(GO) test -count=1 ./...
+unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag)
+	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag" "about 3 min" -- \
+	  $(GO) test -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
@@ -150,7 +180,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 	done
 
 .PHONY: lint
-lint: synth ## cfn-lint and checkov over every synthesized template; the diagram is current
+lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template; the diagram is current
 	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
 	checkov --quiet --compact --skip-download --framework cloudformation --config-file .checkov.yaml -d cdk.out
 	@$(GO) run ./stacks/diagram cdk.out | diff -u docs/architecture.md - \
@@ -163,46 +193,44 @@ diagram: synth ## redraw docs/architecture.md from the synthesized templates
 # ---------------------------------------------------------------------------- end to end
 
 .PHONY: e2e-synth
-e2e-synth: tools
-	$(CDK) synth --quiet $(E2E_CONTEXT) -o $(E2E_ASSEMBLY)
+e2e-synth: app
+	@$(STEP) "synthesizing the e2e assembly (3 s consumer timeout)" "about 30 s" -- \
+	  $(CDK) synth --quiet $(E2E_CONTEXT) -o $(E2E_ASSEMBLY)
 
 .PHONY: e2e
-e2e: e2e-synth ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template: every scenario and a short soak
-	E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(GO) test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ > .cache/e2e.log 2>&1 \
+e2e: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template: every scenario and a short soak
+	@echo "--> the e2e scenarios and a short soak (about 3 min; full output in .cache/e2e.log)"
+	@E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(GO) test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ > .cache/e2e.log 2>&1 \
 	  || { grep -v '^=== ' .cache/e2e.log | tail -80; exit 1; }
 	@grep -E '^(FIGURE|--- |ok|PASS)' .cache/e2e.log
 
 .PHONY: soak
-soak: e2e-synth ## the soak alone with SOAK_MESSAGES (default 100,000) messages
+soak: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the soak alone with SOAK_MESSAGES (default 100,000) messages
 	E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(GO) test -tags e2e -count=1 -v -timeout 90m -run '^TestSoak$$' ./test/e2e/ \
 	  -args -soak.messages=$(SOAK_MESSAGES) 2>&1 | grep -E '^(FIGURE|--- |ok|PASS|FAIL)|_test.go'
 
 .PHONY: sqs-compare
-sqs-compare: tools $(FAUXQS_STAMP) $(MOTO_STAMP) ## measure each SQS server's fidelity (table in test/sqsfidelity/README.md)
+sqs-compare: $(GOMOD_STAMP) $(ELASTICMQ_STAMP) $(FAUXQS_STAMP) $(MOTO_STAMP) ## measure each SQS server's fidelity (table in test/sqsfidelity/README.md)
 	$(GO) run ./test/sqsfidelity/cmd/compare
 
 .PHONY: bench
-bench: tools $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## every benchmark with figures, into docs/benchmarks.md (about 15 min; a quiet machine)
+bench: app $(DDB_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## every benchmark with figures, into docs/benchmarks.md (about 15 min; a quiet machine)
 	test/bench/report.sh docs/benchmarks.md
 
 .PHONY: bench-smoke
-bench-smoke: tools $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## each benchmark once at a tiny size: proves they run, checks no figure (make test)
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./functions/... ./test/internal/lambdart/
-	$(GO) run ./test/bench/peers -records 200 -rounds 1 > /dev/null
-	$(GO) run ./test/bench/coldstart -n 2 > /dev/null
-	$(GO) run ./test/bench/cost/measure -batches 2 > .cache/cost-smoke.json
-	$(GO) run ./test/bench/cost -in .cache/cost-smoke.json > /dev/null
-	RUNS=1 PKGS=./functions/internal/backoff test/bench/devloop.sh > /dev/null
-	@echo "bench-smoke: every benchmark ran"
+bench-smoke: app $(DDB_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## each benchmark once at a tiny size: proves they run, checks no figure (make test); silent unless one fails
+	@$(STEP) --log .cache/logs/bench-smoke.log "running each benchmark once at a tiny size (bench-smoke)" "about 2 min" -- \
+	  env GO=$(GO) BENCHTIME=$(BENCHTIME) test/bench/smoke.sh
+	@echo "bench-smoke: every benchmark ran (figures, not judged, in .cache/logs/bench-smoke.log)"
 
 # ---------------------------------------------------------------------------- AWS
 
 .PHONY: diff deploy destroy
-diff: tools ## cdk diff against your account
+diff: app ## cdk diff against your account
 	$(CDK) diff
-deploy: tools ## cdk deploy the pipeline stack
+deploy: app ## cdk deploy the pipeline stack
 	$(CDK) deploy --all --require-approval broadening
-destroy: tools ## cdk destroy (the idempotency table is retained by default)
+destroy: app ## cdk destroy (the idempotency table is retained by default)
 	$(CDK) destroy --all
 
 .PHONY: clean

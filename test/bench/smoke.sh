@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every benchmark once at a tiny size (make bench-smoke, part of make test): it proves each
+# still runs and judges no figure. make bench runs them at full size (test/bench/report.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+BENCHTIME=${BENCHTIME:-1x}
+mkdir -p .cache
+set -x
+$GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/internal/lambdart/
+$GO run ./test/bench/peers -records 200 -rounds 1
+$GO run ./test/bench/coldstart -n 2
+$GO run ./test/bench/cost/measure -batches 2 >.cache/cost-smoke.json
+$GO run ./test/bench/cost -in .cache/cost-smoke.json
+RUNS=1 PKGS=./functions/internal/backoff test/bench/devloop.sh
