@@ -36,6 +36,20 @@ type Config struct {
 	Account, Region string
 }
 
+// The CDK context keys the app reads (cdk.json, or `cdk synth -c key=value`). The app's doc
+// comment and the README list each one; a test keeps them in step with this list.
+const (
+	ContextStage             = "stage"
+	ContextAlarmEmail        = "alarmEmail"
+	ContextSchedule          = "schedule"
+	ContextTimeZone          = "timezone"
+	ContextConsumerTimeout   = "consumerTimeout"
+	ContextVisibilityTimeout = "visibilityTimeout"
+)
+
+// ContextKeys lists every context key ConfigFromContext reads.
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout}
+
 var stagePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
 
 // ConfigFromContext reads Config from the app's context, reporting every bad value at once.
@@ -49,14 +63,14 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 		return strings.TrimSpace(fmt.Sprint(v))
 	}
 	cfg := Config{
-		Stage:    str("stage"),
-		Schedule: str("schedule"),
-		TimeZone: str("timezone"),
+		Stage:    str(ContextStage),
+		Schedule: str(ContextSchedule),
+		TimeZone: str(ContextTimeZone),
 		Account:  os.Getenv("CDK_DEFAULT_ACCOUNT"),
 		Region:   os.Getenv("CDK_DEFAULT_REGION"),
 	}
 	var errs []string
-	if s := str("alarmEmail"); s != "" {
+	if s := str(ContextAlarmEmail); s != "" {
 		for _, a := range strings.Split(s, ",") {
 			if a = strings.TrimSpace(a); a != "" {
 				cfg.AlarmEmails = append(cfg.AlarmEmails, a)
@@ -64,8 +78,8 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 		}
 	}
 	for key, dst := range map[string]*time.Duration{
-		"consumerTimeout":   &cfg.ConsumerTimeout,
-		"visibilityTimeout": &cfg.VisibilityTimeout,
+		ContextConsumerTimeout:   &cfg.ConsumerTimeout,
+		ContextVisibilityTimeout: &cfg.VisibilityTimeout,
 	} {
 		if s := str(key); s != "" {
 			d, err := time.ParseDuration(s)

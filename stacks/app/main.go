@@ -5,10 +5,15 @@
 //
 // Context keys (cdk.json, or `cdk synth -c key=value`):
 //
-//	stage       name suffix of the stack, e.g. dev or prod        (default "dev")
-//	alarmEmail  comma-separated addresses subscribed to alarms   (default none)
-//	schedule    the dispatchers' cron, AWS 6-field form           (default "0 * * * ? *")
-//	timezone    IANA time zone of the schedule                    (default "UTC")
+//	stage              name suffix of the stack, e.g. dev or prod           (default "dev")
+//	alarmEmail         comma-separated addresses subscribed to alarms      (default none)
+//	schedule           the dispatchers' cron, AWS 6-field form              (default "0 * * * ? *")
+//	timezone           IANA time zone of the schedule                       (default "UTC")
+//	consumerTimeout    the consumer functions' timeout, a Go duration       (default 30s)
+//	visibilityTimeout  both processing queues' visibility timeout           (default 6 x consumerTimeout)
+//
+// cdk.json also turns the CDK CLI's telemetry (context key cli-telemetry), its notices and
+// version reporting (the AWS::CDK::Metadata resource) off; see the README to turn them on.
 //
 // The account and region come from the CLI's environment (CDK_DEFAULT_ACCOUNT,
 // CDK_DEFAULT_REGION); without them the stack is environment-agnostic.
