@@ -33,7 +33,8 @@ type Message struct {
 
 // Effect is the business side effect of one message. It runs at most once to completion per
 // key (see package idempotency for the exact guarantee): an error releases the key so the
-// redelivery runs it again. The returned bytes are stored only with StoreResult.
+// redelivery runs it again. The returned bytes are stored only with StoreResult, and only
+// when the record can hold them (see idempotency.Result.ResultDropped).
 type Effect func(ctx context.Context, msg Message) ([]byte, error)
 
 // LogEffect returns the default Effect: one structured "effect applied" line per run. It makes
@@ -106,6 +107,10 @@ func NewHandler(cfg Config, api idempotency.DynamoDBAPI, effect Effect, log *slo
 	}
 	m := telemetry.NewMetrics(cfg.MetricsNamespace, serviceName)
 	m.Register(telemetry.ConsumerMetrics()...)
+	if cfg.Idempotency.StoreResult {
+		// Only a Guard that stores results can drop one; otherwise the counter is always 0.
+		m.Register(telemetry.StoreResultMetrics()...)
+	}
 	return &Handler{guard: guard, proc: proc, keySrc: cfg.KeySource, tenant: cfg.Tenant, maxBody: cfg.MaxBodyBytes,
 		effect: effect, log: log, metrics: m, out: metricsOut}, nil
 }
@@ -191,10 +196,29 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 	if res.TookOver {
 		extra = append(extra, slog.Bool("tookOver", true))
 	}
+	if err == nil && res.ResultDropped {
+		extra = append(extra, slog.Bool("resultDropped", true))
+		if res.Outcome == idempotency.OutcomeProcessed {
+			h.resultDropped(ctx, rec, key, len(res.Data))
+		}
+	}
 	if outcome == OutcomeInvalidInput || outcome == OutcomePayloadMismatch {
 		return h.reject(ctx, rec, key, outcome, metric, err, extra...)
 	}
 	return h.done(ctx, rec, key, outcome, metric, err, extra...)
+}
+
+// resultDropped reports an effect result the Guard could not store, once, where it happened:
+// the record is COMPLETED (the effect will not run again), but the key's duplicates replay
+// no result, and that is worth a look when the result matters to them.
+func (h *Handler) resultDropped(ctx context.Context, rec events.SQSMessage, key string, size int) {
+	h.metrics.Add(telemetry.MetricResultDropped, 1)
+	h.log.LogAttrs(ctx, slog.LevelWarn, "result not stored",
+		slog.String(telemetry.AttrMessageID, rec.MessageId),
+		slog.String(telemetry.AttrIdempotencyKey, key),
+		slog.Int("resultBytes", size),
+		slog.String(telemetry.AttrReason, "the effect's result does not fit in the idempotency record (DynamoDB's 400 KB item limit): "+
+			"the record is COMPLETED without it, and duplicates of this key get no stored result"))
 }
 
 // reject ends a record that can never succeed. With a DeadLetter it is moved to the

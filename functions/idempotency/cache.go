@@ -12,6 +12,7 @@ type cachedRecord struct {
 	hash       string
 	data       []byte
 	attempt    int
+	dropped    bool // the result was not stored (Result.ResultDropped)
 }
 
 // lruCache is a size-bounded LRU of COMPLETED records. Only COMPLETED records are cached:

@@ -40,6 +40,10 @@ const (
 	AttrValidation     = "validation"
 	AttrOwner          = "owner"
 	AttrAttempt        = "attempt"
+	// AttrResultDropped marks a COMPLETED record whose result could not be stored (see
+	// Result.ResultDropped); its value is the result's size in bytes. Other runtimes ignore
+	// it: the Powertools attributes keep their meaning, the record just has no `data`.
+	AttrResultDropped = "result_dropped"
 )
 
 // Config configures a Guard. TableName is the only required field (unless Disabled); zero
@@ -68,7 +72,8 @@ type Config struct {
 	// later delivery of the key: a different payload is a *PayloadMismatchError. Default off.
 	ValidatePayload bool
 	// StoreResult stores the handler's result in `data` and returns it as Result.Data for
-	// duplicates. Default off. The record must stay under DynamoDB's 400 KB item limit.
+	// duplicates. Default off. A result that would take the record over DynamoDB's 400 KB
+	// item limit is not stored: the record is completed without it (Result.ResultDropped).
 	StoreResult bool
 	// CacheSize > 0 keeps that many COMPLETED records in an in-memory LRU, so a repeated
 	// duplicate in the same execution environment costs no DynamoDB call. Default 0 (off).
@@ -101,6 +106,7 @@ var ErrInvalidConfig = errors.New("invalid idempotency config")
 // reservedAttrs may not be used as key attributes: the record writes them.
 var reservedAttrs = []string{
 	AttrExpiration, AttrLockExpiration, AttrStatus, AttrData, AttrValidation, AttrOwner, AttrAttempt,
+	AttrResultDropped,
 }
 
 // withDefaults validates cfg (and api) and returns it with defaults applied. Every problem is

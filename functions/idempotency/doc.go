@@ -24,7 +24,8 @@
 // One item per key: `id` = KeyPrefix#key (or, with Config.SortKeyAttr, `id` = KeyPrefix#tenant
 // and the sort key = key), `status` INPROGRESS|COMPLETED, `expiration` (epoch seconds, the TTL
 // attribute), `in_progress_expiration` (epoch ms, the lock), `validation` (sha256 hex of the
-// payload), `data` (stored result), plus `owner` (a random token per attempt) and `attempt`.
+// payload), `data` (stored result), plus `owner` (a random token per attempt), `attempt`, and
+// `result_dropped` on a record completed without a result too large to store.
 //
 // Every state change is one conditional UpdateItem, and nothing is ever read separately:
 //
@@ -36,11 +37,16 @@
 //     ErrPayloadMismatch.
 //   - complete: COMPLETED, new expiration, optional data; conditional on our owner token, so a
 //     worker whose lock lapsed and was taken over cannot overwrite the new owner (ErrLockLost).
+//     A result that would take the item over DynamoDB's 400 KB limit (estimated up front, with
+//     a ValidationException as the fallback) is left out and `result_dropped` set instead: the
+//     effect has happened, so the record is completed whatever becomes of its result
+//     (Result.ResultDropped, on this run and on every duplicate).
 //   - release (handler failed or panicked): the lock is reset to 0 under the same fence; the
 //     next delivery acquires at once and counts the next attempt.
 //
 // So a new message costs 2 writes, a duplicate 1 (0 with the cache), and there are no reads:
-// the function's role needs dynamodb:UpdateItem only.
+// the function's role needs dynamodb:UpdateItem only. The one exception is a result the
+// estimate let through but DynamoDB refused: complete is sent again without it (3 writes).
 //
 // The lock lasts until the ctx deadline or Config.LockCap, whichever is first; set LockCap to
 // the function timeout and the queue's visibility timeout above it, so a crashed attempt is

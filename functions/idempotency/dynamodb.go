@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // DynamoDBAPI is the one DynamoDB operation the Guard uses; *dynamodb.Client satisfies it.
@@ -59,6 +61,8 @@ func (s *dynamoStore) names(extra ...string) map[string]string {
 			n[a] = AttrOwner
 		case "#attempt":
 			n[a] = AttrAttempt
+		case "#dropped":
+			n[a] = AttrResultDropped
 		}
 	}
 	return n
@@ -75,7 +79,9 @@ func (s *dynamoStore) itemKey(k recordKey) map[string]types.AttributeValue {
 func (s *dynamoStore) acquire(ctx context.Context, k recordKey, in acquireInput) (bool, *record, error) {
 	set := "SET #status = :inprogress, #exp = :exp, #lock = :lock, #owner = :owner, " +
 		"#attempt = if_not_exists(#attempt, :zero) + :one"
-	remove := " REMOVE #data"
+	// A new attempt starts without the result (or the mark of a dropped one) of an earlier
+	// record of this key.
+	remove := " REMOVE #data, #dropped"
 	// A lapsed lock may be taken over only for the same payload: a different one is a key
 	// reused for other content, which the caller must see as a mismatch, not run.
 	takeover := "(#status = :inprogress AND #lock < :nowms)"
@@ -102,7 +108,7 @@ func (s *dynamoStore) acquire(ctx context.Context, k recordKey, in acquireInput)
 		Key:                                 s.itemKey(k),
 		UpdateExpression:                    aws.String(set + remove),
 		ConditionExpression:                 aws.String("attribute_not_exists(#id) OR #exp < :now OR " + takeover),
-		ExpressionAttributeNames:            s.names("#id", "#exp", "#lock", "#owner", "#attempt", "#data", "#validation"),
+		ExpressionAttributeNames:            s.names("#id", "#exp", "#lock", "#owner", "#attempt", "#data", "#dropped", "#validation"),
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -132,7 +138,73 @@ func (s *dynamoStore) acquire(ctx context.Context, k recordKey, in acquireInput)
 	return true, old, nil
 }
 
-func (s *dynamoStore) complete(ctx context.Context, k recordKey, in completeInput) error {
+// Sizes for the item size estimate of complete. DynamoDB counts an item as the UTF-8 length
+// of every attribute name plus the size of every value: a string's UTF-8 length, a binary's
+// length, a number's about 1 byte per 2 significant digits plus 1, at most 21.
+const (
+	// maxItemBytes is DynamoDB's item size limit, 400 KB.
+	maxItemBytes = 400 * 1024
+	// itemSlack stays free below the limit for what the estimate cannot see exactly; a record
+	// is a few hundred bytes besides its result, so the slack costs the result little room.
+	itemSlack = 1024
+	// maxNumberBytes is the most a number attribute can count for.
+	maxNumberBytes = 21
+)
+
+// resultRoom is the largest result complete stores on k's record: the item limit, less the
+// slack and everything else the COMPLETED record holds, numbers counted at their maximum and
+// `validation` always (acquire writes it when payloads are validated). Attributes another
+// writer added to the item are not known here; complete's fallback covers them.
+func (s *dynamoStore) resultRoom(k recordKey, owner string) int {
+	rest := len(s.pk) + len(k.pk) +
+		len(AttrStatus) + len(StatusCompleted) +
+		len(AttrExpiration) + maxNumberBytes +
+		len(AttrAttempt) + maxNumberBytes +
+		len(AttrOwner) + len(owner) +
+		len(AttrValidation) + 2*sha256.Size + // PayloadHash: sha256 in hex
+		len(AttrData)
+	if s.sk != "" {
+		rest += len(s.sk) + len(k.sk)
+	}
+	return maxItemBytes - itemSlack - rest
+}
+
+// complete stores the result when it fits, and completes the record either way: the handler's
+// side effect has happened, so a result DynamoDB cannot hold must not leave the record
+// INPROGRESS for the next delivery to run the effect again. A result over resultRoom is left
+// out up front (still one write); a complete with the result that DynamoDB rejects as invalid
+// anyway is sent again without it (the one case of a second write).
+func (s *dynamoStore) complete(ctx context.Context, k recordKey, in completeInput) (bool, error) {
+	if in.data == nil {
+		return false, s.fenced(ctx, s.completeUpdate(k, in, false))
+	}
+	if len(in.data) > s.resultRoom(k, in.owner) {
+		return true, s.fenced(ctx, s.completeUpdate(k, in, true))
+	}
+	err := s.fenced(ctx, s.completeUpdate(k, in, false))
+	if !isValidationError(err) {
+		return false, err
+	}
+	if err2 := s.fenced(ctx, s.completeUpdate(k, in, true)); err2 != nil {
+		return true, fmt.Errorf("complete without the result, which DynamoDB refused (%v): %w", err, err2)
+	}
+	return true, nil
+}
+
+// isValidationError reports a ValidationException. For a complete that carries a result, the
+// result is what can make the request invalid: DynamoDB answers "Item size to update has
+// exceeded the maximum allowed size" when attributes the estimate could not see (written by
+// another client) leave it less room. The message is not matched, since its wording is not
+// part of the API; a ValidationException with another cause fails the complete without the
+// result too, and that error is returned.
+func isValidationError(err error) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException"
+}
+
+// completeUpdate is complete's UpdateItem: with drop, the result is left out and its size
+// recorded in `result_dropped`; otherwise in.data (if any) goes into `data`.
+func (s *dynamoStore) completeUpdate(k recordKey, in completeInput, drop bool) *dynamodb.UpdateItemInput {
 	set := "SET #status = :completed, #exp = :exp, #attempt = :attempt"
 	values := map[string]types.AttributeValue{
 		":completed":  &types.AttributeValueMemberS{Value: StatusCompleted},
@@ -142,14 +214,19 @@ func (s *dynamoStore) complete(ctx context.Context, k recordKey, in completeInpu
 		":owner":      &types.AttributeValueMemberS{Value: in.owner},
 	}
 	names := []string{"#exp", "#attempt", "#owner", "#lock"}
-	if in.data != nil {
+	switch {
+	case drop:
+		set += ", #dropped = :dropped"
+		values[":dropped"] = number(int64(len(in.data)))
+		names = append(names, "#dropped")
+	case in.data != nil:
 		set += ", #data = :data"
 		values[":data"] = encodeData(in.data)
 		names = append(names, "#data")
 	}
 	// The owner stays on the record: it tells an audit (and a retried complete whose first
 	// response was lost) which attempt finished it.
-	return s.fenced(ctx, &dynamodb.UpdateItemInput{
+	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.itemKey(k),
 		UpdateExpression:                    aws.String(set + " REMOVE #lock"),
@@ -157,7 +234,7 @@ func (s *dynamoStore) complete(ctx context.Context, k recordKey, in completeInpu
 		ExpressionAttributeNames:            s.names(names...),
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}
 }
 
 func (s *dynamoStore) release(ctx context.Context, k recordKey, in releaseInput) error {
@@ -263,6 +340,7 @@ func decodeRecord(item map[string]types.AttributeValue) (*record, error) {
 	r.lockMs, r.hasLock = num(AttrLockExpiration)
 	a, _ := num(AttrAttempt)
 	r.attempt = int(a)
+	_, r.dropped = num(AttrResultDropped)
 	switch v := item[AttrData].(type) {
 	case nil:
 	case *types.AttributeValueMemberS:

@@ -58,6 +58,13 @@ type Result struct {
 	// TookOver is true when this run acquired a record whose previous owner's lock had
 	// expired without a complete or release: that owner crashed or timed out.
 	TookOver bool
+	// ResultDropped is true when the key's result was not stored because the record could
+	// not hold it (Config.StoreResult with a result near or over DynamoDB's 400 KB item
+	// limit). The record is COMPLETED all the same, without `data` and marked with
+	// `result_dropped`, so the handler does not run again. Processed: Data is still the
+	// handler's result. Duplicate: Data is nil, and ResultDropped tells "not stored" apart
+	// from "the handler returned no result".
+	ResultDropped bool
 }
 
 // Guard runs handlers at most once to completion per idempotency key. It is safe for
@@ -114,7 +121,7 @@ const finishGrace = 2 * time.Second
 //     (second UpdateItem) -> OutcomeProcessed. A failing fn releases the record
 //     (*HandlerError) so the next delivery runs it again as the next attempt.
 //   - key COMPLETED -> OutcomeDuplicate without running fn (one UpdateItem, or none on a
-//     cache hit), Data replayed when stored.
+//     cache hit), Data replayed when stored (Result.ResultDropped when it was too large).
 //   - key INPROGRESS under a live lock -> *InProgressError (ErrInProgress): fail the message
 //     so SQS delivers it again later. Never drop it.
 //   - payload differs from the stored hash -> *PayloadMismatchError (ErrPayloadMismatch).
@@ -190,14 +197,17 @@ func (g *Guard) Run(ctx context.Context, req Request, fn func(ctx context.Contex
 		stored = data
 	}
 	expiration := g.cfg.Now().Add(g.cfg.RecordTTL)
-	err = g.store.complete(fctx, k, completeInput{owner: owner, attempt: attempt, expiration: expiration, data: stored})
+	dropped, err := g.store.complete(fctx, k, completeInput{owner: owner, attempt: attempt, expiration: expiration, data: stored})
 	if err = g.fenceErr(err, k, "complete", owner, StatusCompleted); err != nil {
 		return res, err
 	}
-	if g.cache != nil {
-		g.cache.put(k.cacheKey(), cachedRecord{expiration: expiration.Unix(), hash: hash, data: bytes.Clone(stored), attempt: attempt})
+	if dropped {
+		stored = nil
 	}
-	res.Outcome, res.Data = OutcomeProcessed, data
+	if g.cache != nil {
+		g.cache.put(k.cacheKey(), cachedRecord{expiration: expiration.Unix(), hash: hash, data: bytes.Clone(stored), attempt: attempt, dropped: dropped})
+	}
+	res.Outcome, res.Data, res.ResultDropped = OutcomeProcessed, data, dropped
 	return res, nil
 }
 
@@ -252,9 +262,9 @@ func (g *Guard) existing(k recordKey, old *record, hash string, now time.Time) (
 	switch old.status {
 	case StatusCompleted:
 		if g.cache != nil {
-			g.cache.put(k.cacheKey(), cachedRecord{expiration: old.expiration, hash: old.hash, data: bytes.Clone(old.data), attempt: old.attempt})
+			g.cache.put(k.cacheKey(), cachedRecord{expiration: old.expiration, hash: old.hash, data: bytes.Clone(old.data), attempt: old.attempt, dropped: old.dropped})
 		}
-		return Result{Outcome: OutcomeDuplicate, Data: old.data, Attempt: old.attempt}, nil
+		return Result{Outcome: OutcomeDuplicate, Data: old.data, Attempt: old.attempt, ResultDropped: old.dropped}, nil
 	case StatusInProgress:
 		return Result{}, &InProgressError{Key: k.key, Tenant: k.tenant, Attempt: old.attempt, LockExpires: old.lockExpires()}
 	default:
@@ -275,7 +285,7 @@ func (g *Guard) fromCache(k recordKey, hash string, now time.Time) (Result, erro
 	if hash != "" && c.hash != "" && c.hash != hash {
 		return Result{}, &PayloadMismatchError{Key: k.key, Tenant: k.tenant, Status: StatusCompleted, StoredHash: c.hash, PayloadHash: hash}, true
 	}
-	return Result{Outcome: OutcomeDuplicate, Data: bytes.Clone(c.data), Attempt: c.attempt}, nil, true
+	return Result{Outcome: OutcomeDuplicate, Data: bytes.Clone(c.data), Attempt: c.attempt, ResultDropped: c.dropped}, nil, true
 }
 
 // attemptAfter numbers the attempt that just acquired a record which was old before. A record

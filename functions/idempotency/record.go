@@ -36,6 +36,8 @@ type record struct {
 	data    []byte
 	owner   string
 	attempt int
+	// dropped: COMPLETED without the handler's result, which was too large to store.
+	dropped bool
 }
 
 // expired reports whether the TTL has passed: such a record counts as absent, because

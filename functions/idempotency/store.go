@@ -15,8 +15,9 @@ type store interface {
 	// acquired, the record that blocked it.
 	acquire(ctx context.Context, k recordKey, in acquireInput) (acquired bool, old *record, err error)
 	// complete marks the record COMPLETED if in.owner still holds it; otherwise it returns a
-	// *fencedError with the record as found.
-	complete(ctx context.Context, k recordKey, in completeInput) error
+	// *fencedError with the record as found. A result the record cannot hold (DynamoDB's item
+	// size limit) is left out and the record marked instead: dropped reports that.
+	complete(ctx context.Context, k recordKey, in completeInput) (dropped bool, err error)
 	// release resets the lock (keeping attempt) if in.owner still holds it, so the next
 	// delivery can acquire at once; otherwise a *fencedError.
 	release(ctx context.Context, k recordKey, in releaseInput) error

@@ -21,6 +21,7 @@ const (
 	MetricLockTakenOver     = "LockTakenOver"     // consumer: our lock expired and was taken over
 	MetricInvalidInput      = "InvalidInput"      // consumer: bad body, missing key, oversize
 	MetricDeadLettered      = "DeadLettered"      // consumer: moved to the DLQ at once (can never succeed)
+	MetricResultDropped     = "ResultDropped"     // consumer: effect's result too large to store; record completed without it
 	MetricDispatched        = "Dispatched"        // dispatcher: messages accepted by SQS
 	MetricSendFailed        = "SendFailed"        // dispatcher: entries still unsent after retries
 )
@@ -40,10 +41,17 @@ const (
 )
 
 // ConsumerMetrics lists the counters the consumer registers so that each is published, as 0
-// when idle, in every flush.
+// when idle, in every flush. MetricResultDropped is not among them: it can only count when the
+// Guard stores results, and the consumer registers it then (see StoreResultMetrics).
 func ConsumerMetrics() []string {
 	return []string{MetricProcessed, MetricDuplicate, MetricInFlightElsewhere, MetricFailed,
 		MetricLockTakenOver, MetricInvalidInput, MetricDeadLettered}
+}
+
+// StoreResultMetrics lists the counters the consumer registers in addition when its Guard
+// stores the effect's result (idempotency.Config.StoreResult).
+func StoreResultMetrics() []string {
+	return []string{MetricResultDropped}
 }
 
 // DispatcherMetrics lists the counters the dispatcher registers.

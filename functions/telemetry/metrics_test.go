@@ -96,6 +96,13 @@ func TestFlushWritesOneEMFLine(t *testing.T) {
 				"Failed": 2, "LockTakenOver": 0, "InvalidInput": 0, "DeadLettered": 0},
 		},
 		{
+			name:     "consumer storing results",
+			register: append(telemetry.ConsumerMetrics(), telemetry.StoreResultMetrics()...),
+			adds:     map[string][]int{telemetry.MetricResultDropped: {1}},
+			want: map[string]int64{"Processed": 0, "Duplicate": 0, "InFlightElsewhere": 0,
+				"Failed": 0, "LockTakenOver": 0, "InvalidInput": 0, "DeadLettered": 0, "ResultDropped": 1},
+		},
+		{
 			name: "unregistered counter added",
 			adds: map[string][]int{telemetry.MetricDispatched: {10, 5}},
 			want: map[string]int64{"Dispatched": 15},
