@@ -34,6 +34,10 @@ type Run struct {
 	Event      Event
 }
 
+// occurrenceText is the occurrence as keys, message bodies and logs carry it: RFC 3339 UTC,
+// e.g. "2025-03-30T00:30:00Z".
+func (r Run) occurrenceText() string { return r.Occurrence.Format(time.RFC3339) }
+
 // ItemSource yields the work items of one run. It must be deterministic for a given Run:
 // a repeated invocation for the same occurrence must yield the same item ids, or the consumer
 // cannot recognize the repeats. Implementations reading a database or an API should read a

@@ -111,7 +111,7 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Summary, error) {
 		h.log.Error("dispatch rejected", "error", err.Error(), "executionId", ev.ExecutionID)
 		return Summary{Job: h.cfg.JobName}, err
 	}
-	occ := run.Occurrence.Format(time.RFC3339)
+	occ := run.occurrenceText()
 	sum := Summary{Job: h.cfg.JobName, Occurrence: occ}
 	log := h.log.With("job", h.cfg.JobName, "occurrence", occ, "scheduledTime", ev.ScheduledTime, "executionId", ev.ExecutionID)
 
