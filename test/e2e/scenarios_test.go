@@ -43,21 +43,18 @@ func checkOnce(t *testing.T, l *Ledger, want []string) {
 func head(s []string) []string { return s[:min(len(s), 5)] }
 
 // dispatchKeys are the keys the dispatcher must derive for items fired at scheduled: the
-// contract (job, period from the scheduled time, item id), computed independently of it.
+// contract (job, the occurrence: the scheduled time in UTC to the minute, item id), computed
+// independently of it.
 func dispatchKeys(t *testing.T, w *world, p Pipeline, scheduled time.Time, items []map[string]any) []string {
 	t.Helper()
 	env, err := w.d.Env(p.Dispatcher)
 	if err != nil {
 		t.Fatal(err)
 	}
-	period, err := time.ParseDuration(env["PERIOD"])
-	if err != nil {
-		t.Fatalf("dispatcher PERIOD %q: %v", env["PERIOD"], err)
-	}
-	ps := scheduled.Truncate(period).UTC().Format(time.RFC3339)
+	occurrence := scheduled.UTC().Truncate(time.Minute).Format(time.RFC3339)
 	keys := make([]string, len(items))
 	for i, it := range items {
-		keys[i] = msgkey.DispatchKey(env["JOB_NAME"], ps, it["id"].(string))
+		keys[i] = msgkey.DispatchKey(env["JOB_NAME"], occurrence, it["id"].(string))
 	}
 	return keys
 }
