@@ -65,7 +65,7 @@ func run(n int, out string) error {
 			"IDEMPOTENCY_LOCK_CAP":  "30s", "IDEMPOTENCY_RECORD_TTL": "96h", "BATCH_CONCURRENCY": "10", "LOG_LEVEL": "INFO",
 		}},
 		{name: "dispatcher", pkg: mod + "functions/dispatcher", payload: `{"scheduledTime":"2026-11-23T10:00:00Z","items":[]}`, env: map[string]string{
-			"QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/q", "JOB_NAME": "job", "PERIOD": "1m", "LOG_LEVEL": "INFO",
+			"QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/q", "JOB_NAME": "job", "LOG_LEVEL": "INFO",
 		}},
 	}
 	for _, b := range bins {

@@ -284,7 +284,7 @@ func run(ctx context.Context, batches, batchSize, items, memory int) error {
 			return err
 		}
 		if b.dispatchers[q], err = newFn(bins["dispatcher"], map[string]string{
-			"QUEUE_URL": b.queueURL[q], "JOB_NAME": "bench", "PERIOD": "1h",
+			"QUEUE_URL": b.queueURL[q], "JOB_NAME": "bench",
 			"AWS_ENDPOINT_URL_SQS": b.sendPx.URL,
 		}, memory, "dispatcher-"+q); err != nil {
 			return err
