@@ -182,7 +182,10 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 .PHONY: lint
 lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template; the diagram is current
 	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
-	checkov --quiet --compact --skip-download --framework cloudformation --config-file .checkov.yaml -d cdk.out
+	@# No global skip list: each skip is recorded on its resource with the reason
+	@# (constructs/internal/checkov), so checkov counts it as skipped and the line after says why.
+	checkov --quiet --compact --skip-download --framework cloudformation -d cdk.out
+	@python3 scripts/checkov_skips.py cdk.out
 	@$(GO) run ./stacks/diagram cdk.out | diff -u docs/architecture.md - \
 	  || { echo "docs/architecture.md is stale: run make diagram"; exit 1; }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
@@ -316,6 +317,7 @@ func deadLetterQueue(scope constructs.Construct, id, whyNoDLQ string) awssqs.Que
 		{Id: jsii.String("AwsSolutions-SQS3"), Reason: jsii.String("no DLQ for a DLQ: " + whyNoDLQ)},
 		{Id: jsii.String("Serverless-SQSRedrivePolicy"), Reason: jsii.String("no redrive policy on a DLQ: " + whyNoDLQ)},
 	}, jsii.Bool(false))
+	checkov.Add(q, checkov.QueueSQSManagedEncryption)
 	return q
 }
 

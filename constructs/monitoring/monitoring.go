@@ -21,6 +21,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
 
@@ -171,6 +172,7 @@ func newUndeliveredQueue(scope constructs.Construct) awssqs.IQueue {
 			Reason: jsii.String("This queue is itself a dead-letter queue (SNS subscription redrive target) and has no consumer: a redrive policy on it would need a DLQ for the DLQ."),
 		},
 	}, jsii.Bool(false))
+	checkov.Add(q, checkov.QueueSQSManagedEncryption)
 	return q
 }
 

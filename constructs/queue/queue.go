@@ -8,6 +8,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 )
 
 // ProcessingQueue is an SQS source queue with its dead-letter queue.
@@ -88,6 +90,10 @@ func NewProcessingQueue(scope constructs.Construct, id string, props *Processing
 		Id:     jsii.String("Serverless-SQSRedrivePolicy"),
 		Reason: jsii.String("This queue is the dead-letter queue of the ProcessingQueue's source queue: it receives failed messages (by SQS redrive, or sent by the consumer for input that can never succeed), and a DLQ of its own would only move the problem. Alarm on its depth instead."),
 	}}, jsii.Bool(false))
+	if s.encryptionKey == nil {
+		checkov.Add(q.queue, checkov.QueueSQSManagedEncryption)
+		checkov.Add(q.dlq, checkov.QueueSQSManagedEncryption)
+	}
 	return q
 }
 

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +262,23 @@ func TestDerivedQueueNames(t *testing.T) {
 				t.Errorf("QueueName %q should be trimmed in the middle to at most %d characters", name, maxQueueNameLength)
 			}
 		})
+	}
+}
+
+// checkov's CKV_AWS_27 wants a KMS key: both queues record it as skipped, with the reason,
+// only while they use SSE-SQS; with a customer managed key the check runs as usual.
+func TestCheckovSkipOnlyWithSQSManagedEncryption(t *testing.T) {
+	for _, f := range fixtures {
+		withKey := f.props != nil && f.props.EncryptionKey != nil
+		for _, q := range []string{cdktest.LogicalID(f.stack, f.q.Queue()), cdktest.LogicalID(f.stack, f.q.DeadLetterQueue())} {
+			got := cdktest.CheckovSkips(f.tmpl, q)
+			want := []string{"CKV_AWS_27"}
+			if withKey {
+				want = nil
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: queue %s checkov skips = %v, want %v", f.name, q, got, want)
+			}
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 )
 
 // IdempotencyTable is the DynamoDB table of idempotency records.
@@ -54,6 +56,9 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 	t := &idempotencyTable{s: s}
 	constructs.NewConstruct_Override(t, scope, jsii.String(id))
 	t.table = awsdynamodb.NewTable(t, jsii.String("Resource"), s.tableProps())
+	if s.encryptionKey == nil {
+		checkov.Add(t.table, checkov.TableAWSManagedKey)
+	}
 	return t
 }
 

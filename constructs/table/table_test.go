@@ -181,3 +181,18 @@ func TestAccessors(t *testing.T) {
 		})
 	}
 }
+
+// checkov's CKV_AWS_119 wants a customer managed key: the table records it as skipped, with
+// the reason, only while it uses the AWS managed key.
+func TestCheckovSkipOnlyWithAWSManagedKey(t *testing.T) {
+	for _, f := range fixtures {
+		got := cdktest.CheckovSkips(f.tmpl, cdktest.LogicalID(f.stack, f.t.Table()))
+		want := []string{"CKV_AWS_119"}
+		if f.key != nil {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: checkov skips = %v, want %v", f.name, got, want)
+		}
+	}
+}

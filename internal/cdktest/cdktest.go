@@ -121,3 +121,20 @@ func JSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// CheckovSkips returns the checkov check ids recorded as skipped on the resource with logical
+// id in tmpl (resource Metadata "checkov": {"skip": [{"id": ...}]}), in order.
+func CheckovSkips(tmpl assertions.Template, logicalID string) []string {
+	res, _ := (*tmpl.ToJSON())["Resources"].(map[string]any)[logicalID].(map[string]any)
+	meta, _ := res["Metadata"].(map[string]any)
+	ck, _ := meta["checkov"].(map[string]any)
+	list, _ := ck["skip"].([]any)
+	var ids []string
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			id, _ := m["id"].(string)
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
 
@@ -220,6 +221,8 @@ func New(scope constructs.Construct, p Props) *Function {
 			AppliesTo: &[]any{"Resource::*"},
 		}}, jsii.Bool(true))
 	}
+	checkov.Add(fn, checkov.FunctionNoDLQ, checkov.FunctionNoReservedConcurrency, checkov.FunctionNoVPC, checkov.FunctionPlainEnvironment)
+	checkov.Add(logGroup, checkov.LogGroupServiceKey)
 	return &Function{Function: fn, Role: role, LogGroup: logGroup}
 }
 
