@@ -37,12 +37,17 @@ var knownGaps = map[sqslocal.Kind]map[string]string{
 // TestFidelity runs every check against the server the e2e suite uses (sqslocal.Default, or
 // $SQSLOCAL_KIND). A check that fails unexpectedly means that server would let an e2e test pass
 // on behaviour SQS does not have, or fail on behaviour it has.
+//
+// As RunChecks does: the Timed checks run one after another, alone, and the others in
+// parallel after them (a parallel subtest waits until this function has returned).
 func TestFidelity(t *testing.T) {
 	e := NewEnv(srv)
 	gaps := knownGaps[srv.Kind()]
 	for _, c := range Checks {
 		t.Run(c.Name, func(t *testing.T) {
-			t.Parallel()
+			if !c.Timed {
+				t.Parallel()
+			}
 			note, err := c.Run(t.Context(), e)
 			gap, known := gaps[c.Name]
 			switch {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,24 +31,51 @@ import (
 type Check struct {
 	Name string
 	Run  func(ctx context.Context, e *Env) (note string, err error)
+	// Timed checks see a message stay hidden until a deadline, so a server slowed down by
+	// other work can push their observation past it: run them one at a time, apart from the
+	// others (see RunChecks). Every other check only waits for something to happen, and
+	// waits generously.
+	Timed bool
 }
 
 // Checks are every property measured, in the order of the README's table.
 var Checks = []Check{
-	{"visibility timeout", checkVisibility},
-	{"ChangeMessageVisibility", checkChangeVisibility},
-	{"redrive to DLQ (RedrivePolicy by ARN)", checkRedrive},
-	{"ApproximateReceiveCount", checkReceiveCount},
-	{"FIFO group blocked while in flight", checkGroupInFlight},
-	{"FIFO order within a group", checkGroupOrder},
-	{"FIFO batch of one group", checkGroupBatch},
-	{"FIFO receive count of batch followers", checkGroupBatchRedrive},
-	{"FIFO dedup id (also after delete)", checkDedupID},
-	{"FIFO content-based dedup", checkContentDedup},
-	{"batch results (send, partial delete failure)", checkBatch},
-	{"template attributes accepted", checkAttributes},
-	{"template attributes kept (read back)", checkAttributesKept},
-	{"RedriveAllowPolicy enforced", checkRedriveAllowEnforced},
+	{"visibility timeout", checkVisibility, true},
+	{"ChangeMessageVisibility", checkChangeVisibility, true},
+	{"redrive to DLQ (RedrivePolicy by ARN)", checkRedrive, false},
+	{"ApproximateReceiveCount", checkReceiveCount, false},
+	{"FIFO group blocked while in flight", checkGroupInFlight, true},
+	{"FIFO order within a group", checkGroupOrder, false},
+	{"FIFO batch of one group", checkGroupBatch, false},
+	{"FIFO receive count of batch followers", checkGroupBatchRedrive, false},
+	{"FIFO dedup id (also after delete)", checkDedupID, false},
+	{"FIFO content-based dedup", checkContentDedup, false},
+	{"batch results (send, partial delete failure)", checkBatch, false},
+	{"template attributes accepted", checkAttributes, false},
+	{"template attributes kept (read back)", checkAttributesKept, false},
+	{"RedriveAllowPolicy enforced", checkRedriveAllowEnforced, false},
+}
+
+// RunChecks runs every check against e and gives each outcome to report: the Timed checks
+// first, one at a time, then the others all at once. It returns when all are done. The
+// package's test does the same with subtests.
+func RunChecks(ctx context.Context, e *Env, report func(i int, note string, err error)) {
+	for i, c := range Checks {
+		if c.Timed {
+			note, err := c.Run(ctx, e)
+			report(i, note, err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i, c := range Checks {
+		if !c.Timed {
+			wg.Go(func() {
+				note, err := c.Run(ctx, e)
+				report(i, note, err)
+			})
+		}
+	}
+	wg.Wait()
 }
 
 // Env is one server under test.
@@ -66,8 +94,31 @@ func NewEnv(srv *sqslocal.Server) *Env {
 	}
 }
 
-// vis is the short visibility timeout the checks wait out.
-const vis = 2
+// Timing of the checks. A check that a message stays hidden until T polls the queue once
+// for a second right after the call that hid it, and T is far enough away (hideVis, or
+// extendVis) that the poll ends seconds before it even when the server answers slowly;
+// expectHidden measures when the poll answered and says so in any failure. A check that a
+// message comes back waits up to patience for it: a receive returns as soon as the message
+// is there, so patience costs nothing when the server keeps up.
+const (
+	// vis is the queue's visibility timeout where a check only waits for messages to come
+	// back (redrive, receive counts): short, since every round waits it out.
+	vis = 2
+	// hideVis is the visibility timeout where a check also sees the message stay hidden:
+	// the one-second poll leaves about 4 s of slack.
+	hideVis = 5
+	// extendVis is what ChangeMessageVisibility extends to: released at once after the
+	// check, so its length costs nothing.
+	extendVis = 30
+	// hiddenPoll is how long expectHidden polls, in seconds.
+	hiddenPoll = 1
+	// patience is the long poll, in seconds, of a receive that must return a message: SQS's
+	// maximum WaitTimeSeconds.
+	patience = 20
+	// afterVisMargin is how long after a visibility timeout can have ended a check receives
+	// again; patience covers a server slower than that.
+	afterVisMargin = 300 * time.Millisecond
+)
 
 func (e *Env) queue(ctx context.Context, name string, attrs map[string]string) (url, arn string, err error) {
 	name += "-" + e.suffix
@@ -101,7 +152,7 @@ func (e *Env) send(ctx context.Context, url, body, group, dedup string) error {
 }
 
 // receive long-polls for up to wait seconds: a message that should not be visible has that
-// long to show up, one that should be visible is returned as soon as it is.
+// long to show up, one that should be visible is returned as soon as it is (use patience).
 func (e *Env) receive(ctx context.Context, url string, max, wait int32) ([]types.Message, error) {
 	out, err := e.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    &url,
@@ -116,17 +167,22 @@ func (e *Env) receive(ctx context.Context, url string, max, wait int32) ([]types
 	return out.Messages, nil
 }
 
+// receiveOne waits up to patience for one message.
 func (e *Env) receiveOne(ctx context.Context, url string) (types.Message, error) {
-	ms, err := e.receive(ctx, url, 1, 2)
+	start := time.Now()
+	ms, err := e.receive(ctx, url, 1, patience)
 	if err != nil {
 		return types.Message{}, err
 	}
 	if len(ms) != 1 {
-		return types.Message{}, fmt.Errorf("receive: got %d messages, want 1", len(ms))
+		return types.Message{}, fmt.Errorf("receive: got %d messages after waiting %s, want 1", len(ms), since(start))
 	}
 	return ms[0], nil
 }
 
+// expectNone fails when a message can be received from url within a second. Only for a
+// message that must never come back (a duplicate, one moved to the DLQ): for one hidden
+// until a deadline, use expectHidden.
 func (e *Env) expectNone(ctx context.Context, url, why string) error {
 	ms, err := e.receive(ctx, url, 10, 1)
 	if err != nil {
@@ -137,6 +193,37 @@ func (e *Env) expectNone(ctx context.Context, url, why string) error {
 	}
 	return nil
 }
+
+// expectHidden checks that what a call sent at sent hid for secs seconds is still hidden: it
+// polls url for hiddenPoll seconds at once, and fails when a message comes. The verdict holds
+// only for a poll that answered before the timeout could end (the server started it no
+// earlier than sent); one that answered later, on a machine too slow for the check, is
+// reported as such, with the measured times, rather than blamed on the server.
+func (e *Env) expectHidden(ctx context.Context, url string, sent time.Time, secs int, what string) error {
+	until := sent.Add(time.Duration(secs) * time.Second)
+	start := time.Now()
+	if left := until.Sub(start); left < hiddenPoll*time.Second {
+		return fmt.Errorf("%s: the check could start only %s after the call, %s before the %d s timeout could end: "+
+			"too late to see the message stay hidden (machine too slow for this check, not a server fault)", what, since(sent), left.Round(10*time.Millisecond), secs)
+	}
+	ms, err := e.receive(ctx, url, 10, hiddenPoll)
+	answered := time.Now()
+	if err != nil {
+		return err
+	}
+	if len(ms) == 0 {
+		return nil
+	}
+	window := fmt.Sprintf("the poll ran from %s to %s after the call", start.Sub(sent).Round(10*time.Millisecond), since(sent))
+	if answered.After(until) {
+		return fmt.Errorf("%s: received %v, but %s, past the %d s timeout: machine too slow for this check, not a server fault",
+			what, bodies(ms), window, secs)
+	}
+	return fmt.Errorf("%s: received %v while it had %d s to stay hidden (%s)", what, bodies(ms), secs, window)
+}
+
+// since is the time elapsed since t, rounded for a message.
+func since(t time.Time) time.Duration { return time.Since(t).Round(10 * time.Millisecond) }
 
 func (e *Env) del(ctx context.Context, url string, m types.Message) error {
 	_, err := e.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle})
@@ -167,33 +254,35 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// afterVis waits until a message received at t is visible again.
-func afterVis(ctx context.Context, t time.Time) error {
-	return sleep(ctx, time.Until(t.Add(vis*time.Second+300*time.Millisecond)))
+// afterVis waits until a message received by a call that returned at t, on a queue with a
+// visibility timeout of secs, is visible again (the server started the timeout before t).
+func afterVis(ctx context.Context, t time.Time, secs int) error {
+	return sleep(ctx, time.Until(t.Add(time.Duration(secs)*time.Second+afterVisMargin)))
 }
 
 func checkVisibility(ctx context.Context, e *Env) (string, error) {
-	url, _, err := e.queue(ctx, "vis", map[string]string{"VisibilityTimeout": strconv.Itoa(vis)})
+	url, _, err := e.queue(ctx, "vis", map[string]string{"VisibilityTimeout": strconv.Itoa(hideVis)})
 	if err != nil {
 		return "", err
 	}
 	if err := e.send(ctx, url, "m", "", ""); err != nil {
 		return "", err
 	}
+	sent := time.Now()
 	if _, err := e.receiveOne(ctx, url); err != nil {
 		return "", err
 	}
 	at := time.Now()
-	if err := e.expectNone(ctx, url, "within the visibility timeout"); err != nil {
+	if err := e.expectHidden(ctx, url, sent, hideVis, "within the visibility timeout"); err != nil {
 		return "", err
 	}
-	if err := afterVis(ctx, at); err != nil {
+	if err := afterVis(ctx, at, hideVis); err != nil {
 		return "", err
 	}
 	if _, err := e.receiveOne(ctx, url); err != nil {
 		return "", fmt.Errorf("after the visibility timeout: %w", err)
 	}
-	return fmt.Sprintf("hidden for %d s, then visible again", vis), nil
+	return fmt.Sprintf("hidden for %d s, then visible again", hideVis), nil
 }
 
 func checkChangeVisibility(ctx context.Context, e *Env) (string, error) {
@@ -208,14 +297,19 @@ func checkChangeVisibility(ctx context.Context, e *Env) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Extend past the queue's timeout: still hidden after it.
-	if _, err := e.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 5}); err != nil {
+	received := time.Now()
+	// Extend far past the queue's timeout, then look once that timeout has surely ended:
+	// the message must still be hidden. The extension is released right after, so its
+	// length only buys slack.
+	extended := time.Now()
+	if _, err := e.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: extendVis}); err != nil {
 		return "", fmt.Errorf("extend: %w", err)
 	}
-	if err := afterVis(ctx, time.Now()); err != nil {
+	if err := afterVis(ctx, received, vis); err != nil {
 		return "", err
 	}
-	if err := e.expectNone(ctx, url, "after extending the timeout to 5 s, 3.3 s later"); err != nil {
+	what := fmt.Sprintf("after extending the timeout to %d s, past the queue's %d s", extendVis, vis)
+	if err := e.expectHidden(ctx, url, extended, extendVis, what); err != nil {
 		return "", err
 	}
 	// Release at once (what a batch item failure with no backoff does).
@@ -225,7 +319,7 @@ func checkChangeVisibility(ctx context.Context, e *Env) (string, error) {
 	if _, err := e.receiveOne(ctx, url); err != nil {
 		return "", fmt.Errorf("after ChangeMessageVisibility 0: %w", err)
 	}
-	return "extend to 5 s and release (0) honoured", nil
+	return fmt.Sprintf("extend to %d s (past the queue's %d s) and release (0) honoured", extendVis, vis), nil
 }
 
 func checkRedrive(ctx context.Context, e *Env) (string, error) {
@@ -250,14 +344,14 @@ func checkRedrive(ctx context.Context, e *Env) (string, error) {
 		if _, err := e.receiveOne(ctx, url); err != nil {
 			return "", fmt.Errorf("receive %d of %d: %w", i, maxReceive, err)
 		}
-		if err := afterVis(ctx, time.Now()); err != nil {
+		if err := afterVis(ctx, time.Now(), vis); err != nil {
 			return "", err
 		}
 	}
 	if err := e.expectNone(ctx, url, fmt.Sprintf("source queue after %d receives (maxReceiveCount %d)", maxReceive, maxReceive)); err != nil {
 		return "", err
 	}
-	ms, err := e.receive(ctx, aws.ToString(dlqURL.QueueUrl), 10, 2)
+	ms, err := e.receive(ctx, aws.ToString(dlqURL.QueueUrl), 10, patience)
 	if err != nil {
 		return "", err
 	}
@@ -293,7 +387,7 @@ func checkReceiveCount(ctx context.Context, e *Env) (string, error) {
 }
 
 func checkGroupInFlight(ctx context.Context, e *Env) (string, error) {
-	url, _, err := e.queue(ctx, "groups", fifo())
+	url, _, err := e.queue(ctx, "groups", fifo("VisibilityTimeout", strconv.Itoa(hideVis)))
 	if err != nil {
 		return "", err
 	}
@@ -302,6 +396,7 @@ func checkGroupInFlight(ctx context.Context, e *Env) (string, error) {
 			return "", err
 		}
 	}
+	sent := time.Now()
 	a1, err := e.receiveOne(ctx, url)
 	if err != nil {
 		return "", err
@@ -310,37 +405,64 @@ func checkGroupInFlight(ctx context.Context, e *Env) (string, error) {
 	if got := aws.ToString(a1.Body); got != "A1" {
 		return "", fmt.Errorf("first receive %q, want A1", got)
 	}
-	ms, err := e.receive(ctx, url, 10, 1)
+	ms, err := e.receive(ctx, url, 10, patience)
 	if err != nil {
 		return "", err
 	}
 	if !slices.Equal(bodies(ms), []string{"B1"}) {
 		return "", fmt.Errorf("second ReceiveMessage while A1 is in flight: %v, want [B1] (group A blocked, group B not)", bodies(ms))
 	}
-	if err := e.expectNone(ctx, url, "third ReceiveMessage while A1 and B1 are in flight"); err != nil {
+	// B1 was hidden after A1, so A1's timeout ends first: sent bounds both.
+	if err := e.expectHidden(ctx, url, sent, hideVis, "third ReceiveMessage while A1 and B1 are in flight"); err != nil {
 		return "", err
 	}
-	if err := afterVis(ctx, at); err != nil {
+	if err := afterVis(ctx, at, hideVis); err != nil {
 		return "", err
 	}
-	again, err := e.receive(ctx, url, 1, 2)
+	// B1's timeout has ended too by now, or soon: it may come first, alone or with group A.
+	// Of group A, A1 must come first, and alone (A2 stays behind it until it is deleted).
+	var again []string
+	for try := 1; len(again) == 0; try++ {
+		if try > 2 { // B1 comes at most once: the receive hides it again
+			return "", errors.New("after A1's visibility timeout: B1 twice, want A1 again")
+		}
+		ms, err := e.receive(ctx, url, 1, patience)
+		if err != nil {
+			return "", err
+		}
+		if len(ms) == 0 {
+			return "", fmt.Errorf("after A1's visibility timeout: nothing within %d s, want A1 again", patience)
+		}
+		if b := aws.ToString(ms[0].Body); b == "B1" {
+			continue
+		}
+		again = bodies(ms)
+		if !slices.Equal(again, []string{"A1"}) {
+			return "", fmt.Errorf("after A1's visibility timeout: %v, want A1 again before A2", again)
+		}
+		if err := e.del(ctx, url, ms[0]); err != nil {
+			return "", err
+		}
+	}
+	next, err := e.receive(ctx, url, 10, patience)
 	if err != nil {
 		return "", err
 	}
-	if !slices.Equal(bodies(again), []string{"A1"}) {
-		return "", fmt.Errorf("after A1's visibility timeout: %v, want A1 again before A2", bodies(again))
-	}
-	if err := e.del(ctx, url, again[0]); err != nil {
-		return "", err
-	}
-	next, err := e.receive(ctx, url, 10, 2)
-	if err != nil {
-		return "", err
-	}
-	if b := bodies(next); len(b) == 0 || b[0] != "A2" {
-		return "", fmt.Errorf("after deleting A1: %v, want A2", b)
+	if a := inGroup(bodies(next), "A"); len(a) == 0 || a[0] != "A2" {
+		return "", fmt.Errorf("after deleting A1: %v, want A2 first of group A", bodies(next))
 	}
 	return "A2 held back across calls until A1 deleted; B served", nil
+}
+
+// inGroup returns the bodies that start with group, in order.
+func inGroup(bodies []string, group string) []string {
+	var out []string
+	for _, b := range bodies {
+		if strings.HasPrefix(b, group) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func checkGroupOrder(ctx context.Context, e *Env) (string, error) {
@@ -363,9 +485,12 @@ func checkGroupOrder(ctx context.Context, e *Env) (string, error) {
 		if len(got) == len(want) {
 			break
 		}
-		ms, err := e.receive(ctx, url, 3, 1)
+		ms, err := e.receive(ctx, url, 3, patience)
 		if err != nil {
 			return "", err
+		}
+		if len(ms) == 0 {
+			break
 		}
 		for _, m := range ms {
 			body := aws.ToString(m.Body)
@@ -387,18 +512,7 @@ func checkGroupOrder(ctx context.Context, e *Env) (string, error) {
 		}
 	}
 	for _, g := range []string{"G", "H"} {
-		var w, o []string
-		for _, b := range want {
-			if strings.HasPrefix(b, g) {
-				w = append(w, b)
-			}
-		}
-		for _, b := range got {
-			if strings.HasPrefix(b, g) {
-				o = append(o, b)
-			}
-		}
-		if !slices.Equal(o, w) {
+		if w, o := inGroup(want, g), inGroup(got, g); !slices.Equal(o, w) {
 			return "", fmt.Errorf("group %s delivered %v, want %v", g, o, w)
 		}
 	}
@@ -450,11 +564,15 @@ func checkContentDedup(ctx context.Context, e *Env) (string, error) {
 			return "", err
 		}
 	}
+	// Wait for the two distinct bodies, then look once more for a second "same".
 	var got []string
-	for range 3 {
-		ms, err := e.receive(ctx, url, 10, 1)
+	for len(got) < 2 {
+		ms, err := e.receive(ctx, url, 10, patience)
 		if err != nil {
 			return "", err
+		}
+		if len(ms) == 0 {
+			break
 		}
 		for _, m := range ms {
 			got = append(got, aws.ToString(m.Body))
@@ -463,6 +581,11 @@ func checkContentDedup(ctx context.Context, e *Env) (string, error) {
 			}
 		}
 	}
+	ms, err := e.receive(ctx, url, 10, 1)
+	if err != nil {
+		return "", err
+	}
+	got = append(got, bodies(ms)...)
 	if !slices.Equal(got, []string{"same", "other"}) {
 		return "", fmt.Errorf("delivered %v, want [same other]", got)
 	}
@@ -669,7 +792,7 @@ func checkGroupBatch(ctx context.Context, e *Env) (string, error) {
 	if err := e.sendGroupBatch(ctx, url); err != nil {
 		return "", err
 	}
-	ms, err := e.receive(ctx, url, 10, 2)
+	ms, err := e.receive(ctx, url, 10, patience)
 	if err != nil {
 		return "", err
 	}
@@ -706,7 +829,12 @@ func checkGroupBatchRedrive(ctx context.Context, e *Env) (string, error) {
 	remaining := slices.Clone(groupBatch) // not yet received maxReceive times, in order
 	var problems []string
 	for round := 1; round <= len(groupBatch)*maxReceive+1; round++ {
-		ms, err := e.receive(ctx, url, 10, 2)
+		// While a message is still due, wait for it; once none is, a short look suffices.
+		wait := int32(patience)
+		if len(remaining) == 0 {
+			wait = 2
+		}
+		ms, err := e.receive(ctx, url, 10, wait)
 		if err != nil {
 			return "", err
 		}
@@ -727,14 +855,18 @@ func checkGroupBatchRedrive(ctx context.Context, e *Env) (string, error) {
 			problems = append(problems, fmt.Sprintf("round %d returned %v ahead of %v", round, got, remaining))
 		}
 		remaining = slices.DeleteFunc(remaining, func(b string) bool { return len(counts[b]) >= maxReceive })
-		if err := afterVis(ctx, at); err != nil {
+		if err := afterVis(ctx, at, vis); err != nil {
 			return "", err
 		}
 	}
 	// A FIFO DLQ may serve its group one message a call: drain it.
 	var dlq []string
 	for range len(groupBatch) + 1 {
-		ms, err := e.receive(ctx, dlqURL, 10, 1)
+		wait := int32(patience)
+		if len(dlq) >= len(groupBatch) {
+			wait = 1
+		}
+		ms, err := e.receive(ctx, dlqURL, 10, wait)
 		if err != nil {
 			return "", err
 		}
