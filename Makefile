@@ -67,9 +67,13 @@ STEP := scripts/step.sh
 SYNTH_TOOLS := $(NODE_STAMP) $(GOMOD_STAMP)
 TEST_TOOLS := $(SYNTH_TOOLS) $(VENV_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP)
 
-.PHONY: tools
+# The installs do not depend on each other (but for the order-only one below), so they run in
+# parallel; -s keeps the sub-make from listing what is already installed.
+.PHONY: tools synth-tools
 tools: ## install every pinned tool `make test` needs, the independent installs in parallel
-	@$(MAKE) --no-print-directory -j4 --output-sync=line $(TEST_TOOLS)
+	@$(MAKE) -s --no-print-directory -j4 --output-sync=line $(TEST_TOOLS)
+synth-tools:
+	@$(MAKE) -s --no-print-directory -j2 --output-sync=line $(SYNTH_TOOLS)
 
 $(NODE_STAMP): package.json package-lock.json
 	@$(STEP) "installing the CDK CLI and Node 22 for jsii (npm)" "first time about 20 s" -- \
@@ -144,7 +148,7 @@ check-function-deps: ## fail if a Lambda binary links any CDK, jsii or construct
 # large) is the longest step of a first run, and `cdk synth --quiet` prints nothing meanwhile,
 # so it is compiled here first, with progress; `go run` then reuses the build cache.
 .PHONY: app
-app: $(SYNTH_TOOLS)
+app: synth-tools
 	@# Two packages: go build compiles and checks them without linking a binary nobody uses.
 	@$(STEP) "compiling the CDK app" "first time on a new machine 5-15 min, afterwards seconds" -- \
 	  $(GO) build ./stacks ./stacks/app
