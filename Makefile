@@ -68,12 +68,13 @@ SYNTH_TOOLS := $(NODE_STAMP) $(GOMOD_STAMP)
 TEST_TOOLS := $(SYNTH_TOOLS) $(VENV_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP)
 
 # The installs do not depend on each other (but for the order-only one below), so they run in
-# parallel; -s keeps the sub-make from listing what is already installed.
+# parallel; -s keeps the sub-make from listing what is already installed. No --output-sync:
+# it would hold a step's progress lines back until the step ends.
 .PHONY: tools synth-tools
 tools: ## install every pinned tool `make test` needs, the independent installs in parallel
-	@$(MAKE) -s --no-print-directory -j4 --output-sync=line $(TEST_TOOLS)
+	@$(MAKE) -s --no-print-directory -j4 $(TEST_TOOLS)
 synth-tools:
-	@$(MAKE) -s --no-print-directory -j2 --output-sync=line $(SYNTH_TOOLS)
+	@$(MAKE) -s --no-print-directory -j2 $(SYNTH_TOOLS)
 
 $(NODE_STAMP): package.json package-lock.json
 	@$(STEP) "installing the CDK CLI and Node 22 for jsii (npm)" "first time about 20 s" -- \
