@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
@@ -395,8 +396,11 @@ func TestEmailSubscriptions(t *testing.T) {
 	}
 }
 
-// The dashboard has a row per watch, naming every watched resource, and charts the
-// consumer's EMF counters under the default namespace with Service = function name.
+// The dashboard has a row per watch, naming every watched resource, and charts every counter
+// the functions register (functions/telemetry) under the default namespace with Service = the
+// watched function's name: what the functions publish, since Service is their
+// AWS_LAMBDA_FUNCTION_NAME (functions/consumer and functions/dispatcher
+// TestStartPublishesUnderTheLambdaFunctionName).
 func TestDashboardShowsEveryWatchedResource(t *testing.T) {
 	f := def
 	_, props := onlyResource(t, f.tmpl, "AWS::CloudWatch::Dashboard", nil)
@@ -416,11 +420,11 @@ func TestDashboardShowsEveryWatchedResource(t *testing.T) {
 	} {
 		want = append(want, cdktest.JSON(resolved(f.stack, token)))
 	}
-	for _, m := range consumerMetrics {
-		want = append(want, `["IdempotentSQS","`+m+`","Service","`+consumer+`"`)
+	for _, m := range telemetry.ConsumerMetrics() {
+		want = append(want, `["IdempotentSQS","`+m+`","`+telemetry.DimensionService+`","`+consumer+`"`)
 	}
-	for _, m := range dispatcherMetrics {
-		want = append(want, `["IdempotentSQS","`+m+`","Service","`+cdktest.JSON(resolved(f.stack, f.dispatcher.FunctionName()))+`"`)
+	for _, m := range telemetry.DispatcherMetrics() {
+		want = append(want, `["IdempotentSQS","`+m+`","`+telemetry.DimensionService+`","`+cdktest.JSON(resolved(f.stack, f.dispatcher.FunctionName()))+`"`)
 	}
 	for _, w := range want {
 		if !strings.Contains(body, w) {

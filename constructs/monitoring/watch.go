@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 // Missing data is NOT_BREACHING for every alarm below, each for its own reason (stated per
@@ -17,10 +19,14 @@ import (
 // empty and idle for 6 hours, and Lambda, Scheduler and DynamoDB publish error and throttle
 // counts only when there is something to count. BREACHING would page on every quiet night.
 
-// Consumer and dispatcher counters (functions/telemetry), published with Service = function name.
+// Consumer and dispatcher counters, taken from functions/telemetry so the dashboard charts
+// exactly the names the functions register. The functions publish them with one dimension,
+// telemetry.DimensionService, set to their Lambda function name (AWS_LAMBDA_FUNCTION_NAME,
+// telemetry.ServiceFromEnv): the name fn.FunctionName() resolves to, so each watched
+// function gets its own series.
 var (
-	consumerMetrics   = []string{"Processed", "Duplicate", "InFlightElsewhere", "Failed", "LockTakenOver", "InvalidInput", "DeadLettered"}
-	dispatcherMetrics = []string{"Dispatched", "SendFailed"}
+	consumerMetrics   = telemetry.ConsumerMetrics()
+	dispatcherMetrics = telemetry.DispatcherMetrics()
 )
 
 // schedulerNamespace and its metric names (EventBridge Scheduler user guide, "Monitoring with
@@ -357,12 +363,13 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 	return a
 }
 
-// emfMetric is a counter the functions publish with Embedded Metric Format.
+// emfMetric is a counter the functions publish with Embedded Metric Format; service is the
+// publishing function's name.
 func (m *pipelineMonitoring) emfMetric(metricName, service string, period time.Duration) awscloudwatch.IMetric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace:     jsii.String(m.s.namespace),
 		MetricName:    jsii.String(metricName),
-		DimensionsMap: &map[string]*string{"Service": jsii.String(service)},
+		DimensionsMap: &map[string]*string{telemetry.DimensionService: jsii.String(service)},
 		Period:        cdkDuration(period),
 		Statistic:     jsii.String("Sum"),
 		Label:         jsii.String(metricName),

@@ -52,7 +52,8 @@ const (
 	maxKeyPrefixBytes   = 1024
 	maxCacheSize        = 1_000_000
 	maxBatchConcurrency = 10_000 // the largest SQS event source batch
-	serviceName         = "consumer"
+	// serviceName is Config.Service outside Lambda.
+	serviceName = "consumer"
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -104,6 +105,9 @@ type Config struct {
 	DeadLetterQueueURL string
 	MetricsNamespace   string
 	LogLevel           slog.Level
+	// Service is the EMF Service dimension and the logs' service field: the Lambda function
+	// name (AWS_LAMBDA_FUNCTION_NAME, see telemetry.ServiceFromEnv), "consumer" outside Lambda.
+	Service string
 }
 
 var tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
@@ -158,7 +162,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		return def
 	}
 
-	cfg := Config{MaxBodyBytes: defaultMaxBodyBytes, MetricsNamespace: defaultMetricsNamespace, LogLevel: slog.LevelInfo}
+	cfg := Config{MaxBodyBytes: defaultMaxBodyBytes, MetricsNamespace: defaultMetricsNamespace, LogLevel: slog.LevelInfo,
+		Service: telemetry.ServiceFromEnv(lookup, serviceName)}
 	idem := &cfg.Idempotency
 	idem.Disabled = boolean(envDisabled, false)
 

@@ -25,6 +25,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MaxBodyBytes:     262144,
 		MetricsNamespace: "IdempotentSQS",
 		LogLevel:         slog.LevelInfo,
+		Service:          "consumer",
 	}
 	if !equalConfig(cfg, want) {
 		t.Errorf("cfg = %+v\nwant %+v", cfg, want)
@@ -52,7 +53,7 @@ func equalConfig(a, b Config) bool {
 		ai.Disabled == bi.Disabled && ai.Retry == bi.Retry && a.KeySource == b.KeySource && a.Tenant == b.Tenant &&
 		a.Batch.Concurrency == b.Batch.Concurrency && a.Batch.DeadlineMargin == b.Batch.DeadlineMargin &&
 		a.MaxBodyBytes == b.MaxBodyBytes && a.DeadLetterQueueURL == b.DeadLetterQueueURL &&
-		a.MetricsNamespace == b.MetricsNamespace && a.LogLevel == b.LogLevel
+		a.MetricsNamespace == b.MetricsNamespace && a.LogLevel == b.LogLevel && a.Service == b.Service
 }
 
 func TestLoadConfigValues(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,7 +106,8 @@ func NewHandler(cfg Config, api idempotency.DynamoDBAPI, effect Effect, log *slo
 	if effect == nil {
 		effect = LogEffect(log)
 	}
-	m := telemetry.NewMetrics(cfg.MetricsNamespace, serviceName)
+	// A Config built by hand rather than by LoadConfig has no Service.
+	m := telemetry.NewMetrics(cfg.MetricsNamespace, cmp.Or(cfg.Service, serviceName))
 	m.Register(telemetry.ConsumerMetrics()...)
 	if cfg.Idempotency.StoreResult {
 		// Only a Guard that stores results can drop one; otherwise the counter is always 0.

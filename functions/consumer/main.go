@@ -81,7 +81,7 @@ func start(ctx context.Context, lookup func(string) (string, bool), stdout io.Wr
 	newClient func(context.Context) (idempotency.DynamoDBAPI, error),
 	newSQS func(context.Context) (SQSSendAPI, error)) lambdaHandler {
 	cfg, err := LoadConfig(lookup)
-	log := telemetry.NewLogger(stdout, cfg.LogLevel).With("service", serviceName) // INFO if LOG_LEVEL is the problem
+	log := telemetry.NewLogger(stdout, cfg.LogLevel).With("service", cfg.Service) // INFO if LOG_LEVEL is the problem
 	if err == nil {
 		var api idempotency.DynamoDBAPI
 		if !cfg.Idempotency.Disabled {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -141,5 +142,48 @@ func TestStartDeadLettersThroughSQSClient(t *testing.T) {
 		aws.ToString(in.MessageAttributes[AttrSourceMessageID].StringValue) != "bad" ||
 		!strings.HasPrefix(aws.ToString(in.MessageAttributes[AttrDeadLetterReason].StringValue), "body_not_json: ") {
 		t.Errorf("sent %s to %s: %s", aws.ToString(in.MessageBody), aws.ToString(in.QueueUrl), attrString(in.MessageAttributes))
+	}
+}
+
+// Lambda sets AWS_LAMBDA_FUNCTION_NAME in every execution environment. The EMF line's Service
+// dimension and every log line's service field are that name: constructs/monitoring charts
+// the counters by the watched function's name (its TestDashboardShowsEveryWatchedResource),
+// and two consumers must not share one series. Outside Lambda the name is "consumer".
+func TestStartPublishesUnderTheLambdaFunctionName(t *testing.T) {
+	for _, tc := range []struct{ fnName, want string }{{"orders-Consumer-1A2B3C4D", "orders-Consumer-1A2B3C4D"}, {"", "consumer"}} {
+		t.Run(tc.want, func(t *testing.T) {
+			env := map[string]string{"IDEMPOTENCY_DISABLED": "true"}
+			if tc.fnName != "" {
+				env["AWS_LAMBDA_FUNCTION_NAME"] = tc.fnName
+			}
+			out := &syncBuffer{}
+			h := start(context.Background(), lookupFrom(env), out,
+				func(context.Context) (idempotency.DynamoDBAPI, error) { return nil, errors.New("must not be called") }, nil)
+			if _, err := h(context.Background(), events.SQSEvent{Records: []events.SQSMessage{record("m", `{"idempotencyKey":"k"}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			checkService(t, out.lines(t), tc.want)
+		})
+	}
+}
+
+// checkService fails unless lines hold one EMF line whose only dimension is Service = want,
+// and every log line's service field is want.
+func checkService(t *testing.T, lines []map[string]any, want string) {
+	t.Helper()
+	emf := 0
+	for _, l := range lines {
+		if meta, ok := l["_aws"].(map[string]any); ok {
+			emf++
+			dims, _ := json.Marshal(meta["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"])
+			if l["Service"] != want || string(dims) != `[["Service"]]` {
+				t.Errorf("EMF Service = %v, dimensions %s; want Service = %q only", l["Service"], dims, want)
+			}
+		} else if l["service"] != want {
+			t.Errorf("log line service = %v, want %q: %v", l["service"], want, l)
+		}
+	}
+	if emf != 1 || len(lines) < 2 {
+		t.Errorf("%d EMF lines among %d, want one EMF line and log lines", emf, len(lines))
 	}
 }

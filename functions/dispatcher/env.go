@@ -33,7 +33,8 @@ const (
 	maxSendMaxAttempts      = 10
 	defaultMetricsNamespace = "IdempotentSQS"
 	maxJobNameBytes         = 128
-	serviceName             = "dispatcher"
+	// serviceName is Config.Service outside Lambda.
+	serviceName = "dispatcher"
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -63,6 +64,9 @@ type Config struct {
 	SendMaxAttempts  int
 	MetricsNamespace string
 	LogLevel         slog.Level
+	// Service is the EMF Service dimension and the logs' service field: the Lambda function
+	// name (AWS_LAMBDA_FUNCTION_NAME, see telemetry.ServiceFromEnv), "dispatcher" outside Lambda.
+	Service string
 }
 
 // LoadConfig reads and validates every variable, reporting all problems at once (each an
@@ -81,6 +85,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		SendMaxAttempts:  defaultSendMaxAttempts,
 		MetricsNamespace: defaultMetricsNamespace,
 		LogLevel:         slog.LevelInfo,
+		Service:          telemetry.ServiceFromEnv(lookup, serviceName),
 	}
 
 	const urlWant = "the absolute https URL of the SQS queue, e.g. https://sqs.eu-west-1.amazonaws.com/123456789012/jobs.fifo"

@@ -30,7 +30,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		QueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs.fifo", Fifo: true, JobName: "nightly",
 		DefaultGroupID: "nightly", SendMaxAttempts: 5, MetricsNamespace: "IdempotentSQS",
-		LogLevel: slog.LevelInfo,
+		LogLevel: slog.LevelInfo, Service: "dispatcher",
 	}
 	if cfg != want {
 		t.Errorf("cfg = %+v\nwant %+v", cfg, want)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,7 +90,8 @@ func NewHandler(cfg Config, api SQSAPI, items ItemSource, log *slog.Logger, metr
 	if items == nil {
 		items = EventItems{}
 	}
-	m := telemetry.NewMetrics(cfg.MetricsNamespace, serviceName)
+	// A Config built by hand rather than by LoadConfig has no Service.
+	m := telemetry.NewMetrics(cfg.MetricsNamespace, cmp.Or(cfg.Service, serviceName))
 	m.Register(telemetry.DispatcherMetrics()...)
 	return &Handler{
 		cfg: cfg, sqs: api, items: items, log: log, metrics: m, out: metricsOut,

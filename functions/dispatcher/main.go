@@ -45,7 +45,7 @@ func start(ctx context.Context, lookup func(string) (string, bool), stdout io.Wr
 	newClient func(context.Context) (SQSAPI, error)) func(context.Context, Event) (Summary, error) {
 	cfg, err := LoadConfig(lookup)
 	level := cfg.LogLevel // INFO when LOG_LEVEL itself is the problem
-	log := telemetry.NewLogger(stdout, level).With("service", serviceName)
+	log := telemetry.NewLogger(stdout, level).With("service", cfg.Service)
 	if err == nil {
 		var client SQSAPI
 		if client, err = newClient(ctx); err == nil {

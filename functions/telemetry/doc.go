@@ -10,8 +10,9 @@
 //
 // Typical use in a Lambda main:
 //
-//	log := telemetry.NewLogger(os.Stdout, level)
-//	m := telemetry.NewMetrics("IdempotentSQS", "consumer")
+//	service := telemetry.ServiceFromEnv(os.LookupEnv, "consumer") // the Lambda function name
+//	log := telemetry.NewLogger(os.Stdout, level).With("service", service)
+//	m := telemetry.NewMetrics("IdempotentSQS", service)
 //	m.Register(telemetry.ConsumerMetrics()...) // emitted as 0 when nothing happened
 //	// per invocation:
 //	m.Add(telemetry.MetricProcessed, 1)

@@ -27,8 +27,24 @@ const (
 )
 
 // DimensionService is the single dimension every metric carries; its value is the service
-// name given to NewMetrics.
+// name given to NewMetrics, which the functions take from ServiceFromEnv.
 const DimensionService = "Service"
+
+// EnvFunctionName is the variable Lambda sets to the function's name in every execution
+// environment.
+const EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
+
+// ServiceFromEnv is the service name a function publishes under (DimensionService) and logs:
+// its Lambda function name (EnvFunctionName), or fallback where that is unset or empty (a
+// local run, a test). The function name is what constructs/monitoring's dashboard charts by,
+// and it keeps deployments apart: under one constant name every consumer's counts would
+// merge into one series.
+func ServiceFromEnv(lookup func(string) (string, bool), fallback string) string {
+	if name, ok := lookup(EnvFunctionName); ok && name != "" {
+		return name
+	}
+	return fallback
+}
 
 // UnitCount is the CloudWatch unit of every counter.
 const UnitCount = "Count"

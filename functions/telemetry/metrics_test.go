@@ -340,3 +340,20 @@ func TestConcurrentAddAndFlushLoseNothing(t *testing.T) {
 		t.Errorf("sum over %d flushes = %v, want %v", len(lines)-1, totals, want)
 	}
 }
+
+// Lambda always sets AWS_LAMBDA_FUNCTION_NAME; unset or empty means a local run or a test.
+func TestServiceFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "orders-Consumer-1A2B"}, "orders-Consumer-1A2B"},
+		{map[string]string{"AWS_LAMBDA_FUNCTION_NAME": ""}, "consumer"},
+		{map[string]string{}, "consumer"},
+	} {
+		lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+		if got := telemetry.ServiceFromEnv(lookup, "consumer"); got != tc.want {
+			t.Errorf("ServiceFromEnv(%v) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
