@@ -44,6 +44,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/functions/dispatcher/limits"
 )
 
 // Target is the queue the dispatcher sends to. constructs/queue's ProcessingQueue
@@ -75,7 +76,7 @@ const (
 	DefaultScheduleMaxEventAge   = time.Hour
 	DefaultAsyncRetryAttempts    = 2
 	DefaultAsyncMaxEventAge      = 6 * time.Hour
-	DefaultSendMaxAttempts       = 5
+	DefaultSendMaxAttempts       = limits.DefaultSendMaxAttempts
 	// DeadLetterRetention of the schedule DLQ and the failure queue: SQS's maximum, the
 	// most time to notice the alarm and redrive.
 	DeadLetterRetention = 14 * 24 * time.Hour
@@ -135,7 +136,8 @@ type ScheduledDispatcherProps struct {
 	// Default: JobName.
 	DefaultGroup string
 	// SendMaxAttempts is how often the function tries each entry of SendMessageBatch before
-	// failing the invocation. 1 to 20. Default 5.
+	// failing the invocation. 1 to 10, the function's limit (functions/dispatcher/limits).
+	// Default 5.
 	SendMaxAttempts int
 
 	// Entry is the directory of the dispatcher's Go main package. Default:
@@ -386,8 +388,9 @@ func resolve(id string, props *ScheduledDispatcherProps) settings {
 		p.Add("ScheduleMaxEventAge", a, "use whole seconds from 1m0s to 24h0m0s (Scheduler's limits)")
 	}
 	sendMaxAttempts := or(props.SendMaxAttempts, DefaultSendMaxAttempts)
-	if sendMaxAttempts < 1 || sendMaxAttempts > 20 {
-		p.Add("SendMaxAttempts", sendMaxAttempts, "use 1 to 20")
+	if sendMaxAttempts < 1 || sendMaxAttempts > limits.MaxSendMaxAttempts {
+		p.Add("SendMaxAttempts", sendMaxAttempts, fmt.Sprintf("use 1 to %d: the dispatcher function refuses %s above %d, so every run would fail",
+			limits.MaxSendMaxAttempts, limits.EnvSendMaxAttempts, limits.MaxSendMaxAttempts))
 	}
 
 	defaultGroup := props.DefaultGroup
@@ -416,7 +419,7 @@ func resolve(id string, props *ScheduledDispatcherProps) settings {
 		"QUEUE_URL":                "", // set below, once the queue is known to be valid
 		"JOB_NAME":                 s.jobName,
 		"DEFAULT_MESSAGE_GROUP_ID": defaultGroup,
-		"SEND_MAX_ATTEMPTS":        strconv.Itoa(sendMaxAttempts),
+		limits.EnvSendMaxAttempts:  strconv.Itoa(sendMaxAttempts),
 	}
 	if q := props.Queue.Queue(); q != nil {
 		owned["QUEUE_URL"] = *q.QueueUrl()

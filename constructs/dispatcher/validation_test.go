@@ -78,8 +78,11 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"AsyncRetryAttempts: got 3", "0, 1 or 2"}},
 		{"async event age above 6h", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, AsyncMaxEventAge: 7 * time.Hour},
 			[]string{"AsyncMaxEventAge: got 7h0m0s", "1m0s to 6h0m0s"}},
-		{"send attempts above 20", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, SendMaxAttempts: 21},
-			[]string{"SendMaxAttempts: got 21", "1 to 20"}},
+		// The function refuses SEND_MAX_ATTEMPTS above 10: a value it refuses fails every run.
+		{"send attempts above the function's limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, SendMaxAttempts: 11},
+			[]string{"SendMaxAttempts: got 11; use 1 to 10: the dispatcher function refuses SEND_MAX_ATTEMPTS above 10, so every run would fail"}},
+		{"negative send attempts", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, SendMaxAttempts: -1},
+			[]string{"SendMaxAttempts: got -1; use 1 to 10"}},
 		{"default group on a standard queue", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, DefaultGroup: "g"},
 			[]string{`DefaultGroup: got "g"`, "FIFO queues only"}},
 		{"default group charset", dispatcher.ScheduledDispatcherProps{Queue: fifoQ, Items: one, DefaultGroup: "a b"},
@@ -122,21 +125,33 @@ func TestValidationMessages(t *testing.T) {
 // An input just under the limit is accepted by the size rule (the limit is not off by one
 // in the other direction).
 func TestInputSizeLimitBoundary(t *testing.T) {
+	expectNoProblemAbout(t, "Small", dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{
+		{ID: "a", Payload: map[string]any{"x": strings.Repeat("x", dispatcher.MaxInputBytes/2)}}}}, "schedule input")
+}
+
+// The largest SendMaxAttempts the function accepts passes validation.
+func TestSendMaxAttemptsBoundary(t *testing.T) {
+	expectNoProblemAbout(t, "TenAttempts", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, SendMaxAttempts: 10}, "SendMaxAttempts")
+}
+
+// expectNoProblemAbout fails the test if validating props reports a problem mentioning about.
+// An invalid Period makes validation fail once every rule ran, before anything is built, so
+// only the absence of that problem matters.
+func expectNoProblemAbout(t *testing.T, id string, props dispatcher.ScheduledDispatcherProps, about string) {
+	t.Helper()
+	props.Period = time.Second
 	defer func() {
 		verr, ok := validate.AsError(recover())
 		if !ok {
 			t.Fatal("expected the Period problem")
 		}
 		for _, p := range verr.Problems {
-			if strings.Contains(p, "schedule input") {
-				t.Errorf("an input of about half the limit was rejected: %s", p)
+			if strings.Contains(p, about) {
+				t.Errorf("%s: rejected: %s", id, p)
 			}
 		}
 	}()
-	// The invalid Period makes it fail after the item rules ran, before anything is built;
-	// only the absence of the size problem matters here.
-	build("Small", &dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{
-		{ID: "a", Payload: map[string]any{"x": strings.Repeat("x", dispatcher.MaxInputBytes/2)}}}, Period: time.Second})()
+	build(id, &props)()
 }
 
 func TestValidationCollectsEveryProblem(t *testing.T) {
@@ -151,3 +166,4 @@ func TestValidationCollectsEveryProblem(t *testing.T) {
 	}()
 	build("Many", &dispatcher.ScheduledDispatcherProps{Queue: std, Cron: "bad", TimeZone: "Nowhere", Period: time.Second})()
 }
+

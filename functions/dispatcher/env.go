@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/idempotent-sqs/pipeline/functions/dispatcher/limits"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
@@ -22,15 +23,15 @@ const (
 	envJobName          = "JOB_NAME"
 	envPeriod           = "PERIOD" // no longer supported: rejected unless it means 1m (see LoadConfig)
 	envDefaultGroupID   = "DEFAULT_MESSAGE_GROUP_ID"
-	envSendMaxAttempts  = "SEND_MAX_ATTEMPTS"
+	envSendMaxAttempts  = limits.EnvSendMaxAttempts
 	envMetricsNamespace = "METRICS_NAMESPACE"
 	envLogLevel         = "LOG_LEVEL"
 )
 
 // Defaults and bounds of the configuration.
 const (
-	defaultSendMaxAttempts  = 5
-	maxSendMaxAttempts      = 10
+	defaultSendMaxAttempts  = limits.DefaultSendMaxAttempts
+	maxSendMaxAttempts      = limits.MaxSendMaxAttempts // constructs/dispatcher validates against it too
 	defaultMetricsNamespace = "IdempotentSQS"
 	maxJobNameBytes         = 128
 	// serviceName is Config.Service outside Lambda.
