@@ -3,20 +3,23 @@ package table
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
 // The record layout is Powertools for AWS Lambda's; it is fixed so other runtimes can share
-// the table.
+// the table. The names are functions/idempotency's, which writes the records.
 const (
 	// PartitionKeyAttr is the partition key attribute (a string).
-	PartitionKeyAttr = "id"
+	PartitionKeyAttr = idempotency.DefaultPartitionKeyAttr
 	// TimeToLiveAttr is the TTL attribute (epoch seconds).
-	TimeToLiveAttr = "expiration"
+	TimeToLiveAttr = idempotency.AttrExpiration
 )
 
 // IdempotencyTableProps configures an IdempotencyTable. The zero value (or nil props) is a
@@ -28,7 +31,9 @@ type IdempotencyTableProps struct {
 	TableName string
 
 	// SortKey makes the key composite: the name of a string sort key attribute (1-255
-	// characters, not "id" or "expiration"). The consumer then sets IDEMPOTENCY_SORT_KEY to it.
+	// characters, neither the partition key "id" nor an attribute the idempotency record
+	// writes: idempotency.ReservedAttrs, "expiration", "status", "data", ...). The consumer
+	// then sets IDEMPOTENCY_SORT_KEY to it.
 	// Default: "" (partition key only).
 	SortKey string
 
@@ -114,8 +119,13 @@ func (s settings) check(v *validate.Problems) {
 		switch {
 		case len(k) > maxKeyName:
 			v.Add("SortKey", fmt.Sprintf("%q (%d characters)", k, len(k)), fmt.Sprintf("key attribute names are at most %d characters", maxKeyName))
-		case k == PartitionKeyAttr || k == TimeToLiveAttr:
-			v.Add("SortKey", fmt.Sprintf("%q", k), fmt.Sprintf("%q and %q are the partition key and the TTL attribute; pick another name, e.g. \"sk\"", PartitionKeyAttr, TimeToLiveAttr))
+		case k == PartitionKeyAttr:
+			v.Add("SortKey", fmt.Sprintf("%q", k), `it is the partition key; pick another name, e.g. "sk"`)
+		case slices.Contains(idempotency.ReservedAttrs(), k):
+			// The consumer refuses it as IDEMPOTENCY_SORT_KEY (the record would overwrite its
+			// own key), so the table would synthesize and every invocation fail.
+			v.Add("SortKey", fmt.Sprintf("%q", k), fmt.Sprintf(`the idempotency record writes an attribute of that name (it writes %s), `+
+				`so every consumer invocation would fail; pick another name, e.g. "sk"`, strings.Join(idempotency.ReservedAttrs(), ", ")))
 		}
 	}
 

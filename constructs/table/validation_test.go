@@ -8,16 +8,18 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // One case per validation message: each names the prop, the value and the fix.
 func TestValidation(t *testing.T) {
-	tests := []struct {
+	type validationCase struct {
 		name  string
 		props IdempotencyTableProps
 		want  []string
-	}{
+	}
+	tests := []validationCase{
 		{"table name too short", IdempotencyTableProps{TableName: "ab"},
 			[]string{"TableName", `"ab" (2 characters)`, "3 to 255 characters"}},
 		{"table name too long", IdempotencyTableProps{TableName: strings.Repeat("t", 256)},
@@ -27,15 +29,20 @@ func TestValidation(t *testing.T) {
 		{"sort key too long", IdempotencyTableProps{SortKey: strings.Repeat("k", 256)},
 			[]string{"SortKey", "(256 characters)", "at most 255 characters"}},
 		{"sort key is the partition key", IdempotencyTableProps{SortKey: "id"},
-			[]string{"SortKey", `got "id"`, "pick another name"}},
-		{"sort key is the TTL attribute", IdempotencyTableProps{SortKey: "expiration"},
-			[]string{"SortKey", `got "expiration"`, "pick another name"}},
+			[]string{`SortKey: got "id"; it is the partition key; pick another name, e.g. "sk"`}},
 		{"destroy with deletion protection", IdempotencyTableProps{RemovalPolicy: awscdk.RemovalPolicy_DESTROY},
 			[]string{"RemovalPolicy", "got DESTROY", "DisableDeletionProtection: true"}},
 		{"snapshot", IdempotencyTableProps{RemovalPolicy: awscdk.RemovalPolicy_SNAPSHOT},
 			[]string{"RemovalPolicy", "got SNAPSHOT", "no snapshot deletion policy"}},
 		{"unknown removal policy", IdempotencyTableProps{RemovalPolicy: "KEEP"},
 			[]string{"RemovalPolicy", `got "KEEP"`, "use awscdk.RemovalPolicy_RETAIN"}},
+	}
+	// The consumer refuses every attribute the idempotency record writes as its sort key
+	// (IDEMPOTENCY_SORT_KEY): such a table would fail every invocation.
+	for _, name := range idempotency.ReservedAttrs() {
+		tests = append(tests, validationCase{"sort key is the record attribute " + name, IdempotencyTableProps{SortKey: name}, []string{fmt.Sprintf(
+			`SortKey: got %q; the idempotency record writes an attribute of that name (it writes expiration, in_progress_expiration, status, data, `+
+				`validation, owner, attempt, result_dropped), so every consumer invocation would fail; pick another name, e.g. "sk"`, name)}})
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -198,10 +198,12 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 
 	sortKey, hasSortKey := optional(envSortKey)
 	if hasSortKey {
-		reserved := []string{idempotency.DefaultPartitionKeyAttr, idempotency.AttrExpiration, idempotency.AttrLockExpiration,
-			idempotency.AttrStatus, idempotency.AttrData, idempotency.AttrValidation, idempotency.AttrOwner, idempotency.AttrAttempt}
+		// The consumer uses the default partition key; the record's own attributes would be
+		// refused by idempotency.New too, but without naming the variable.
+		reserved := append([]string{idempotency.DefaultPartitionKeyAttr}, idempotency.ReservedAttrs()...)
 		if len(sortKey) > 255 || slices.Contains(reserved, sortKey) {
-			bad(envSortKey, sortKey, true, fmt.Sprintf("the table's sort key attribute name (1-255 bytes, none of %s)", strings.Join(reserved, ", ")))
+			bad(envSortKey, sortKey, true, fmt.Sprintf("the table's sort key attribute name (1-255 bytes, none of %s: "+
+				"the partition key and the attributes every idempotency record writes)", strings.Join(reserved, ", ")))
 		} else {
 			idem.SortKeyAttr = sortKey
 		}

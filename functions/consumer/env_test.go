@@ -120,6 +120,9 @@ func TestLoadConfigErrors(t *testing.T) {
 			`IDEMPOTENCY_SORT_KEY="expiration": want the table's sort key attribute name (1-255 bytes, none of id, expiration,`},
 		{"sort key is the partition key", map[string]string{"IDEMPOTENCY_SORT_KEY": "id", "IDEMPOTENCY_TENANT_SOURCE": "group"},
 			`IDEMPOTENCY_SORT_KEY="id": want`},
+		{"sort key is the result-dropped mark", map[string]string{"IDEMPOTENCY_SORT_KEY": "result_dropped", "IDEMPOTENCY_TENANT_SOURCE": "group"},
+			`IDEMPOTENCY_SORT_KEY="result_dropped": want the table's sort key attribute name (1-255 bytes, none of id, expiration, in_progress_expiration, ` +
+				`status, data, validation, owner, attempt, result_dropped: the partition key and the attributes every idempotency record writes)`},
 		{"sort key without tenant", map[string]string{"IDEMPOTENCY_SORT_KEY": "sk"},
 			"IDEMPOTENCY_TENANT_SOURCE is not set: want body:<json field>, attribute:<message attribute name> or group (the MessageGroupId): it is required when IDEMPOTENCY_SORT_KEY is set"},
 		{"tenant without sort key", map[string]string{"IDEMPOTENCY_TENANT_SOURCE": "group"},
@@ -186,6 +189,19 @@ func TestLoadConfigErrors(t *testing.T) {
 				t.Errorf("error %q\ndoes not contain %q", err, c.msg)
 			}
 		})
+	}
+}
+
+// Every attribute the idempotency record writes, and the partition key, is refused as
+// IDEMPOTENCY_SORT_KEY by an *EnvError naming the variable, at start, rather than by the
+// idempotency library's generic configuration error.
+func TestLoadConfigRefusesRecordAttributesAsSortKey(t *testing.T) {
+	for _, name := range append([]string{"id"}, idempotency.ReservedAttrs()...) {
+		_, err := LoadConfig(lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem", "IDEMPOTENCY_SORT_KEY": name, "IDEMPOTENCY_TENANT_SOURCE": "group"}))
+		var ee *EnvError
+		if !errors.As(err, &ee) || ee.Var != "IDEMPOTENCY_SORT_KEY" || ee.Value != name {
+			t.Errorf("IDEMPOTENCY_SORT_KEY=%s: err = %v, want an *EnvError for IDEMPOTENCY_SORT_KEY", name, err)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -103,11 +104,18 @@ type RetryPolicy struct {
 // ErrInvalidConfig is wrapped by the error New returns for an invalid Config.
 var ErrInvalidConfig = errors.New("invalid idempotency config")
 
-// reservedAttrs may not be used as key attributes: the record writes them.
+// reservedAttrs are every attribute a record writes besides its key (ReservedAttrs).
 var reservedAttrs = []string{
 	AttrExpiration, AttrLockExpiration, AttrStatus, AttrData, AttrValidation, AttrOwner, AttrAttempt,
 	AttrResultDropped,
 }
+
+// ReservedAttrs are the names of every attribute a record writes besides its key attributes,
+// in a new slice. A table's key attributes need other names, or every write would try to
+// change the record's own key: New refuses them as PartitionKeyAttr and SortKeyAttr, and the
+// consumer's IDEMPOTENCY_SORT_KEY and constructs/table's SortKey refuse them too, so a bad
+// name fails at start or at synth with the setting's name rather than on every record.
+func ReservedAttrs() []string { return slices.Clone(reservedAttrs) }
 
 // withDefaults validates cfg (and api) and returns it with defaults applied. Every problem is
 // reported at once, each naming the field, the value and the fix.
@@ -135,11 +143,9 @@ func (cfg Config) withDefaults(apiNil bool) (Config, error) {
 	for _, a := range []struct{ field, value string }{
 		{"PartitionKeyAttr", cfg.PartitionKeyAttr}, {"SortKeyAttr", cfg.SortKeyAttr},
 	} {
-		for _, r := range reservedAttrs {
-			if a.value == r {
-				add("Config.%s = %q is an attribute the idempotency record writes: the table's key attributes need other names (the default partition key is %q)",
-					a.field, a.value, DefaultPartitionKeyAttr)
-			}
+		if slices.Contains(reservedAttrs, a.value) {
+			add("Config.%s = %q is an attribute the idempotency record writes: the table's key attributes need other names (the default partition key is %q)",
+				a.field, a.value, DefaultPartitionKeyAttr)
 		}
 	}
 	for _, a := range []struct{ field, value string }{
