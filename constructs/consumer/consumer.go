@@ -19,6 +19,7 @@ package consumer
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
 // Source is the queue the consumer reads. constructs/queue's ProcessingQueue satisfies it.
@@ -60,6 +62,9 @@ type DeadLetterSource interface {
 // Store is the idempotency table. constructs/table's IdempotencyTable satisfies it.
 type Store interface {
 	Table() awsdynamodb.ITable
+	// SortKeyName is the table's sort key attribute, "" without one. It may be neither the
+	// partition key "id" nor an attribute the idempotency record writes
+	// (idempotency.ReservedAttrs).
 	SortKeyName() string
 	// GrantIdempotency grants exactly the item actions the idempotency store uses.
 	GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant
@@ -339,6 +344,13 @@ func resolve(id string, props *IdempotentConsumerProps) settings {
 		p.Add("KeySource", strconv.Quote(keySource), err)
 	}
 	sortKey := props.Table.SortKeyName()
+	// constructs/table refuses these itself; another Store may not (functions/consumer's env.go
+	// holds the same rule).
+	if refused := append([]string{idempotency.DefaultPartitionKeyAttr}, idempotency.ReservedAttrs()...); slices.Contains(refused, sortKey) {
+		p.Add("Table", fmt.Sprintf("a table with sort key %q", sortKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_SORT_KEY (none of %s: "+
+			"the partition key and the attributes every idempotency record writes), so every invocation would fail; "+
+			`use a table whose sort key has another name, e.g. "sk"`, strings.Join(refused, ", ")))
+	}
 	if props.TenantSource != "" {
 		if sortKey == "" {
 			p.Add("TenantSource", strconv.Quote(props.TenantSource), "it needs a table with a sort key (composite key); use such a table or remove TenantSource")

@@ -79,6 +79,17 @@ func TestValidationMessages(t *testing.T) {
 			[]string{`KeySource: got "attribute:AWS.TraceHeader"`, "not starting with AWS."}},
 		{"key source group is tenant-only", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, KeySource: "group"},
 			[]string{`KeySource: got "group"`, `use "body:<json field>" or "attribute:<message attribute name>"`}},
+		// A Store other than constructs/table's (which refuses such names itself) may report
+		// a sort key the consumer refuses as IDEMPOTENCY_SORT_KEY.
+		{"table whose sort key is a record attribute", consumer.IdempotentConsumerProps{Queue: fifoSpec, TenantSource: "group",
+			Table: &fakeTable{table: simpleTable.table, sortKey: "result_dropped"}},
+			[]string{`Table: got a table with sort key "result_dropped"; the consumer refuses it as IDEMPOTENCY_SORT_KEY ` +
+				`(none of id, expiration, in_progress_expiration, status, data, validation, owner, attempt, result_dropped: ` +
+				`the partition key and the attributes every idempotency record writes), so every invocation would fail; ` +
+				`use a table whose sort key has another name, e.g. "sk"`}},
+		{"table whose sort key is the partition key", consumer.IdempotentConsumerProps{Queue: fifoSpec, TenantSource: "group",
+			Table: &fakeTable{table: simpleTable.table, sortKey: "id"}},
+			[]string{`Table: got a table with sort key "id"; the consumer refuses it as IDEMPOTENCY_SORT_KEY`}},
 		{"tenant without a sort key", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, TenantSource: "group"},
 			[]string{`TenantSource: got "group"`, "needs a table with a sort key"}},
 		{"tenant source form", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: compositeTable, TenantSource: "tenant"},
