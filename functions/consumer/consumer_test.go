@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -201,6 +202,9 @@ func TestPayloadMismatchFailsWithTypedError(t *testing.T) {
 		t.Fatalf("Record = %v, want *PayloadMismatchError for pay-1", err)
 	}
 	hs.out.reset()
+	if err := hs.h.metrics.Flush(io.Discard); err != nil { // what the direct Record call counted
+		t.Fatal(err)
+	}
 
 	failed, recs, effects, metrics := hs.invoke(events.SQSEvent{Records: []events.SQSMessage{reused}})
 	if !reflect.DeepEqual(failed, []string{"p2"}) || len(effects) != 0 {
@@ -209,8 +213,10 @@ func TestPayloadMismatchFailsWithTypedError(t *testing.T) {
 	if r := recs["p2"]; r["outcome"] != OutcomePayloadMismatch || r["level"] != "ERROR" || !strings.Contains(r["reason"].(string), "different payload") {
 		t.Errorf("line = %v", r)
 	}
-	if metrics["Failed"] != 1 || metrics["Duplicate"] != 0 || metrics["Processed"] != 0 {
-		t.Errorf("metrics = %v", metrics)
+	// A key reused for other content is bad input: InvalidInput counts it, for an alarm on
+	// producers sending what can never succeed.
+	if metrics["Failed"] != 1 || metrics["InvalidInput"] != 1 || metrics["Duplicate"] != 0 || metrics["Processed"] != 0 {
+		t.Errorf("metrics = %v, want Failed 1 and InvalidInput 1", metrics)
 	}
 }
 

@@ -328,8 +328,8 @@ func TestHandlerDeadLettersPayloadMismatch(t *testing.T) {
 	if r := recs["p2"]; r["outcome"] != OutcomePayloadMismatch || r["deadLettered"] != true || r["idempotencyKey"] != "pay-1" {
 		t.Errorf("line = %v", r)
 	}
-	if metrics["DeadLettered"] != 1 || metrics["Failed"] != 0 || metrics["Processed"] != 0 || metrics["Duplicate"] != 0 {
-		t.Errorf("metrics = %v", metrics)
+	if metrics["DeadLettered"] != 1 || metrics["InvalidInput"] != 1 || metrics["Failed"] != 0 || metrics["Processed"] != 0 || metrics["Duplicate"] != 0 {
+		t.Errorf("metrics = %v, want DeadLettered 1 and InvalidInput 1", metrics)
 	}
 }
 

@@ -183,7 +183,9 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 	case errors.Is(err, idempotency.ErrInvalidRequest):
 		outcome, metric = OutcomeInvalidInput, telemetry.MetricInvalidInput
 	case errors.Is(err, idempotency.ErrPayloadMismatch):
-		outcome = OutcomePayloadMismatch
+		// A producer reused a key for other content: bad input like any other, so the one
+		// count an operator alarms on for bad input includes it; the outcome tells them apart.
+		outcome, metric = OutcomePayloadMismatch, telemetry.MetricInvalidInput
 	case errors.Is(err, idempotency.ErrLockLost):
 		outcome = OutcomeLockLost
 	case errors.As(err, new(*idempotency.HandlerError)):

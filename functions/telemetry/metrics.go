@@ -19,7 +19,7 @@ const (
 	MetricInFlightElsewhere = "InFlightElsewhere" // consumer: another live owner holds the lock
 	MetricFailed            = "Failed"            // consumer: record reported as a batch item failure
 	MetricLockTakenOver     = "LockTakenOver"     // consumer: our lock expired and was taken over
-	MetricInvalidInput      = "InvalidInput"      // consumer: bad body, missing key, oversize
+	MetricInvalidInput      = "InvalidInput"      // consumer: bad body, missing key, oversize, key reused for other content
 	MetricDeadLettered      = "DeadLettered"      // consumer: moved to the DLQ at once (can never succeed)
 	MetricResultDropped     = "ResultDropped"     // consumer: effect's result too large to store; record completed without it
 	MetricDispatched        = "Dispatched"        // dispatcher: messages accepted by SQS
