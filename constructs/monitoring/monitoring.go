@@ -42,7 +42,8 @@ type PipelineMonitoring interface {
 	// WatchConsumer alarms on a consumer function fed by source: function errors, throttles,
 	// and a stalled consumer (messages on source and none deleted for StalledConsumerPeriods).
 	// Its dashboard row also shows the consumer's record outcomes (Processed, Duplicate,
-	// InFlightElsewhere, Failed, LockTakenOver, InvalidInput from MetricsNamespace).
+	// InFlightElsewhere, Failed, LockTakenOver, InvalidInput, DeadLettered from
+	// MetricsNamespace, with Service = the function's name).
 	WatchConsumer(label string, fn awslambda.IFunction, source awssqs.IQueue) ConsumerAlarms
 
 	// WatchDispatcher alarms on a scheduled dispatcher: function errors and throttles, the

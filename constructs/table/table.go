@@ -29,9 +29,9 @@ type IdempotencyTable interface {
 }
 
 // itemActions are the calls the idempotency store makes: acquire, complete and release are
-// each one conditional UpdateItem (functions/idempotency), and it never reads, puts or
-// deletes. DESIGN.md once listed four item actions; granting unused ones would only widen
-// what a compromised function could do to other consumers' records.
+// each one conditional UpdateItem (functions/idempotency; docs/design.md, "Cost floor"), and
+// it never reads, puts or deletes. Granting GetItem, PutItem or DeleteItem as well would only
+// widen what a compromised function could do to other consumers' records.
 var itemActions = []string{"dynamodb:UpdateItem"}
 
 // keyActions are what DynamoDB asks KMS for on the caller's behalf with a customer managed

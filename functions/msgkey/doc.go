@@ -4,9 +4,11 @@
 //   - Source and ParseSource name where a consumer finds a message's key: a top-level field of
 //     the JSON body ("body:idempotencyKey") or a String message attribute
 //     ("attribute:IdempotencyKey"). Source.Extract returns the key or an *InputError whose
-//     Reason says, for the log, what is wrong with the message. Such a message is bad input:
-//     the consumer reports it as a failed record so that, after the queue's maxReceiveCount,
-//     it lands in the dead-letter queue instead of being dropped.
+//     Reason says, for the log, what is wrong with the message. Such a message is bad input
+//     that no retry can fix: the consumer moves it to the dead-letter queue at its first
+//     receive (Code and Reason in the copy's DeadLetterReason attribute) rather than drop it.
+//     Only without a dead-letter queue URL, or when that send fails, does it report a failed
+//     record and leave the move to the queue's redrive policy, after maxReceiveCount receives.
 //   - DispatchKey derives a deterministic, collision-free key from a job name, a scheduled
 //     occurrence (the scheduled time in UTC to the minute) and an item id, so a scheduler that
 //     fires twice for the same occurrence produces the same keys and two occurrences never
