@@ -258,7 +258,11 @@ func TestAlarmDescriptionsAreActionable(t *testing.T) {
 		alarm awscloudwatch.Alarm
 		want  []string
 	}{
-		{f.queueAlarms.DeadLetterMessages, []string{cdktest.JSON(resolved(f.stack, f.dlq.QueueName())), "aws sqs receive-message", "aws sqs start-message-move-task"}},
+		// Not every DLQ message failed maxReceiveCount times: the consumer moves bad input at
+		// its first receive, with a reason attribute and no redrive origin to return to.
+		{f.queueAlarms.DeadLetterMessages, []string{cdktest.JSON(resolved(f.stack, f.dlq.QueueName())),
+			"bad input the consumer moved there at its first receive, or messages that failed on " + cdktest.JSON(resolved(f.stack, f.source.QueueName())) + " maxReceiveCount times",
+			"DeadLetterReason", "aws sqs receive-message", "aws sqs start-message-move-task --source-arn <DLQ arn> --destination-arn <source queue arn>"}},
 		{f.queueAlarms.OldestMessage, []string{"15m", "list-event-source-mappings"}},
 		{f.queueAlarms.Backlog, []string{"1000", "15m", "maximum concurrency"}},
 		{f.consumerAlarms.Stalled, []string{"20m", cdktest.JSON(resolved(f.stack, f.consumer.FunctionName())), "list-event-source-mappings", "InvalidInput"}},

@@ -60,10 +60,11 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 		DeadLetterMessages: m.alarm(scope, alarmSpec{
 			id: "DeadLetterMessages", metric: dlqVisible, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			description: fmt.Sprintf("[%s] Messages are in the dead-letter queue %s: they failed on %s maxReceiveCount times and the pipeline gave up on them. "+
-				"First: find their message ids in the consumer's logs (outcome failed, invalid input) to learn the cause. "+
+			description: fmt.Sprintf("[%s] Messages are in the dead-letter queue %s: bad input the consumer moved there at its first receive, or messages that failed on %s maxReceiveCount times. "+
+				"First: the cause is in a moved message's DeadLetterReason attribute, else in the consumer's logs for its message id. "+
 				"Inspect: aws sqs receive-message --queue-url <DLQ url> --attribute-names All --message-attribute-names All --visibility-timeout 0. "+
-				"After the fix, redrive to the source: aws sqs start-message-move-task --source-arn <DLQ arn>. "+
+				"After the fix, move them back (name the destination: moved bad input has no redrive origin): "+
+				"aws sqs start-message-move-task --source-arn <DLQ arn> --destination-arn <source queue arn>. "+
 				"Redrive is safe: the idempotency table skips messages already processed.", label, dlq, src),
 		}),
 		// Compared once per period: the age threshold is already the time the problem has
@@ -279,8 +280,10 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 	return a
 }
 
-// tableOperations are the four item operations the idempotency store uses (and the only ones
-// its grant allows); SystemErrors is published per operation.
+// tableOperations are the item operations whose SystemErrors (published per operation) the
+// alarm sums. This repository's idempotency store makes only UpdateItem, the one action its
+// grant allows; the other three are what Powertools for AWS Lambda's idempotency stores in
+// other languages call on a table that shares the layout (constructs/table keeps it for them).
 var tableOperations = []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
 
 func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) TableAlarms {
