@@ -166,4 +166,3 @@ func TestValidationCollectsEveryProblem(t *testing.T) {
 	}()
 	build("Many", &dispatcher.ScheduledDispatcherProps{Queue: std, Cron: "bad", TimeZone: "Nowhere", Period: time.Second})()
 }
-
