@@ -1,9 +1,11 @@
 package dynamolocal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -125,6 +127,17 @@ func TestStartErrorsSayWhatIsMissing(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q lacks %q", err, want)
 			}
+		}
+	})
+	t.Run("gives up with the context", func(t *testing.T) {
+		// A context that has already ended: java starts, and is stopped after the first
+		// probe; the error says how long Start waited.
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := StartContext(ctx)
+		want := regexp.MustCompile(`^dynamolocal: DynamoDB Local did not answer ListTables at http://127\.0\.0\.1:\d+ within \d+(\.\d+)?m?s: context canceled \(last error: `)
+		if err == nil || !want.MatchString(err.Error()) {
+			t.Fatalf("StartContext with an ended context: %v, want %s", err, want)
 		}
 	})
 	t.Run("no go.mod", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package sqslocal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -76,6 +77,18 @@ func TestMissingInstallNamesTheFix(t *testing.T) {
 				t.Fatalf("StartKind with an empty %s: %v, want an error naming %s and `make tools`", tc.env, err, tc.env)
 			}
 		})
+	}
+}
+
+func TestStartGivesUpWithTheContext(t *testing.T) {
+	// A context that has already ended: the server starts, and is stopped after the first
+	// probe; the error says how long Start waited.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := StartKind(ctx, srv.Kind())
+	want := regexp.MustCompile(`^sqslocal: ` + string(srv.Kind()) + ` did not answer ListQueues at http://127\.0\.0\.1:\d+ within \d+(\.\d+)?m?s: context canceled \(last error: `)
+	if err == nil || !want.MatchString(err.Error()) {
+		t.Fatalf("StartKind with an ended context: %v, want %s", err, want)
 	}
 }
 
