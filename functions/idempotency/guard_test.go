@@ -552,15 +552,21 @@ func TestRunLockFollowsDeadline(t *testing.T) {
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	var lockMs int64
+	began := time.Now()
 	_, err := g.Run(ctx, Request{Key: "k1"}, func(context.Context) ([]byte, error) {
 		lockMs = e.record(t, id("k1")).lockMs
 		return nil, nil
 	})
+	took := time.Since(began)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.UnixMilli(lockMs).Sub(deadline); d < -time.Second || d > time.Millisecond {
-		t.Errorf("lock ends %s from the ctx deadline, want at it", d)
+	// The Guard reads its clock and then what is left of the deadline: the lock can end
+	// before the deadline by the real time in between, which Run's own duration bounds (a
+	// loaded machine stretches it; it is measured, not guessed). It never ends after it
+	// (the record keeps milliseconds).
+	if d := time.UnixMilli(lockMs).Sub(deadline); d < -took || d > time.Millisecond {
+		t.Errorf("lock ends %s from the ctx deadline, want at it (less at most the %s Run took)", d, took)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,10 +139,15 @@ func TestRetryGivesUp(t *testing.T) {
 func TestRetryStopsWhenContextEnds(t *testing.T) {
 	t.Run("during the wait", func(t *testing.T) {
 		r, _ := testRetryer(5)
-		r.sleep = backoff.Sleep
 		r.policy.BaseDelay, r.policy.MaxDelay = time.Hour, time.Hour
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
-		defer cancel()
+		// The deadline passes once the hour-long wait has begun, however long the first
+		// attempt took: a plain 10 ms timeout could pass before the attempt returned on a
+		// loaded machine, and then the retryer never waits at all.
+		ctx := newDeadlineCtx(t.Context())
+		r.sleep = func(sctx context.Context, d time.Duration) error {
+			time.AfterFunc(10*time.Millisecond, ctx.expire)
+			return backoff.Sleep(sctx, d)
+		}
 		op := &fakeOp{errs: []error{&types.InternalServerError{}}}
 		err := r.do(ctx, op.do)
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, new(*types.InternalServerError)) ||
@@ -161,6 +167,29 @@ func TestRetryStopsWhenContextEnds(t *testing.T) {
 			t.Errorf("do = %v after %d calls, %d waits; want no retry on a done ctx", err, op.calls, len(*slept))
 		}
 	})
+}
+
+// deadlineCtx is a context whose deadline passes when expire is called.
+type deadlineCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newDeadlineCtx(parent context.Context) *deadlineCtx {
+	return &deadlineCtx{Context: parent, done: make(chan struct{})}
+}
+
+func (c *deadlineCtx) expire()               { c.once.Do(func() { close(c.done) }) }
+func (c *deadlineCtx) Done() <-chan struct{} { return c.done }
+
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 // Full jitter: retry n waits uniformly in [0, min(MaxDelay, BaseDelay*2^(n-1))].
