@@ -26,7 +26,8 @@ func kind(fifo bool) string {
 	return "standard"
 }
 
-// settle lets the last output lines of finished invocations arrive through their pipes.
+// settle lets the last output lines of finished invocations arrive through their pipes. A
+// guess: a scenario that counts lines after it should call w.quiesce, which waits for them.
 func settle() { time.Sleep(300 * time.Millisecond) }
 
 // checkOnce fails the test unless every wanted key's effect ran exactly once and nothing
@@ -90,21 +91,33 @@ func TestSchedulerFiresTwice(t *testing.T) {
 			}
 			sent := w.sqsPx.Counts()["SendMessageBatch"]
 			pl, stop := w.poll(p, 2)
-			took := w.waitFor("every item's effect and an empty queue", time.Minute, func() bool {
+			took := w.waitFor("every item's effect and an empty queue", w.patience(p.Queue), func() bool {
 				return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
 			})
 			stop()
-			settle()
+			w.quiesce()
 			checkOnce(t, w.ledger, want)
 			out := w.ledger.Outcomes()
-			if fifo && out["duplicate"] != 0 {
-				t.Errorf("FIFO: %d duplicates reached the consumer; the second firing's messages must be dropped by SQS deduplication (MessageDeduplicationId from the key)", out["duplicate"])
+			// What SQS kept of the two firings: on FIFO the second firing's messages are
+			// dropped by deduplication (MessageDeduplicationId from the key).
+			wantMessages := 2 * len(items)
+			if fifo {
+				wantMessages = len(items)
 			}
-			if !fifo && out["duplicate"] != len(items) {
-				t.Errorf("standard: %d duplicates absorbed, want %d (one per item of the second firing)", out["duplicate"], len(items))
+			if got := w.recv.distinct(); got != wantMessages {
+				t.Errorf("%s: %d distinct messages received, want %d", kind(fifo), got, wantMessages)
 			}
-			report(t, "%d items x 2 firings: %d SendMessageBatch calls (%.2f per message sent), %d records delivered, %d duplicates absorbed by the consumer, %d effects, lost 0, twice 0, drained in %v",
-				len(items), sent, float64(sent)/float64(2*len(items)), pl.Stats.Received.Load(), out["duplicate"], len(w.ledger.Effects()), took.Round(10*time.Millisecond))
+			// The consumer absorbs the second firing (standard) and every redelivery of a record
+			// it had finished: one comes only after an invocation failed as a whole (a timeout
+			// on a loaded machine, say), so the counts are exact when none did.
+			wantDup := wantMessages - len(items)
+			failed := pl.Stats.InvokeErrors.Load() + pl.Stats.DeleteErrors.Load()
+			if dup := out["duplicate"]; dup < wantDup || (failed == 0 && dup != wantDup) {
+				t.Errorf("%s: %d duplicates reached the consumer, want %d (%d invocations or deletes failed: %q)",
+					kind(fifo), dup, wantDup, failed, head(w.invokeFailures()))
+			}
+			report(t, "%d items x 2 firings: %d SendMessageBatch calls (%.2f per message sent), %d messages kept by SQS, %d records delivered, %d duplicates absorbed by the consumer, %d effects, lost 0, twice 0, drained in %v",
+				len(items), sent, float64(sent)/float64(2*len(items)), w.recv.distinct(), pl.Stats.Received.Load(), out["duplicate"], len(w.ledger.Effects()), took.Round(10*time.Millisecond))
 		})
 	}
 }
@@ -132,11 +145,11 @@ func TestDuplicatesAndConcurrentConsumers(t *testing.T) {
 			}
 			pl, stop := w.poll(p, 4)
 			w.send(p.Queue, msgs)
-			took := w.waitFor("every key's effect and an empty queue", 2*time.Minute, func() bool {
+			took := w.waitFor("every key's effect and an empty queue", w.patience(p.Queue), func() bool {
 				return len(w.ledger.Effects()) >= keys && w.depth(p.Queue) == 0
 			})
 			stop()
-			settle()
+			w.quiesce()
 			checkOnce(t, w.ledger, want)
 			out := w.ledger.Outcomes()
 			if out["processed"] != keys || out["duplicate"] < keys*(copies-1) {
@@ -176,18 +189,18 @@ func TestCrashMidRecord(t *testing.T) {
 				want = append(want, "crash-2")
 				msgs = append(msgs, message{Body: body("crash-2"), Group: "g"})
 			}
-			pl := &Poller{SQS: w.sq, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue], Mapping: p.Mapping, Envs: []Invoker{invoker(e)}}
+			pl := w.poller(p, w.invoker(e))
 			w.send(p.Queue, msgs)
 			stop := w.runPoller(pl)
 			var gap time.Duration // kill -> the victim's effect, taken when the effect is first seen
-			w.waitFor("the victim's effect", 3*w.visibility(p.Queue), func() bool {
+			w.waitFor("the victim's effect", w.patience(p.Queue), func() bool {
 				if gap == 0 && w.ledger.Effects()[victim] > 0 {
 					gap = time.Since(time.Unix(0, killedAt.Load()))
 				}
 				return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
 			})
 			stop()
-			settle()
+			w.quiesce()
 			if kills.Load() == 0 {
 				t.Fatal("the consumer was never killed: the scenario did not run")
 			}
@@ -195,14 +208,23 @@ func TestCrashMidRecord(t *testing.T) {
 			if got := w.ledger.Order(); !slices.Equal(got, want) {
 				t.Errorf("effect order %v, want %v", got, want)
 			}
-			if pl.Stats.InvokeErrors.Load() != 1 {
-				t.Errorf("%d failed invocations, want 1 (the killed one)", pl.Stats.InvokeErrors.Load())
+			if fails := w.invokeFailures(); len(fails) != 1 || pl.Stats.InvokeErrors.Load() != 1 {
+				t.Errorf("%d failed invocations, want 1 (the killed one): %q", pl.Stats.InvokeErrors.Load(), head(fails))
 			}
-			if vis := w.visibility(p.Queue); gap < vis-time.Second {
-				t.Errorf("the effect ran %v after the kill, before the visibility timeout %v: the message was redelivered early", gap, vis)
+			// Not redelivered before the visibility timeout: judged on when the receives were
+			// sent and answered, which a loaded machine only moves in the verdict's favour,
+			// not on when the effect was seen (the kill comes after the receive, by however
+			// long the cold start and the acquire took).
+			vis := w.visibility(p.Queue)
+			rs := w.recv.of(body(victim))
+			if len(rs) < 2 {
+				t.Errorf("the victim was received %d times, want at least 2 (the killed attempt and the redelivery)", len(rs))
 			}
-			report(t, "killed after acquire, before the effect: %d acquire attempts for the victim, effect once after %v (visibility timeout %v), lock taken over, order %v",
-				kills.Load(), gap.Round(100*time.Millisecond), w.visibility(p.Queue), w.ledger.Order())
+			if early := earlyRedelivery(rs, vis); early != "" {
+				t.Errorf("the victim was redelivered early: %s", early)
+			}
+			report(t, "killed after acquire, before the effect: %d acquire attempts for the victim, %d receives, effect once after %v (visibility timeout %v), lock taken over, order %v",
+				kills.Load(), len(rs), gap.Round(100*time.Millisecond), vis, w.ledger.Order())
 		})
 	}
 }
@@ -245,18 +267,21 @@ func TestPoisonMessages(t *testing.T) {
 			}
 		}
 		msgs = append(msgs, message{Body: body(stuck)})
-		_, stop := w.poll(p, 2)
+		pl, stop := w.poll(p, 2)
 		w.send(p.Queue, msgs)
 		vis := w.visibility(p.Queue)
-		good := w.waitFor("every good message's effect and the poison in the DLQ", vis, func() bool {
+		// Dead-lettered at the first receive is proven by the outcomes below (each poison
+		// rejected once, by the consumer, never reported for the redrive policy); how long
+		// it took is a figure, since a loaded machine may make a record late.
+		good := w.waitFor("every good message's effect and the poison in the DLQ", w.patience(p.Queue), func() bool {
 			return len(w.ledger.Effects()) >= len(want) && w.depth(p.DLQ) == len(poisonBodies)
 		})
 		maxRecv := w.d.Template.Queues[p.Queue].MaxReceiveCount()
-		redriven := w.waitFor("the stuck message redriven to the DLQ", time.Duration(maxRecv+2)*vis, func() bool {
+		redriven := w.waitFor("the stuck message redriven to the DLQ", w.patience(p.Queue), func() bool {
 			return w.depth(p.DLQ) == len(poisonBodies)+1 && w.depth(p.Queue) == 0
 		})
 		stop()
-		settle()
+		w.quiesce()
 		checkOnce(t, w.ledger, want)
 		var got []string
 		for _, m := range w.drain(p.DLQ) {
@@ -277,11 +302,20 @@ func TestPoisonMessages(t *testing.T) {
 		if oc["invalid_input"] != len(poisonBodies) || oc["dead_lettered"] != len(poisonBodies) {
 			t.Errorf("outcomes %v: want each poison message rejected and dead-lettered once (%d)", oc, len(poisonBodies))
 		}
-		if oc["store_error"] != maxRecv {
-			t.Errorf("the stuck message failed %d times, want maxReceiveCount = %d before the redrive", oc["store_error"], maxRecv)
+		// Redriven after exactly maxReceiveCount receives, each reported as failed (a receive
+		// whose record a loaded machine did not start in time is reported as skipped instead).
+		stuckReceives := len(w.recv.of(body(stuck)))
+		if stuckReceives != maxRecv || oc["store_error"] < 1 || oc["store_error"] > maxRecv {
+			t.Errorf("the stuck message was received %d times and failed %d times, want maxReceiveCount = %d receives before the redrive, each a failure",
+				stuckReceives, oc["store_error"], maxRecv)
 		}
-		report(t, "%d good + %d poison + 1 stuck: good done and poison dead-lettered at first receive in %v (< visibility %v); the stuck one redriven after %d receives, %v later; DLQ = poison + stuck",
-			len(want), len(poisonBodies), good.Round(10*time.Millisecond), vis, maxRecv, redriven.Round(time.Second))
+		var poisonReceives []int
+		for _, b := range poisonBodies {
+			poisonReceives = append(poisonReceives, len(w.recv.of(b)))
+		}
+		report(t, "%d good + %d poison + 1 stuck: good done and poison dead-lettered in %v (visibility %v; poison received %v times); the stuck one redriven after %d receives, %v later; DLQ = poison + stuck; %d invocations, %d records skipped at the deadline",
+			len(want), len(poisonBodies), good.Round(10*time.Millisecond), vis, poisonReceives, stuckReceives, redriven.Round(time.Second),
+			pl.Stats.Invocations.Load(), oc["skipped_deadline"])
 	})
 	t.Run("fifo", func(t *testing.T) {
 		t.Parallel()
@@ -298,19 +332,27 @@ func TestPoisonMessages(t *testing.T) {
 		_, stop := w.poll(p, 2)
 		w.send(p.Queue, msgs)
 		vis := w.visibility(p.Queue)
-		took := w.waitFor("both groups done, the poison in the DLQ", vis, func() bool {
+		took := w.waitFor("both groups done, the poison in the DLQ", w.patience(p.Queue), func() bool {
 			return len(w.ledger.Effects()) == 7 && w.depth(p.DLQ) == 1 && w.depth(p.Queue) == 0
 		})
 		stop()
-		settle()
+		w.quiesce()
 		var dead []string
 		for _, m := range w.drain(p.DLQ) {
 			dead = append(dead, *m.Body)
 		}
 		order := w.ledger.Order()
-		report(t, "group a (poison second) and group b done in %v (< visibility %v): DLQ %q; effect order %v", took.Round(10*time.Millisecond), vis, dead, order)
+		oc := w.ledger.Outcomes()
+		report(t, "group a (poison second) and group b done in %v (visibility %v): DLQ %q; effect order %v; %d records skipped at the deadline",
+			took.Round(10*time.Millisecond), vis, dead, order, oc["skipped_deadline"])
 		if !slices.Equal(dead, []string{poison}) {
 			t.Errorf("FIFO DLQ holds %q, want only the poison message", dead)
+		}
+		// The rest of group a went on at once: nothing was held back behind the poison (a
+		// record a loaded machine did not start in time is skipped_deadline, not this), and
+		// the poison was dead-lettered by the consumer, once.
+		if oc["skipped_group_failed"] != 0 || oc["invalid_input"] != 1 || oc["dead_lettered"] != 1 {
+			t.Errorf("outcomes %v: want no record skipped behind a failure, the poison rejected and dead-lettered once", oc)
 		}
 		checkOnce(t, w.ledger, []string{"a1", "a2", "a3", "b1", "b2", "b3", "b4"})
 		ia1, ia2, ia3 := slices.Index(order, "a1"), slices.Index(order, "a2"), slices.Index(order, "a3")
@@ -347,7 +389,7 @@ func (th *throttle) fault(c ddbproxy.Call) ddbproxy.Fault {
 // outage fails every acquire of the chosen keys for a while after their first one, longer
 // than the store's retries last: the record fails as a whole, is reported, and succeeds on
 // the redelivery after the visibility timeout. It stands for a transient failure of the
-// handler's dependencies.
+// handler's dependencies. See newOutage for the span.
 type outage struct {
 	mu     sync.Mutex
 	chosen func(key string) bool
@@ -374,6 +416,14 @@ func (o *outage) fault(c ddbproxy.Call) (ddbproxy.Fault, bool) {
 	return ddbproxy.Fault{}, false
 }
 
+// newOutage is an outage of the chosen keys spanning half the visibility timeout vis. Every
+// retry of the first attempt falls inside it, however slow the machine: the invocation that
+// made the first acquire is killed at the function timeout, a few seconds, far less than
+// vis/2. The redelivery's acquire comes at least vis after the first receive, so after it.
+func newOutage(chosen func(key string) bool, vis time.Duration) *outage {
+	return &outage{chosen: chosen, first: map[string]time.Time{}, hit: map[string]bool{}, span: vis / 2}
+}
+
 func (o *outage) keys() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -394,7 +444,7 @@ func TestDynamoDBFaults(t *testing.T) {
 	w := newWorld(t, "ddbfault")
 	p := w.pipeline(false)
 	th := &throttle{rate: 0.25, streak: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
-	out := &outage{chosen: func(k string) bool { return hashShare(k) < 0.10 }, first: map[string]time.Time{}, hit: map[string]bool{}, span: 3 * time.Second}
+	out := newOutage(func(k string) bool { return hashShare(k) < 0.10 }, w.visibility(p.Queue))
 	w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 		if f, ok := out.fault(c); ok {
 			return f
@@ -410,11 +460,11 @@ func TestDynamoDBFaults(t *testing.T) {
 	}
 	_, stop := w.poll(p, 3)
 	w.send(p.Queue, msgs)
-	took := w.waitFor("every effect and an empty queue", 4*w.visibility(p.Queue), func() bool {
+	took := w.waitFor("every effect and an empty queue", w.patience(p.Queue), func() bool {
 		return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
 	})
 	stop()
-	settle()
+	w.quiesce()
 	checkOnce(t, w.ledger, want)
 	oc := w.ledger.Outcomes()
 	if w.dynamo.Injected.Load() == 0 || out.keys() == 0 || oc["store_error"] < out.keys() {

@@ -52,7 +52,8 @@ func TestSoak(t *testing.T) {
 			failing[prefix+k] = true
 		}
 	}
-	out := &outage{chosen: func(k string) bool { return failing[k] }, first: map[string]time.Time{}, hit: map[string]bool{}, span: 3 * time.Second}
+	vis := w.visibility(p.Queue)
+	out := newOutage(func(k string) bool { return failing[k] }, vis)
 	th := &throttle{rate: 0.05, streak: map[string]int{}, rng: rand.New(rand.NewPCG(3, 5))}
 	w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 		if f, ok := out.fault(c); ok {
@@ -76,9 +77,9 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Wait()
 	sentIn := time.Since(start)
-	vis := w.visibility(p.Queue)
-	maxRecv := w.d.Template.Queues[p.Queue].MaxReceiveCount()
-	limit := time.Duration(maxRecv+3)*vis + time.Duration(n/50)*time.Second
+	// A bound on a broken run, not a speed: the redrive policy's span (w.patience) plus a
+	// second per 50 messages, which even a loaded machine processes faster.
+	limit := w.patience(p.Queue) + time.Duration(n/50)*time.Second
 	var firstPass, lastEffect time.Duration
 	w.waitFor("every effect, the poison dead-lettered and an empty queue", limit, func() bool {
 		effects := w.ledger.Effects()
@@ -103,7 +104,7 @@ func TestSoak(t *testing.T) {
 	})
 	wall := time.Since(start)
 	stop()
-	settle()
+	w.quiesce()
 
 	lost, twice, unexpected := w.ledger.Check(want)
 	var dead []string

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
@@ -101,14 +103,17 @@ type world struct {
 	t      *testing.T
 	d      *Deployment
 	sq     *sqs.Client
+	pollSQ *sqs.Client // the pollers' client: sq, with every receive in recv
+	recv   *receiveLog
 	db     *dynamodb.Client
 	dynamo *ddbproxy.Proxy // consumers -> DynamoDB Local
 	sqsPx  *ddbproxy.Proxy // dispatchers -> SQS server
 	ledger *Ledger
 	region string
 
-	mu   sync.Mutex
-	envs []*lambdart.Env
+	mu          sync.Mutex
+	envs        []*lambdart.Env
+	invokeFails []string // why invocations through w.invoker failed as a whole
 }
 
 var worldSeq atomic.Int64
@@ -116,7 +121,8 @@ var worldSeq atomic.Int64
 func newWorld(t *testing.T, name string) *world {
 	t.Helper()
 	ctx := t.Context()
-	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: NewLedger()}
+	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: NewLedger(), recv: newReceiveLog()}
+	w.pollSQ = sqsd.Client(func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, w.recv.middleware) })
 	suffix := fmt.Sprintf("%s%d", name, worldSeq.Add(1))
 	var err error
 	if w.d, err = Deploy(ctx, w.sq, w.db, tmpl, suffix); err != nil {
@@ -202,16 +208,44 @@ func invoker(e *lambdart.Env) Invoker {
 	})
 }
 
+// invoker is the package's invoker that also keeps, for failure messages, why an invocation
+// failed as a whole.
+func (w *world) invoker(e *lambdart.Env) Invoker {
+	inv := invoker(e)
+	return InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		out, err := inv.Invoke(ctx, payload)
+		if err != nil && ctx.Err() == nil {
+			w.mu.Lock()
+			w.invokeFails = append(w.invokeFails, err.Error())
+			w.mu.Unlock()
+		}
+		return out, err
+	})
+}
+
+// invokeFailures is why invocations failed as a whole so far.
+func (w *world) invokeFailures() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.invokeFails)
+}
+
+// poller is the pipeline's event source mapping over the given execution environments, with
+// its receives in w.recv.
+func (w *world) poller(p Pipeline, envs ...Invoker) *Poller {
+	return &Poller{SQS: w.pollSQ, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
+		Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
+}
+
 // poll runs n consumer environments behind the pipeline's event source mapping until the
 // returned stop is called.
 func (w *world) poll(p Pipeline, n int) (*Poller, func()) {
 	w.t.Helper()
 	envs := make([]Invoker, n)
 	for i := range envs {
-		envs[i] = invoker(w.env(p.Consumer, w.consumerOutput))
+		envs[i] = w.invoker(w.env(p.Consumer, w.consumerOutput))
 	}
-	pl := &Poller{SQS: w.sq, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
-		Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
+	pl := w.poller(p, envs...)
 	return pl, w.runPoller(pl)
 }
 
@@ -323,18 +357,88 @@ func (w *world) depth(queue string) int {
 	return n
 }
 
-// waitFor polls cond every 100 ms until it holds or timeout passes (a scenario failure).
+// waitFor polls cond every 100 ms until it holds or timeout passes (a scenario failure). It
+// returns as soon as cond holds: make timeout generous (see patience), it is a bound on a
+// broken run, not a speed the pipeline must reach.
 func (w *world) waitFor(what string, timeout time.Duration, cond func() bool) time.Duration {
 	w.t.Helper()
 	start := time.Now()
 	for !cond() {
-		if time.Since(start) > timeout {
-			w.t.Fatalf("timed out after %v waiting for %s: %d effects, outcomes %v, DynamoDB calls %v",
-				timeout, what, len(w.ledger.Effects()), w.ledger.Outcomes(), w.dynamo.Counts())
+		if waited := time.Since(start); waited > timeout {
+			w.t.Fatalf("timed out waiting for %s: %v waited (limit %v): %d effects, outcomes %v, DynamoDB calls %v, invocations failed %q",
+				what, waited.Round(100*time.Millisecond), timeout, len(w.ledger.Effects()), w.ledger.Outcomes(), w.dynamo.Counts(), head(w.invokeFailures()))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	return time.Since(start)
+}
+
+// patience is how long a scenario waits for the messages of queue to be done: as long as the
+// redrive policy keeps a message that keeps failing (maxReceiveCount receives, a visibility
+// timeout apart), and a minute more for a loaded machine. A message not done by then is in
+// the DLQ or lost, so a longer wait could not change the verdict; a shorter one could fail a
+// run whose records were only late (on a loaded machine a record not started within
+// BATCH_DEADLINE_MARGIN of the 3 s timeout is reported and comes back a visibility timeout
+// later).
+func (w *world) patience(queue string) time.Duration {
+	return time.Duration(w.d.Template.Queues[queue].MaxReceiveCount())*w.visibility(queue) + time.Minute
+}
+
+// quiesce closes every execution environment of the world, which waits for their output:
+// after it, the ledger holds every line the consumers wrote. Call it once the pollers have
+// stopped.
+func (w *world) quiesce() {
+	w.mu.Lock()
+	envs := slices.Clone(w.envs)
+	w.mu.Unlock()
+	for _, e := range envs {
+		e.Close()
+	}
+}
+
+// receiveLog records every message the pollers received, by body and by id.
+type receiveLog struct {
+	mu     sync.Mutex
+	byBody map[string][]receipt
+	ids    map[string]bool
+}
+
+func newReceiveLog() *receiveLog {
+	return &receiveLog{byBody: map[string][]receipt{}, ids: map[string]bool{}}
+}
+
+// middleware is an SQS client option that records the messages of every ReceiveMessage.
+func (l *receiveLog) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("e2eReceiveLog",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			sent := time.Now()
+			out, md, err := next.HandleInitialize(ctx, in)
+			if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && err == nil && len(r.Messages) > 0 {
+				answered := time.Now()
+				l.mu.Lock()
+				for _, m := range r.Messages {
+					body := aws.ToString(m.Body)
+					l.byBody[body] = append(l.byBody[body], receipt{sent, answered})
+					l.ids[aws.ToString(m.MessageId)] = true
+				}
+				l.mu.Unlock()
+			}
+			return out, md, err
+		}), middleware.After)
+}
+
+// of returns the receipts of the messages with body, in order.
+func (l *receiveLog) of(body string) []receipt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.byBody[body])
+}
+
+// distinct is how many different messages (by MessageId) were received.
+func (l *receiveLog) distinct() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ids)
 }
 
 // drain reads every message of a queue (a DLQ, once nothing else moves) without deleting:
