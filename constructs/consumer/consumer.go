@@ -37,6 +37,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
@@ -368,12 +369,12 @@ func resolve(id string, props *IdempotentConsumerProps) settings {
 		p.Addf("RecordTTL", "%v is shorter than the lock it must outlive (Timeout %v); use at least %v (default: the queue's retention period)",
 			s.recordTTL, timeout, timeout)
 	}
-	if props.CacheSize < 0 {
-		p.Add("CacheSize", props.CacheSize, "use 0 (off) or a positive number of records")
+	if props.CacheSize < 0 || props.CacheSize > limits.MaxCacheSize {
+		p.Add("CacheSize", props.CacheSize, fmt.Sprintf("use 0 (off) up to %d records (the consumer refuses more)", limits.MaxCacheSize))
 	}
 	batchConcurrency := or(props.BatchConcurrency, DefaultBatchConcurrency)
-	if batchConcurrency < 1 {
-		p.Add("BatchConcurrency", batchConcurrency, "use a positive number")
+	if batchConcurrency < 1 || batchConcurrency > limits.MaxBatchConcurrency {
+		p.Add("BatchConcurrency", batchConcurrency, fmt.Sprintf("use 1 to %d (the largest SQS batch; the consumer refuses more)", limits.MaxBatchConcurrency))
 	}
 
 	owned := map[string]string{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/functions/batch"
+	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
@@ -49,9 +50,7 @@ const (
 	defaultMetricsNamespace = "IdempotentSQS"
 	// maxKeyPrefixBytes keeps "<prefix>#<key>" within DynamoDB's 2048-byte partition key for
 	// any key msgkey accepts (MaxKeyBytes = 512).
-	maxKeyPrefixBytes   = 1024
-	maxCacheSize        = 1_000_000
-	maxBatchConcurrency = 10_000 // the largest SQS event source batch
+	maxKeyPrefixBytes = 1024
 	// serviceName is Config.Service outside Lambda.
 	serviceName = "consumer"
 )
@@ -234,9 +233,9 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		bad(envRecordTTL, v, true, fmt.Sprintf("a duration at least %s=%s: a record must outlive its lock", envLockCap, idem.LockCap))
 	}
 	idem.ValidatePayload = boolean(envValidatePayload, true)
-	idem.CacheSize = integer(envCacheSize, 0, 0, maxCacheSize)
+	idem.CacheSize = integer(envCacheSize, 0, 0, limits.MaxCacheSize)
 
-	cfg.Batch.Concurrency = integer(envBatchConcurrency, batch.DefaultConcurrency, 1, maxBatchConcurrency)
+	cfg.Batch.Concurrency = integer(envBatchConcurrency, batch.DefaultConcurrency, 1, limits.MaxBatchConcurrency)
 	// 0 is refused, not passed on: batch.Options reads 0 as "the default", so "0s" used to
 	// become 2s without a word, and a margin of 0 honoured would start records the invocation
 	// cannot finish and answer only as Lambda ends it (see batch.MinDeadlineMargin).

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/internal/awsenv"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
@@ -67,7 +68,7 @@ func newDynamoClient(context.Context) (idempotency.DynamoDBAPI, error) {
 func dynamoHTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = 0 // no total cap: the client talks to one host
-		t.MaxIdleConnsPerHost = maxBatchConcurrency
+		t.MaxIdleConnsPerHost = limits.MaxBatchConcurrency
 	})
 }
 
