@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -28,6 +29,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+var tableSeq atomic.Int64
+
+// tableName is a name no earlier test of this server used, so -count=N runs each time on a
+// fresh table.
+func tableName(base string) string { return fmt.Sprintf("%s-%d", base, tableSeq.Add(1)) }
+
 func TestCreateTableEnablesTTL(t *testing.T) {
 	ctx := t.Context()
 	for _, tc := range []struct{ name, pk, sk string }{
@@ -35,11 +42,12 @@ func TestCreateTableEnablesTTL(t *testing.T) {
 		{"composite", "id", "sk"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := srv.CreateTable(ctx, tc.name, tc.pk, tc.sk); err != nil {
+			name := tableName(tc.name)
+			if err := srv.CreateTable(ctx, name, tc.pk, tc.sk); err != nil {
 				t.Fatal(err)
 			}
 			c := srv.Client()
-			d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tc.name)})
+			d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +57,7 @@ func TestCreateTableEnablesTTL(t *testing.T) {
 			if d.Table.BillingModeSummary == nil || d.Table.BillingModeSummary.BillingMode != "PAY_PER_REQUEST" {
 				t.Errorf("billing mode %+v, want PAY_PER_REQUEST", d.Table.BillingModeSummary)
 			}
-			ttl, err := c.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(tc.name)})
+			ttl, err := c.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,11 +70,12 @@ func TestCreateTableEnablesTTL(t *testing.T) {
 
 func TestCreateTableTwiceFails(t *testing.T) {
 	ctx := t.Context()
-	if err := srv.CreateTable(ctx, "twice", "id", ""); err != nil {
+	name := tableName("twice")
+	if err := srv.CreateTable(ctx, name, "id", ""); err != nil {
 		t.Fatal(err)
 	}
-	err := srv.CreateTable(ctx, "twice", "id", "")
-	if err == nil || !strings.Contains(err.Error(), "create table twice") {
+	err := srv.CreateTable(ctx, name, "id", "")
+	if err == nil || !strings.Contains(err.Error(), "create table "+name) {
 		t.Fatalf("second CreateTable: %v, want an error naming the table", err)
 	}
 }

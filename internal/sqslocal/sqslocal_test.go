@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -56,11 +57,13 @@ func TestCreateQueueURLAndARN(t *testing.T) {
 
 func TestCreateQueueTwiceWithOtherAttributesFails(t *testing.T) {
 	ctx := t.Context()
-	if _, _, err := srv.CreateQueue(ctx, "twice", map[string]string{"VisibilityTimeout": "30"}); err != nil {
+	// A name of its own per run: with -count=N the queue of an earlier run is still there.
+	name := fmt.Sprintf("twice-%d", time.Now().UnixNano())
+	if _, _, err := srv.CreateQueue(ctx, name, map[string]string{"VisibilityTimeout": "30"}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := srv.CreateQueue(ctx, "twice", map[string]string{"VisibilityTimeout": "60"})
-	if err == nil || !strings.Contains(err.Error(), "create queue twice") {
+	_, _, err := srv.CreateQueue(ctx, name, map[string]string{"VisibilityTimeout": "60"})
+	if err == nil || !strings.Contains(err.Error(), "create queue "+name) {
 		t.Fatalf("second CreateQueue: %v, want an error naming the queue", err)
 	}
 }
