@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The cost floor from DESIGN.md, counted on the wire (every request the SDK sent, by
+// The cost floor (docs/design.md, "Cost floor"), counted on the wire (every request the SDK sent, by
 // operation): a new message 2 writes, a duplicate 1, no reads.
 func TestRunCallCounts(t *testing.T) {
 	e := newEnv(t, "")

@@ -19,8 +19,9 @@
 // Keys are taken verbatim: nothing is trimmed, case-folded or normalized, because two
 // producers that disagree about whitespace or case must not have their messages silently
 // merged (or split) by the consumer. What is rejected instead is a value that cannot be a
-// sensible key: empty, whitespace only, not a JSON string, invalid UTF-8 or longer than
-// MaxKeyBytes.
+// sensible key: empty, whitespace only, not a JSON string, invalid UTF-8, a lone UTF-16
+// surrogate escape such as \ud800 (decoders turn it into U+FFFD, which would merge distinct
+// keys), or longer than MaxKeyBytes.
 //
 // Typical consumer use:
 //

@@ -61,9 +61,9 @@ func TestDSTSpringForward(t *testing.T) {
 			pl, stop := w.poll(p, 2)
 			// Wait for the queue to drain rather than for the wanted effects: with merged keys
 			// they never all happen, and the check below then names the lost keys.
-			took := w.waitFor("an empty queue", time.Minute, func() bool { return w.depth(p.Queue) == 0 })
+			took := w.waitFor("an empty queue", w.patience(p.Queue), func() bool { return w.depth(p.Queue) == 0 })
 			stop()
-			settle()
+			w.quiesce()
 			checkOnce(t, w.ledger, want)
 			// The second Sunday firing is the only repeat: a FIFO queue drops it (its
 			// MessageDeduplicationId is the key's), on a standard queue the consumer absorbs it.

@@ -26,10 +26,6 @@ func kind(fifo bool) string {
 	return "standard"
 }
 
-// settle lets the last output lines of finished invocations arrive through their pipes. A
-// guess: a scenario that counts lines after it should call w.quiesce, which waits for them.
-func settle() { time.Sleep(300 * time.Millisecond) }
-
 // checkOnce fails the test unless every wanted key's effect ran exactly once and nothing
 // else ran.
 func checkOnce(t *testing.T, l *Ledger, want []string) {
