@@ -151,12 +151,12 @@ check-function-deps: ## fail if a Lambda binary links any CDK, jsii or construct
 .PHONY: app
 app: synth-tools
 	@# Two packages: go build compiles and checks them without linking a binary nobody uses.
-	@$(STEP) "compiling the CDK app" "first time on a new machine 5-15 min, afterwards seconds" -- \
+	@$(STEP) "compiling the CDK app" "first time 2-10 min depending on the machine, afterwards seconds" -- \
 	  $(GO) build ./stacks ./stacks/app
 
 .PHONY: synth
 synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); needs Go and Node only
-	@$(STEP) "synthesizing: builds both Go Lambdas for linux/arm64, runs cdk-nag" "first time 1-3 min, afterwards about 15 s" -- \
+	@$(STEP) "synthesizing: builds both Go Lambdas for linux/arm64, runs cdk-nag" "first time about 1 min, afterwards about 15 s" -- \
 	  $(CDK) synth --quiet
 	@ls cdk.out/*.template.json
 
