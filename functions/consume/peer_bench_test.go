@@ -1,4 +1,4 @@
-package main
+package consume
 
 import (
 	"context"
@@ -20,19 +20,19 @@ import (
 // BenchmarkHandleBatch is our side of the peer comparison (test/bench/peers) in-process, so
 // that a CPU profile shows where the consumer's time goes:
 //
-//	go test -run '^$' -bench HandleBatch -benchtime 40x -cpuprofile /tmp/consumer.prof ./functions/consumer
+//	go test -run '^$' -bench HandleBatch -benchtime 40x -cpuprofile /tmp/consumer.prof ./functions/consume
 //	go tool pprof -top -nodecount 40 /tmp/consumer.prof
 //
 // Each iteration is one invocation of the real Handler (LoadConfig, NewHandler, Handle, the
-// Guard on DynamoDB Local, SDK retries off as in main) with an event of batch records, one in
+// Guard on DynamoDB Local, SDK retries off as Init builds it) with an event of batch records, one in
 // ten of them repeating the key and body of a record completed in an earlier iteration, all
 // records of the batch at once (BATCH_CONCURRENCY = batch size, as in the peer comparison).
 // The effect only JSON-parses the body; logs are formatted at INFO (the default) and
 // discarded. It fails on any batch item failure or on an effect count other than once per key.
 //
-// pool=main is the HTTP client main builds (dynamoHTTPClient: an idle connection kept per
-// record in flight); pool=sdk is the SDK's default (10 idle connections per host), which main
-// used before the peer comparison's connection counts showed that above BATCH_CONCURRENCY=10
+// pool=main is the HTTP client the function builds (Init's dynamoHTTPClient: an idle
+// connection kept per record in flight); pool=sdk is the SDK's default (10 idle connections
+// per host), which the function used before the peer comparison's connection counts showed that above BATCH_CONCURRENCY=10
 // it closes and redials a connection for almost every call.
 func BenchmarkHandleBatch(b *testing.B) {
 	for _, size := range []int{10, 100} {

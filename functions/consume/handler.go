@@ -1,4 +1,4 @@
-package main
+package consume
 
 import (
 	"cmp"
@@ -120,7 +120,7 @@ func NewHandler(cfg Config, api idempotency.DynamoDBAPI, effect Effect, log *slo
 // Handle processes one SQS event with partial batch responses. It never returns an error: a
 // failed record is a batch item failure (SQS redelivers it, and after maxReceiveCount moves it
 // to the DLQ); only a broken configuration fails a whole invocation, and that handler is the
-// one start returns instead of this.
+// one Init returns instead of this.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	report := h.proc.Process(ctx, ev, h.Record)
 	// Records the handler did not finish get their line here, so every record has one.

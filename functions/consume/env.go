@@ -1,4 +1,4 @@
-package main
+package consume
 
 import (
 	"errors"
@@ -65,6 +65,7 @@ type EnvError struct {
 	Want       string
 }
 
+// Error names the variable, its value and the accepted form.
 func (e *EnvError) Error() string {
 	if !e.Set {
 		return fmt.Sprintf("%s is not set: want %s", e.Var, e.Want)
@@ -81,6 +82,7 @@ type TenantSource struct {
 // Enabled reports whether a tenant is extracted at all.
 func (t TenantSource) Enabled() bool { return t.Group || t.Source.Kind != 0 }
 
+// String is the IDEMPOTENCY_TENANT_SOURCE value t stands for ("" when unused).
 func (t TenantSource) String() string {
 	switch {
 	case t.Group:
