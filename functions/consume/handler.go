@@ -23,12 +23,12 @@ var ErrNoGroup = errors.New("bad input: MessageGroupId is missing, and IDEMPOTEN
 
 // Message is what the business effect gets: the record plus what the consumer extracted.
 type Message struct {
-	ID           string
-	Key          string // idempotency key, verbatim from the message
-	Tenant       string // "" unless a composite key is configured
-	GroupID      string // MessageGroupId ("" on standard queues without fair queueing)
-	ReceiveCount int
-	Body         string
+	ID           string            // the SQS MessageId
+	Key          string            // idempotency key, verbatim from the message
+	Tenant       string            // "" unless a composite key is configured
+	GroupID      string            // MessageGroupId ("" on standard queues without fair queueing)
+	ReceiveCount int               // ApproximateReceiveCount: 1 on the first delivery
+	Body         string            // the message body, as sent
 	Record       events.SQSMessage // everything else (attributes, ARN, ...)
 }
 

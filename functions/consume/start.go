@@ -2,11 +2,9 @@ package consume
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -18,6 +16,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/internal/awsenv"
+	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
@@ -47,11 +46,7 @@ type Env struct {
 // AWS_ENDPOINT_URL_<SERVICE> or AWS_ENDPOINT_URL for local runs. No shared config file,
 // profile or IMDS is read, which keeps the binary small. An error names the missing variable.
 func (e Env) AWSConfig(service string) (aws.Config, error) {
-	cfg, err := awsenv.Load(e.Lookup, service)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	return cfg, nil
+	return coldstart.AWSConfig(e.Lookup, service)
 }
 
 // BuildFunc builds the Effect once per cold start. An error (or a panic) does not exit the
@@ -66,19 +61,18 @@ type LambdaFunc = func(context.Context, events.SQSEvent) (events.SQSEventRespons
 type Option func(*options)
 
 type options struct {
-	lookup func(string) (string, bool)
-	out    io.Writer
+	coldstart.IO
 	dynamo idempotency.DynamoDBAPI
 	sqs    SQSSendAPI
 }
 
 // WithLookup reads the environment through lookup instead of os.LookupEnv (for tests).
 func WithLookup(lookup func(string) (string, bool)) Option {
-	return func(o *options) { o.lookup = lookup }
+	return func(o *options) { o.Lookup = lookup }
 }
 
 // WithOutput writes the log and EMF lines to w instead of os.Stdout (for tests).
-func WithOutput(w io.Writer) Option { return func(o *options) { o.out = w } }
+func WithOutput(w io.Writer) Option { return func(o *options) { o.Out = w } }
 
 // WithDynamoDB uses api for the idempotency table instead of a client built from the
 // environment (for tests, or a client of your own).
@@ -111,12 +105,12 @@ func StartWith(build BuildFunc, opts ...Option) {
 // handler that fails every invocation with it, so the batch is retried and, if nobody fixes
 // the configuration, lands in the DLQ.
 func Init(build BuildFunc, opts ...Option) LambdaFunc {
-	o := options{lookup: os.LookupEnv, out: os.Stdout}
+	o := options{IO: coldstart.Lambda()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg, err := LoadConfig(o.lookup)
-	log := telemetry.NewLogger(o.out, cfg.LogLevel).With("service", cfg.Service) // INFO if LOG_LEVEL is the problem
+	cfg, err := LoadConfig(o.Lookup)
+	log := telemetry.NewLogger(o.Out, cfg.LogLevel).With("service", cfg.Service) // INFO if LOG_LEVEL is the problem
 	if err == nil {
 		var h *Handler
 		if h, err = wire(cfg, log, o, build); err == nil {
@@ -134,7 +128,7 @@ func Init(build BuildFunc, opts ...Option) LambdaFunc {
 
 // wire builds the clients, the effect and the Handler of a valid configuration.
 func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, error) {
-	env := Env{Config: cfg, Logger: log, Lookup: o.lookup}
+	env := Env{Config: cfg, Logger: log, Lookup: o.Lookup}
 	api := o.dynamo
 	if api == nil && !cfg.Idempotency.Disabled {
 		awsCfg, err := env.AWSConfig(ServiceDynamoDB)
@@ -152,11 +146,14 @@ func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, e
 		}
 		sq = sqs.NewFromConfig(awsCfg)
 	}
-	effect, err := buildEffect(build, env)
-	if err != nil {
-		return nil, err
+	var effect Effect // nil: LogEffect (NewHandler)
+	if build != nil {
+		var err error
+		if effect, err = coldstart.Build("effect", func() (Effect, error) { return build(env) }); err != nil {
+			return nil, err
+		}
 	}
-	h, err := NewHandler(cfg, api, effect, log, o.out)
+	h, err := NewHandler(cfg, api, effect, log, o.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -164,23 +161,6 @@ func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, e
 		h.WithDeadLetter(SQSDeadLetter{API: sq, URL: cfg.DeadLetterQueueURL})
 	}
 	return h, nil
-}
-
-// buildEffect calls build, turning a panic into an error so a broken build fails the
-// invocations with its reason instead of crashing every cold start.
-func buildEffect(build BuildFunc, env Env) (effect Effect, err error) {
-	if build == nil {
-		return LogEffect(env.Logger), nil
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			effect, err = nil, fmt.Errorf("build the effect: panic: %v", p)
-		}
-	}()
-	if effect, err = build(env); err != nil {
-		return nil, fmt.Errorf("build the effect: %w", err)
-	}
-	return effect, nil
 }
 
 // dynamoHTTPClient is the idempotency store client's HTTP client: SDK retries are off (the

@@ -1,4 +1,4 @@
-package main
+package dispatch
 
 import (
 	"cmp"
@@ -42,6 +42,7 @@ type UnsentError struct {
 	Last          error // the last failure seen, for the log
 }
 
+// Error says how many messages were not sent and the last failure.
 func (e *UnsentError) Error() string {
 	return fmt.Sprintf("%d of %d messages not sent after retries: last error: %v", e.Unsent, e.Total, e.Last)
 }

@@ -1,4 +1,4 @@
-package main
+package dispatch
 
 import (
 	"errors"
@@ -49,6 +49,7 @@ type EnvError struct {
 	Want  string // the accepted form
 }
 
+// Error names the variable, its value and the accepted form.
 func (e *EnvError) Error() string {
 	if !e.Set {
 		return fmt.Sprintf("%s is not set: want %s", e.Var, e.Want)
