@@ -231,7 +231,7 @@ func NewIdempotentConsumer(scope constructs.Construct, id string, props *Idempot
 	if props == nil {
 		props = &IdempotentConsumerProps{}
 	}
-	s := resolve(id, props)
+	s := resolve(scope, id, props)
 
 	// Override registers c itself as the jsii construct, so c can be passed anywhere a
 	// construct is expected (Stack.Of, NagSuppressions, as a scope).
@@ -276,8 +276,8 @@ func NewIdempotentConsumer(scope constructs.Construct, id string, props *Idempot
 }
 
 // resolve applies the defaults, runs every validation rule and panics once if any failed.
-func resolve(id string, props *IdempotentConsumerProps) settings {
-	p := validate.New("IdempotentConsumer", id)
+func resolve(scope constructs.Construct, id string, props *IdempotentConsumerProps) settings {
+	p := validate.NewIn("IdempotentConsumer", scope, id)
 	if props.Queue == nil {
 		p.Add("Queue", "nil", "pass the queue to consume (e.g. a queue.ProcessingQueue)")
 	}

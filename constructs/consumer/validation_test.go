@@ -2,7 +2,6 @@ package consumer_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -137,7 +136,7 @@ func TestValidationCollectsEveryProblem(t *testing.T) {
 		if len(verr.Problems) != 3 {
 			t.Fatalf("want 3 problems, got %d:\n%s", len(verr.Problems), verr)
 		}
-		if !strings.Contains(verr.Construct, `IdempotentConsumer "Many"`) {
+		if verr.Construct != `IdempotentConsumer "Fixture/Many"` {
 			t.Errorf("construct = %q", verr.Construct)
 		}
 	}()

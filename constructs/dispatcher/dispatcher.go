@@ -234,7 +234,7 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 	if props == nil {
 		props = &ScheduledDispatcherProps{}
 	}
-	s := resolve(id, props)
+	s := resolve(scope, id, props)
 
 	// Override registers d itself as the jsii construct, so d can be passed anywhere a
 	// construct is expected (Stack.Of, NagSuppressions, as a scope).
@@ -331,8 +331,8 @@ var (
 )
 
 // resolve applies the defaults, runs every validation rule and panics once if any failed.
-func resolve(id string, props *ScheduledDispatcherProps) settings {
-	p := validate.New("ScheduledDispatcher", id)
+func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherProps) settings {
+	p := validate.NewIn("ScheduledDispatcher", scope, id)
 	if props.Queue == nil {
 		p.Add("Queue", "nil", "pass the queue to send to (e.g. a queue.ProcessingQueue)")
 	}

@@ -163,6 +163,9 @@ func TestValidationCollectsEveryProblem(t *testing.T) {
 		if len(verr.Problems) != 4 {
 			t.Fatalf("want 4 problems, got %d:\n%s", len(verr.Problems), verr)
 		}
+		if verr.Construct != `ScheduledDispatcher "Fixture/Many"` {
+			t.Errorf("construct = %q, want its path", verr.Construct)
+		}
 	}()
 	build("Many", &dispatcher.ScheduledDispatcherProps{Queue: std, Cron: "bad", TimeZone: "Nowhere", Period: time.Second})()
 }

@@ -118,7 +118,7 @@ const constructKind = "PipelineMonitoring"
 // nil. It panics with a *validate.Error listing every invalid prop.
 func NewPipelineMonitoring(scope constructs.Construct, id string, props *PipelineMonitoringProps) PipelineMonitoring {
 	s := withDefaults(props)
-	problems := validate.New(constructKind, id)
+	problems := validate.NewIn(constructKind, scope, id)
 	s.validate(problems)
 	problems.Check()
 
@@ -255,7 +255,7 @@ type required struct {
 // collide with the construct's own children (Topic, TopicKey, Dashboard).
 func (m *pipelineMonitoring) begin(kind, label string, args ...required) constructs.Construct {
 	method := "Watch" + kind
-	p := validate.New(constructKind, *m.Node().Id())
+	p := validate.New(constructKind, *m.Node().Path())
 	switch {
 	case !labelRe.MatchString(label):
 		p.Add(method+" label", fmt.Sprintf("%q", label), `use 1-64 characters from A-Z, a-z, 0-9, "-" and "_"`)

@@ -81,8 +81,9 @@ func TestPropsValidationReportsEveryProblemAtOnce(t *testing.T) {
 		if !ok {
 			t.Fatal("want a *validate.Error")
 		}
-		if verr.Construct != `PipelineMonitoring "Bad"` || len(verr.Problems) != 3 {
-			t.Fatalf("want 3 problems for PipelineMonitoring \"Bad\", got %s", verr)
+		// The path, not the id alone: it names the stack (the stage) the construct is in.
+		if verr.Construct != `PipelineMonitoring "Scratch/Bad"` || len(verr.Problems) != 3 {
+			t.Fatalf("want 3 problems for PipelineMonitoring \"Scratch/Bad\", got %s", verr)
 		}
 	}()
 	NewPipelineMonitoring(scratch.stack, "Bad", &PipelineMonitoringProps{
@@ -155,7 +156,7 @@ func TestWatchValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cdktest.ExpectProblem(t, tc.call, tc.want...)
+			cdktest.ExpectProblemIn(t, `PipelineMonitoring "Scratch/Monitoring"`, tc.call, tc.want...)
 		})
 	}
 	// A rejected call registers nothing: the label stays free.

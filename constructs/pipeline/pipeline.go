@@ -88,7 +88,7 @@ func NewPipeline(scope constructs.Construct, id *string, props *PipelineProps) P
 		props = &PipelineProps{}
 	}
 	qp, cp := props.queueProps(), props.consumerProps()
-	check(*id, props, qp, cp)
+	check(scope, *id, props, qp, cp)
 
 	p := &pipeline{}
 	constructs.NewConstruct_Override(p, scope, id)
@@ -152,8 +152,8 @@ func (props *PipelineProps) consumerProps() consumer.IdempotentConsumerProps {
 }
 
 // check rejects combinations the pipeline cannot honour; the parts validate their own props.
-func check(id string, props *PipelineProps, qp queue.ProcessingQueueProps, cp consumer.IdempotentConsumerProps) {
-	v := validate.New(constructKind, id)
+func check(scope constructs.Construct, id string, props *PipelineProps, qp queue.ProcessingQueueProps, cp consumer.IdempotentConsumerProps) {
+	v := validate.NewIn(constructKind, scope, id)
 	if props.Table != nil && props.TableProps != nil {
 		v.Addf("Table", "both Table and TableProps are set; give an existing table or props for a new one, not both")
 	}

@@ -54,7 +54,18 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"Dispatcher.Queue:", "the pipeline wires its own queue"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cdktest.ExpectProblem(t, func() { pipeline.NewPipeline(stack, jsii.String("P"+tc.name), tc.props) }, tc.want...)
+			cdktest.ExpectProblemIn(t, `Pipeline "PipelineTest/P`+tc.name+`"`,
+				func() { pipeline.NewPipeline(stack, jsii.String("P"+tc.name), tc.props) }, tc.want...)
 		})
 	}
+}
+
+// A part's invalid props are reported with the part's path, so the message tells which of
+// several pipelines (and which stack) is wrong.
+func TestPartErrorsNameThePipeline(t *testing.T) {
+	cdktest.ExpectProblemIn(t, `ProcessingQueue "PipelineTest/Invoices/Queue"`, func() {
+		pipeline.NewPipeline(stack, jsii.String("Invoices"), &pipeline.PipelineProps{
+			Queue: &queue.ProcessingQueueProps{MaxReceiveCount: -1},
+		})
+	}, "MaxReceiveCount: got -1")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
@@ -110,7 +111,7 @@ type settings struct {
 
 // resolve applies the defaults to props (nil allowed) and validates the result, panicking
 // with a *validate.Error that lists every problem.
-func resolve(id string, props *ProcessingQueueProps) settings {
+func resolve(scope constructs.Construct, id string, props *ProcessingQueueProps) settings {
 	var p ProcessingQueueProps
 	if props != nil {
 		p = *props
@@ -134,7 +135,7 @@ func resolve(id string, props *ProcessingQueueProps) settings {
 		s.queueName += fifoSuffix
 	}
 
-	v := validate.New("ProcessingQueue", id)
+	v := validate.NewIn("ProcessingQueue", scope, id)
 	s.check(v, p)
 	v.Check()
 	return s

@@ -41,7 +41,7 @@ var _ ProcessingQueue = (*processingQueue)(nil)
 // NewProcessingQueue creates the source queue and its DLQ. props may be nil (a standard
 // queue with every default). Invalid props panic with a *validate.Error.
 func NewProcessingQueue(scope constructs.Construct, id string, props *ProcessingQueueProps) ProcessingQueue {
-	s := resolve(id, props)
+	s := resolve(scope, id, props)
 	// Override registers q itself as the jsii construct, so q can be passed anywhere a
 	// construct is expected (Stack.Of, Names, as a scope).
 	q := &processingQueue{s: s}

@@ -67,8 +67,8 @@ func TestValidationCollectsEveryProblem(t *testing.T) {
 		if !ok {
 			t.Fatal("expected a *validate.Error")
 		}
-		if len(verr.Problems) != 3 || !strings.Contains(verr.Construct, `"AllWrong"`) {
-			t.Errorf("want 3 problems for ProcessingQueue \"AllWrong\", got %s", verr.Error())
+		if len(verr.Problems) != 3 || verr.Construct != `ProcessingQueue "Scratch/AllWrong"` {
+			t.Errorf("want 3 problems for ProcessingQueue \"Scratch/AllWrong\", got %s", verr.Error())
 		}
 		if scratch.Node().TryFindChild(strPtr("AllWrong")) != nil {
 			t.Error("the construct was created before validation failed")

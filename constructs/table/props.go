@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
@@ -82,7 +83,7 @@ type settings struct {
 
 // resolve applies the defaults to props (nil allowed) and validates the result, panicking
 // with a *validate.Error that lists every problem.
-func resolve(id string, props *IdempotencyTableProps) settings {
+func resolve(scope constructs.Construct, id string, props *IdempotencyTableProps) settings {
 	var p IdempotencyTableProps
 	if props != nil {
 		p = *props
@@ -99,7 +100,7 @@ func resolve(id string, props *IdempotencyTableProps) settings {
 		s.removalPolicy = DefaultRemovalPolicy
 	}
 
-	v := validate.New("IdempotencyTable", id)
+	v := validate.NewIn("IdempotencyTable", scope, id)
 	s.check(v)
 	v.Check()
 	return s

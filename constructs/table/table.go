@@ -50,7 +50,7 @@ var _ IdempotencyTable = (*idempotencyTable)(nil)
 // NewIdempotencyTable creates the table. props may be nil (every default). Invalid props
 // panic with a *validate.Error, before anything is created.
 func NewIdempotencyTable(scope constructs.Construct, id string, props *IdempotencyTableProps) IdempotencyTable {
-	s := resolve(id, props)
+	s := resolve(scope, id, props)
 	// Override registers t itself as the jsii construct, so t can be passed anywhere a
 	// construct is expected (Stack.Of, as a scope).
 	t := &idempotencyTable{s: s}

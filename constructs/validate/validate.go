@@ -7,15 +7,20 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
 )
 
-// Error is the value constructs panic with when their props are invalid. The CDK app's main
-// recovers it and prints it without a stack trace (see stacks/app).
+// Error is the value constructs panic with when their props are invalid. A CDK app's main
+// prints it without a stack trace by deferring ExitOnInvalidProps.
 type Error struct {
-	// Construct is the construct's path or kind and id, e.g. `IdempotentConsumer "Standard"`.
+	// Construct is the construct's kind and path, e.g.
+	// `IdempotentConsumer "IdempotentSqsPipeline-dev/Standard/Consumer"`: the path tells
+	// which stack (stage) and which parent the invalid construct is in.
 	Construct string
 	// Problems are the individual messages, each naming prop, value and fix.
 	Problems []string
@@ -37,9 +42,32 @@ type Problems struct {
 	list      []string
 }
 
-// New starts a collection for the construct described by kind and id.
-func New(kind, id string) *Problems {
-	return &Problems{construct: fmt.Sprintf("%s %q", kind, id)}
+// New starts a collection for the construct described by kind and name. Constructs pass
+// their path (NewIn does that); name is quoted as given.
+func New(kind, name string) *Problems {
+	return &Problems{construct: fmt.Sprintf("%s %q", kind, name)}
+}
+
+// NewIn starts a collection for the construct of kind that will be added to scope as id. A
+// construct validates its props before it creates its own node (nothing is built from
+// invalid props), so its path is computed from scope and id rather than read from the node.
+func NewIn(kind string, scope constructs.IConstruct, id string) *Problems {
+	return New(kind, PathOf(scope, id))
+}
+
+// PathOf is the path Node().Path() will return for a child id of scope: the ids from the
+// root down, joined by "/", the root's own empty id left out. The constructs library
+// replaces a "/" inside an id with "--", and so does PathOf.
+func PathOf(scope constructs.IConstruct, id string) string {
+	id = strings.ReplaceAll(id, "/", "--")
+	if scope == nil {
+		return id
+	}
+	parent := *scope.Node().Path()
+	if parent == "" {
+		return id
+	}
+	return parent + "/" + id
 }
 
 // Add records that prop has value got, and how to fix it.
@@ -85,4 +113,36 @@ func AsError(r any) (*Error, bool) {
 		return v, true
 	}
 	return nil, false
+}
+
+// exit and stderr are where ExitOnInvalidProps reports; tests replace them.
+var (
+	exit             = os.Exit
+	stderr io.Writer = os.Stderr
+)
+
+// ExitOnInvalidProps turns a construct's invalid props into what a command-line tool prints:
+// the *Error's message on stderr, no Go stack trace, exit status 1. Any other panic goes on
+// unchanged. A CDK app's main defers it first thing:
+//
+//	func main() {
+//		defer validate.ExitOnInvalidProps()
+//		app := awscdk.NewApp(nil)
+//		...
+//	}
+//
+// Defer the function itself, not a closure that calls it: recover only stops a panic when
+// the deferred function calls it directly, so `defer func() { validate.ExitOnInvalidProps() }()`
+// lets the stack trace through.
+func ExitOnInvalidProps() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if verr, ok := AsError(r); ok {
+		fmt.Fprintf(stderr, "\n%s\n\n", verr)
+		exit(1)
+		return
+	}
+	panic(r)
 }

@@ -2,7 +2,14 @@ package validate
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
 )
 
 func TestProblemsCollectsEveryProblemAndFailsOnce(t *testing.T) {
@@ -34,5 +41,101 @@ func TestAsErrorIgnoresOtherPanics(t *testing.T) {
 		if _, ok := AsError(r); ok {
 			t.Errorf("AsError(%v) = ok, want not a validation error", r)
 		}
+	}
+}
+
+// invalid panics the way a construct with one bad prop does.
+func invalid() {
+	p := New("ProcessingQueue", "App-prod/Orders/Queue")
+	p.Add("MaxReceiveCount", 0, "use a value from 1 to 1000")
+	p.Check()
+}
+
+// stubExit makes ExitOnInvalidProps report into a buffer and record the status instead of
+// ending the test binary.
+func stubExit(t *testing.T) (out *strings.Builder, code *int) {
+	t.Helper()
+	out, code = &strings.Builder{}, new(int)
+	*code = -1
+	oldExit, oldStderr := exit, stderr
+	exit, stderr = func(c int) { *code = c }, out
+	t.Cleanup(func() { exit, stderr = oldExit, oldStderr })
+	return out, code
+}
+
+func TestExitOnInvalidPropsPrintsTheErrorAndExits1(t *testing.T) {
+	out, code := stubExit(t)
+	func() {
+		defer ExitOnInvalidProps()
+		invalid()
+	}()
+	want := "\nProcessingQueue \"App-prod/Orders/Queue\": invalid props:\n  - MaxReceiveCount: got 0; use a value from 1 to 1000\n\n"
+	if *code != 1 || out.String() != want {
+		t.Fatalf("exit status %d, stderr %q; want 1 and %q", *code, out, want)
+	}
+}
+
+func TestExitOnInvalidPropsLetsOtherPanicsThrough(t *testing.T) {
+	out, code := stubExit(t)
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		defer ExitOnInvalidProps()
+		panic("boom")
+	}()
+	if got != "boom" || *code != -1 || out.Len() != 0 {
+		t.Fatalf("panic %v, exit %d, stderr %q; want the panic unchanged and no exit", got, *code, out)
+	}
+}
+
+func TestExitOnInvalidPropsWithoutPanicDoesNothing(t *testing.T) {
+	out, code := stubExit(t)
+	func() {
+		defer ExitOnInvalidProps()
+	}()
+	if *code != -1 || out.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q; want neither", *code, out)
+	}
+}
+
+// The real os.Exit, in a child process: status 1, the message, and no Go stack trace.
+func TestExitOnInvalidPropsInAProcess(t *testing.T) {
+	if os.Getenv("VALIDATE_EXIT_CHILD") == "1" {
+		defer ExitOnInvalidProps()
+		invalid()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExitOnInvalidPropsInAProcess$")
+	cmd.Env = append(os.Environ(), "VALIDATE_EXIT_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
+		t.Fatalf("child: %v, want exit status 1; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `ProcessingQueue "App-prod/Orders/Queue": invalid props:`) {
+		t.Errorf("child output lacks the error:\n%s", out)
+	}
+	if strings.Contains(string(out), "goroutine") || strings.Contains(string(out), "panic:") {
+		t.Errorf("child printed a stack trace:\n%s", out)
+	}
+}
+
+// PathOf must predict the path the constructs library gives the node, including its
+// replacement of "/" in an id, at the root, under a stack and deeper.
+func TestPathOfMatchesTheNodePath(t *testing.T) {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("App-prod"), nil)
+	parent := constructs.NewConstruct(stack, jsii.String("Orders"))
+	for _, tc := range []struct {
+		scope constructs.Construct
+		id    string
+	}{{app, "Root"}, {stack, "Queue"}, {parent, "Queue"}, {parent, "a/b"}} {
+		want := *constructs.NewConstruct(tc.scope, jsii.String(tc.id)).Node().Path()
+		if got := PathOf(tc.scope, tc.id); got != want {
+			t.Errorf("PathOf(%s, %q) = %q, node path %q", *tc.scope.Node().Path(), tc.id, got, want)
+		}
+	}
+	if got, want := NewIn("ProcessingQueue", parent, "DLQ").construct, `ProcessingQueue "App-prod/Orders/DLQ"`; got != want {
+		t.Errorf("NewIn names %s, want %s", got, want)
 	}
 }

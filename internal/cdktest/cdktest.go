@@ -42,6 +42,18 @@ func NewStack(app awscdk.App, id string) awscdk.Stack {
 // unless one of the collected problems contains every fragment in want.
 func ExpectProblem(t *testing.T, build func(), want ...string) {
 	t.Helper()
+	expectProblem(t, "", build, want)
+}
+
+// ExpectProblemIn is ExpectProblem that also requires the error to name construct (kind and
+// quoted path, e.g. `ProcessingQueue "Stack/Orders/Queue"`).
+func ExpectProblemIn(t *testing.T, construct string, build func(), want ...string) {
+	t.Helper()
+	expectProblem(t, construct, build, want)
+}
+
+func expectProblem(t *testing.T, construct string, build func(), want []string) {
+	t.Helper()
 	defer func() {
 		t.Helper()
 		r := recover()
@@ -51,6 +63,9 @@ func ExpectProblem(t *testing.T, build func(), want ...string) {
 		verr, ok := validate.AsError(r)
 		if !ok {
 			t.Fatalf("expected a *validate.Error, got panic %v", r)
+		}
+		if construct != "" && verr.Construct != construct {
+			t.Fatalf("the error names %s, want %s:\n%s", verr.Construct, construct, verr.Error())
 		}
 		for _, p := range verr.Problems {
 			if containsAll(p, want) {

@@ -30,7 +30,8 @@ import (
 )
 
 func main() {
-	defer exitOnInvalidProps()
+	// Invalid props: the message on stderr and exit status 1, no Go stack trace.
+	defer validate.ExitOnInvalidProps()
 
 	app := awscdk.NewApp(nil)
 	cfg, err := stacks.ConfigFromContext(app)
@@ -40,18 +41,4 @@ func main() {
 	}
 	stacks.Build(app, cfg)
 	app.Synth(nil)
-}
-
-// exitOnInvalidProps prints a construct validation error the way a CLI tool would, and lets
-// any other panic through unchanged.
-func exitOnInvalidProps() {
-	r := recover()
-	if r == nil {
-		return
-	}
-	if verr, ok := validate.AsError(r); ok {
-		fmt.Fprintf(os.Stderr, "\n%s\n\n", verr)
-		os.Exit(1)
-	}
-	panic(r)
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -224,7 +225,7 @@ func TestAppRejectsConsumerTimeoutLongerThanVisibilityAllows(t *testing.T) {
 	if err == nil {
 		t.Fatalf("app accepted a 5m consumer on a 2m visibility timeout:\n%s", out)
 	}
-	for _, want := range []string{"VisibilityTimeout", "2m0s", "30m0s"} {
+	for _, want := range []string{`ProcessingQueue "IdempotentSqsPipeline-dev/Standard/Queue": invalid props:`, "VisibilityTimeout", "2m0s", "30m0s"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -232,6 +233,17 @@ func TestAppRejectsConsumerTimeoutLongerThanVisibilityAllows(t *testing.T) {
 	if strings.Contains(string(out), "goroutine") {
 		t.Errorf("a prop error must not print a Go stack trace:\n%s", out)
 	}
+}
+
+// In an app with a stack per stage, the error of a wrong prop names the stage's stack (the
+// construct's path), not only the construct's id, which is the same in every stage.
+func TestInvalidPropsNameTheStage(t *testing.T) {
+	app := cdktest.NewApp()
+	stacks.Build(app, stacks.Config{Stage: "dev", Account: "123456789012", Region: "eu-west-1"})
+	cdktest.ExpectProblemIn(t, `ProcessingQueue "IdempotentSqsPipeline-prod/Standard/Queue"`, func() {
+		stacks.Build(app, stacks.Config{Stage: "prod", Account: "123456789012", Region: "eu-west-1",
+			ConsumerTimeout: 5 * time.Minute, VisibilityTimeout: 2 * time.Minute})
+	}, "VisibilityTimeout: got 2m0s")
 }
 
 // ids resolves a pipeline's queue, DLQ and consumer function to their logical ids through
