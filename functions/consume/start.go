@@ -15,7 +15,6 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
-	"github.com/idempotent-sqs/pipeline/functions/internal/awsenv"
 	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
@@ -24,8 +23,8 @@ import (
 // points a client at a local server. Any other SDK service id works the same way (for
 // example "S3", "SNS", "EventBridge").
 const (
-	ServiceDynamoDB = awsenv.DynamoDB
-	ServiceSQS      = awsenv.SQS
+	ServiceDynamoDB = "DYNAMODB"
+	ServiceSQS      = "SQS"
 )
 
 // Env is what a BuildFunc gets, once per cold start: the consumer's configuration, its

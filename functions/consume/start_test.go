@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -223,5 +224,24 @@ func checkService(t *testing.T, lines []map[string]any, want string) {
 	}
 	if emf != 1 || len(lines) < 2 {
 		t.Errorf("%d EMF lines among %d, want one EMF line and log lines", emf, len(lines))
+	}
+}
+
+// WithDynamoDB replaces the client Init would build: no AWS variables are needed.
+func TestInitWithDynamoDB(t *testing.T) {
+	table := newTable(t, "")
+	out := &syncBuffer{}
+	effects := 0
+	h := Init(func(Env) (Effect, error) {
+		return func(context.Context, Message) ([]byte, error) { effects++; return nil, nil }, nil
+	}, WithLookup(lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": table})), WithOutput(out), WithDynamoDB(srv.Client()))
+	for i := range 2 {
+		ev := events.SQSEvent{Records: []events.SQSMessage{record(fmt.Sprint("m", i), `{"idempotencyKey":"k"}`)}}
+		if resp, err := h(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("invocation %d: %v, %v\n%s", i, resp, err, out.buf.String())
+		}
+	}
+	if effects != 1 {
+		t.Errorf("effect ran %d times, want once", effects)
 	}
 }

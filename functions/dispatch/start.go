@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idempotent-sqs/pipeline/functions/internal/awsenv"
 	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
@@ -18,8 +17,8 @@ import (
 // points a client at a local server. Any other SDK service id works the same way (for
 // example "S3", "EventBridge").
 const (
-	ServiceDynamoDB = awsenv.DynamoDB
-	ServiceSQS      = awsenv.SQS
+	ServiceDynamoDB = "DYNAMODB"
+	ServiceSQS      = "SQS"
 )
 
 // Env is what a BuildFunc gets, once per cold start: the dispatcher's configuration, its
