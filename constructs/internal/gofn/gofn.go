@@ -5,19 +5,18 @@
 // the construct grants more. Constructs validate Props with Validate, then call New.
 //
 // The function mains live in this module (functions/consumer, functions/dispatcher). Their
-// directories are derived from this file's location at build time, so a CDK app that
-// imports the constructs from the module cache bundles the mains from the cache too; an app
-// built with -trimpath loses that location and must set Entry and ModuleDir.
+// directories are derived from this package's location at build time, so a CDK app that
+// imports the constructs from the module cache bundles the mains from the cache too. An app
+// built with -trimpath loses that location; DefaultPaths then asks the go command where the
+// module is (see paths.go), and only when that fails must the app set Entry and ModuleDir.
 package gofn
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"time"
 
@@ -93,20 +92,6 @@ type Function struct {
 	LogGroup awslogs.LogGroup
 }
 
-// DefaultPaths returns the default Entry of main and the module root, derived from the
-// location this file was compiled from.
-func DefaultPaths(main string) (entry, moduleDir string, err error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok || !filepath.IsAbs(file) {
-		return "", "", errors.New("the construct package was built without source paths (-trimpath?)")
-	}
-	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", "", fmt.Errorf("no go.mod at %s: %w", root, err)
-	}
-	return filepath.Join(root, "functions", main), root, nil
-}
-
 // Validate records every problem with p in problems and fills in the defaults of Entry,
 // ModuleDir and LogRetention. The construct passes prop names as its users spell them.
 func (p *Props) Validate(problems *validate.Problems) {
@@ -132,7 +117,9 @@ func (p *Props) Validate(problems *validate.Problems) {
 	if p.Entry == "" {
 		entry, root, err := DefaultPaths(p.Main)
 		if err != nil {
-			problems.Addf("Entry", "cannot find the %s function's source: %v; set Entry (the Go main package directory) and ModuleDir (the directory holding its go.mod)", p.Main, err)
+			problems.Addf("Entry", "cannot find the %s function's source (%v); set Entry to the directory of your %s main package "+
+				"(e.g. $(go list -m -f '{{.Dir}}' %s)/functions/%s) and ModuleDir to the directory of the go.mod it builds with",
+				p.Main, err, p.Main, modulePath(), p.Main)
 			return
 		}
 		p.Entry = entry
