@@ -345,7 +345,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 		p.Add("KeySource", strconv.Quote(keySource), err)
 	}
 	sortKey := props.Table.SortKeyName()
-	// constructs/table refuses these itself; another Store may not (functions/consumer's env.go
+	// constructs/table refuses these itself; another Store may not (functions/consume's env.go
 	// holds the same rule).
 	if refused := append([]string{idempotency.DefaultPartitionKeyAttr}, idempotency.ReservedAttrs()...); slices.Contains(refused, sortKey) {
 		p.Add("Table", fmt.Sprintf("a table with sort key %q", sortKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_SORT_KEY (none of %s: "+
