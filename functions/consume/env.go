@@ -3,7 +3,6 @@ package consume
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -255,7 +254,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	}
 
 	if v, ok := optional(envMetricsNamespace); ok {
-		if err := checkNamespace(v); err != nil {
+		if err := telemetry.ValidateNamespace(v); err != nil {
 			bad(envMetricsNamespace, v, true, "a CloudWatch namespace: 1-255 characters of 0-9A-Za-z._-/#: and space, not starting with AWS/")
 		} else {
 			cfg.MetricsNamespace = v
@@ -273,12 +272,4 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		return cfg, fmt.Errorf("%w: %w", ErrConfig, errors.Join(problems...))
 	}
 	return cfg, nil
-}
-
-// checkNamespace applies telemetry's namespace rules (enforced at Flush) at start, so a bad
-// namespace fails the configuration instead of silently losing every metric.
-func checkNamespace(ns string) error {
-	m := telemetry.NewMetrics(ns, serviceName)
-	m.Register(telemetry.MetricProcessed)
-	return m.Flush(io.Discard)
 }

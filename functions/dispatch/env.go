@@ -3,7 +3,6 @@ package dispatch
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -149,7 +148,7 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	}
 
 	if v, ok := optional(envMetricsNamespace); ok {
-		if err := checkNamespace(v); err != nil {
+		if err := telemetry.ValidateNamespace(v); err != nil {
 			bad(envMetricsNamespace, v, true, "a CloudWatch namespace: 1-255 characters of 0-9A-Za-z._-/#: and space, not starting with AWS/")
 		} else {
 			cfg.MetricsNamespace = v
@@ -181,12 +180,4 @@ func validJobName(s string) bool {
 		}
 	}
 	return true
-}
-
-// checkNamespace applies telemetry's own namespace rules (enforced at Flush) at start, so a bad
-// namespace fails the configuration instead of silently losing every metric.
-func checkNamespace(ns string) error {
-	m := telemetry.NewMetrics(ns, serviceName)
-	m.Register(telemetry.MetricDispatched)
-	return m.Flush(io.Discard)
 }

@@ -173,7 +173,7 @@ func validMetricName(name string) error {
 // ErrInvalidMetricName for names rejected by Add or Register since the last flush (the valid
 // counters are still written); a write error (the counters are kept for the next Flush).
 func (m *Metrics) Flush(w io.Writer) error {
-	if err := validNamespace(m.namespace); err != nil {
+	if err := ValidateNamespace(m.namespace); err != nil {
 		return fmt.Errorf("flush metrics: %w %q: %w", ErrInvalidNamespace, m.namespace, err)
 	}
 	if m.service == "" || len(m.service) > maxDimensionValueLen {
@@ -280,7 +280,10 @@ func (m *Metrics) encode(names []string, values []int64) ([]byte, error) {
 	return append(line, '\n'), nil
 }
 
-func validNamespace(ns string) error {
+// ValidateNamespace reports why ns is not a CloudWatch namespace Flush would publish under,
+// or nil. Configuration loaders call it at start, so a bad namespace fails the configuration
+// instead of silently losing every metric at Flush.
+func ValidateNamespace(ns string) error {
 	switch {
 	case ns == "":
 		return errors.New("empty")
