@@ -70,7 +70,7 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 	s.monitoring.WatchTable("IdempotencyTable", s.table.Table())
 
 	build := func(name string, fifo bool, items []dispatcher.WorkItem) pipeline.Pipeline {
-		return pipeline.NewPipeline(stack, jsii.String(name), &pipeline.PipelineProps{
+		return pipeline.NewPipeline(stack, name, &pipeline.PipelineProps{
 			Fifo:       fifo,
 			Table:      s.table,
 			Monitoring: s.monitoring,

@@ -18,7 +18,7 @@ func Example() {
 	stack := awscdk.NewStack(app, jsii.String("Billing"), nil)
 
 	shared := table.NewIdempotencyTable(stack, "Idempotency", nil)
-	invoices := pipeline.NewPipeline(stack, jsii.String("Invoices"), &pipeline.PipelineProps{
+	invoices := pipeline.NewPipeline(stack, "Invoices", &pipeline.PipelineProps{
 		Fifo:  true,
 		Table: shared,
 		Dispatcher: &dispatcher.ScheduledDispatcherProps{
@@ -28,7 +28,7 @@ func Example() {
 		},
 	})
 	// A queue fed by other producers: no dispatcher.
-	refunds := pipeline.NewPipeline(stack, jsii.String("Refunds"), &pipeline.PipelineProps{
+	refunds := pipeline.NewPipeline(stack, "Refunds", &pipeline.PipelineProps{
 		Table:      shared,
 		Monitoring: invoices.Monitoring(),
 	})

@@ -6,7 +6,7 @@
 // one call, and can still replace any part: pass an existing table or monitoring to share
 // them between pipelines, or props for each part to tune it.
 //
-//	p := pipeline.NewPipeline(stack, jsii.String("Orders"), &pipeline.PipelineProps{
+//	p := pipeline.NewPipeline(stack, "Orders", &pipeline.PipelineProps{
 //		Dispatcher: &dispatcher.ScheduledDispatcherProps{Items: items},
 //	})
 //	p.Queue().Queue() // the queue other producers may send to
@@ -41,8 +41,9 @@ type PipelineProps struct {
 	Monitoring monitoring.PipelineMonitoring
 	// MonitoringProps configure the new monitoring when Monitoring is nil.
 	MonitoringProps *monitoring.PipelineMonitoringProps
-	// Queue configures the processing queue. Fifo and ConsumerTimeout are set by the
-	// pipeline (from Fifo and the consumer's Timeout); setting them differently is an error.
+	// Queue configures the processing queue. Leave Queue.Fifo and Queue.ConsumerTimeout
+	// unset: the pipeline sets them from Fifo and the consumer's Timeout. (Queue.Fifo true
+	// on a standard pipeline, or a ConsumerTimeout other than the consumer's, is an error.)
 	Queue *queue.ProcessingQueueProps
 	// Consumer configures the consumer. Queue and Table are set by the pipeline; setting
 	// them is an error. Default: the consumer defaults (30 s timeout), except KeyPrefix,
@@ -83,15 +84,17 @@ const constructKind = "Pipeline"
 
 // NewPipeline builds the pipeline. Child construct ids ("Table", "Queue", "Consumer",
 // "Dispatcher", "Monitoring") are part of the public contract: logical ids derive from them.
-func NewPipeline(scope constructs.Construct, id *string, props *PipelineProps) Pipeline {
+//
+// id is a plain string, like every other constructor of this module.
+func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pipeline {
 	if props == nil {
 		props = &PipelineProps{}
 	}
 	qp, cp := props.queueProps(), props.consumerProps()
-	check(scope, *id, props, qp, cp)
+	check(scope, id, props, qp, cp)
 
 	p := &pipeline{}
-	constructs.NewConstruct_Override(p, scope, id)
+	constructs.NewConstruct_Override(p, scope, jsii.String(id))
 
 	p.table = props.Table
 	if p.table == nil {
@@ -110,11 +113,11 @@ func NewPipeline(scope constructs.Construct, id *string, props *PipelineProps) P
 	if cp.KeyPrefix == "" {
 		// The consumer's own default (its construct id, "Consumer") would be the same in
 		// every pipeline; pipelines sharing a table need distinct namespaces.
-		cp.KeyPrefix = *id
+		cp.KeyPrefix = id
 	}
 	p.consumer = consumer.NewIdempotentConsumer(p, "Consumer", &cp)
 
-	label := *id
+	label := id
 	p.monitoring.WatchQueue(label, p.queue.Queue(), p.queue.DeadLetterQueue())
 	p.monitoring.WatchConsumer(label, p.consumer.Function(), p.queue.Queue())
 	if props.Table == nil {
@@ -160,8 +163,10 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 	if props.Monitoring != nil && props.MonitoringProps != nil {
 		v.Addf("Monitoring", "both Monitoring and MonitoringProps are set; give an existing monitoring or props for a new one, not both")
 	}
-	if props.Queue != nil && qp.Fifo != props.Fifo {
-		v.Add("Queue.Fifo", qp.Fifo, "leave it unset and use the pipeline's Fifo prop")
+	// A Go bool cannot say "unset": false is what an untouched Queue.Fifo holds, so only
+	// true on a standard pipeline contradicts anything.
+	if qp.Fifo && !props.Fifo {
+		v.Add("Queue.Fifo", qp.Fifo, "leave it unset and set the pipeline's Fifo prop instead")
 	}
 	if qp.ConsumerTimeout != 0 && qp.ConsumerTimeout != cp.Timeout {
 		v.Add("Queue.ConsumerTimeout", qp.ConsumerTimeout,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
@@ -43,7 +42,7 @@ func TestValidationMessages(t *testing.T) {
 		{"monitoring and monitoring props", &pipeline.PipelineProps{Monitoring: mon, MonitoringProps: &monitoring.PipelineMonitoringProps{}},
 			[]string{"Monitoring:", "not both"}},
 		{"queue fifo disagrees", &pipeline.PipelineProps{Queue: &queue.ProcessingQueueProps{Fifo: true}},
-			[]string{"Queue.Fifo: got true", "use the pipeline's Fifo prop"}},
+			[]string{"Queue.Fifo: got true", "set the pipeline's Fifo prop instead"}},
 		{"queue consumer timeout disagrees", &pipeline.PipelineProps{
 			Queue:    &queue.ProcessingQueueProps{ConsumerTimeout: time.Minute},
 			Consumer: &consumer.IdempotentConsumerProps{Timeout: 2 * time.Minute}},
@@ -55,7 +54,7 @@ func TestValidationMessages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cdktest.ExpectProblemIn(t, `Pipeline "PipelineTest/P`+tc.name+`"`,
-				func() { pipeline.NewPipeline(stack, jsii.String("P"+tc.name), tc.props) }, tc.want...)
+				func() { pipeline.NewPipeline(stack, "P"+tc.name, tc.props) }, tc.want...)
 		})
 	}
 }
@@ -64,8 +63,20 @@ func TestValidationMessages(t *testing.T) {
 // several pipelines (and which stack) is wrong.
 func TestPartErrorsNameThePipeline(t *testing.T) {
 	cdktest.ExpectProblemIn(t, `ProcessingQueue "PipelineTest/Invoices/Queue"`, func() {
-		pipeline.NewPipeline(stack, jsii.String("Invoices"), &pipeline.PipelineProps{
+		pipeline.NewPipeline(stack, "Invoices", &pipeline.PipelineProps{
 			Queue: &queue.ProcessingQueueProps{MaxReceiveCount: -1},
 		})
 	}, "MaxReceiveCount: got -1")
+}
+
+// Queue props on a FIFO pipeline leave Queue.Fifo false, as a user who never touched it
+// does: the pipeline's Fifo decides, and the queue is FIFO.
+func TestFifoPipelineTakesQueueProps(t *testing.T) {
+	p := pipeline.NewPipeline(stack, "FifoWithQueueProps", &pipeline.PipelineProps{
+		Fifo:  true,
+		Queue: &queue.ProcessingQueueProps{MaxReceiveCount: 3},
+	})
+	if !p.Queue().Fifo() || p.Queue().MaxReceiveCount() != 3 {
+		t.Errorf("queue: fifo %v, max receive count %d; want true, 3", p.Queue().Fifo(), p.Queue().MaxReceiveCount())
+	}
 }
