@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idempotent-sqs/pipeline/functions/batch"
 	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
@@ -23,6 +24,7 @@ const (
 	envTableName        = "IDEMPOTENCY_TABLE_NAME"
 	envKeyPrefix        = "IDEMPOTENCY_KEY_PREFIX"
 	envKeySource        = "IDEMPOTENCY_KEY_SOURCE"
+	envPartitionKey     = "IDEMPOTENCY_PARTITION_KEY"
 	envSortKey          = "IDEMPOTENCY_SORT_KEY"
 	envTenantSource     = "IDEMPOTENCY_TENANT_SOURCE"
 	envRecordTTL        = "IDEMPOTENCY_RECORD_TTL"
@@ -47,6 +49,8 @@ const (
 	defaultMaxBodyBytes     = 256 * 1024
 	maxMaxBodyBytes         = 1024 * 1024 // the SQS message size limit
 	defaultMetricsNamespace = "IdempotentSQS"
+	// maxKeyAttrBytes is DynamoDB's limit on a key attribute's name.
+	maxKeyAttrBytes = 255
 	// maxKeyPrefixBytes keeps "<prefix>#<key>" within DynamoDB's 2048-byte partition key for
 	// any key msgkey accepts (MaxKeyBytes = 512).
 	maxKeyPrefixBytes = 1024
@@ -196,14 +200,24 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 
+	// The key attribute names: the record's own attributes, invalid UTF-8 and a sort key
+	// equal to the partition key would be refused by idempotency.New too, but without naming
+	// the variable.
+	idem.PartitionKeyAttr = idempotency.DefaultPartitionKeyAttr
+	if v, ok := optional(envPartitionKey); ok {
+		if len(v) > maxKeyAttrBytes || !utf8.ValidString(v) || slices.Contains(idempotency.ReservedAttrs(), v) {
+			bad(envPartitionKey, v, true, fmt.Sprintf("the table's partition key attribute name (1-%d bytes of UTF-8, none of %s: "+
+				"the attributes every idempotency record writes)", maxKeyAttrBytes, strings.Join(idempotency.ReservedAttrs(), ", ")))
+		} else {
+			idem.PartitionKeyAttr = v
+		}
+	}
 	sortKey, hasSortKey := optional(envSortKey)
 	if hasSortKey {
-		// The consumer uses the default partition key; the record's own attributes would be
-		// refused by idempotency.New too, but without naming the variable.
-		reserved := append([]string{idempotency.DefaultPartitionKeyAttr}, idempotency.ReservedAttrs()...)
-		if len(sortKey) > 255 || slices.Contains(reserved, sortKey) {
-			bad(envSortKey, sortKey, true, fmt.Sprintf("the table's sort key attribute name (1-255 bytes, none of %s: "+
-				"the partition key and the attributes every idempotency record writes)", strings.Join(reserved, ", ")))
+		reserved := append([]string{idem.PartitionKeyAttr}, idempotency.ReservedAttrs()...)
+		if len(sortKey) > maxKeyAttrBytes || !utf8.ValidString(sortKey) || slices.Contains(reserved, sortKey) {
+			bad(envSortKey, sortKey, true, fmt.Sprintf("the table's sort key attribute name (1-%d bytes, none of %s: "+
+				"the partition key and the attributes every idempotency record writes)", maxKeyAttrBytes, strings.Join(reserved, ", ")))
 		} else {
 			idem.SortKeyAttr = sortKey
 		}

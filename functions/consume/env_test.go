@@ -18,7 +18,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		Idempotency: idempotency.Config{TableName: "idem", KeyPrefix: "consumer", RecordTTL: 24 * time.Hour,
+		Idempotency: idempotency.Config{TableName: "idem", KeyPrefix: "consumer", PartitionKeyAttr: "id", RecordTTL: 24 * time.Hour,
 			LockCap: 15 * time.Minute, ValidatePayload: true},
 		KeySource:        msgkey.Source{Kind: msgkey.SourceBody, Name: "idempotencyKey"},
 		Batch:            batch.Options{Concurrency: 10, DeadlineMargin: 2 * time.Second},
@@ -31,7 +31,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Errorf("cfg = %+v\nwant %+v", cfg, want)
 	}
 	empties := map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem"}
-	for _, v := range []string{"IDEMPOTENCY_KEY_PREFIX", "IDEMPOTENCY_KEY_SOURCE", "IDEMPOTENCY_SORT_KEY", "IDEMPOTENCY_TENANT_SOURCE",
+	for _, v := range []string{"IDEMPOTENCY_KEY_PREFIX", "IDEMPOTENCY_KEY_SOURCE", "IDEMPOTENCY_PARTITION_KEY", "IDEMPOTENCY_SORT_KEY", "IDEMPOTENCY_TENANT_SOURCE",
 		"IDEMPOTENCY_RECORD_TTL", "IDEMPOTENCY_LOCK_CAP", "IDEMPOTENCY_VALIDATE_PAYLOAD", "IDEMPOTENCY_CACHE_SIZE", "IDEMPOTENCY_DISABLED",
 		"BATCH_CONCURRENCY", "BATCH_DEADLINE_MARGIN", "MAX_BODY_BYTES", "DEAD_LETTER_QUEUE_URL", "METRICS_NAMESPACE", "LOG_LEVEL"} {
 		empties[v] = ""
@@ -99,6 +99,9 @@ func TestLoadConfigDeadLetterQueueURL(t *testing.T) {
 
 func TestLoadConfigErrors(t *testing.T) {
 	const unset = "\x00unset"
+	const partitionKeyWant = "the table's partition key attribute name (1-255 bytes of UTF-8, none of " +
+		"expiration, in_progress_expiration, status, data, validation, owner, attempt, result_dropped: " +
+		"the attributes every idempotency record writes)"
 	cases := []struct {
 		name string
 		env  map[string]string
@@ -123,6 +126,17 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"sort key is the result-dropped mark", map[string]string{"IDEMPOTENCY_SORT_KEY": "result_dropped", "IDEMPOTENCY_TENANT_SOURCE": "group"},
 			`IDEMPOTENCY_SORT_KEY="result_dropped": want the table's sort key attribute name (1-255 bytes, none of id, expiration, in_progress_expiration, ` +
 				`status, data, validation, owner, attempt, result_dropped: the partition key and the attributes every idempotency record writes)`},
+		{"sort key not UTF-8", map[string]string{"IDEMPOTENCY_SORT_KEY": "s\xffk", "IDEMPOTENCY_TENANT_SOURCE": "group"},
+			`IDEMPOTENCY_SORT_KEY="s\xffk": want the table's sort key attribute name (1-255 bytes, none of id,`},
+		{"partition key too long", map[string]string{"IDEMPOTENCY_PARTITION_KEY": strings.Repeat("p", 256)},
+			`IDEMPOTENCY_PARTITION_KEY="` + strings.Repeat("p", 256) + `": want ` + partitionKeyWant},
+		{"partition key not UTF-8", map[string]string{"IDEMPOTENCY_PARTITION_KEY": "p\xffk"}, `IDEMPOTENCY_PARTITION_KEY="p\xffk": want ` + partitionKeyWant},
+		{"partition key is the TTL attribute", map[string]string{"IDEMPOTENCY_PARTITION_KEY": "expiration"},
+			`IDEMPOTENCY_PARTITION_KEY="expiration": want ` + partitionKeyWant},
+		{"partition key is the result-dropped mark", map[string]string{"IDEMPOTENCY_PARTITION_KEY": "result_dropped"},
+			`IDEMPOTENCY_PARTITION_KEY="result_dropped": want ` + partitionKeyWant},
+		{"sort key is the configured partition key", map[string]string{"IDEMPOTENCY_PARTITION_KEY": "pk", "IDEMPOTENCY_SORT_KEY": "pk", "IDEMPOTENCY_TENANT_SOURCE": "group"},
+			`IDEMPOTENCY_SORT_KEY="pk": want the table's sort key attribute name (1-255 bytes, none of pk, expiration,`},
 		{"sort key without tenant", map[string]string{"IDEMPOTENCY_SORT_KEY": "sk"},
 			"IDEMPOTENCY_TENANT_SOURCE is not set: want body:<json field>, attribute:<message attribute name> or group (the MessageGroupId): it is required when IDEMPOTENCY_SORT_KEY is set"},
 		{"tenant without sort key", map[string]string{"IDEMPOTENCY_TENANT_SOURCE": "group"},
@@ -201,6 +215,43 @@ func TestLoadConfigRefusesRecordAttributesAsSortKey(t *testing.T) {
 		var ee *EnvError
 		if !errors.As(err, &ee) || ee.Var != "IDEMPOTENCY_SORT_KEY" || ee.Value != name {
 			t.Errorf("IDEMPOTENCY_SORT_KEY=%s: err = %v, want an *EnvError for IDEMPOTENCY_SORT_KEY", name, err)
+		}
+	}
+}
+
+// Every attribute the idempotency record writes is refused as IDEMPOTENCY_PARTITION_KEY too.
+func TestLoadConfigRefusesRecordAttributesAsPartitionKey(t *testing.T) {
+	for _, name := range idempotency.ReservedAttrs() {
+		_, err := LoadConfig(lookupFrom(map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem", "IDEMPOTENCY_PARTITION_KEY": name}))
+		var ee *EnvError
+		if !errors.As(err, &ee) || ee.Var != "IDEMPOTENCY_PARTITION_KEY" || ee.Value != name {
+			t.Errorf("IDEMPOTENCY_PARTITION_KEY=%s: err = %v, want an *EnvError for IDEMPOTENCY_PARTITION_KEY", name, err)
+		}
+	}
+}
+
+// IDEMPOTENCY_PARTITION_KEY names the table's partition key attribute: an existing table
+// keyed on another name than "id" (constructs/table.ImportIdempotencyTable) reaches the
+// store. Unset or "" means "id", the Powertools for AWS Lambda layout.
+func TestLoadConfigPartitionKey(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, "id"},
+		{map[string]string{"IDEMPOTENCY_PARTITION_KEY": ""}, "id"},
+		{map[string]string{"IDEMPOTENCY_PARTITION_KEY": "pk"}, "pk"},
+		{map[string]string{"IDEMPOTENCY_PARTITION_KEY": strings.Repeat("p", 255)}, strings.Repeat("p", 255)},
+		// With a composite key, "id" is a valid sort key once the partition key is elsewhere.
+		{map[string]string{"IDEMPOTENCY_PARTITION_KEY": "tenant", "IDEMPOTENCY_SORT_KEY": "id", "IDEMPOTENCY_TENANT_SOURCE": "group"}, "tenant"},
+	} {
+		env := map[string]string{"IDEMPOTENCY_TABLE_NAME": "idem"}
+		for k, v := range tt.env {
+			env[k] = v
+		}
+		cfg, err := LoadConfig(lookupFrom(env))
+		if err != nil || cfg.Idempotency.PartitionKeyAttr != tt.want {
+			t.Errorf("%v: PartitionKeyAttr = %q, %v; want %q", tt.env, cfg.Idempotency.PartitionKeyAttr, err, tt.want)
 		}
 	}
 }
