@@ -5,7 +5,7 @@
 # same run, but a loaded machine still widens the ranges.
 #
 #   test/bench/report.sh docs/benchmarks.md
-#   PEERS_ARGS, PEERS_LATENCY, COLDSTART_N, COST_BATCHES, DEVLOOP_RUNS, BENCHTIME change the sizes.
+#   PEERS_ARGS, PEERS_LATENCY, QUOTA_ARGS, QUOTA_MEMORY, COLDSTART_N, COST_BATCHES, DEVLOOP_RUNS, BENCHTIME change the sizes.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -14,6 +14,10 @@ PEERS_ARGS=${PEERS_ARGS:--records 2000 -rounds 3}
 COLDSTART_N=${COLDSTART_N:-20}
 COST_BATCHES=${COST_BATCHES:-20}
 PEERS_LATENCY=${PEERS_LATENCY:-4ms}
+# Lambda-shaped runs: fewer records than the unconfined ones, since at 128 MB a contender gets
+# 7% of a core (Powertools Python about 15 records/s).
+QUOTA_ARGS=${QUOTA_ARGS:--records 300 -rounds 3 -warmup 20}
+QUOTA_MEMORY=${QUOTA_MEMORY:-128,256,1024,1769}
 DEVLOOP_RUNS=${DEVLOOP_RUNS:-3}
 BENCHTIME=${BENCHTIME:-1s}
 GO=${GO:-go}
@@ -45,6 +49,17 @@ section "1b. The same comparison with every DynamoDB call delayed by $PEERS_LATE
 subsection "### Targets" "$work/peers-latency.md" >>"$work/body.md"
 subsection "### Throughput" "$work/peers-latency.md" >>"$work/body.md"
 
+echo "bench: Lambda-shaped runs ($QUOTA_ARGS -memory $QUOTA_MEMORY -latency $PEERS_LATENCY)" >&2
+# shellcheck disable=SC2086
+$GO run ./test/bench/peers $QUOTA_ARGS -memory "$QUOTA_MEMORY" -latency "$PEERS_LATENCY" -out "$work/peers-quota.md" >/dev/null
+section "1c. Lambda-shaped: each contender under Lambda's CPU share of a memory size, every DynamoDB call delayed by $PEERS_LATENCY; records/s per execution environment and cost per million records" \
+  "go run ./test/bench/peers $QUOTA_ARGS -memory $QUOTA_MEMORY -latency $PEERS_LATENCY -out peers-quota.md"
+awk '/^### Lambda-shaped runs/ {on = 1} on {print}' "$work/peers-quota.md" >>"$work/body.md"
+if grep -q '^### DynamoDB calls' "$work/peers-quota.md"; then
+  echo >>"$work/body.md"
+  subsection "### DynamoDB calls" "$work/peers-quota.md" >>"$work/body.md"
+fi
+
 echo "bench: cost floor ($COST_BATCHES batches)" >&2
 $GO run ./test/bench/cost/measure -batches "$COST_BATCHES" >"$work/cost.json"
 $GO run ./test/bench/cost -in "$work/cost.json" >"$work/cost.md"
@@ -65,9 +80,9 @@ section "4. Developer loop: synth time, test time and synths per test package" \
 cat "$work/devloop.md" >>"$work/body.md"
 
 echo "bench: Go benchmarks (benchtime $BENCHTIME)" >&2
-$GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/internal/lambdart/ >"$work/go.txt"
+$GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/internal/lambdart/ ./test/bench/peers/ >"$work/go.txt"
 section "5. Go benchmarks of the runtime packages" \
-  "go test -run '^\$' -bench . -benchtime $BENCHTIME ./functions/... ./test/internal/lambdart/"
+  "go test -run '^\$' -bench . -benchtime $BENCHTIME ./functions/... ./test/internal/lambdart/ ./test/bench/peers/"
 { echo '```'; grep -E '^(Benchmark|goos|goarch|cpu|pkg)' "$work/go.txt"; echo '```'; } >>"$work/body.md"
 
 {

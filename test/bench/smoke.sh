@@ -9,6 +9,8 @@ mkdir -p .cache
 set -x
 $GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/internal/lambdart/
 $GO run ./test/bench/peers -records 200 -rounds 1
+# The Lambda-shaped path once, at a tiny size: the cgroup, the quota, the raw loop's process.
+$GO run ./test/bench/peers -records 20 -rounds 1 -warmup 10 -batches 10 -memory 1769 -latency 1ms -count=false
 $GO run ./test/bench/coldstart -n 2
 $GO run ./test/bench/cost/measure -batches 2 >.cache/cost-smoke.json
 $GO run ./test/bench/cost -in .cache/cost-smoke.json

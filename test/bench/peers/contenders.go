@@ -50,6 +50,9 @@ type runSpec struct {
 	timeout    time.Duration // the simulated function timeout (lock expiry source)
 	workDir    string
 	meter      cpuMeter
+	// group, when set, is the CPU-quota cgroup the contender's process joins after the
+	// warm-up, for the timed part (Lambda-shaped runs); nil runs unconfined.
+	group *cgroup
 }
 
 type contender struct {
@@ -198,6 +201,11 @@ func runOurs(ctx context.Context, binary string, s runSpec) (result, error) {
 	if pid == 0 {
 		return result{Failures: failures}, fmt.Errorf("no running process after %d warm-up invocations", len(warmup))
 	}
+	if s.group != nil {
+		if err := s.group.join(pid); err != nil {
+			return result{Failures: failures}, err
+		}
+	}
 	client0, _ := procCPU(pid)
 	server0 := s.meter.server()
 	start := time.Now()
@@ -230,6 +238,9 @@ func runScript(ctx context.Context, s runSpec, interp string, args []string, ext
 		"PEER_TIMEOUT_MS=" + strconv.FormatInt(s.timeout.Milliseconds(), 10),
 		"PEER_CONCURRENCY=" + strconv.Itoa(s.set.Batch),
 	}, extraEnv...)
+	if s.group != nil {
+		cmd.Env = append(cmd.Env, "PEER_CGROUP_PROCS="+s.group.Procs())
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	pipe, err := cmd.StdoutPipe()
@@ -277,20 +288,49 @@ func tail(s string, n int) string {
 
 // runRaw is the limit: per record, parse the body for the key, one conditional UpdateItem
 // (acquire; a failed condition means duplicate and ends the record), the effect (parse the
-// body), one UpdateItem (complete). Records of a batch run concurrently, batches one after
-// another, on one client whose connection pool holds a connection per concurrent record.
+// body), one UpdateItem (complete). It runs as a process of its own (this command, re-run
+// with envRawChild set), like the other contenders, so that it can be put under a CPU quota
+// and its CPU is its own.
 func runRaw(ctx context.Context, s runSpec) (result, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return result{}, fmt.Errorf("raw contender: %w", err)
+	}
+	return runScript(ctx, s, self, nil, envRawChild+"=1")
+}
+
+// envRawChild makes this command the raw-write contender's process (see rawChild).
+const envRawChild = "PEERS_RAW_CHILD"
+
+// rawChild is the raw-write contender's process: it reads the PEER_* variables the Powertools
+// scripts read, runs the warm-up and then the timed events, and prints the same phase and
+// result lines. Records of a batch run concurrently, batches one after another, on one
+// client whose connection pool holds a connection per concurrent record.
+func rawChild(ctx context.Context) error {
+	b, err := os.ReadFile(os.Getenv("PEER_EVENTS"))
+	if err != nil {
+		return err
+	}
+	var evs fileBody
+	if err := json.Unmarshal(b, &evs); err != nil {
+		return fmt.Errorf("%s: %w", os.Getenv("PEER_EVENTS"), err)
+	}
+	conc, err := strconv.Atoi(os.Getenv("PEER_CONCURRENCY"))
+	if err != nil || conc < 1 {
+		return fmt.Errorf("PEER_CONCURRENCY %q: want a count >= 1", os.Getenv("PEER_CONCURRENCY"))
+	}
 	client := dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
-		BaseEndpoint: aws.String(s.endpoint),
+		BaseEndpoint: aws.String(os.Getenv("PEER_ENDPOINT")),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local"}, nil
 		}),
 		RetryMaxAttempts: 1,
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-			t.MaxIdleConnsPerHost = s.set.Batch
+			t.MaxIdleConnsPerHost = conc
 		}),
 	})
+	table := os.Getenv("PEER_TABLE")
 	var effects, failures atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
@@ -309,7 +349,7 @@ func runRaw(ctx context.Context, s runSpec) (result, error) {
 		key := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "raw#" + msg.IdempotencyKey}}
 		now := time.Now()
 		_, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                aws.String(s.table),
+			TableName:                aws.String(table),
 			Key:                      key,
 			UpdateExpression:         aws.String("SET #s = :inprogress, #e = :exp"),
 			ConditionExpression:      aws.String("attribute_not_exists(#id)"),
@@ -334,7 +374,7 @@ func runRaw(ctx context.Context, s runSpec) (result, error) {
 		}
 		effects.Add(1)
 		if _, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(s.table),
+			TableName:                 aws.String(table),
 			Key:                       key,
 			UpdateExpression:          aws.String("SET #s = :completed"),
 			ExpressionAttributeNames:  map[string]string{"#s": "status"},
@@ -355,14 +395,25 @@ func runRaw(ctx context.Context, s runSpec) (result, error) {
 		}
 		return time.Since(start).Seconds()
 	}
-	run(bodies(s.set.Warmup))
-	client0, server0 := selfCPU(), s.meter.server()
-	secs := run(bodies(s.set.Timed))
-	client1, server1 := selfCPU(), s.meter.server()
-	res := result{Records: s.set.TimedCount, Failures: int(failures.Load()), Effects: int(effects.Load()), Seconds: secs, Runtime: "Go in-process",
-		ClientCPU: (client1 - client0).Seconds(), ServerCPU: (server1 - server0).Seconds()}
-	if firstErr != nil {
-		return res, firstErr
+	run(bodies(evs.Warmup))
+	if procs := os.Getenv("PEER_CGROUP_PROCS"); procs != "" {
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return err
+		}
 	}
-	return res, nil
+	fmt.Println(`{"phase":"timed"}`)
+	cpu0 := selfCPU()
+	secs := run(bodies(evs.Timed))
+	cpu1 := selfCPU()
+	if firstErr != nil {
+		return firstErr
+	}
+	res := result{Records: countRecords(evs.Timed), Failures: int(failures.Load()), Effects: int(effects.Load()), Seconds: secs,
+		Runtime: "Go process", ClientCPU: (cpu1 - cpu0).Seconds()}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(out))
+	return nil
 }

@@ -126,3 +126,11 @@ func bodies(evs []events.SQSEvent) []eventsBatch {
 	}
 	return out
 }
+
+func countRecords(evs []events.SQSEvent) int {
+	n := 0
+	for _, ev := range evs {
+		n += len(ev.Records)
+	}
+	return n
+}

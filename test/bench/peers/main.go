@@ -58,6 +58,7 @@ const (
 type options struct {
 	records, rounds, warmup, dupEvery  int
 	batches                            []int
+	memory                             []int // Lambda-shaped runs: memory sizes in MB (none: unconfined runs)
 	timeout, latency                   time.Duration
 	count                              bool
 	only                               []string
@@ -67,6 +68,13 @@ type options struct {
 }
 
 func main() {
+	if os.Getenv(envRawChild) != "" {
+		if err := rawChild(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "peers raw contender:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
 		os.Exit(1)
@@ -75,7 +83,7 @@ func main() {
 
 func run() error {
 	var o options
-	var batches, only string
+	var batches, only, memory string
 	flag.IntVar(&o.records, "records", 2000, "timed records per contender and batch size")
 	flag.IntVar(&o.rounds, "rounds", 3, "timed rounds; each runs every contender once per batch size, alternating")
 	flag.IntVar(&o.warmup, "warmup", 200, "untimed warm-up records (new keys) before the timed ones in every run")
@@ -86,6 +94,7 @@ func run() error {
 	flag.BoolVar(&o.count, "count", true, "run the untimed counting pass through the proxy first")
 	flag.StringVar(&only, "contenders", "ours,ts,py,raw", "contenders to run, comma-separated (cand: see -candidate)")
 	flag.StringVar(&o.candidate, "candidate", "", "another build of functions/consumer (a bootstrap binary) to run as contender cand beside ours, to measure a change")
+	flag.StringVar(&memory, "memory", "", "Lambda-shaped runs: comma-separated memory sizes in MB (e.g. 128,256,1024,1769); each contender's timed part runs under the CPU quota of each size (cgroup v1, root); empty: unconfined")
 	flag.StringVar(&o.out, "out", "", "also write the markdown report to this file")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed choosing which earlier key each duplicate repeats")
 	flag.StringVar(&o.node, "node", "node_modules/.bin/node", "Node 22 binary (relative to the module root)")
@@ -100,6 +109,15 @@ func run() error {
 		o.batches = append(o.batches, b)
 	}
 	o.only = strings.Split(only, ",")
+	if memory != "" {
+		for _, s := range strings.Split(memory, ",") {
+			mb, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || mb < 128 || mb > 10240 {
+				return fmt.Errorf("-memory %q: want sizes from 128 to 10240 MB (Lambda's range)", memory)
+			}
+			o.memory = append(o.memory, mb)
+		}
+	}
 	if o.records < 1 || o.rounds < 1 || o.warmup < 0 || o.dupEvery < 2 {
 		return errors.New("-records and -rounds must be >= 1, -warmup >= 0, -dup-every >= 2")
 	}
@@ -173,24 +191,26 @@ func run() error {
 		}
 	}
 
-	runOne := func(c contender, b int, round, endpoint string) (result, error) {
-		table := fmt.Sprintf("peer-%s-b%d-%s", c.id, b, round)
+	tables := 0
+	runOne := func(c contender, b int, round, endpoint string, group *cgroup) (result, error) {
+		tables++
+		table := fmt.Sprintf("peer-%s-b%d-%s-%d", c.id, b, round, tables)
 		if err := srv.CreateTable(ctx, table, "id", ""); err != nil {
 			return result{}, err
 		}
-		res, err := c.run(ctx, runSpec{set: sets[b], eventsFile: files[b], endpoint: endpoint, table: table, timeout: o.timeout, workDir: work, meter: meter})
+		res, err := c.run(ctx, runSpec{set: sets[b], eventsFile: files[b], endpoint: endpoint, table: table, timeout: o.timeout, workDir: work, meter: meter, group: group})
 		if err != nil {
 			return res, fmt.Errorf("%s, batch %d, %s: %w", c.id, b, round, err)
 		}
 		if err := check(res, sets[b]); err != nil {
 			return res, fmt.Errorf("%s, batch %d, %s: %w", c.id, b, round, err)
 		}
-		fmt.Fprintf(os.Stderr, "%-5s batch %3d %-6s %8.0f records/s  CPU µs/record: contender %5.0f, DynamoDB Local %5.0f\n",
+		fmt.Fprintf(os.Stderr, "%-5s batch %3d %-12s %8.0f records/s  CPU µs/record: contender %5.0f, DynamoDB Local %5.0f\n",
 			c.id, b, round, res.perSecond(), res.ClientCPU/float64(res.Records)*1e6, res.ServerCPU/float64(res.Records)*1e6)
 		return res, nil
 	}
 
-	rep := &report{opts: o, contenders: cs, sets: sets, results: map[key][]result{}, calls: map[key]callCounts{}}
+	rep := &report{opts: o, contenders: cs, sets: sets, results: map[key][]result{}, calls: map[key]callCounts{}, quota: map[qkey][]result{}}
 	if o.count {
 		for _, b := range o.batches {
 			for _, c := range cs {
@@ -198,7 +218,7 @@ func run() error {
 				if err != nil {
 					return err
 				}
-				_, err = runOne(c, b, "count", proxy.URL)
+				_, err = runOne(c, b, "count", proxy.URL, nil)
 				proxy.Close()
 				if err != nil {
 					return err
@@ -207,7 +227,12 @@ func run() error {
 			}
 		}
 	}
-	for r := 1; r <= o.rounds; r++ {
+	if len(o.memory) > 0 {
+		if err := runQuota(ctx, o, cs, rep, srv.Endpoint(), runOne); err != nil {
+			return err
+		}
+	}
+	for r := 1; r <= o.rounds && len(o.memory) == 0; r++ {
 		for _, b := range o.batches {
 			// Each round starts with the next contender, so that no contender always runs first
 			// (on the freshest DynamoDB Local) or last.
@@ -221,7 +246,7 @@ func run() error {
 					}
 					endpoint = proxy.URL
 				}
-				res, err := runOne(c, b, "r"+strconv.Itoa(r), endpoint)
+				res, err := runOne(c, b, "r"+strconv.Itoa(r), endpoint, nil)
 				if proxy != nil {
 					proxy.Close()
 				}
@@ -239,6 +264,44 @@ func run() error {
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(sb.String()), 0o644); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// runQuota runs the Lambda-shaped rounds: per round, memory size and batch size, every
+// contender once, alternating as in the unconfined rounds, its timed part under the CPU quota
+// of the memory size, every DynamoDB call delayed by -latency.
+func runQuota(ctx context.Context, o options, cs []contender, rep *report, target string,
+	runOne func(contender, int, string, string, *cgroup) (result, error)) error {
+	q := newQuotaSet(o.memory)
+	defer q.close()
+	rep.fallback = q.fallback
+	for r := 1; r <= o.rounds; r++ {
+		for _, mb := range o.memory {
+			for _, b := range o.batches {
+				for i := range cs {
+					c := cs[(i+r-1)%len(cs)]
+					endpoint := target
+					var proxy *countingProxy
+					if o.latency > 0 {
+						var err error
+						if proxy, err = startProxy(endpoint, o.latency); err != nil {
+							return err
+						}
+						endpoint = proxy.URL
+					}
+					res, err := runOne(c, b, fmt.Sprintf("r%d-%dMB", r, mb), endpoint, q.groups[mb])
+					if proxy != nil {
+						proxy.Close()
+					}
+					if err != nil {
+						return err
+					}
+					k := qkey{c.id, b, mb}
+					rep.quota[k] = append(rep.quota[k], res)
+				}
+			}
 		}
 	}
 	return nil

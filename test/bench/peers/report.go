@@ -21,6 +21,8 @@ type report struct {
 	results    map[key][]result
 	calls      map[key]callCounts
 	machine    []string
+	quota      map[qkey][]result // Lambda-shaped runs (-memory)
+	fallback   string            // why the Lambda-shaped runs are unconfined ("" when they are not)
 }
 
 func median(xs []float64) float64 {
@@ -39,7 +41,12 @@ func (r *report) rates(k key) []float64 {
 // ratio is ours ÷ the contender: the ratio of the medians, and the range of the per-round
 // ratios (each round runs the contenders back to back, so its ratio shares that round's noise).
 func (r *report) ratio(c string, b int) (med, lo, hi float64, ok bool) {
-	ours, other := r.rates(key{"ours", b}), r.rates(key{c, b})
+	return ratioOf(r.rates(key{"ours", b}), r.rates(key{c, b}))
+}
+
+// ratioOf is the ratio of the medians of ours and other, and the range of the per-round
+// ratios; ok is false unless both have the same number of rounds.
+func ratioOf(ours, other []float64) (med, lo, hi float64, ok bool) {
 	if len(ours) == 0 || len(other) == 0 || len(ours) != len(other) {
 		return 0, 0, 0, false
 	}
@@ -66,6 +73,15 @@ func (r *report) write(sb *strings.Builder) {
 	w("The business effect only JSON-parses the body (ours: the default LogEffect, one log line; the key extraction parses the body). ")
 	w("Every run must end with 0 batch item failures and exactly one effect per key, or the command fails.\n\n")
 
+	if len(o.memory) > 0 {
+		r.writeCalls(sb)
+		r.writeQuota(sb)
+		w("\n### What each guarantees\n\n| contender | guarantees |\n|---|---|\n")
+		for _, c := range r.contenders {
+			w("| %s | %s |\n", c.name, c.guarantees)
+		}
+		return
+	}
 	if o.latency > 0 {
 		w("### Throughput (%d timed round(s), every DynamoDB call delayed %s by a proxy: a model of the network round trip)\n\n", o.rounds, o.latency)
 	} else {
@@ -96,26 +112,7 @@ func (r *report) write(sb *strings.Builder) {
 		}
 	}
 
-	if len(r.calls) > 0 {
-		w("\n### DynamoDB calls per record (untimed pass through a counting reverse proxy, by X-Amz-Target)\n\n")
-		w("| contender | batch | per new record | per duplicate | TCP connections opened (whole run, warm-up included) |\n|---|---:|---|---|---:|\n")
-		for _, b := range o.batches {
-			for _, c := range r.contenders {
-				cc, ok := r.calls[key{c.id, b}]
-				if !ok {
-					continue
-				}
-				if cc.Irregular != "" {
-					w("| %s | %d | irregular: %s | | %d |\n", c.name, b, cc.Irregular, cc.Conns)
-					continue
-				}
-				w("| %s | %d | %d: %s | %d: %s | %d |\n", c.name, b, total(cc.PerNew), formatOps(cc.PerNew), total(cc.PerDup), formatOps(cc.PerDup), cc.Conns)
-				if len(cc.Other) > 0 {
-					w("| %s | %d | table-level calls in total: %s | | |\n", c.name, b, formatOps(cc.Other))
-				}
-			}
-		}
-	}
+	r.writeCalls(sb)
 
 	w("\n### Targets (issue 5)\n\n")
 	w("| target | measured: ours ÷ contender records/s, ratio of medians (per-round range) | met | for context: contender's own CPU per record ÷ ours |\n|---|---|---|---|\n")
@@ -186,4 +183,31 @@ func (r *report) order() string {
 		ids = append(ids, c.id)
 	}
 	return strings.Join(ids, ", ")
+}
+
+// writeCalls writes the DynamoDB calls per record of the counting pass.
+func (r *report) writeCalls(sb *strings.Builder) {
+	o := r.opts
+	w := func(format string, a ...any) { fmt.Fprintf(sb, format, a...) }
+	if len(r.calls) > 0 {
+		w("\n### DynamoDB calls per record (untimed pass through a counting reverse proxy, by X-Amz-Target)\n\n")
+		w("| contender | batch | per new record | per duplicate | TCP connections opened (whole run, warm-up included) |\n|---|---:|---|---|---:|\n")
+		for _, b := range o.batches {
+			for _, c := range r.contenders {
+				cc, ok := r.calls[key{c.id, b}]
+				if !ok {
+					continue
+				}
+				if cc.Irregular != "" {
+					w("| %s | %d | irregular: %s | | %d |\n", c.name, b, cc.Irregular, cc.Conns)
+					continue
+				}
+				w("| %s | %d | %d: %s | %d: %s | %d |\n", c.name, b, total(cc.PerNew), formatOps(cc.PerNew), total(cc.PerDup), formatOps(cc.PerDup), cc.Conns)
+				if len(cc.Other) > 0 {
+					w("| %s | %d | table-level calls in total: %s | | |\n", c.name, b, formatOps(cc.Other))
+				}
+			}
+		}
+	}
+
 }

@@ -14,7 +14,7 @@
 // timeout), PEER_CONCURRENCY (the batch size: sockets of the HTTP agent), BENCH_TS_MODULES (the node_modules directory of `npm ci`). Output: one JSON line.
 //
 // Plain JavaScript on purpose: it is the same library code a TypeScript build would call.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -88,6 +88,11 @@ const run = async (events) => {
 };
 
 const w = await run(warmup);
+// Lambda-shaped runs: the timed part runs under a CPU quota (the orchestrator's cgroup).
+// Joining it by pid moves every thread of this process.
+if (process.env.PEER_CGROUP_PROCS) {
+  writeFileSync(process.env.PEER_CGROUP_PROCS, `${process.pid}\n`);
+}
 process.stdout.write('{"phase":"timed"}\n');
 const t = await run(timed);
 process.stdout.write(
