@@ -18,9 +18,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -83,6 +85,34 @@ type Props struct {
 	OnFailure     awslambda.IDestination
 	RetryAttempts *int
 	MaxEventAge   time.Duration
+
+	// Options common to every Lambda function, passed through as the constructs' props of
+	// the same names (see Options).
+	Options
+}
+
+// Options are the Lambda options both constructs offer under the same prop names, embedded in
+// their props. Zero values take the defaults noted.
+type Options struct {
+	// Architecture of the function: awslambda.Architecture_ARM_64() or
+	// awslambda.Architecture_X86_64(); the bundled binary is built for it (GOARCH arm64 or
+	// amd64). Default arm64 (Graviton: cheaper per GB-second for the same work).
+	Architecture awslambda.Architecture
+	// Vpc puts the function in a VPC, to reach private resources your code needs. The
+	// subnets must reach SQS, DynamoDB, CloudWatch and, with tracing, X-Ray: through a NAT
+	// gateway or VPC endpoints. Default: no VPC (the function reaches AWS APIs directly).
+	Vpc awsec2.IVpc
+	// VpcSubnets selects the subnets of Vpc. Requires Vpc. Default: Vpc's private subnets.
+	VpcSubnets *awsec2.SubnetSelection
+	// SecurityGroups of the function in Vpc. Requires Vpc. Default: a new group that allows
+	// all outbound traffic.
+	SecurityGroups []awsec2.ISecurityGroup
+	// Layers added to the function, e.g. an extension your code relies on; the function
+	// must still run as provided.al2023's bootstrap. At most 5 (Lambda's limit). Default none.
+	Layers []awslambda.ILayerVersion
+	// ReservedConcurrentExecutions reserves (and caps) the function's concurrency. Default 0:
+	// none reserved, the function draws on the account's unreserved pool.
+	ReservedConcurrentExecutions int
 }
 
 // Function is what New built.
@@ -107,6 +137,7 @@ func (p *Props) Validate(problems *validate.Problems) {
 	if p.RetryAttempts != nil && (*p.RetryAttempts < 0 || *p.RetryAttempts > 2) {
 		problems.Add("AsyncRetryAttempts", *p.RetryAttempts, "use 0, 1 or 2 (Lambda's asynchronous invocation limits)")
 	}
+	p.Options.validate(problems)
 	if p.LogRetention == "" {
 		p.LogRetention = DefaultLogRetention
 	}
@@ -127,6 +158,10 @@ func (p *Props) Validate(problems *validate.Problems) {
 			p.ModuleDir = root
 		}
 	}
+	if isToken(p.Entry) || isToken(p.ModuleDir) {
+		problems.Addf("Entry", "Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths")
+		return
+	}
 	if st, err := os.Stat(p.Entry); err != nil || !st.IsDir() {
 		problems.Add("Entry", p.Entry, "set it to the directory of a Go main package")
 	}
@@ -135,6 +170,48 @@ func (p *Props) Validate(problems *validate.Problems) {
 			problems.Add("ModuleDir", p.ModuleDir, "set it to the directory that holds the go.mod Entry builds with")
 		}
 	}
+}
+
+// vpcActions are the EC2 actions of the AWS managed AWSLambdaVPCAccessExecutionRole policy.
+var vpcActions = []string{
+	"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
+	"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses",
+}
+
+// MaxLayers is Lambda's limit of layers per function.
+const MaxLayers = 5
+
+func (o *Options) validate(problems *validate.Problems) {
+	if o.Architecture == nil {
+		o.Architecture = awslambda.Architecture_ARM_64()
+	} else if name := *o.Architecture.Name(); name != *awslambda.Architecture_ARM_64().Name() && name != *awslambda.Architecture_X86_64().Name() {
+		problems.Add("Architecture", strconv.Quote(name), "use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64() (the architectures provided.al2023 runs on)")
+	}
+	if o.Vpc == nil {
+		if o.VpcSubnets != nil {
+			problems.Add("VpcSubnets", "a subnet selection without Vpc", "set Vpc as well, or remove VpcSubnets")
+		}
+		if len(o.SecurityGroups) > 0 {
+			problems.Add("SecurityGroups", fmt.Sprintf("%d security groups without Vpc", len(o.SecurityGroups)), "set Vpc as well, or remove SecurityGroups")
+		}
+	}
+	if slices.Contains(o.SecurityGroups, nil) {
+		problems.Add("SecurityGroups", "a nil security group", "remove it")
+	}
+	if len(o.Layers) > MaxLayers {
+		problems.Add("Layers", len(o.Layers), fmt.Sprintf("use at most %d layers (Lambda's limit)", MaxLayers))
+	}
+	if slices.Contains(o.Layers, nil) {
+		problems.Add("Layers", "a nil layer", "remove it")
+	}
+	if o.ReservedConcurrentExecutions < 0 {
+		problems.Add("ReservedConcurrentExecutions", o.ReservedConcurrentExecutions, "use 0 (none reserved) or a positive number of concurrent executions")
+	}
+}
+
+// isToken reports whether s holds an unresolved CDK token (a deploy-time value).
+func isToken(s string) bool {
+	return s != "" && *awscdk.Token_IsUnresolved(jsii.String(s))
 }
 
 // New builds the log group, the role and the function in scope. The function's id is
@@ -153,6 +230,21 @@ func New(scope constructs.Construct, p Props) *Function {
 		Description: jsii.String("Execution role of " + *scope.Node().Path()),
 	})
 	logGroup.GrantWrite(role)
+	if p.Vpc != nil {
+		// A function in a VPC needs its execution role to manage its network interfaces.
+		// The function would attach the AWS managed AWSLambdaVPCAccessExecutionRole policy
+		// to a role of its own making, not to this one; these are that policy's EC2 actions.
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(vpcActions...),
+			Resources: jsii.Strings("*"),
+		}))
+		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+			Id: jsii.String("AwsSolutions-IAM5"),
+			Reason: jsii.String("a function in a VPC creates, describes and deletes its network interfaces; Lambda calls these EC2 actions " +
+				"before the interfaces exist, so they cannot be scoped to resources (the AWS managed AWSLambdaVPCAccessExecutionRole uses * too)"),
+			AppliesTo: &[]any{"Resource::*"},
+		}}, jsii.Bool(true))
+	}
 
 	tracing := awslambda.Tracing_ACTIVE
 	if p.DisableTracing {
@@ -163,8 +255,9 @@ func New(scope constructs.Construct, p Props) *Function {
 		env[k] = jsii.String(v)
 	}
 	props := &awscdklambdagoalpha.GoFunctionProps{
-		Entry:        jsii.String(p.Entry),
-		Architecture: awslambda.Architecture_ARM_64(),
+		Entry: jsii.String(p.Entry),
+		// Bundling sets GOARCH from the architecture (arm64 or amd64).
+		Architecture: p.Architecture,
 		// GoFunction's default runtime is PROVIDED_AL2 (checked in aws-lambda-go-alpha
 		// 2.265.0's function.js); AL2023 is the current OS-only runtime.
 		Runtime:     awslambda.Runtime_PROVIDED_AL2023(),
@@ -194,6 +287,19 @@ func New(scope constructs.Construct, p Props) *Function {
 	if p.MaxEventAge != 0 {
 		props.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(p.MaxEventAge.Seconds()))
 	}
+	if p.Vpc != nil {
+		props.Vpc = p.Vpc
+		props.VpcSubnets = p.VpcSubnets
+		if len(p.SecurityGroups) > 0 {
+			props.SecurityGroups = &p.SecurityGroups
+		}
+	}
+	if len(p.Layers) > 0 {
+		props.Layers = &p.Layers
+	}
+	if p.ReservedConcurrentExecutions > 0 {
+		props.ReservedConcurrentExecutions = jsii.Number(float64(p.ReservedConcurrentExecutions))
+	}
 	fn := awscdklambdagoalpha.NewGoFunction(scope, jsii.String("Resource"), props)
 	awscdk.Annotations_Of(scope).AcknowledgeWarning(jsii.String(goBuildFlagsWarning),
 		jsii.String("the build flags are constants of constructs/internal/gofn, never user input"))
@@ -208,7 +314,16 @@ func New(scope constructs.Construct, p Props) *Function {
 			AppliesTo: &[]any{"Resource::*"},
 		}}, jsii.Bool(true))
 	}
-	checkov.Add(fn, checkov.FunctionNoDLQ, checkov.FunctionNoReservedConcurrency, checkov.FunctionNoVPC, checkov.FunctionPlainEnvironment)
+	// Each skip only where its reason holds: a function with reserved concurrency or in a VPC
+	// is checked as usual.
+	skips := []checkov.Skip{checkov.FunctionNoDLQ, checkov.FunctionPlainEnvironment}
+	if p.ReservedConcurrentExecutions == 0 {
+		skips = append(skips, checkov.FunctionNoReservedConcurrency)
+	}
+	if p.Vpc == nil {
+		skips = append(skips, checkov.FunctionNoVPC)
+	}
+	checkov.Add(fn, skips...)
 	checkov.Add(logGroup, checkov.LogGroupServiceKey)
 	return &Function{Function: fn, Role: role, LogGroup: logGroup}
 }

@@ -3,6 +3,7 @@ package gofn_test
 import (
 	"bufio"
 	"debug/elf"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -77,6 +80,22 @@ func TestValidate(t *testing.T) {
 		{"module dir without go.mod", func(p *gofn.Props) { p.ModuleDir = os.TempDir() }, []string{"ModuleDir: got " + os.TempDir(), "go.mod"}},
 		{"event age too short", func(p *gofn.Props) { p.MaxEventAge = 30 * time.Second }, []string{"AsyncMaxEventAge: got 30s", "1m0s to 6h0m0s"}},
 		{"retries out of range", func(p *gofn.Props) { n := 3; p.RetryAttempts = &n }, []string{"AsyncRetryAttempts: got 3", "0, 1 or 2"}},
+		{"subnets without a VPC", func(p *gofn.Props) { p.VpcSubnets = &awsec2.SubnetSelection{} },
+			[]string{"VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
+		{"security groups without a VPC", func(p *gofn.Props) { p.SecurityGroups = make([]awsec2.ISecurityGroup, 2) },
+			[]string{"SecurityGroups: got 2 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
+		{"nil security group", func(p *gofn.Props) { p.SecurityGroups = make([]awsec2.ISecurityGroup, 1) },
+			[]string{"SecurityGroups: got a nil security group; remove it"}},
+		{"six layers", func(p *gofn.Props) { p.Layers = make([]awslambda.ILayerVersion, 6) },
+			[]string{"Layers: got 6; use at most 5 layers (Lambda's limit)"}},
+		{"nil layer", func(p *gofn.Props) { p.Layers = make([]awslambda.ILayerVersion, 1) },
+			[]string{"Layers: got a nil layer; remove it"}},
+		{"negative reserved concurrency", func(p *gofn.Props) { p.ReservedConcurrentExecutions = -1 },
+			[]string{"ReservedConcurrentExecutions: got -1; use 0 (none reserved) or a positive number"}},
+		{"architecture provided.al2023 does not run", func(p *gofn.Props) { p.Architecture = awslambda.Architecture_Custom(jsii.String("riscv64"), nil) },
+			[]string{`Architecture: got "riscv64"; use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64()`}},
+		{"entry as a token", func(p *gofn.Props) { p.Entry = *awscdk.Token_AsString(map[string]any{"Ref": "P"}, nil) },
+			[]string{"Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +126,8 @@ func TestValidate(t *testing.T) {
 
 // TestBundling synthesizes both mains with bundling ON (the only test in the repository's
 // construct packages that does; the others skip it) and checks each asset holds a static
-// linux/arm64 `bootstrap`, the file provided.al2023 runs.
+// linux `bootstrap` for the function's architecture (arm64 by default, amd64 for x86_64),
+// the file provided.al2023 runs.
 func TestBundling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("bundling compiles both Lambda mains")
@@ -117,14 +137,25 @@ func TestBundling(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
 	stack := awscdk.NewStack(app, jsii.String("Bundled"), &awscdk.StackProps{Env: cdktest.Env})
 	fns := map[string]string{}
-	for _, main := range []string{"consumer", "dispatcher"} {
-		scope := constructs.NewConstruct(stack, jsii.String(main))
-		p := gofn.Props{Main: main, Timeout: 30 * time.Second, MemorySize: 128}
-		problems := validate.New("Test", main)
+	machines := map[string]elf.Machine{}
+	for _, fn := range []struct {
+		name, main string
+		arch       awslambda.Architecture
+		machine    elf.Machine
+	}{
+		{"consumer", "consumer", nil, elf.EM_AARCH64},
+		{"dispatcher", "dispatcher", nil, elf.EM_AARCH64},
+		// Architecture x86_64 must bundle with GOARCH=amd64, or Lambda cannot exec bootstrap.
+		{"dispatcher-x86_64", "dispatcher", awslambda.Architecture_X86_64(), elf.EM_X86_64},
+	} {
+		scope := constructs.NewConstruct(stack, jsii.String(fn.name))
+		p := gofn.Props{Main: fn.main, Timeout: 30 * time.Second, MemorySize: 128, Options: gofn.Options{Architecture: fn.arch}}
+		problems := validate.New("Test", fn.name)
 		p.Validate(problems)
 		problems.Check()
-		fn := gofn.New(scope, p)
-		fns[main] = *stack.GetLogicalId(fn.Function.Node().DefaultChild().(awscdk.CfnElement))
+		f := gofn.New(scope, p)
+		fns[fn.name] = *stack.GetLogicalId(f.Function.Node().DefaultChild().(awscdk.CfnElement))
+		machines[fn.name] = fn.machine
 	}
 	tpl := assertions.Template_FromStack(stack, nil)
 	for main, logicalID := range fns {
@@ -139,19 +170,19 @@ func TestBundling(t *testing.T) {
 		if hash == "" || hash == key {
 			t.Fatalf("%s: unexpected S3Key %v", main, code["S3Key"])
 		}
-		checkBootstrap(t, main, filepath.Join(out, "asset."+hash, "bootstrap"))
+		checkBootstrap(t, main, filepath.Join(out, "asset."+hash, "bootstrap"), machines[main])
 	}
 }
 
-func checkBootstrap(t *testing.T, main, path string) {
+func checkBootstrap(t *testing.T, main, path string, machine elf.Machine) {
 	t.Helper()
 	bin, err := elf.Open(path)
 	if err != nil {
 		t.Fatalf("%s: %v", main, err)
 	}
 	defer bin.Close()
-	if bin.Machine != elf.EM_AARCH64 || bin.OSABI != elf.ELFOSABI_NONE && bin.OSABI != elf.ELFOSABI_LINUX {
-		t.Errorf("%s: bootstrap is %v/%v, want linux arm64", main, bin.Machine, bin.OSABI)
+	if bin.Machine != machine || bin.OSABI != elf.ELFOSABI_NONE && bin.OSABI != elf.ELFOSABI_LINUX {
+		t.Errorf("%s: bootstrap is %v/%v, want linux %v", main, bin.Machine, bin.OSABI, machine)
 	}
 	for _, prog := range bin.Progs {
 		if prog.Type == elf.PT_INTERP {
@@ -160,5 +191,72 @@ func checkBootstrap(t *testing.T, main, path string) {
 	}
 	if bin.Section(".symtab") != nil {
 		t.Errorf("%s: bootstrap has a symbol table; -ldflags \"-s -w\" was not applied", main)
+	}
+}
+
+// The common Lambda options reach the function, its role and its checkov skips: a skip whose
+// reason no longer holds (no VPC, no reserved concurrency) is not recorded.
+func TestOptions(t *testing.T) {
+	app := cdktest.NewApp()
+	stack := cdktest.NewStack(app, "Options")
+	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{MaxAzs: jsii.Number(2), NatGateways: jsii.Number(0),
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{Name: jsii.String("isolated"), SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}}})
+	sg := awsec2.NewSecurityGroup(stack, jsii.String("Sg"), &awsec2.SecurityGroupProps{Vpc: vpc})
+	layer := awslambda.LayerVersion_FromLayerVersionArn(stack, jsii.String("Layer"),
+		jsii.String("arn:aws:lambda:eu-west-1:123456789012:layer:ext:3"))
+
+	build := func(id string, o gofn.Options) *gofn.Function {
+		p := gofn.Props{Main: "dispatcher", Timeout: 30 * time.Second, MemorySize: 128, Options: o}
+		problems := validate.New("Test", id)
+		p.Validate(problems)
+		problems.Check()
+		return gofn.New(constructs.NewConstruct(stack, jsii.String(id)), p)
+	}
+	plain := build("Plain", gofn.Options{})
+	tuned := build("Tuned", gofn.Options{
+		Architecture: awslambda.Architecture_X86_64(), Vpc: vpc,
+		VpcSubnets:     &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED},
+		SecurityGroups: []awsec2.ISecurityGroup{sg}, Layers: []awslambda.ILayerVersion{layer},
+		ReservedConcurrentExecutions: 3,
+	})
+	tpl := assertions.Template_FromStack(stack, nil)
+	id := func(f *gofn.Function) string { return cdktest.LogicalID(stack, f.Function) }
+
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+		"Architectures":                []any{"x86_64"},
+		"Layers":                       []any{"arn:aws:lambda:eu-west-1:123456789012:layer:ext:3"},
+		"ReservedConcurrentExecutions": 3,
+		"VpcConfig": map[string]any{
+			"SecurityGroupIds": []any{map[string]any{"Fn::GetAtt": []any{cdktest.LogicalID(stack, sg), "GroupId"}}},
+			"SubnetIds":        assertions.Match_AnyValue(),
+		},
+	})
+	res := tpl.FindResources(jsii.String("AWS::Lambda::Function"), map[string]any{"Properties": map[string]any{
+		"Architectures": []any{"arm64"}, "Layers": assertions.Match_Absent(),
+		"ReservedConcurrentExecutions": assertions.Match_Absent(), "VpcConfig": assertions.Match_Absent(),
+	}})
+	if _, ok := (*res)[id(plain)]; !ok {
+		t.Errorf("function without options: want arm64, no layers, no reserved concurrency, no VPC")
+	}
+	// The role of a function in a VPC may manage its network interfaces.
+	tpl.HasResourceProperties(jsii.String("AWS::IAM::Policy"), map[string]any{
+		"Roles": []any{map[string]any{"Ref": cdktest.LogicalID(stack, tuned.Role)}},
+		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{map[string]any{
+			"Action": []any{"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
+				"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"},
+			"Effect": "Allow", "Resource": "*",
+		}})},
+	})
+
+	for _, tt := range []struct {
+		f    *gofn.Function
+		want string
+	}{
+		{plain, "[CKV_AWS_116 CKV_AWS_173 CKV_AWS_115 CKV_AWS_117]"},
+		{tuned, "[CKV_AWS_116 CKV_AWS_173]"},
+	} {
+		if got := fmt.Sprint(cdktest.CheckovSkips(tpl, id(tt.f))); got != tt.want {
+			t.Errorf("%s: checkov skips %s, want %s", id(tt.f), got, tt.want)
+		}
 	}
 }
