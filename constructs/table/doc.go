@@ -17,6 +17,30 @@
 // With SortKey set the key is composite (tenant as partition, idempotency key as sort key):
 // set IDEMPOTENCY_SORT_KEY to SortKeyName() in the consumer.
 //
+// # An existing table
+//
+// ImportIdempotencyTable takes a table the stack does not own, by name or ARN, with its key
+// attribute names and its customer managed key, and returns the same IdempotencyTable
+// interface: the consumer gets the table's name, its partition key name
+// (IDEMPOTENCY_PARTITION_KEY) and sort key name, and the same exact grant. A table created
+// by Powertools for AWS Lambda (partition key "id", TTL on "expiration") works with the
+// defaults:
+//
+//	t := table.ImportIdempotencyTable(stack, "Idempotency", &table.ExistingIdempotencyTableProps{
+//		TableName: "powertools-idempotency",
+//	})
+//
+// The idempotency store writes each record's expiry to "expiration" (epoch seconds), so the
+// existing table's time to live must be on that attribute. CDK cannot read an imported
+// table's settings, so nothing checks this at synth: with TTL off or on another attribute,
+// completed records are never removed.
+//
+// # Tokens
+//
+// Names (TableName, TableArn, SortKey, PartitionKey) may be tokens, such as a CfnParameter's
+// value or another stack's export: validation skips what it cannot judge before deploy. The
+// removal policy cannot be a token.
+//
 // Invalid props panic at synth with a *validate.Error listing every problem, each naming the
 // prop, the value and the fix.
 package table

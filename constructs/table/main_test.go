@@ -22,8 +22,10 @@ type fixture struct {
 	props *IdempotencyTableProps
 	role  awsiam.Role
 	grant awsiam.Grant
-	key   awskms.Key
-	tmpl  assertions.Template
+	key   awskms.IKey
+	// imported: t comes from ImportIdempotencyTable, and the stack creates no table or key.
+	imported bool
+	tmpl     assertions.Template
 }
 
 var (
@@ -36,6 +38,15 @@ var (
 	noPITR fixture
 
 	fixtures []*fixture
+
+	// powertools imports a table made by Powertools for AWS Lambda by name, with every
+	// default (partition key "id", no sort key, no key).
+	powertools fixture
+	// byArn imports a composite-key table keyed on pk/sk by ARN, with its customer managed key.
+	byArn fixture
+	// byToken imports a table whose name is a CloudFormation parameter.
+	byToken fixture
+	imports []*fixture
 	// scratch is a never-synthesized stack for validation tests, which panic before they
 	// create anything.
 	scratch awscdk.Stack
@@ -59,9 +70,26 @@ func TestMain(m *testing.M) {
 		return &IdempotencyTableProps{DisablePointInTimeRecovery: true}
 	})
 	fixtures = []*fixture{&def, &custom, &noPITR}
+	powertools = newImport(app, "Powertools", func(awscdk.Stack, *fixture) *ExistingIdempotencyTableProps {
+		return &ExistingIdempotencyTableProps{TableName: "powertools-idempotency"}
+	})
+	byArn = newImport(app, "ByArn", func(stack awscdk.Stack, f *fixture) *ExistingIdempotencyTableProps {
+		f.key = awskms.Key_FromKeyArn(stack, jsii.String("Key"), jsii.String("arn:aws:kms:eu-west-1:210987654321:key/1234abcd-12ab-34cd-56ef-1234567890ab"))
+		return &ExistingIdempotencyTableProps{
+			TableArn:      "arn:aws:dynamodb:eu-west-1:210987654321:table/orders-idempotency",
+			PartitionKey:  "pk",
+			SortKey:       "sk",
+			EncryptionKey: f.key,
+		}
+	})
+	byToken = newImport(app, "ByToken", func(stack awscdk.Stack, f *fixture) *ExistingIdempotencyTableProps {
+		name := awscdk.NewCfnParameter(stack, jsii.String("TableName"), &awscdk.CfnParameterProps{Type: jsii.String("String")})
+		return &ExistingIdempotencyTableProps{TableName: *name.ValueAsString()}
+	})
+	imports = []*fixture{&powertools, &byArn, &byToken}
 
 	cdktest.AddNagPacks(app)
-	for _, f := range fixtures {
+	for _, f := range append(fixtures, imports...) {
 		f.tmpl = assertions.Template_FromStack(f.stack, nil)
 	}
 
@@ -73,9 +101,21 @@ func newFixture(app awscdk.App, name string, props func(awscdk.Stack, *fixture) 
 	f := fixture{name: name, stack: cdktest.NewStack(app, name)}
 	f.props = props(f.stack, &f)
 	f.t = NewIdempotencyTable(f.stack, "Idempotency", f.props)
+	f.grantRole()
+	return f
+}
+
+// grantRole gives the fixture a role and grants it the table.
+func (f *fixture) grantRole() {
 	f.role = awsiam.NewRole(f.stack, jsii.String("Consumer"), &awsiam.RoleProps{
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 	})
 	f.grant = f.t.GrantIdempotency(f.role)
+}
+
+func newImport(app awscdk.App, name string, props func(awscdk.Stack, *fixture) *ExistingIdempotencyTableProps) fixture {
+	f := fixture{name: name, stack: cdktest.NewStack(app, name), imported: true}
+	f.t = ImportIdempotencyTable(f.stack, "Idempotency", props(f.stack, &f))
+	f.grantRole()
 	return f
 }

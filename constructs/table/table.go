@@ -1,9 +1,9 @@
 package table
 
 import (
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -15,7 +15,9 @@ type IdempotencyTable interface {
 	constructs.IConstruct
 	// Table is the table (construct id "Resource", an AWS::DynamoDB::Table).
 	Table() awsdynamodb.ITable
-	// PartitionKeyName is the partition key attribute, "id".
+	// PartitionKeyName is the partition key attribute: "id" for a table NewIdempotencyTable
+	// creates, ExistingIdempotencyTableProps.PartitionKey for an imported one. The consumer
+	// passes it to the runtime as IDEMPOTENCY_PARTITION_KEY.
 	PartitionKeyName() string
 	// SortKeyName is the sort key attribute, "" unless the key is composite.
 	SortKeyName() string
@@ -23,8 +25,10 @@ type IdempotencyTable interface {
 	TimeToLiveAttribute() string
 	// GrantIdempotency grants exactly dynamodb:UpdateItem (the only call the idempotency
 	// store makes) on the table, and with a customer managed key kms:Decrypt, Encrypt, GenerateDataKey and
-	// DescribeKey on that key, only through DynamoDB (kms:ViaService). The grantee must be
-	// in the table's account: the grant goes to its identity policy.
+	// DescribeKey on that key, only through DynamoDB in the table's region (kms:ViaService).
+	// The grant goes to the grantee's identity policy: for an imported table in another
+	// account, the table's resource-based policy (and the key's policy) must admit the
+	// grantee too.
 	GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant
 }
 
@@ -89,13 +93,19 @@ func (s settings) tableProps() *awsdynamodb.TableProps {
 }
 
 func (t *idempotencyTable) GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant {
+	return grantIdempotency(grantee, t.table, t.s.encryptionKey)
+}
+
+// grantIdempotency grants grantee the store's item actions on table and, with a customer
+// managed key, the key's actions only through DynamoDB in the table's region.
+func grantIdempotency(grantee awsiam.IGrantable, table awsdynamodb.ITable, key awskms.IKey) awsiam.Grant {
 	grant := awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,
 		Actions:      jsii.Strings(itemActions...),
-		ResourceArns: jsii.Strings(*t.table.TableArn()),
+		ResourceArns: jsii.Strings(*table.TableArn()),
 	})
-	if key := t.s.encryptionKey; key != nil {
-		viaDynamoDB := "dynamodb." + *awscdk.Stack_Of(t).Region() + ".amazonaws.com"
+	if key != nil {
+		viaDynamoDB := "dynamodb." + *table.Env().Region + ".amazonaws.com"
 		grant = grant.Combine(awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 			Grantee:      grantee,
 			Actions:      jsii.Strings(keyActions...),

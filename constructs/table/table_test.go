@@ -128,7 +128,7 @@ func actions(s map[string]any) []string {
 func TestGrantIdempotencyIsExact(t *testing.T) {
 	itemActions := []string{"dynamodb:UpdateItem"}
 	keyActions := []string{"kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"}
-	for _, f := range fixtures {
+	for _, f := range append(fixtures, imports...) {
 		t.Run(f.name, func(t *testing.T) {
 			if !*f.grant.Success() {
 				t.Error("grant did not succeed")
@@ -166,14 +166,14 @@ func TestGrantIdempotencyIsExact(t *testing.T) {
 
 func TestAccessors(t *testing.T) {
 	for _, tt := range []struct {
-		f       *fixture
-		sortKey string
-	}{{&def, ""}, {&custom, "sk"}} {
+		f                     *fixture
+		partitionKey, sortKey string
+	}{{&def, "id", ""}, {&custom, "id", "sk"}, {&powertools, "id", ""}, {&byArn, "pk", "sk"}, {&byToken, "id", ""}} {
 		t.Run(tt.f.name, func(t *testing.T) {
 			tbl := tt.f.t
-			if tbl.PartitionKeyName() != "id" || tbl.SortKeyName() != tt.sortKey || tbl.TimeToLiveAttribute() != "expiration" {
-				t.Errorf("PartitionKeyName, SortKeyName, TimeToLiveAttribute = %q, %q, %q; want \"id\", %q, \"expiration\"",
-					tbl.PartitionKeyName(), tbl.SortKeyName(), tbl.TimeToLiveAttribute(), tt.sortKey)
+			if tbl.PartitionKeyName() != tt.partitionKey || tbl.SortKeyName() != tt.sortKey || tbl.TimeToLiveAttribute() != "expiration" {
+				t.Errorf("PartitionKeyName, SortKeyName, TimeToLiveAttribute = %q, %q, %q; want %q, %q, \"expiration\"",
+					tbl.PartitionKeyName(), tbl.SortKeyName(), tbl.TimeToLiveAttribute(), tt.partitionKey, tt.sortKey)
 			}
 			if id := *tbl.Table().Node().Id(); id != "Resource" {
 				t.Errorf("Table() construct id = %q, want Resource", id)
