@@ -33,11 +33,12 @@ import (
 
 // Resource types the harness deploys or runs.
 const (
-	typeQueue    = "AWS::SQS::Queue"
-	typeTable    = "AWS::DynamoDB::Table"
-	typeFunction = "AWS::Lambda::Function"
-	typeMapping  = "AWS::Lambda::EventSourceMapping"
-	typeSchedule = "AWS::Scheduler::Schedule"
+	typeQueue        = "AWS::SQS::Queue"
+	typeTable        = "AWS::DynamoDB::Table"
+	typeFunction     = "AWS::Lambda::Function"
+	typeMapping      = "AWS::Lambda::EventSourceMapping"
+	typeSchedule     = "AWS::Scheduler::Schedule"
+	typeInvokeConfig = "AWS::Lambda::EventInvokeConfig"
 )
 
 // Template is the part of a synthesized stack that runs: every resource keyed by logical id.
@@ -48,6 +49,20 @@ type Template struct {
 	Functions map[string]Function
 	Mappings  []Mapping
 	Schedules []Schedule
+	// Alarms and Composites are the stack's CloudWatch alarms (alarms.go evaluates them).
+	Alarms     []Alarm
+	Composites []CompositeAlarm
+	// InvokeConfigs are the functions' asynchronous invocation settings, by function.
+	InvokeConfigs map[string]InvokeConfig
+}
+
+// InvokeConfig is an AWS::Lambda::EventInvokeConfig: Lambda's retries of an asynchronous
+// invocation and where an event goes when they are exhausted.
+type InvokeConfig struct {
+	LogicalID       string
+	MaxRetries      int
+	OnFailureQueue  string // logical id of the on-failure destination queue, "" for none
+	MaxEventAgeSecs int
 }
 
 // Queue is an AWS::SQS::Queue's properties.
@@ -149,10 +164,11 @@ func LoadTemplate(path string) (*Template, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	t := &Template{
-		Name:      strings.TrimSuffix(filepath.Base(path), ".template.json"),
-		Queues:    map[string]Queue{},
-		Tables:    map[string]Table{},
-		Functions: map[string]Function{},
+		Name:          strings.TrimSuffix(filepath.Base(path), ".template.json"),
+		Queues:        map[string]Queue{},
+		Tables:        map[string]Table{},
+		Functions:     map[string]Function{},
+		InvokeConfigs: map[string]InvokeConfig{},
 	}
 	ids := make([]string, 0, len(doc.Resources))
 	for id := range doc.Resources {
@@ -188,6 +204,21 @@ func LoadTemplate(path string) (*Template, error) {
 		case typeSchedule:
 			input, _ := cfn.Dig(p, "Target", "Input").(string)
 			t.Schedules = append(t.Schedules, Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input})
+		case typeInvokeConfig:
+			t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: intProp(p, "MaximumRetryAttempts", 2),
+				OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), MaxEventAgeSecs: intProp(p, "MaximumEventAgeInSeconds", 21600)}
+		case typeAlarm:
+			a, err := parseAlarm(id, p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			t.Alarms = append(t.Alarms, a)
+		case typeComposite:
+			c, err := parseComposite(id, p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			t.Composites = append(t.Composites, c)
 		}
 	}
 	return t, t.check()
