@@ -91,28 +91,16 @@ type Props struct {
 	Options
 }
 
-// Options are the Lambda options both constructs offer under the same prop names, embedded in
-// their props. Zero values take the defaults noted.
+// Options are the Lambda options both constructs offer as props of the same names (each
+// documents them for its function). Zero values: arm64, no VPC, no layers, no reserved
+// concurrency. Validate checks them; New passes them to the function.
 type Options struct {
-	// Architecture of the function: awslambda.Architecture_ARM_64() or
-	// awslambda.Architecture_X86_64(); the bundled binary is built for it (GOARCH arm64 or
-	// amd64). Default arm64 (Graviton: cheaper per GB-second for the same work).
-	Architecture awslambda.Architecture
-	// Vpc puts the function in a VPC, to reach private resources your code needs. The
-	// subnets must reach SQS, DynamoDB, CloudWatch and, with tracing, X-Ray: through a NAT
-	// gateway or VPC endpoints. Default: no VPC (the function reaches AWS APIs directly).
-	Vpc awsec2.IVpc
-	// VpcSubnets selects the subnets of Vpc. Requires Vpc. Default: Vpc's private subnets.
-	VpcSubnets *awsec2.SubnetSelection
-	// SecurityGroups of the function in Vpc. Requires Vpc. Default: a new group that allows
-	// all outbound traffic.
-	SecurityGroups []awsec2.ISecurityGroup
-	// Layers added to the function, e.g. an extension your code relies on; the function
-	// must still run as provided.al2023's bootstrap. At most 5 (Lambda's limit). Default none.
-	Layers []awslambda.ILayerVersion
-	// ReservedConcurrentExecutions reserves (and caps) the function's concurrency. Default 0:
-	// none reserved, the function draws on the account's unreserved pool.
-	ReservedConcurrentExecutions int
+	Architecture                 awslambda.Architecture // arm64 or x86_64; bundling builds for it
+	Vpc                          awsec2.IVpc
+	VpcSubnets                   *awsec2.SubnetSelection // requires Vpc
+	SecurityGroups               []awsec2.ISecurityGroup // requires Vpc
+	Layers                       []awslambda.ILayerVersion
+	ReservedConcurrentExecutions int // 0: none reserved
 }
 
 // Function is what New built.
