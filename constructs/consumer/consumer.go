@@ -1,19 +1,42 @@
-// Package consumer provides IdempotentConsumer: the consumer Lambda function of the pipeline
-// (functions/consumer, bundled from Go source at synth), wired to an SQS queue through an
-// event source mapping with ReportBatchItemFailures, and to a DynamoDB idempotency table
-// through the one item action the idempotency store uses (UpdateItem).
+// Package consumer provides IdempotentConsumer: a consumer Lambda function wired to an SQS
+// queue through an event source mapping with ReportBatchItemFailures, and to a DynamoDB
+// idempotency table through the one item action the idempotency store uses (UpdateItem).
+// The function is functions/consumer (the default effect, one log line per message), bundled
+// from Go source at synth, or your own main package built on functions/consume.
 //
-// The queue and the table come from other constructs (constructs/queue, constructs/table) or
-// from your own code: anything with the methods of Source and Store will do. Props are
-// checked against each other and against the queue at synth, and every problem is reported
-// at once (a *validate.Error naming prop, value and fix), for example a function Timeout
-// the queue's visibility timeout cannot cover.
+// The queue and the table come from other constructs (constructs/queue, constructs/table, or
+// their helpers for existing resources) or from your own code: anything with the methods of
+// Source and Store will do. Props are checked against each other and against the queue at
+// synth, and every problem is reported at once (a *validate.Error naming the construct path,
+// prop, value and fix), for example a function Timeout the queue's visibility timeout cannot
+// cover.
 //
 //	c := consumer.NewIdempotentConsumer(stack, "Orders", &consumer.IdempotentConsumerProps{
 //		Queue: ordersQueue,      // e.g. a queue.ProcessingQueue
 //		Table: idempotencyTable, // e.g. a table.IdempotencyTable
 //	})
 //	c.Function() // alarm on its errors and throttles
+//
+// # Your own function
+//
+// Your business logic is an Effect (package functions/consume) in a main package of your own:
+//
+//	func main() { consume.Start(ship) }
+//
+//	func ship(ctx context.Context, msg consume.Message) ([]byte, error) { ... }
+//
+// Set Entry to that package's directory (and ModuleDir to its go.mod's directory when the
+// search upwards from Entry would find another one). The construct stays correct for it: the
+// same environment contract (IDEMPOTENCY_*, DEAD_LETTER_QUEUE_URL, BATCH_*, the tunables),
+// which functions/consume reads, and the same grants on the queue, the table and the
+// dead-letter queue. What your effect needs beyond that, you add: variables in Environment,
+// permissions on the function itself, which is the concrete awslambda.Function:
+//
+//	orders.GrantWriteData(c.Function())
+//
+// Architecture, Vpc (with VpcSubnets and SecurityGroups), Layers,
+// ReservedConcurrentExecutions and MemorySize are props; every resource the construct creates
+// is reachable as its concrete L2 type (Function, Role, LogGroup, EventSource) for the rest.
 package consumer
 
 import (
@@ -23,9 +46,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
@@ -60,14 +85,20 @@ type DeadLetterSource interface {
 	DeadLetterQueue() awssqs.IQueue
 }
 
-// Store is the idempotency table. constructs/table's IdempotencyTable satisfies it.
+// Store is the idempotency table. constructs/table's IdempotencyTable satisfies it, and so
+// does its helper for an existing table (an awsdynamodb.ITable imported by name or ARN).
 type Store interface {
 	Table() awsdynamodb.ITable
+	// PartitionKeyName is the table's partition key attribute (a string key), given to the
+	// function as IDEMPOTENCY_PARTITION_KEY: "id" for tables of constructs/table and of
+	// Powertools for AWS Lambda. "" means "id". It may not be an attribute the idempotency
+	// record writes (idempotency.ReservedAttrs).
+	PartitionKeyName() string
 	// SortKeyName is the table's sort key attribute, "" without one. It may be neither the
-	// partition key "id" nor an attribute the idempotency record writes
-	// (idempotency.ReservedAttrs).
+	// partition key nor an attribute the idempotency record writes.
 	SortKeyName() string
-	// GrantIdempotency grants exactly the item actions the idempotency store uses.
+	// GrantIdempotency grants exactly the item actions the idempotency store uses, and the
+	// key actions they need when the table has a customer managed key (also an imported one).
 	GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant
 }
 
@@ -104,12 +135,37 @@ type IdempotentConsumerProps struct {
 	// Table holding the idempotency records. Required.
 	Table Store
 
-	// Entry is the directory of the consumer's Go main package. Default: functions/consumer
-	// of this module (found in the module cache when another app imports the construct).
+	// Entry is the directory of the function's Go main package: your own main package built
+	// on functions/consume (consume.Start with your Effect), which reads the environment
+	// this construct sets; see the package documentation. A main that does not use
+	// functions/consume must honour that whole contract itself. Default: functions/consumer
+	// of this module (found in the module cache when another app imports the construct), the
+	// default effect that only logs. Cannot be a token: the function is built at synth.
 	Entry string
 	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
 	// module's root when Entry is defaulted, else found by searching upwards from Entry.
 	ModuleDir string
+	// Architecture of the function, awslambda.Architecture_ARM_64() or
+	// awslambda.Architecture_X86_64(); the function is built for it. Default arm64.
+	Architecture awslambda.Architecture
+	// Vpc runs the function in a VPC, for an effect that reaches private resources. Its
+	// subnets must reach SQS, DynamoDB and CloudWatch (and X-Ray unless DisableTracing)
+	// through a NAT gateway or VPC endpoints, or every batch fails. The construct grants the
+	// EC2 actions Lambda needs for the function's network interfaces. Default: no VPC.
+	Vpc awsec2.IVpc
+	// VpcSubnets selects the subnets of Vpc. Requires Vpc. Default: Vpc's private subnets.
+	VpcSubnets *awsec2.SubnetSelection
+	// SecurityGroups of the function. Requires Vpc. Default: one new group allowing all
+	// outbound traffic.
+	SecurityGroups []awsec2.ISecurityGroup
+	// Layers added to the function (at most 5), e.g. a Lambda extension. Default none.
+	Layers []awslambda.ILayerVersion
+	// ReservedConcurrentExecutions reserves that many concurrent executions for the
+	// function, which also caps it. At least MaxConcurrency: below it, the event source
+	// would be throttled, and a throttled batch returns to the queue with its receive count
+	// raised, towards the dead-letter queue. Default 0: none reserved (MaxConcurrency caps
+	// the function without that risk).
+	ReservedConcurrentExecutions int
 
 	// DisableDeadLettering leaves records that can never succeed to the queue's redrive
 	// policy (reported as failed until maxReceiveCount receives) even when Queue has a
@@ -161,9 +217,11 @@ type IdempotentConsumerProps struct {
 	LogRetention awslogs.RetentionDays
 	// LogRemovalPolicy of the log group. Default RETAIN.
 	LogRemovalPolicy awscdk.RemovalPolicy
-	// Environment adds variables, or overrides the tunables LOG_LEVEL, METRICS_NAMESPACE,
-	// MAX_BODY_BYTES and BATCH_DEADLINE_MARGIN. Setting a variable the props own
-	// (IDEMPOTENCY_*, BATCH_CONCURRENCY) is a validation error. Default none.
+	// Environment adds variables (your effect's own settings), or overrides the tunables
+	// LOG_LEVEL, METRICS_NAMESPACE, MAX_BODY_BYTES and BATCH_DEADLINE_MARGIN. Setting a
+	// variable the props own (IDEMPOTENCY_*, including IDEMPOTENCY_PARTITION_KEY, which comes
+	// from Table; DEAD_LETTER_QUEUE_URL; BATCH_CONCURRENCY) is a validation error. Values may
+	// be tokens. Default none.
 	Environment map[string]string
 	// DisableTracing turns X-Ray active tracing off. Default false (tracing on).
 	DisableTracing bool
@@ -172,12 +230,14 @@ type IdempotentConsumerProps struct {
 // IdempotentConsumer is the consumer function with its queue and table wiring.
 type IdempotentConsumer interface {
 	constructs.IConstruct
-	// Function is the consumer Lambda function.
-	Function() awslambda.IFunction
+	// Function is the consumer Lambda function: grant it what your effect needs.
+	Function() awslambda.Function
 	// Role is the function's execution role.
-	Role() awsiam.IRole
+	Role() awsiam.Role
 	// LogGroup is the function's log group.
-	LogGroup() awslogs.ILogGroup
+	LogGroup() awslogs.LogGroup
+	// EventSource is the function's SQS event source.
+	EventSource() awslambdaeventsources.SqsEventSource
 	// Queue is the queue the function consumes (for alarms on its depth and deletes).
 	Queue() awssqs.IQueue
 	// Timeout is the function timeout, also the idempotency lock's cap.
@@ -202,9 +262,12 @@ type idempotentConsumer struct {
 	keyPrefix string
 }
 
-func (c *idempotentConsumer) Function() awslambda.IFunction  { return c.fn.Function }
-func (c *idempotentConsumer) Role() awsiam.IRole             { return c.fn.Role }
-func (c *idempotentConsumer) LogGroup() awslogs.ILogGroup    { return c.fn.LogGroup }
+func (c *idempotentConsumer) Function() awslambda.Function { return c.fn.Function }
+func (c *idempotentConsumer) Role() awsiam.Role            { return c.fn.Role }
+func (c *idempotentConsumer) LogGroup() awslogs.LogGroup   { return c.fn.LogGroup }
+func (c *idempotentConsumer) EventSource() awslambdaeventsources.SqsEventSource {
+	return c.source
+}
 func (c *idempotentConsumer) Queue() awssqs.IQueue           { return c.queue }
 func (c *idempotentConsumer) Timeout() time.Duration         { return c.settings.fn.Timeout }
 func (c *idempotentConsumer) RecordTTL() time.Duration       { return c.settings.recordTTL }
@@ -299,6 +362,11 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			LogRemovalPolicy: props.LogRemovalPolicy,
 			DisableTracing:   props.DisableTracing,
 			Description:      "Idempotent SQS consumer " + id,
+			Options: gofn.Options{
+				Architecture: props.Architecture, Vpc: props.Vpc, VpcSubnets: props.VpcSubnets,
+				SecurityGroups: props.SecurityGroups, Layers: props.Layers,
+				ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
+			},
 		},
 		fifo:              props.Queue.Fifo(),
 		batchSize:         or(props.BatchSize, DefaultBatchSize),
@@ -335,6 +403,11 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	if s.maxConcurrency < 2 || s.maxConcurrency > 1000 {
 		p.Add("MaxConcurrency", s.maxConcurrency, "use 2 to 1000 (AWS's limits for SQS event sources)")
 	}
+	if r := props.ReservedConcurrentExecutions; r > 0 && r < s.maxConcurrency {
+		p.Addf("ReservedConcurrentExecutions", "%d is below MaxConcurrency %d: the event source would be throttled, and throttled batches "+
+			"return to the queue with raised receive counts, towards the dead-letter queue; reserve at least %d or lower MaxConcurrency",
+			r, s.maxConcurrency, s.maxConcurrency)
+	}
 
 	keyPrefix := or(props.KeyPrefix, id)
 	if !keyPrefixPattern.MatchString(keyPrefix) {
@@ -344,10 +417,16 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	if err := checkSource(keySource, false); err != "" {
 		p.Add("KeySource", strconv.Quote(keySource), err)
 	}
+	// The function refuses these names at start (functions/consume's env.go holds the same
+	// rules); constructs/table never reports them, another Store might.
+	partitionKey := or(props.Table.PartitionKeyName(), idempotency.DefaultPartitionKeyAttr)
+	if len(partitionKey) > maxAttrNameBytes || !utf8.ValidString(partitionKey) || slices.Contains(idempotency.ReservedAttrs(), partitionKey) {
+		p.Add("Table", fmt.Sprintf("a table with partition key %q", partitionKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_PARTITION_KEY "+
+			"(1 to %d bytes of UTF-8, none of %s: the attributes every idempotency record writes), so every invocation would fail; "+
+			`use a table whose partition key has another name, e.g. "id"`, maxAttrNameBytes, strings.Join(idempotency.ReservedAttrs(), ", ")))
+	}
 	sortKey := props.Table.SortKeyName()
-	// constructs/table refuses these itself; another Store may not (functions/consume's env.go
-	// holds the same rule).
-	if refused := append([]string{idempotency.DefaultPartitionKeyAttr}, idempotency.ReservedAttrs()...); slices.Contains(refused, sortKey) {
+	if refused := append([]string{partitionKey}, idempotency.ReservedAttrs()...); slices.Contains(refused, sortKey) {
 		p.Add("Table", fmt.Sprintf("a table with sort key %q", sortKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_SORT_KEY (none of %s: "+
 			"the partition key and the attributes every idempotency record writes), so every invocation would fail; "+
 			`use a table whose sort key has another name, e.g. "sk"`, strings.Join(refused, ", ")))
@@ -379,6 +458,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 
 	owned := map[string]string{
 		"IDEMPOTENCY_TABLE_NAME":       *props.Table.Table().TableName(),
+		"IDEMPOTENCY_PARTITION_KEY":    partitionKey,
 		"IDEMPOTENCY_KEY_PREFIX":       keyPrefix,
 		"IDEMPOTENCY_KEY_SOURCE":       keySource,
 		"IDEMPOTENCY_SORT_KEY":         sortKey,
@@ -399,6 +479,9 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	p.Check()
 	return s
 }
+
+// maxAttrNameBytes is DynamoDB's limit on the name of a key attribute.
+const maxAttrNameBytes = 255
 
 var (
 	keyPrefixPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)

@@ -117,6 +117,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 	}{
 		{"defaults", standard, map[string]any{
 			"DEAD_LETTER_QUEUE_URL":        ref(standardQueue.dlq),
+			"IDEMPOTENCY_PARTITION_KEY":    "id",
 			"IDEMPOTENCY_TABLE_NAME":       ref(simpleTable.table),
 			"IDEMPOTENCY_KEY_PREFIX":       "Standard",
 			"IDEMPOTENCY_KEY_SOURCE":       "body:idempotencyKey",
@@ -133,6 +134,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 		}},
 		{"fifo composite key, extra variables", fifo, map[string]any{
 			"DEAD_LETTER_QUEUE_URL":        ref(fifoQueue.dlq),
+			"IDEMPOTENCY_PARTITION_KEY":    "id",
 			"IDEMPOTENCY_TABLE_NAME":       ref(compositeTable.table),
 			"IDEMPOTENCY_KEY_PREFIX":       "Fifo",
 			"IDEMPOTENCY_KEY_SOURCE":       "attribute:IdempotencyKey",
@@ -151,6 +153,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 			"FEATURE_X":                    "on",
 		}},
 		{"tuned", tuned, map[string]any{
+			"IDEMPOTENCY_PARTITION_KEY":    "id",
 			"IDEMPOTENCY_TABLE_NAME":       ref(simpleTable.table),
 			"IDEMPOTENCY_KEY_PREFIX":       "orders-v2",
 			"IDEMPOTENCY_KEY_SOURCE":       "body:idempotencyKey",

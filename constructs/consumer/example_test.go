@@ -5,12 +5,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/table"
 )
 
 // ordersQueue adapts a queue of your own to consumer.Source (constructs/queue's
@@ -27,6 +29,7 @@ func (q ordersQueue) RetentionPeriod() time.Duration   { return 4 * 24 * time.Ho
 type idempotencyTable struct{ t awsdynamodb.Table }
 
 func (t idempotencyTable) Table() awsdynamodb.ITable { return t.t }
+func (t idempotencyTable) PartitionKeyName() string  { return "id" }
 func (t idempotencyTable) SortKeyName() string       { return "" }
 func (t idempotencyTable) GrantIdempotency(g awsiam.IGrantable) awsiam.Grant {
 	return t.t.Grant(g, jsii.String("dynamodb:UpdateItem"))
@@ -54,4 +57,37 @@ func ExampleNewIdempotentConsumer() {
 	})
 	fmt.Println(c.Timeout(), c.RecordTTL(), c.KeyPrefix(), c.BatchSize(), c.MaxConcurrency())
 	// Output: 1m0s 96h0m0s OrderConsumer 10 10
+}
+
+// Your own function on resources that already exist: the main package in
+// testdata/shipping is consume.Start with an effect of its own; the idempotency table is an
+// existing one keyed on "pk" (a table made by Powertools for AWS Lambda, keyed on "id",
+// needs no PartitionKey at all); the queue is imported by ARN.
+func ExampleNewIdempotentConsumer_ownFunction() {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Shipping"), &awscdk.StackProps{
+		Env: &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")},
+	})
+
+	queue := awssqs.Queue_FromQueueArn(stack, jsii.String("Queue"), jsii.String("arn:aws:sqs:eu-west-1:123456789012:shipments"))
+	idem := table.ImportIdempotencyTable(stack, "Idempotency", &table.ExistingIdempotencyTableProps{
+		TableName: "shipping-idempotency", PartitionKey: "pk",
+	})
+	shipments := awsdynamodb.Table_FromTableName(stack, jsii.String("Shipments"), jsii.String("shipments"))
+
+	c := consumer.NewIdempotentConsumer(stack, "Shipping", &consumer.IdempotentConsumerProps{
+		Queue:       ordersQueue{queue},
+		Table:       idem,
+		Entry:       "testdata/shipping", // the directory of your main package
+		Environment: map[string]string{"SHIPMENTS_TABLE": "shipments"},
+	})
+	// What the effect needs beyond the consumer's own grants.
+	shipments.GrantWriteData(c.Function())
+
+	vars := assertions.Template_FromStack(stack, nil).FindResources(jsii.String("AWS::Lambda::Function"), nil)
+	for _, fn := range *vars {
+		env := (*fn)["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		fmt.Println(env["IDEMPOTENCY_PARTITION_KEY"], env["SHIPMENTS_TABLE"])
+	}
+	// Output: pk shipments
 }

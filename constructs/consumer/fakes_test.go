@@ -56,12 +56,19 @@ func newFakeQueue(scope constructs.Construct, id string, fifo bool, visibility, 
 
 // fakeTable stands in for constructs/table's IdempotencyTable.
 type fakeTable struct {
-	table   awsdynamodb.Table
-	sortKey string
+	table        awsdynamodb.Table
+	partitionKey string // "" stands for "id"
+	sortKey      string
 }
 
 func (t *fakeTable) Table() awsdynamodb.ITable { return t.table }
 func (t *fakeTable) SortKeyName() string       { return t.sortKey }
+func (t *fakeTable) PartitionKeyName() string {
+	if t.partitionKey == "" {
+		return "id"
+	}
+	return t.partitionKey
+}
 func (t *fakeTable) GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant {
 	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,

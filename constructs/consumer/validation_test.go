@@ -2,10 +2,15 @@ package consumer_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
@@ -17,9 +22,10 @@ import (
 type specQueue struct {
 	fifo                  bool
 	visibility, retention time.Duration
+	queue                 awssqs.IQueue // nil unless a test synthesizes
 }
 
-func (q specQueue) Queue() awssqs.IQueue             { return nil }
+func (q specQueue) Queue() awssqs.IQueue             { return q.queue }
 func (q specQueue) Fifo() bool                       { return q.fifo }
 func (q specQueue) VisibilityTimeout() time.Duration { return q.visibility }
 func (q specQueue) RetentionPeriod() time.Duration   { return q.retention }
@@ -111,6 +117,43 @@ func TestValidationMessages(t *testing.T) {
 		{"environment overriding an unset optional prop", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
 			Environment: map[string]string{"IDEMPOTENCY_SORT_KEY": "sk"}},
 			[]string{"Environment: IDEMPOTENCY_SORT_KEY is set by the construct"}},
+		{"environment setting the partition key", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			Environment: map[string]string{"IDEMPOTENCY_PARTITION_KEY": "pk"}},
+			[]string{"Environment: IDEMPOTENCY_PARTITION_KEY is set by the construct from its props; set the prop instead"}},
+		{"table whose partition key is a record attribute", consumer.IdempotentConsumerProps{Queue: stdSpec,
+			Table: &fakeTable{table: simpleTable.table, partitionKey: "status"}},
+			[]string{`Table: got a table with partition key "status"; the consumer refuses it as IDEMPOTENCY_PARTITION_KEY (1 to 255 bytes of UTF-8, ` +
+				`none of expiration, in_progress_expiration, status, data, validation, owner, attempt, result_dropped: the attributes every ` +
+				`idempotency record writes), so every invocation would fail; use a table whose partition key has another name, e.g. "id"`}},
+		{"table whose partition key is too long", consumer.IdempotentConsumerProps{Queue: stdSpec,
+			Table: &fakeTable{table: simpleTable.table, partitionKey: strings.Repeat("p", 256)}},
+			[]string{"Table: got a table with partition key", "the consumer refuses it as IDEMPOTENCY_PARTITION_KEY (1 to 255 bytes"}},
+		{"table whose sort key is its own partition key", consumer.IdempotentConsumerProps{Queue: fifoSpec, TenantSource: "group",
+			Table: &fakeTable{table: simpleTable.table, partitionKey: "pk", sortKey: "pk"}},
+			[]string{`Table: got a table with sort key "pk"; the consumer refuses it as IDEMPOTENCY_SORT_KEY (none of pk, expiration,`}},
+		{"reserved concurrency below the event source's", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			MaxConcurrency: 20, ReservedConcurrentExecutions: 5},
+			[]string{"ReservedConcurrentExecutions: 5 is below MaxConcurrency 20: the event source would be throttled, and throttled batches " +
+				"return to the queue with raised receive counts, towards the dead-letter queue; reserve at least 20 or lower MaxConcurrency"}},
+		{"reserved concurrency below the default event source concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			ReservedConcurrentExecutions: 9},
+			[]string{"ReservedConcurrentExecutions: 9 is below MaxConcurrency 10"}},
+		{"negative reserved concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, ReservedConcurrentExecutions: -1},
+			[]string{"ReservedConcurrentExecutions: got -1; use 0 (none reserved)"}},
+		{"subnets without a VPC", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			VpcSubnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}},
+			[]string{"VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
+		{"security groups without a VPC", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			SecurityGroups: make([]awsec2.ISecurityGroup, 1)},
+			[]string{"SecurityGroups: got 1 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
+		{"six layers", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Layers: make([]awslambda.ILayerVersion, 6)},
+			[]string{"Layers: got 6; use at most 5 layers (Lambda's limit)"}},
+		{"architecture provided.al2023 does not run", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			Architecture: awslambda.Architecture_Custom(jsii.String("riscv64"), nil)},
+			[]string{`Architecture: got "riscv64"; use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64()`}},
+		{"entry as a token", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
+			Entry: *awscdk.Token_AsString(map[string]any{"Ref": "EntryParam"}, nil)},
+			[]string{"Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
 		{"environment with a Lambda-reserved name", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
 			Environment: map[string]string{"AWS_REGION": "us-east-1"}},
 			[]string{"Environment: AWS_REGION is reserved by the Lambda runtime"}},
