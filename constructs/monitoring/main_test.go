@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
@@ -42,8 +43,11 @@ type pipelineFixture struct {
 }
 
 var (
-	// def uses every default; custom overrides every prop and brings its own topic.
-	def, custom pipelineFixture
+	// def uses every default (with email subscriptions); custom overrides every prop and
+	// brings its own topic; keyed brings an encryption key and a Slack channel.
+	def, custom, keyed pipelineFixture
+	// keyedKey is the key given to keyed.
+	keyedKey awskms.Key
 	// scratch is a never-synthesized stack for validation tests, which must panic before
 	// they create anything.
 	scratch struct {
@@ -53,6 +57,12 @@ var (
 		fn       awslambda.IFunction
 		table    awsdynamodb.ITable
 		schedule awsscheduler.ISchedule
+		// other* are further resources of each kind: a label taken by a watch of the
+		// above is taken for them.
+		otherQueue    awssqs.IQueue
+		otherFn       awslambda.IFunction
+		otherTable    awsdynamodb.ITable
+		otherSchedule awsscheduler.ISchedule
 	}
 	customTopicArn = "arn:aws:sns:eu-west-1:123456789012:pager"
 	nagProbe       awscdk.Stack
@@ -68,18 +78,31 @@ var customProps = PipelineMonitoringProps{
 	BacklogEvaluationPeriods: 2,
 	StalledConsumerPeriods:   30,
 	NotifyOnOK:               true,
+	RunbookURL:               "https://wiki.example.com/pipeline/runbooks",
 }
 
 func TestMain(m *testing.M) {
 	app := cdktest.NewApp()
 
 	def = buildPipeline(app, "Default", func(stack awscdk.Stack) *PipelineMonitoringProps {
-		return &PipelineMonitoringProps{AlarmEmails: []string{"oncall@example.com", "team@example.org"}}
+		return &PipelineMonitoringProps{
+			AlarmEmails:  []string{"oncall@example.com", "team@example.org"},
+			TicketEmails: []string{"tickets@example.com"},
+		}
 	})
 	custom = buildPipeline(app, "Custom", func(stack awscdk.Stack) *PipelineMonitoringProps {
 		p := customProps
 		p.Topic = awssns.Topic_FromTopicArn(stack, jsii.String("Pager"), jsii.String(customTopicArn))
 		return &p
+	})
+	keyed = buildPipeline(app, "Keyed", func(stack awscdk.Stack) *PipelineMonitoringProps {
+		keyedKey = awskms.NewKey(stack, jsii.String("PipelineKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+		return &PipelineMonitoringProps{
+			EncryptionKey:    keyedKey,
+			AlarmEmails:      []string{"oncall@example.com"},
+			SlackWorkspaceId: "T0123ABCD",
+			SlackChannelId:   "C0123ABCD",
+		}
 	})
 
 	// The probe proves the packs run: each must flag something here.
@@ -90,6 +113,7 @@ func TestMain(m *testing.M) {
 	cdktest.AddNagPacks(app)
 	def.tmpl = assertions.Template_FromStack(def.stack, nil)
 	custom.tmpl = assertions.Template_FromStack(custom.stack, nil)
+	keyed.tmpl = assertions.Template_FromStack(keyed.stack, nil)
 
 	scratch.stack = cdktest.NewStack(cdktest.NewApp(), "Scratch")
 	scratch.mon = NewPipelineMonitoring(scratch.stack, "Monitoring", &PipelineMonitoringProps{
@@ -99,6 +123,10 @@ func TestMain(m *testing.M) {
 	scratch.fn = awslambda.Function_FromFunctionArn(scratch.stack, jsii.String("Fn"), jsii.String("arn:aws:lambda:eu-west-1:123456789012:function:consumer"))
 	scratch.table = awsdynamodb.Table_FromTableName(scratch.stack, jsii.String("Table"), jsii.String("idempotency"))
 	scratch.schedule = awsscheduler.Schedule_FromScheduleArn(scratch.stack, jsii.String("Schedule"), jsii.String("arn:aws:scheduler:eu-west-1:123456789012:schedule/default/nightly"))
+	scratch.otherQueue = awssqs.Queue_FromQueueArn(scratch.stack, jsii.String("OtherQueue"), jsii.String("arn:aws:sqs:eu-west-1:123456789012:invoices"))
+	scratch.otherFn = awslambda.Function_FromFunctionArn(scratch.stack, jsii.String("OtherFn"), jsii.String("arn:aws:lambda:eu-west-1:123456789012:function:invoicer"))
+	scratch.otherTable = awsdynamodb.Table_FromTableName(scratch.stack, jsii.String("OtherTable"), jsii.String("other"))
+	scratch.otherSchedule = awsscheduler.Schedule_FromScheduleArn(scratch.stack, jsii.String("OtherSchedule"), jsii.String("arn:aws:scheduler:eu-west-1:123456789012:schedule/default/weekly"))
 
 	os.Exit(m.Run())
 }

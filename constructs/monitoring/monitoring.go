@@ -2,10 +2,12 @@ package monitoring
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awschatbot"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
@@ -60,12 +62,28 @@ type PipelineMonitoring interface {
 	// duplicate message and every lock held elsewhere is a conditional check failure by design.
 	WatchTable(label string, table awsdynamodb.ITable) TableAlarms
 
-	// Topic is the SNS topic every alarm notifies.
+	// Topic is the paging topic: the alarms that mean lost or stuck work notify it.
 	Topic() awssns.ITopic
+	// TicketTopic is the ticketing topic: the alarms that mean degraded but self-healing
+	// work notify it. It is Topic() when props.Topic was given without props.TicketTopic.
+	TicketTopic() awssns.ITopic
+	// Unhealthy is the composite "pipeline unhealthy" alarm: in ALARM while any paging alarm
+	// of this construct is. It has no actions of its own (each paging alarm already pages):
+	// use it as the pipeline's one health signal, e.g. for a deployment's rollback alarms,
+	// or add an action to it and page from it instead.
+	Unhealthy() awscloudwatch.CompositeAlarm
+	// SlackChannel is the AWS Chatbot Slack channel configuration subscribed to both topics,
+	// or nil without SlackWorkspaceId and SlackChannelId.
+	SlackChannel() awschatbot.SlackChannelConfiguration
 	// Dashboard is the CloudWatch dashboard, one row per Watch call.
 	Dashboard() awscloudwatch.Dashboard
-	// Alarms are every alarm created so far, in creation order.
+	// Alarms are every alarm this construct created so far, in creation order (the
+	// composite Unhealthy excluded). A Watch call that returned another call's alarms added
+	// none.
 	Alarms() []awscloudwatch.IAlarm
+	// PagingAlarms and TicketAlarms are Alarms split by severity.
+	PagingAlarms() []awscloudwatch.IAlarm
+	TicketAlarms() []awscloudwatch.IAlarm
 }
 
 // QueueAlarms are the alarms WatchQueue creates.
@@ -102,12 +120,16 @@ type TableAlarms struct {
 
 type pipelineMonitoring struct {
 	constructs.Construct
-	s         settings
-	topic     awssns.ITopic
-	action    awscloudwatch.IAlarmAction
-	dashboard awscloudwatch.Dashboard
-	alarms    []awscloudwatch.IAlarm
-	labels    map[string]bool // kind + "/" + label
+	s                settings
+	topic, ticket    awssns.ITopic
+	page, ticketing  awscloudwatch.IAlarmAction
+	dashboard        awscloudwatch.Dashboard
+	unhealthy        awscloudwatch.CompositeAlarm
+	slack            awschatbot.SlackChannelConfiguration
+	undelivered      awssqs.IQueue
+	alarms           []awscloudwatch.IAlarm
+	paging, ticketed []awscloudwatch.IAlarm
+	labels           map[string]bool // kind + "/" + label
 }
 
 const constructKind = "PipelineMonitoring"
@@ -126,20 +148,29 @@ func NewPipelineMonitoring(scope constructs.Construct, id string, props *Pipelin
 	// knows only the former.
 	this := constructs.NewConstruct(scope, jsii.String(id))
 	m := &pipelineMonitoring{Construct: this, s: s, labels: map[string]bool{}}
-	m.topic = s.topic
+	m.topic, m.ticket = s.topic, s.ticketTopic
+	var key awskms.IKey
+	if m.topic == nil || (m.ticket == nil && s.topic == nil) {
+		key = s.key
+		if key == nil {
+			key = newTopicKey(this)
+		} else {
+			allowCloudWatch(key)
+		}
+	}
 	if m.topic == nil {
-		m.topic = newAlarmTopic(this)
+		m.topic = newAlarmTopic(this, "Topic", key)
 	}
-	var undelivered awssqs.IQueue
-	if len(s.emails) > 0 {
-		undelivered = newUndeliveredQueue(this)
+	if m.ticket == nil {
+		if s.topic != nil {
+			m.ticket = s.topic
+		} else {
+			m.ticket = newAlarmTopic(this, "TicketTopic", key)
+		}
 	}
-	for _, e := range s.emails {
-		m.topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(e), &awssnssubscriptions.EmailSubscriptionProps{
-			DeadLetterQueue: undelivered,
-		}))
-	}
-	m.action = awscloudwatchactions.NewSnsAction(m.topic)
+	m.subscribe()
+	m.page = awscloudwatchactions.NewSnsAction(m.topic)
+	m.ticketing = awscloudwatchactions.NewSnsAction(m.ticket)
 
 	var name *string
 	if s.dashboardName != "" {
@@ -149,20 +180,110 @@ func NewPipelineMonitoring(scope constructs.Construct, id string, props *Pipelin
 		DashboardName:   name,
 		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
 	})
-	m.notificationRow(undelivered)
+	m.unhealthy = m.newUnhealthy()
+	if s.slackWorkspace != "" && s.slackChannel != "" {
+		m.slack = m.newSlackChannel()
+	}
+	m.notificationRow()
 	return m
+}
+
+// subscribe adds the email subscriptions: AlarmEmails to both topics, TicketEmails to the
+// ticketing one, all with one dead-letter queue for what SNS could not deliver.
+func (m *pipelineMonitoring) subscribe() {
+	type sub struct {
+		topic awssns.ITopic
+		email string
+	}
+	var subs []sub
+	for _, e := range m.s.emails {
+		subs = append(subs, sub{m.topic, e})
+		if m.ticket != m.topic {
+			subs = append(subs, sub{m.ticket, e})
+		}
+	}
+	for _, e := range m.s.ticketEmails {
+		subs = append(subs, sub{m.ticket, e})
+	}
+	if len(subs) == 0 {
+		return
+	}
+	m.undelivered = newUndeliveredQueue(m.Construct, m.s.key)
+	for _, x := range subs {
+		x.topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(x.email), &awssnssubscriptions.EmailSubscriptionProps{
+			DeadLetterQueue: m.undelivered,
+		}))
+	}
+}
+
+// newUnhealthy is the composite alarm over every paging alarm. Its rule is rendered at
+// synthesis, so it covers the paging alarms of Watch calls made after the constructor;
+// with none it is FALSE (always OK). It has no actions: each paging alarm pages already.
+func (m *pipelineMonitoring) newUnhealthy() awscloudwatch.CompositeAlarm {
+	rule := awscdk.Lazy_String(&unhealthyRule{m}, nil)
+	desc := fmt.Sprintf("[%s] At least one paging alarm of this pipeline monitoring is in ALARM: work is lost or stuck. "+
+		"The alarms in ALARM are listed in this alarm's history and on the dashboard; open the runbook section of each.", *m.Node().Id())
+	return awscloudwatch.NewCompositeAlarm(m.Construct, jsii.String("Unhealthy"), &awscloudwatch.CompositeAlarmProps{
+		AlarmRule:        awscloudwatch.AlarmRule_FromString(rule),
+		AlarmDescription: jsii.String(m.describe(desc, sevPage, anchorUnhealthy)),
+	})
+}
+
+// unhealthyRule renders the composite rule when the template is synthesized.
+type unhealthyRule struct{ m *pipelineMonitoring }
+
+func (r *unhealthyRule) Produce() *string {
+	if len(r.m.paging) == 0 {
+		return awscloudwatch.AlarmRule_FromBoolean(jsii.Bool(false)).RenderAlarmRule()
+	}
+	rules := make([]awscloudwatch.IAlarmRule, len(r.m.paging))
+	for i, a := range r.m.paging {
+		rules[i] = a
+	}
+	return awscloudwatch.AlarmRule_AnyOf(rules...).RenderAlarmRule()
+}
+
+// newSlackChannel subscribes a Slack channel to both topics through AWS Chatbot. The role
+// gets no permissions and the guardrail is read-only: notifications, no changes from chat.
+func (m *pipelineMonitoring) newSlackChannel() awschatbot.SlackChannelConfiguration {
+	name := m.s.slackName
+	if name == "" {
+		name = *awscdk.Names_UniqueResourceName(m.Construct, &awscdk.UniqueResourceNameOptions{
+			MaxLength: jsii.Number(128), Separator: jsii.String("-"),
+		})
+	}
+	topics := []awssns.ITopic{m.topic}
+	if m.ticket != m.topic {
+		topics = append(topics, m.ticket)
+	}
+	return awschatbot.NewSlackChannelConfiguration(m.Construct, jsii.String("Slack"), &awschatbot.SlackChannelConfigurationProps{
+		SlackChannelConfigurationName: jsii.String(name),
+		SlackWorkspaceId:              jsii.String(m.s.slackWorkspace),
+		SlackChannelId:                jsii.String(m.s.slackChannel),
+		NotificationTopics:            &topics,
+		GuardrailPolicies: &[]awsiam.IManagedPolicy{
+			awsiam.ManagedPolicy_FromAwsManagedPolicyName(jsii.String("CloudWatchReadOnlyAccess")),
+		},
+	})
 }
 
 // newUndeliveredQueue keeps alarm notifications SNS could not deliver to a subscription (the
 // subscription's redrive policy), for 14 days: the record of which alerts nobody received.
 // It is charted, not alarmed: an alarm about the alarm topic would notify that same topic.
-// SSE-SQS rather than a KMS key: SNS can write to it with the queue policy CDK adds alone.
-func newUndeliveredQueue(scope constructs.Construct) awssqs.IQueue {
-	q := awssqs.NewQueue(scope, jsii.String("UndeliveredNotifications"), &awssqs.QueueProps{
+// Without a key it uses SSE-SQS, which SNS can write to with the queue policy CDK adds alone;
+// with one, the key policy must let SNS use the key (granted here when CDK can).
+func newUndeliveredQueue(scope constructs.Construct, key awskms.IKey) awssqs.IQueue {
+	props := &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
+	}
+	if key != nil {
+		props.Encryption = awssqs.QueueEncryption_KMS
+		props.EncryptionMasterKey = key
+		allowService(key, "AllowSNSToUseTheKey", "sns.amazonaws.com")
+	}
+	q := awssqs.NewQueue(scope, jsii.String("UndeliveredNotifications"), props)
 	cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{
 		{
 			Id:     jsii.String("AwsSolutions-SQS3"),
@@ -173,48 +294,93 @@ func newUndeliveredQueue(scope constructs.Construct) awssqs.IQueue {
 			Reason: jsii.String("This queue is itself a dead-letter queue (SNS subscription redrive target) and has no consumer: a redrive policy on it would need a DLQ for the DLQ."),
 		},
 	}, jsii.Bool(false))
-	checkov.Add(q, checkov.QueueSQSManagedEncryption)
+	if key == nil {
+		checkov.Add(q, checkov.QueueSQSManagedEncryption)
+	}
 	return q
 }
 
-// notificationRow is the dashboard's first row: is the alarm topic delivering?
-func (m *pipelineMonitoring) notificationRow(undelivered awssqs.IQueue) {
+// notificationRow is the dashboard's first row: the pipeline's health and whether the alarm
+// topics deliver.
+func (m *pipelineMonitoring) notificationRow() {
 	p := m.s.period
-	widgets := []awscloudwatch.IWidget{
-		header(fmt.Sprintf("### Alarm notifications\nTopic `%s`", *m.topic.TopicName())),
-		graph("Notifications", []awscloudwatch.IMetric{
-			m.topic.MetricNumberOfMessagesPublished(metricOpts(p, "Sum", "published")),
-			m.topic.MetricNumberOfNotificationsDelivered(metricOpts(p, "Sum", "delivered")),
-			m.topic.MetricNumberOfNotificationsFailed(metricOpts(p, "Sum", "failed")),
-		}, nil),
+	topics := fmt.Sprintf("Paging topic `%s`", *m.topic.TopicName())
+	if m.ticket != m.topic {
+		topics += fmt.Sprintf(", ticketing topic `%s`", *m.ticket.TopicName())
 	}
-	if undelivered != nil {
+	widgets := []awscloudwatch.IWidget{
+		header("### Alarm notifications\n" + topics),
+		awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
+			Title:  jsii.String("Pipeline unhealthy (any paging alarm)"),
+			Alarms: &[]interfacesawscloudwatch.IAlarmRef{m.unhealthy},
+			Width:  jsii.Number(widgetWidth),
+			Height: jsii.Number(widgetHeight),
+		}),
+	}
+	for _, t := range []struct {
+		name  string
+		topic awssns.ITopic
+	}{{"Paging notifications", m.topic}, {"Ticketing notifications", m.ticket}} {
+		if t.name != "Paging notifications" && m.ticket == m.topic {
+			break
+		}
+		widgets = append(widgets, graph(t.name, []awscloudwatch.IMetric{
+			t.topic.MetricNumberOfMessagesPublished(metricOpts(p, "Sum", "published")),
+			t.topic.MetricNumberOfNotificationsDelivered(metricOpts(p, "Sum", "delivered")),
+			t.topic.MetricNumberOfNotificationsFailed(metricOpts(p, "Sum", "failed")),
+		}, nil))
+	}
+	if m.undelivered != nil {
 		widgets = append(widgets, graph("Undelivered notifications", []awscloudwatch.IMetric{
-			undelivered.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "in the subscriptions' DLQ")),
+			m.undelivered.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "in the subscriptions' DLQ")),
 		}, nil))
 	}
 	m.dashboard.AddWidgets(widgets...)
 }
 
-// newAlarmTopic is the secure default topic. CloudWatch alarms publish as the service
-// principal cloudwatch.amazonaws.com, so both the key policy and the topic policy name it:
-// the AWS managed key alias/aws/sns has no such grant and cannot be given one.
-func newAlarmTopic(scope constructs.Construct) awssns.ITopic {
-	stack := awscdk.Stack_Of(scope)
-	cloudwatch := awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)
-
+// newTopicKey is the default topics' key: rotating, and usable by CloudWatch alarms.
+func newTopicKey(scope constructs.Construct) awskms.IKey {
 	key := awskms.NewKey(scope, jsii.String("TopicKey"), &awskms.KeyProps{
-		Description:       jsii.String("Encrypts the pipeline alarm topic; CloudWatch alarms use it to publish."),
+		Description:       jsii.String("Encrypts the pipeline alarm topics; CloudWatch alarms use it to publish."),
 		EnableKeyRotation: jsii.Bool(true),
 	})
+	allowCloudWatch(key)
+	return key
+}
+
+// allowCloudWatch lets CloudWatch alarms publish to topics encrypted with key. The AWS
+// managed key alias/aws/sns has no such grant and cannot be given one.
+func allowCloudWatch(key awskms.IKey) {
+	allowService(key, "AllowCloudWatchAlarmsToUseTheKey", "cloudwatch.amazonaws.com")
+}
+
+// allowService grants a service principal the data key operations an encrypted topic or
+// queue needs from it, without conditions, as the CloudWatch and SNS guides show them: who
+// may publish to the topic or send to the queue is decided by their resource policies. On an
+// imported key this is a no-op (CDK cannot change its policy), which the EncryptionKey doc
+// covers. A key shared by several constructs gets each statement once: a child construct
+// named after the statement (which adds nothing to the template) marks it as made.
+func allowService(key awskms.IKey, sid, service string) {
+	if k, ok := key.(awskms.Key); ok {
+		if k.Node().TryFindChild(jsii.String(sid)) != nil {
+			return
+		}
+		constructs.NewConstruct(k, jsii.String(sid))
+	}
 	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("AllowCloudWatchAlarmsToUseTheKey"),
-		Principals: &[]awsiam.IPrincipal{cloudwatch},
+		Sid:        jsii.String(sid),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(service), nil)},
 		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"),
 	}), nil)
+}
 
-	topic := awssns.NewTopic(scope, jsii.String("Topic"), &awssns.TopicProps{
+// newAlarmTopic is a secure default topic. CloudWatch alarms publish as the service principal
+// cloudwatch.amazonaws.com, so the topic policy names it (the key policy does, through
+// allowCloudWatch).
+func newAlarmTopic(scope constructs.Construct, id string, key awskms.IKey) awssns.ITopic {
+	stack := awscdk.Stack_Of(scope)
+	topic := awssns.NewTopic(scope, jsii.String(id), &awssns.TopicProps{
 		MasterKey:  key,
 		EnforceSSL: jsii.Bool(true),
 	})
@@ -223,7 +389,7 @@ func newAlarmTopic(scope constructs.Construct) awssns.ITopic {
 	// (the confused-deputy guard CloudWatch documents for alarm topics).
 	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("AllowCloudWatchAlarmsToPublish"),
-		Principals: &[]awsiam.IPrincipal{cloudwatch},
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
 		Actions:    jsii.Strings("sns:Publish"),
 		Resources:  &[]*string{topic.TopicArn()},
 		Conditions: &map[string]any{
@@ -237,10 +403,19 @@ func newAlarmTopic(scope constructs.Construct) awssns.ITopic {
 	return topic
 }
 
-func (m *pipelineMonitoring) Topic() awssns.ITopic               { return m.topic }
-func (m *pipelineMonitoring) Dashboard() awscloudwatch.Dashboard { return m.dashboard }
-func (m *pipelineMonitoring) Alarms() []awscloudwatch.IAlarm {
-	return append([]awscloudwatch.IAlarm(nil), m.alarms...)
+func (m *pipelineMonitoring) Topic() awssns.ITopic                    { return m.topic }
+func (m *pipelineMonitoring) TicketTopic() awssns.ITopic              { return m.ticket }
+func (m *pipelineMonitoring) Dashboard() awscloudwatch.Dashboard      { return m.dashboard }
+func (m *pipelineMonitoring) Unhealthy() awscloudwatch.CompositeAlarm { return m.unhealthy }
+func (m *pipelineMonitoring) SlackChannel() awschatbot.SlackChannelConfiguration {
+	return m.slack
+}
+func (m *pipelineMonitoring) Alarms() []awscloudwatch.IAlarm { return slices.Clone(m.alarms) }
+func (m *pipelineMonitoring) PagingAlarms() []awscloudwatch.IAlarm {
+	return slices.Clone(m.paging)
+}
+func (m *pipelineMonitoring) TicketAlarms() []awscloudwatch.IAlarm {
+	return slices.Clone(m.ticketed)
 }
 
 // required names a Watch argument that must not be nil.
@@ -249,18 +424,12 @@ type required struct {
 	isNil bool
 }
 
-// begin validates a Watch call (label and required arguments; all problems at once) and
-// returns the scope its alarms live in. The scope id is kind + label, so equal labels of
-// different kinds ("Orders" queue and "Orders" consumer) never collide, and no label can
-// collide with the construct's own children (Topic, TopicKey, Dashboard).
-func (m *pipelineMonitoring) begin(kind, label string, args ...required) constructs.Construct {
+// check validates a Watch call's label and required arguments (all problems at once).
+func (m *pipelineMonitoring) check(kind, label string, args ...required) {
 	method := "Watch" + kind
 	p := validate.New(constructKind, *m.Node().Path())
-	switch {
-	case !labelRe.MatchString(label):
+	if !labelRe.MatchString(label) {
 		p.Add(method+" label", fmt.Sprintf("%q", label), `use 1-64 characters from A-Z, a-z, 0-9, "-" and "_"`)
-	case m.labels[kind+"/"+label]:
-		p.Add(method+" label", fmt.Sprintf("%q", label), "use a label not yet given to "+method+" on this construct: it names the dashboard row and the alarms")
 	}
 	for _, a := range args {
 		if a.isNil {
@@ -268,12 +437,25 @@ func (m *pipelineMonitoring) begin(kind, label string, args ...required) constru
 		}
 	}
 	p.Check()
+}
+
+// begin claims label for a Watch call of kind whose resources are not watched yet, and
+// returns the scope its alarms live in. The scope id is kind + label, so equal labels of
+// different kinds ("Orders" queue and "Orders" consumer) never collide, and no label can
+// collide with the construct's own children (Topic, TopicKey, Dashboard).
+func (m *pipelineMonitoring) begin(kind, label string) constructs.Construct {
+	method := "Watch" + kind
+	if m.labels[kind+"/"+label] {
+		p := validate.New(constructKind, *m.Node().Path())
+		p.Add(method+" label", fmt.Sprintf("%q", label), "use a label not yet given to "+method+" on this construct: it names the dashboard row and the alarms")
+		p.Check()
+	}
 	m.labels[kind+"/"+label] = true
 	return constructs.NewConstruct(m.Construct, jsii.String(kind+label))
 }
 
 // alarmSpec is one alarm. Every alarm here fires at or above its threshold and notifies the
-// topic; the rest differs per alarm and is chosen where the alarm is defined.
+// topic of its severity; the rest differs per alarm and is chosen where the alarm is defined.
 type alarmSpec struct {
 	id          string
 	metric      awscloudwatch.IMetric
@@ -281,6 +463,8 @@ type alarmSpec struct {
 	periods     int // evaluation periods; all of them must breach (N of N)
 	missingData awscloudwatch.TreatMissingData
 	description string
+	severity    severity
+	runbook     string // the anchor of the alarm's section in the runbooks
 }
 
 func (m *pipelineMonitoring) alarm(scope constructs.Construct, a alarmSpec) awscloudwatch.Alarm {
@@ -291,13 +475,9 @@ func (m *pipelineMonitoring) alarm(scope constructs.Construct, a alarmSpec) awsc
 		DatapointsToAlarm:  jsii.Number(a.periods),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
 		TreatMissingData:   a.missingData,
-		AlarmDescription:   jsii.String(a.description),
+		AlarmDescription:   jsii.String(m.describe(a.description, a.severity, a.runbook)),
 	})
-	alarm.AddAlarmAction(m.action)
-	if m.s.notifyOnOK {
-		alarm.AddOkAction(m.action)
-	}
-	m.alarms = append(m.alarms, alarm)
+	m.notify(alarm, a.severity)
 	return alarm
 }
 

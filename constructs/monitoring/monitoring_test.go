@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
@@ -26,7 +27,6 @@ func dims(name string, value any) []any {
 // metric of the right resource with the documented threshold, periods and missing-data rule.
 func TestAlarmDefinitions(t *testing.T) {
 	f := def
-	topic := map[string]any{"Ref": topicID(t)}
 	q, c, d, g, tb := f.queueAlarms, f.consumerAlarms, f.dispatcherAlarms, f.grouped, f.tableAlarms
 	fnDims := func(fn any) []any { return dims("FunctionName", fn) }
 	consumerFn := resolved(f.stack, f.consumer.FunctionName())
@@ -109,7 +109,7 @@ func TestAlarmDefinitions(t *testing.T) {
 			want := map[string]any{
 				"ComparisonOperator": gte,
 				"TreatMissingData":   notBreaching,
-				"AlarmActions":       []any{topic},
+				"AlarmActions":       []any{map[string]any{"Ref": severityTopicID(t, f, tc.alarm)}},
 			}
 			for k, v := range tc.want {
 				want[k] = v
@@ -262,7 +262,7 @@ func TestAlarmDescriptionsAreActionable(t *testing.T) {
 		// its first receive, with a reason attribute and no redrive origin to return to.
 		{f.queueAlarms.DeadLetterMessages, []string{cdktest.JSON(resolved(f.stack, f.dlq.QueueName())),
 			"bad input the consumer moved there at its first receive, or messages that failed on " + cdktest.JSON(resolved(f.stack, f.source.QueueName())) + " maxReceiveCount times",
-			"DeadLetterReason", "aws sqs receive-message", "aws sqs start-message-move-task --source-arn <DLQ arn> --destination-arn <source queue arn>"}},
+			"DeadLetterReason", "pipelinectl dlq inspect --stack <stack> --pipeline Orders", "pipelinectl dlq redrive --stack <stack> --pipeline Orders --yes"}},
 		{f.queueAlarms.OldestMessage, []string{"15m", "list-event-source-mappings"}},
 		{f.queueAlarms.Backlog, []string{"1000", "15m", "maximum concurrency"}},
 		{f.consumerAlarms.Stalled, []string{"20m", cdktest.JSON(resolved(f.stack, f.consumer.FunctionName())), "list-event-source-mappings", "InvalidInput"}},
@@ -278,13 +278,19 @@ func TestAlarmDescriptionsAreActionable(t *testing.T) {
 			}
 		}
 	}
-	// CloudWatch caps descriptions at 1024 characters: check the longest each can resolve to.
+	// CloudWatch caps descriptions at 1024 characters: check the longest each can resolve to,
+	// with the longest RunbookURL validation lets through.
+	longerURL := maxRunbookURLLen - len(DefaultRunbookURL)
+	longest := 0
 	for _, a := range f.mon.Alarms() {
 		alarm := a.(awscloudwatch.Alarm)
-		if n := maxResolvedLen(f, alarmProps(t, f, alarm)["AlarmDescription"]); n > 1024 {
+		n := maxResolvedLen(f, alarmProps(t, f, alarm)["AlarmDescription"]) + longerURL
+		if n > 1024 {
 			t.Errorf("%s description can resolve to %d characters, over CloudWatch's 1024", *alarm.Node().Path(), n)
 		}
+		longest = max(longest, n)
 	}
+	t.Logf("longest possible description: %d characters", longest)
 }
 
 // maxResolvedLen is the longest v can be once deployed: literal text plus the longest name
@@ -316,24 +322,17 @@ func maxResolvedLen(f pipelineFixture, v any) int {
 	return 255
 }
 
+// topicID is the logical id of def's paging topic.
 func topicID(t *testing.T) string {
 	t.Helper()
-	id, _ := onlyResource(t, def.tmpl, "AWS::SNS::Topic", nil)
-	return id
+	return cdktest.LogicalID(def.stack, def.mon.Topic())
 }
 
-// Every alarm notifies the construct's topic (resolved by type, not by hashed id).
+// Every alarm notifies the topic of its severity, and nothing else.
 func TestAlarmsNotifyTheTopic(t *testing.T) {
-	topic := topicID(t)
-	capture := assertions.NewCapture(nil)
-	def.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-		"AlarmActions": []any{capture},
-	})
-	if got := cdktest.JSON(capture.AsObject()); got != cdktest.JSON(map[string]any{"Ref": topic}) {
-		t.Errorf("captured alarm action %s, want a Ref to topic %s", got, topic)
-	}
 	for _, a := range def.mon.Alarms() {
 		p := alarmProps(t, def, a.(awscloudwatch.Alarm))
+		topic := severityTopicID(t, def, a.(awscloudwatch.Alarm))
 		if got, want := cdktest.JSON(p["AlarmActions"]), cdktest.JSON([]any{map[string]any{"Ref": topic}}); got != want {
 			t.Errorf("%s AlarmActions = %s, want %s", *a.Node().Path(), got, want)
 		}
@@ -357,14 +356,21 @@ func TestDefaultTopicIsEncryptedWithAKeyCloudWatchCanUse(t *testing.T) {
 			}),
 		})},
 	})
-	def.tmpl.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{
+	def.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(2))
+	def.tmpl.AllResourcesProperties(jsii.String("AWS::SNS::Topic"), map[string]any{
 		"KmsMasterKeyId": map[string]any{"Fn::GetAtt": []any{keyID, "Arn"}},
 	})
 }
 
-// The topic policy denies plain HTTP and lets only this account's alarms publish.
+// Each topic's policy denies plain HTTP and lets only this account's alarms publish.
 func TestTopicPolicyEnforcesTLSAndAdmitsCloudWatchAlarms(t *testing.T) {
-	topic := map[string]any{"Ref": topicID(t)}
+	for _, tp := range []awssns.ITopic{def.mon.Topic(), def.mon.TicketTopic()} {
+		topicPolicyAdmitsCloudWatch(t, map[string]any{"Ref": cdktest.LogicalID(def.stack, tp)})
+	}
+}
+
+func topicPolicyAdmitsCloudWatch(t *testing.T, topic map[string]any) {
+	t.Helper()
 	def.tmpl.HasResourceProperties(jsii.String("AWS::SNS::TopicPolicy"), map[string]any{
 		"Topics": []any{topic},
 		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{
@@ -385,16 +391,25 @@ func TestTopicPolicyEnforcesTLSAndAdmitsCloudWatchAlarms(t *testing.T) {
 	})
 }
 
-// Each address gets an email subscription whose undeliverable notifications go to the
-// construct's dead-letter queue.
+// AlarmEmails are subscribed to both topics and TicketEmails to the ticketing one, each
+// subscription sending what it cannot deliver to the construct's dead-letter queue.
 func TestEmailSubscriptions(t *testing.T) {
 	dlqID, _ := onlyResource(t, def.tmpl, "AWS::SQS::Queue", map[string]any{"MessageRetentionPeriod": 1209600, "SqsManagedSseEnabled": true})
-	def.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Subscription"), jsii.Number(2))
-	for _, email := range []string{"oncall@example.com", "team@example.org"} {
-		def.tmpl.HasResourceProperties(jsii.String("AWS::SNS::Subscription"), map[string]any{
+	page, ticket := topicID(t), cdktest.LogicalID(def.stack, def.mon.TicketTopic())
+	if page == ticket {
+		t.Fatalf("the paging and ticketing topics are one resource %s", page)
+	}
+	subs := []struct{ email, topic string }{
+		{"oncall@example.com", page}, {"oncall@example.com", ticket},
+		{"team@example.org", page}, {"team@example.org", ticket},
+		{"tickets@example.com", ticket},
+	}
+	def.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Subscription"), jsii.Number(len(subs)))
+	for _, sub := range subs {
+		onlyResource(t, def.tmpl, "AWS::SNS::Subscription", map[string]any{
 			"Protocol":      "email",
-			"Endpoint":      email,
-			"TopicArn":      map[string]any{"Ref": topicID(t)},
+			"Endpoint":      sub.email,
+			"TopicArn":      map[string]any{"Ref": sub.topic},
 			"RedrivePolicy": map[string]any{"deadLetterTargetArn": map[string]any{"Fn::GetAtt": []any{dlqID, "Arn"}}},
 		})
 	}

@@ -12,10 +12,10 @@ import (
 )
 
 // TestNagFindsNothing runs the AwsSolutions and Serverless packs (added to the fixture app in
-// TestMain) over both fixture stacks: the monitoring resources need no suppression, and the
+// TestMain) over the fixture stacks: the monitoring resources need no suppression, and the
 // fixtures carry only the documented Scheduler-DLQ / on-failure-queue one.
 func TestNagFindsNothing(t *testing.T) {
-	for _, f := range []pipelineFixture{def, custom} {
+	for _, f := range []pipelineFixture{def, custom, keyed} {
 		for _, finding := range cdktest.NagFindings(f.stack) {
 			t.Errorf("%s: cdk-nag %s", *f.stack.StackName(), finding)
 		}

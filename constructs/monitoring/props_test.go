@@ -2,10 +2,12 @@ package monitoring
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
@@ -16,6 +18,19 @@ import (
 // newScratch builds a PipelineMonitoring with props in the never-synthesized scratch stack,
 // each under a new id. The imported topic keeps a valid call from creating a key and topic.
 var scratchN int
+
+// scratchTopic and scratchKey are an imported topic and key in the scratch stack, each under
+// a new id.
+func scratchTopic() awssns.ITopic {
+	scratchN++
+	return awssns.Topic_FromTopicArn(scratch.stack, jsii.String(fmt.Sprintf("T%d", scratchN)), jsii.String(customTopicArn+"-tickets"))
+}
+
+func scratchKey() awskms.IKey {
+	scratchN++
+	return awskms.Key_FromKeyArn(scratch.stack, jsii.String(fmt.Sprintf("K%d", scratchN)),
+		jsii.String("arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"))
+}
 
 func newScratch(props PipelineMonitoringProps) PipelineMonitoring {
 	scratchN++
@@ -64,6 +79,38 @@ func TestPropsValidation(t *testing.T) {
 			[]string{"StalledConsumerPeriods", "got -2", "default 4"}},
 		{"evaluation window over a day", PipelineMonitoringProps{AlarmPeriod: 30 * time.Minute, StalledConsumerPeriods: 49},
 			[]string{"StalledConsumerPeriods", "49 periods of AlarmPeriod 30m0s span 24h30m0s", "limit of 24h0m0s"}},
+		{"ticket email with display name", PipelineMonitoringProps{TicketEmails: []string{"Tickets <t@example.com>"}},
+			[]string{"TicketEmails[0]", `"Tickets <t@example.com>"`, "bare email address"}},
+		{"duplicate ticket email", PipelineMonitoringProps{TicketTopic: scratchTopic(), TicketEmails: []string{"t@example.com", "t@example.com"}},
+			[]string{"TicketEmails[1]", `"t@example.com"`, "already in TicketEmails"}},
+		{"ticket email already in AlarmEmails", PipelineMonitoringProps{TicketTopic: scratchTopic(), AlarmEmails: []string{"a@example.com"}, TicketEmails: []string{"a@example.com"}},
+			[]string{"TicketEmails[0]", `"a@example.com"`, "AlarmEmails receive every alarm"}},
+		{"ticket emails on a given topic without a ticket topic", PipelineMonitoringProps{TicketEmails: []string{"t@example.com"}},
+			[]string{"TicketEmails", "1 addresses", "set TicketTopic too"}},
+		{"encryption key that encrypts nothing", PipelineMonitoringProps{TicketTopic: scratchTopic(), EncryptionKey: scratchKey()},
+			[]string{"EncryptionKey", "it would encrypt nothing"}},
+		{"runbook URL relative", PipelineMonitoringProps{RunbookURL: "docs/runbooks.md"},
+			[]string{"RunbookURL", `"docs/runbooks.md"`, "absolute http or https URL"}},
+		{"runbook URL scheme", PipelineMonitoringProps{RunbookURL: "ftp://example.com/runbooks"},
+			[]string{"RunbookURL", `"ftp://example.com/runbooks"`, "absolute http or https URL"}},
+		{"runbook URL with a fragment", PipelineMonitoringProps{RunbookURL: "https://example.com/runbooks#top"},
+			[]string{"RunbookURL", "without a fragment"}},
+		{"runbook URL with a space", PipelineMonitoringProps{RunbookURL: "https://example.com/run books"},
+			[]string{"RunbookURL", `"https://example.com/run books"`}},
+		{"runbook URL too long", PipelineMonitoringProps{RunbookURL: "https://example.com/" + strings.Repeat("a", 237)},
+			[]string{"RunbookURL", "up to 256 characters"}},
+		{"slack workspace without channel", PipelineMonitoringProps{SlackWorkspaceId: "T0123ABCD"},
+			[]string{"SlackWorkspaceId/SlackChannelId", `"T0123ABCD"/""`, "set both"}},
+		{"slack channel without workspace", PipelineMonitoringProps{SlackChannelId: "C0123ABCD"},
+			[]string{"SlackWorkspaceId/SlackChannelId", `""/"C0123ABCD"`, "set both"}},
+		{"slack workspace charset", PipelineMonitoringProps{SlackWorkspaceId: "t0123abcd", SlackChannelId: "C0123ABCD"},
+			[]string{"SlackWorkspaceId", `"t0123abcd"`, "capital letters and digits"}},
+		{"slack channel given by name", PipelineMonitoringProps{SlackWorkspaceId: "T0123ABCD", SlackChannelId: "#alerts"},
+			[]string{"SlackChannelId", `"#alerts"`, "not its name"}},
+		{"slack name without ids", PipelineMonitoringProps{SlackChannelConfigurationName: "alerts"},
+			[]string{"SlackChannelConfigurationName", `"alerts"`, "set SlackWorkspaceId and SlackChannelId too"}},
+		{"slack name charset", PipelineMonitoringProps{SlackWorkspaceId: "T0123ABCD", SlackChannelId: "C0123ABCD", SlackChannelConfigurationName: "pipeline alerts"},
+			[]string{"SlackChannelConfigurationName", `"pipeline alerts"`, "1-128 characters"}},
 		{"evaluation window over a week", PipelineMonitoringProps{AlarmPeriod: time.Hour, BacklogEvaluationPeriods: 169},
 			[]string{"BacklogEvaluationPeriods", "span 169h0m0s", "limit of 168h0m0s"}},
 	}
@@ -101,6 +148,11 @@ func TestPropsAcceptEdgesDefaultsAndTokens(t *testing.T) {
 		{AlarmPeriod: time.Hour, BacklogEvaluationPeriods: 168},
 		{DashboardName: *awscdk.Aws_STACK_NAME(), AlarmEmails: []string{*awscdk.Aws_ACCOUNT_ID()}, MetricsNamespace: *awscdk.Aws_STACK_NAME()},
 		{DashboardName: "Orders_pipeline-1", MetricsNamespace: "Team/Orders #1: prod", AlarmEmails: []string{"first.last+alarms@sub.example.com"}},
+		{TicketTopic: scratchTopic(), TicketEmails: []string{"t@example.com"}, AlarmEmails: []string{"a@example.com"}, EncryptionKey: scratchKey()},
+		{RunbookURL: "http://wiki.internal/runbooks?page=pipeline"},
+		{RunbookURL: "https://example.com/" + strings.Repeat("a", 236)},
+		{RunbookURL: *awscdk.Aws_STACK_NAME(), SlackWorkspaceId: *awscdk.Aws_ACCOUNT_ID(), SlackChannelId: *awscdk.Aws_REGION()},
+		{SlackWorkspaceId: "T0123ABCD", SlackChannelId: "C0123ABCD", SlackChannelConfigurationName: "orders-alerts_1"},
 	} {
 		func() {
 			defer func() {
@@ -115,7 +167,7 @@ func TestPropsAcceptEdgesDefaultsAndTokens(t *testing.T) {
 
 func TestWithDefaults(t *testing.T) {
 	s := withDefaults(nil)
-	want := settings{namespace: "IdempotentSQS", oldestMessageAge: 15 * time.Minute, queueDepth: 1000,
+	want := settings{namespace: "IdempotentSQS", runbookURL: DefaultRunbookURL, oldestMessageAge: 15 * time.Minute, queueDepth: 1000,
 		period: 5 * time.Minute, backlogPeriods: 3, stallPeriods: 4}
 	if fmt.Sprintf("%+v", s) != fmt.Sprintf("%+v", want) {
 		t.Errorf("withDefaults(nil) = %+v, want %+v", s, want)
@@ -126,6 +178,7 @@ func TestWithDefaults(t *testing.T) {
 func TestWatchValidation(t *testing.T) {
 	m := scratch.mon
 	q, fn, tb, sc := scratch.queue, scratch.fn, scratch.table, scratch.schedule
+	q2, fn2, tb2, sc2 := scratch.otherQueue, scratch.otherFn, scratch.otherTable, scratch.otherSchedule
 	m.WatchQueue("Taken", q, q)
 	m.WatchConsumer("Taken", fn, q)
 	m.WatchDispatcher("Taken", fn, sc, q, q)
@@ -139,19 +192,19 @@ func TestWatchValidation(t *testing.T) {
 		{"queue label charset", func() { m.WatchQueue("orders queue", q, q) }, []string{"WatchQueue label", `"orders queue"`, "1-64 characters"}},
 		{"queue label empty", func() { m.WatchQueue("", q, q) }, []string{"WatchQueue label", `""`, "1-64 characters"}},
 		{"queue label too long", func() { m.WatchQueue(fmt.Sprintf("%065d", 0), q, q) }, []string{"WatchQueue label", "1-64 characters"}},
-		{"queue label taken", func() { m.WatchQueue("Taken", q, q) }, []string{"WatchQueue label", `"Taken"`, "not yet given to WatchQueue"}},
+		{"queue label taken", func() { m.WatchQueue("Taken", q2, q) }, []string{"WatchQueue label", `"Taken"`, "not yet given to WatchQueue"}},
 		{"queue source nil", func() { m.WatchQueue("A1", nil, q) }, []string{"WatchQueue source", "got nil", "pass the resource"}},
 		{"queue dead letter nil", func() { m.WatchQueue("A2", q, nil) }, []string{"WatchQueue deadLetter", "got nil"}},
-		{"consumer label taken", func() { m.WatchConsumer("Taken", fn, q) }, []string{"WatchConsumer label", `"Taken"`, "not yet given to WatchConsumer"}},
+		{"consumer label taken", func() { m.WatchConsumer("Taken", fn2, q) }, []string{"WatchConsumer label", `"Taken"`, "not yet given to WatchConsumer"}},
 		{"consumer label charset", func() { m.WatchConsumer("a/b", fn, q) }, []string{"WatchConsumer label", `"a/b"`}},
 		{"consumer fn nil", func() { m.WatchConsumer("B1", nil, q) }, []string{"WatchConsumer fn", "got nil"}},
 		{"consumer source nil", func() { m.WatchConsumer("B2", fn, nil) }, []string{"WatchConsumer source", "got nil"}},
-		{"dispatcher label taken", func() { m.WatchDispatcher("Taken", fn, sc, q, q) }, []string{"WatchDispatcher label", "not yet given to WatchDispatcher"}},
+		{"dispatcher label taken", func() { m.WatchDispatcher("Taken", fn, sc2, q, q) }, []string{"WatchDispatcher label", "not yet given to WatchDispatcher"}},
 		{"dispatcher fn nil", func() { m.WatchDispatcher("C1", nil, sc, q, q) }, []string{"WatchDispatcher fn", "got nil"}},
 		{"dispatcher schedule nil", func() { m.WatchDispatcher("C2", fn, nil, q, q) }, []string{"WatchDispatcher schedule", "got nil"}},
 		{"dispatcher schedule DLQ nil", func() { m.WatchDispatcher("C3", fn, sc, nil, q) }, []string{"WatchDispatcher scheduleDeadLetter", "got nil"}},
 		{"dispatcher failure queue nil", func() { m.WatchDispatcher("C4", fn, sc, q, nil) }, []string{"WatchDispatcher failureQueue", "got nil"}},
-		{"table label taken", func() { m.WatchTable("Taken", tb) }, []string{"WatchTable label", "not yet given to WatchTable"}},
+		{"table label taken", func() { m.WatchTable("Taken", tb2) }, []string{"WatchTable label", "not yet given to WatchTable"}},
 		{"table nil", func() { m.WatchTable("D1", nil) }, []string{"WatchTable table", "got nil"}},
 	}
 	for _, tc := range cases {
@@ -160,7 +213,7 @@ func TestWatchValidation(t *testing.T) {
 		})
 	}
 	// A rejected call registers nothing: the label stays free.
-	m.WatchQueue("A1", q, q)
+	m.WatchQueue("A1", q2, q2)
 }
 
 func TestValidEmail(t *testing.T) {

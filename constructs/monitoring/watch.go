@@ -44,7 +44,12 @@ const (
 )
 
 func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.IQueue) QueueAlarms {
-	scope := m.begin("Queue", label, required{"source", source == nil}, required{"deadLetter", deadLetter == nil})
+	m.check("Queue", label, required{"source", source == nil}, required{"deadLetter", deadLetter == nil})
+	key := watchKey("Queue", watchedResource{source, source.QueueArn()}, watchedResource{deadLetter, deadLetter.QueueArn()})
+	if prior, ok := m.watched(key); ok {
+		return prior.(QueueAlarms)
+	}
+	scope := m.begin("Queue", label)
 	src, dlq := *source.QueueName(), *deadLetter.QueueName()
 	p := m.s.period
 
@@ -60,18 +65,18 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 		DeadLetterMessages: m.alarm(scope, alarmSpec{
 			id: "DeadLetterMessages", metric: dlqVisible, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevPage, runbook: anchorDLQ,
 			description: fmt.Sprintf("[%s] Messages are in the dead-letter queue %s: bad input the consumer moved there at its first receive, or messages that failed on %s maxReceiveCount times. "+
-				"First: the cause is in a moved message's DeadLetterReason attribute, else in the consumer's logs for its message id. "+
-				"Inspect: aws sqs receive-message --queue-url <DLQ url> --attribute-names All --message-attribute-names All --visibility-timeout 0. "+
-				"After the fix, move them back (name the destination: moved bad input has no redrive origin): "+
-				"aws sqs start-message-move-task --source-arn <DLQ arn> --destination-arn <source queue arn>. "+
-				"Redrive is safe: the idempotency table skips messages already processed.", label, dlq, src),
+				"First: pipelinectl dlq inspect --stack <stack> --pipeline %s (the DeadLetterReason of each group says why; --queue-url <DLQ url> for a queue outside a pipeline). "+
+				"After the fix: pipelinectl dlq redrive --stack <stack> --pipeline %s --yes. "+
+				"Redrive is safe: the idempotency table skips messages already processed.", label, dlq, src, label, label),
 		}),
 		// Compared once per period: the age threshold is already the time the problem has
 		// lasted. Missing data: an idle, empty queue publishes nothing.
 		OldestMessage: m.alarm(scope, alarmSpec{
 			id: "OldestMessage", metric: oldest, threshold: m.s.oldestMessageAge.Seconds(), periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorOldestMessage,
 			description: fmt.Sprintf("[%s] The oldest message on %s has waited %s or more: messages are not processed in time. "+
 				"Check first the consumer's Errors and Throttles alarms, then the event source mapping (aws lambda list-event-source-mappings --event-source-arn <queue arn>: State, LastProcessingResult), "+
 				"then the consumer logs for a message retried again and again (receive count). A stuck message reaches the DLQ after maxReceiveCount receives.",
@@ -82,6 +87,7 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 		Backlog: m.alarm(scope, alarmSpec{
 			id: "Backlog", metric: backlog, threshold: float64(m.s.queueDepth), periods: m.s.backlogPeriods,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorBacklog,
 			description: fmt.Sprintf("[%s] %s has held %d or more visible messages for %s: producers outpace the consumer. "+
 				"Check first whether the consumer is failing (Errors, Throttles, DLQ alarms); if it is healthy, raise its maximum concurrency or batch size, "+
 				"and check the idempotency table for throttles.", label, src, m.s.queueDepth, span(m.s.backlogPeriods, p)),
@@ -102,11 +108,17 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 		graph("Dead-letter queue", []awscloudwatch.IMetric{labelled(dlqVisible, "visible")}, nil),
 		alarmStatus("Alarms: queue "+label, a.DeadLetterMessages, a.OldestMessage, a.Backlog),
 	)
+	m.remember(key, a)
 	return a
 }
 
 func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction, source awssqs.IQueue) ConsumerAlarms {
-	scope := m.begin("Consumer", label, required{"fn", fn == nil}, required{"source", source == nil})
+	m.check("Consumer", label, required{"fn", fn == nil}, required{"source", source == nil})
+	key := watchKey("Consumer", watchedResource{fn, fn.FunctionArn()}, watchedResource{source, source.QueueArn()})
+	if prior, ok := m.watched(key); ok {
+		return prior.(ConsumerAlarms)
+	}
+	scope := m.begin("Consumer", label)
 	name, src := *fn.FunctionName(), *source.QueueName()
 	p := m.s.period
 
@@ -131,6 +143,7 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		Errors: m.alarm(scope, alarmSpec{
 			id: "Errors", metric: fn.MetricErrors(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorConsumerErrors,
 			description: fmt.Sprintf("[%s] The consumer function %s failed whole invocations (crash, timeout, bad configuration): every record of those batches returns to %s and is retried. "+
 				"Failed single records do not count here (they are batch item failures). "+
 				"Check first the function's logs for the error or \"Task timed out\", then the latest deployment and its environment variables.", label, name, src),
@@ -140,6 +153,7 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		Throttles: m.alarm(scope, alarmSpec{
 			id: "Throttles", metric: fn.MetricThrottles(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorThrottles,
 			description: fmt.Sprintf("[%s] Lambda throttled the consumer function %s: messages on %s wait longer and their receive counts rise toward the DLQ. "+
 				"Check first the function's reserved concurrency against the event source's maximum concurrency, then the account's concurrency (ConcurrentExecutions) and other functions using it.", label, name, src),
 		}),
@@ -148,6 +162,7 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		Stalled: m.alarm(scope, alarmSpec{
 			id: "Stalled", metric: stalled, threshold: 1, periods: m.s.stallPeriods,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevPage, runbook: anchorStalled,
 			description: fmt.Sprintf("[%s] Messages have waited on %s for %s and the consumer %s deleted none: it stopped acknowledging. "+
 				"Either it is not receiving: check the event source mapping (aws lambda list-event-source-mappings --function-name %s: State Enabled, LastProcessingResult) and the role's sqs:ReceiveMessage and kms:Decrypt; "+
 				"or it reports every record as failed: check the Failed and InvalidInput metrics and the logs. Messages reach the DLQ after maxReceiveCount receives.",
@@ -173,12 +188,19 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		}, []awscloudwatch.IMetric{stalled}),
 		alarmStatus("Alarms: consumer "+label, a.Errors, a.Throttles, a.Stalled),
 	)
+	m.remember(key, a)
 	return a
 }
 
 func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunction, schedule awsscheduler.ISchedule, scheduleDeadLetter, failureQueue awssqs.IQueue) DispatcherAlarms {
-	scope := m.begin("Dispatcher", label, required{"fn", fn == nil}, required{"schedule", schedule == nil},
+	m.check("Dispatcher", label, required{"fn", fn == nil}, required{"schedule", schedule == nil},
 		required{"scheduleDeadLetter", scheduleDeadLetter == nil}, required{"failureQueue", failureQueue == nil})
+	key := watchKey("Dispatcher", watchedResource{fn, fn.FunctionArn()}, watchedResource{schedule, schedule.ScheduleArn()},
+		watchedResource{scheduleDeadLetter, scheduleDeadLetter.QueueArn()}, watchedResource{failureQueue, failureQueue.QueueArn()})
+	if prior, ok := m.watched(key); ok {
+		return prior.(DispatcherAlarms)
+	}
+	scope := m.begin("Dispatcher", label)
 	name, sched := *fn.FunctionName(), *schedule.ScheduleName()
 	sdlq, fq := *scheduleDeadLetter.QueueName(), *failureQueue.QueueName()
 	group := defaultScheduleGroup
@@ -207,6 +229,7 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		Errors: m.alarm(scope, alarmSpec{
 			id: "Errors", metric: fn.MetricErrors(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorDispatcherErrors,
 			description: fmt.Sprintf("[%s] The dispatcher function %s failed an invocation: a scheduled fan-out may have left items unsent. "+
 				"Lambda retries the asynchronous invocation; what still fails lands in %s (its own alarm). "+
 				"Check first the logs for SendMessageBatch failures (SendFailed metric) and the function's sqs:SendMessage and kms permissions on the queue.", label, name, fq),
@@ -214,24 +237,28 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		Throttles: m.alarm(scope, alarmSpec{
 			id: "Throttles", metric: fn.MetricThrottles(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorThrottles,
 			description: fmt.Sprintf("[%s] Lambda throttled the dispatcher function %s: scheduled runs are delayed (Lambda keeps retrying asynchronous events for up to its maximum event age, then sends them to %s). "+
 				"Check first the function's reserved concurrency and the account's concurrency.", label, name, fq),
 		}),
 		ScheduleTargetErrors: m.alarm(scope, alarmSpec{
 			id: "ScheduleTargetErrors", metric: targetErrors, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorScheduleTargetErrs,
 			description: fmt.Sprintf("[%s] EventBridge Scheduler could not hand schedule %s (group %s) to %s: the Lambda Invoke call failed (TargetErrorCount). "+
 				"Scheduler retries per the schedule's retry policy. Check first the scheduler role's lambda:InvokeFunction permission, then whether the function exists and is throttled (TargetErrorThrottledCount).", label, sched, group, name),
 		}),
 		ScheduleDropped: m.alarm(scope, alarmSpec{
 			id: "ScheduleDropped", metric: dropped, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevPage, runbook: anchorScheduleDropped,
 			description: fmt.Sprintf("[%s] EventBridge Scheduler dropped invocations in group %s after exhausting the retry policy (InvocationDroppedCount): those scheduled runs of %s did not happen. "+
 				"Check first the target errors alarm for the cause, then the schedule DLQ %s. Re-run a missed period by invoking the dispatcher with its scheduledTime: keys are deterministic, so a re-run is safe.", label, group, name, sdlq),
 		}),
 		ScheduleDeadLetterFailed: m.alarm(scope, alarmSpec{
 			id: "ScheduleDeadLetterFailed", metric: dlqFailed, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevPage, runbook: anchorScheduleDLQFailed,
 			description: fmt.Sprintf("[%s] EventBridge Scheduler could not deliver failed invocations of group %s to the schedule DLQ %s (InvocationsFailedToBeSentToDeadLetterCount): those events are lost. "+
 				"Check first the scheduler role's sqs:SendMessage on the DLQ and, if it is encrypted with a customer key, the key policy. Re-run the missed periods by hand.", label, group, sdlq),
 		}),
@@ -239,6 +266,7 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		ScheduleDeadLetter: m.alarm(scope, alarmSpec{
 			id: "ScheduleDeadLetterMessages", metric: sdlqVisible, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevPage, runbook: anchorScheduleDLQ,
 			description: fmt.Sprintf("[%s] Scheduled invocations of %s are in the schedule DLQ %s: Scheduler gave up handing them to Lambda. "+
 				"Each message body is the event the schedule sent; its attributes hold the error. Fix the cause (see the target errors alarm), "+
 				"then replay each body with aws lambda invoke --function-name %s --invocation-type Event --payload fileb://body.json and delete the message. Replays are safe: keys are deterministic.", label, name, sdlq, name),
@@ -247,6 +275,7 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		FailureDestination: m.alarm(scope, alarmSpec{
 			id: "FailureDestinationMessages", metric: fqVisible, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevPage, runbook: anchorFailureQueue,
 			description: fmt.Sprintf("[%s] Dispatcher invocations of %s failed after Lambda's asynchronous retries and are in %s: those periods were not (fully) fanned out. "+
 				"An on-failure destination record holds requestPayload (the scheduled event) and responsePayload (the error); a function DLQ message is the event itself. "+
 				"Fix the cause, then re-invoke the dispatcher with that event and delete the message: items already sent are absorbed as duplicates by the consumer.", label, name, fq),
@@ -277,6 +306,7 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		alarmStatus("Alarms: dispatcher "+label, a.Errors, a.Throttles, a.ScheduleTargetErrors, a.ScheduleDropped,
 			a.ScheduleDeadLetterFailed, a.ScheduleDeadLetter, a.FailureDestination),
 	)
+	m.remember(key, a)
 	return a
 }
 
@@ -287,7 +317,12 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 var tableOperations = []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
 
 func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) TableAlarms {
-	scope := m.begin("Table", label, required{"table", table == nil})
+	m.check("Table", label, required{"table", table == nil})
+	key := watchKey("Table", watchedResource{table, table.TableArn()})
+	if prior, ok := m.watched(key); ok {
+		return prior.(TableAlarms)
+	}
+	scope := m.begin("Table", label)
 	name := *table.TableName()
 	p := m.s.period
 
@@ -325,6 +360,7 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 		ReadThrottles: m.alarm(scope, alarmSpec{
 			id: "ReadThrottles", metric: readThrottles, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorTableThrottles,
 			description: fmt.Sprintf("[%s] DynamoDB throttled reads on %s. The idempotency store retries with backoff; records that still fail return to SQS and are retried. "+
 				"On-demand tables throttle on a hot partition or when traffic more than doubles its previous peak. "+
 				"Check first the ThrottledRequests metric by operation and CloudWatch Contributor Insights for a hot key, then the table's maximum throughput setting.", label, name),
@@ -332,6 +368,7 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 		WriteThrottles: m.alarm(scope, alarmSpec{
 			id: "WriteThrottles", metric: writeThrottles, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorTableThrottles,
 			description: fmt.Sprintf("[%s] DynamoDB throttled writes on %s: acquiring or completing idempotency records is slowed (every new message writes twice). "+
 				"The store retries with backoff; records that still fail return to SQS. "+
 				"Check first a traffic spike (consumer concurrency, a large fan-out), then Contributor Insights for a hot key, then the table's maximum throughput setting.", label, name),
@@ -339,6 +376,7 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 		SystemErrors: m.alarm(scope, alarmSpec{
 			id: "SystemErrors", metric: systemErrors, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+			severity:    sevTicket, runbook: anchorTableSystemErrors,
 			description: fmt.Sprintf("[%s] DynamoDB returned internal server errors (SystemErrors) on %s for the idempotency store's item operations. "+
 				"The store retries them; records that still fail return to SQS. Check first the AWS Health Dashboard for DynamoDB in this Region; "+
 				"if it persists without an event there, open a support case with the request ids from the consumer logs.", label, name),
@@ -363,6 +401,7 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 		}, nil),
 		alarmStatus("Alarms: table "+label, a.ReadThrottles, a.WriteThrottles, a.SystemErrors),
 	)
+	m.remember(key, a)
 	return a
 }
 

@@ -1,0 +1,72 @@
+package monitoring
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+)
+
+// severity decides which topic an alarm notifies and whether the composite "pipeline
+// unhealthy" alarm covers it.
+//
+// An alarm pages when work is lost or stuck and will stay so until someone acts: a message
+// in a dead-letter queue or on-failure queue, a stalled consumer, a schedule invocation
+// dropped or dead-lettered. Everything else the pipeline retries on its own (function errors
+// within a batch's retries, throttles, DynamoDB errors the store retries, schedule target
+// errors within the retry policy) or is a trend (message age, backlog): those open a ticket.
+// Work that keeps failing ends in a DLQ or stalls the consumer, so it pages then.
+type severity int
+
+const (
+	sevTicket severity = iota
+	sevPage
+)
+
+func (s severity) String() string {
+	if s == sevPage {
+		return "page"
+	}
+	return "ticket"
+}
+
+// Runbook anchors: one section of docs/runbooks.md per alarm kind. The anchor is GitHub's
+// for the section's heading (lower case, punctuation dropped, spaces as hyphens);
+// TestEveryAlarmHasARunbookSection checks each against the document.
+const (
+	anchorDLQ                = "dlq-not-empty"
+	anchorOldestMessage      = "oldest-message-too-old"
+	anchorBacklog            = "backlog"
+	anchorStalled            = "stalled-consumer"
+	anchorConsumerErrors     = "consumer-errors"
+	anchorThrottles          = "function-throttles"
+	anchorDispatcherErrors   = "dispatcher-errors"
+	anchorFailureQueue       = "dispatcher-failure-queue-not-empty"
+	anchorScheduleTargetErrs = "schedule-target-errors"
+	anchorScheduleDropped    = "schedule-invocations-dropped"
+	anchorScheduleDLQFailed  = "schedule-dlq-delivery-failed"
+	anchorScheduleDLQ        = "schedule-dlq-not-empty"
+	anchorTableThrottles     = "table-throttles"
+	anchorTableSystemErrors  = "table-system-errors"
+	anchorUnhealthy          = "pipeline-unhealthy"
+)
+
+// describe ends an alarm description with its severity and its runbook section.
+func (m *pipelineMonitoring) describe(text string, sev severity, anchor string) string {
+	return fmt.Sprintf("%s Severity: %s. Runbook: %s#%s", text, sev, m.s.runbookURL, anchor)
+}
+
+// notify sends alarm's notifications to the topic of sev and files it under sev.
+func (m *pipelineMonitoring) notify(alarm awscloudwatch.Alarm, sev severity) {
+	action := m.ticketing
+	if sev == sevPage {
+		action = m.page
+		m.paging = append(m.paging, alarm)
+	} else {
+		m.ticketed = append(m.ticketed, alarm)
+	}
+	alarm.AddAlarmAction(action)
+	if m.s.notifyOnOK {
+		alarm.AddOkAction(action)
+	}
+	m.alarms = append(m.alarms, alarm)
+}
