@@ -1,0 +1,196 @@
+// Command pipelinectl operates the pipelines of the reference stack: it shows what is in a
+// dead-letter queue, moves it back once the cause is fixed, and reads or releases the
+// idempotency record of a key.
+//
+// Install it with
+//
+//	go install github.com/idempotent-sqs/pipeline/cmd/pipelinectl@latest
+//
+// and run `pipelinectl help` for the commands. It finds the queues and the table from the
+// stack's outputs (`--stack NAME`, or `--outputs FILE` as `cdk deploy --outputs-file` writes
+// it), so an operator types `pipelinectl dlq redrive --stack Pipeline --pipeline Fifo`, not
+// ARNs. Credentials and region come from the AWS SDK's default chain (environment, shared
+// config and profiles, SSO, container and instance roles); endpoints from `--endpoint-url` or
+// the SDK's AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> variables, so it runs against
+// ElasticMQ and DynamoDB Local as well.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed (AWS error, refused release, ...)
+	exitUsage = 2 // the command line is wrong
+)
+
+// usageError is a command line that cannot run; it exits with exitUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, newAWS)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "pipelinectl: %s\nRun 'pipelinectl help' for usage.\n", ue.msg)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "pipelinectl: %v\n", err)
+		return exitError
+	}
+}
+
+// errHelp ends a command that printed its help.
+var errHelp = errors.New("help printed")
+
+const usage = `pipelinectl operates the idempotent SQS pipelines of a deployed stack.
+
+Usage:
+  pipelinectl dlq inspect    --stack STACK --pipeline NAME [--sample N] [--max N]
+  pipelinectl dlq redrive    --stack STACK --pipeline NAME [--yes] [--rate N] [--include-invalid] [--to QUEUE_URL]
+  pipelinectl record get     --stack STACK --pipeline NAME KEY   (or --id RAW_ID)
+  pipelinectl record release --stack STACK --pipeline NAME KEY [--force]
+  pipelinectl help [COMMAND]
+
+Where the resources are (one of --stack or --outputs, or the overrides):
+  --stack NAME         CloudFormation stack: its outputs <Pipeline>QueueUrl,
+                       <Pipeline>DeadLetterQueueUrl and IdempotencyTableName
+  --outputs FILE       the JSON 'cdk deploy --outputs-file FILE' writes (with several
+                       stacks in it, --stack picks one)
+  --pipeline NAME      the pipeline, as the outputs name it (Standard, Fifo)
+  --queue-url URL      the dead-letter queue (dlq commands), instead of the outputs
+  --table NAME         the idempotency table (record commands), instead of the outputs
+
+AWS access: the SDK's default chain (AWS_PROFILE, SSO, environment, roles) for
+credentials and region; --region and --profile override. Endpoints: --endpoint-url, or
+AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_DYNAMODB /
+AWS_ENDPOINT_URL_CLOUDFORMATION (ElasticMQ, DynamoDB Local).
+
+Run 'pipelinectl help dlq' or 'pipelinectl help record' for each command's details.
+`
+
+const dlqUsage = `pipelinectl dlq inspect: what is in a dead-letter queue, without consuming it.
+
+  Counts (SQS's approximate ones, and what a scan received), messages grouped by
+  DeadLetterReason code (the consumer's reason for bad input; "redrive policy" for
+  messages SQS moved after maxReceiveCount receives), the oldest of each group, a sample
+  per group (body truncated, attributes), and on a FIFO queue the message groups.
+
+  Read-only, best effort: the scan holds each received message invisible (--hold, at most
+  30 s) until the scan ends, then makes every one visible again at once. For those seconds
+  another reader of the DLQ does not see them. A FIFO queue hands out the messages of a
+  group only in order and none behind one in flight, so a scan sees the first messages of
+  each group; the approximate count covers the rest.
+
+  --sample N    messages shown per group (default 1, 0 for none)
+  --max N       stop the scan after N messages (default 1000)
+  --hold D      visibility timeout of the scan (default 30s)
+
+pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.
+
+  Dry run unless --yes: it scans, says what would move where, and changes nothing.
+  Destination: the pipeline's queue (its QueueUrl output, else the DLQ's redrive-allow
+  policy), or --to QUEUE_URL, a queue of the same type (standard or FIFO).
+  Messages the consumer dead-lettered as bad input (any DeadLetterReason: invalid_input,
+  payload_mismatch, value_missing, ...) can never succeed unchanged: they stay in the DLQ
+  unless --include-invalid.
+
+  Standard queue: SQS's message move task (StartMessageMoveTask), waited for and reported,
+  when every message moves; with messages to leave behind, receive, send, delete.
+  FIFO queue: the move task where the server supports it, else receive, send with the
+  original group id and a deduplication id derived from the message id, delete only after
+  the send succeeded: each group keeps its order and no message is lost; a copy is never
+  sent twice within SQS's 5-minute deduplication window. A group whose head stays (bad
+  input without --include-invalid) stays whole, behind it.
+
+  --yes              move (default: dry run)
+  --rate N           at most N messages per second (default: the move task's own rate)
+  --include-invalid  move bad-input messages too (the consumer dead-letters them again
+                     unless the producer or the key configuration was fixed)
+  --to QUEUE_URL     another destination of the same queue type
+  --wait D           how long to wait for a move task (default 15m)
+`
+
+const recordUsage = `pipelinectl record get KEY: read the idempotency record of KEY.
+
+  Status, owner (the fencing token of the last attempt), attempt, the lock's end and the
+  TTL as times, the payload's sha256 and the stored result's size. The id is
+  <key prefix>#KEY; the key prefix is the pipeline's name unless --key-prefix says
+  otherwise. --id RAW_ID takes the id as the table holds it.
+
+pipelinectl record release KEY: free a stuck INPROGRESS record so that the next delivery
+of KEY runs at once (as the next attempt).
+
+  The release is the consumer's own: the lock is reset on the condition that the record
+  is still INPROGRESS and held by the owner read just before, so an attempt that took the
+  record over meanwhile is never released. Refused for a COMPLETED record (its effect has
+  run), an expired or already released one, and for a live lock unless --force, naming
+  its owner and when the lock runs out.
+
+  --id RAW_ID          the record's partition key value, instead of KEY
+  --sort-key VALUE     with --id on a table with a sort key: the sort key value
+  --tenant TENANT      the tenant of KEY on a table with a sort key (composite layout)
+  --key-prefix PREFIX  the consumer's IDEMPOTENCY_KEY_PREFIX (default: the pipeline name)
+  --force              (release) release a live lock: its owner may still be running the
+                       effect, and the next delivery runs it again concurrently
+`
+
+// dispatch runs the command in args.
+func dispatch(ctx context.Context, args []string, stdout io.Writer, connect connector) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return usagef("no command given")
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		switch {
+		case len(args) > 1 && args[1] == "dlq":
+			fmt.Fprint(stdout, dlqUsage)
+		case len(args) > 1 && args[1] == "record":
+			fmt.Fprint(stdout, recordUsage)
+		default:
+			fmt.Fprint(stdout, usage)
+		}
+		return errHelp
+	case "dlq", "record":
+		if len(args) < 2 {
+			return usagef("%s needs a subcommand: %s", args[0], map[string]string{"dlq": "inspect or redrive", "record": "get or release"}[args[0]])
+		}
+		sub := args[0] + " " + args[1]
+		switch sub {
+		case "dlq inspect":
+			return dlqInspect(ctx, args[2:], stdout, connect)
+		case "dlq redrive":
+			return dlqRedrive(ctx, args[2:], stdout, connect)
+		case "record get":
+			return recordGet(ctx, args[2:], stdout, connect)
+		case "record release":
+			return recordRelease(ctx, args[2:], stdout, connect)
+		}
+		return usagef("unknown command %q", sub)
+	}
+	return usagef("unknown command %q", args[0])
+}

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idempotent-sqs/pipeline/functions/consume"
+	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
+)
+
+// The servers, started once for the package; a start failure fails the run.
+var (
+	sqsSrv *sqslocal.Server
+	ddbSrv *dynamolocal.Server
+)
+
+// TestMain starts ElasticMQ and DynamoDB Local side by side and points the SDK's standard
+// variables at them, so the CLI reaches them the way an operator's shell would
+// (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_DYNAMODB, static credentials, no config files).
+func TestMain(m *testing.M) {
+	var wg sync.WaitGroup
+	var sqsErr, ddbErr error
+	wg.Go(func() { sqsSrv, sqsErr = sqslocal.Start() })
+	wg.Go(func() { ddbSrv, ddbErr = dynamolocal.Start() })
+	wg.Wait()
+	if sqsSrv != nil {
+		defer sqsSrv.Stop()
+	}
+	if ddbSrv != nil {
+		defer ddbSrv.Stop()
+	}
+	if err := errors.Join(sqsErr, ddbErr); err != nil {
+		fmt.Fprintln(os.Stderr, "pipelinectl tests: local backends did not start:", err)
+		os.Exit(1)
+	}
+	none := filepath.Join(os.TempDir(), "pipelinectl-test-no-such-file")
+	for k, v := range map[string]string{
+		"AWS_REGION": sqslocal.Region, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_ENDPOINT_URL_SQS": sqsSrv.Endpoint(), "AWS_ENDPOINT_URL_DYNAMODB": ddbSrv.Endpoint(),
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_PROFILE": "", "AWS_ENDPOINT_URL": "",
+	} {
+		os.Setenv(k, v)
+	}
+	code := m.Run()
+	sqsSrv.Stop()
+	ddbSrv.Stop()
+	os.Exit(code)
+}
+
+var seq atomic.Int64
+
+// pipe is one test's pipeline on the local backends: a queue whose redrive policy moves a
+// message to its DLQ after 2 receives, the DLQ, a table, and the outputs file that names them.
+type pipe struct {
+	name, stack, outputs    string
+	queueURL, dlqURL, table string
+	fifo                    bool
+}
+
+func newPipe(t *testing.T, fifo bool) *pipe {
+	t.Helper()
+	ctx := t.Context()
+	n := seq.Add(1)
+	p := &pipe{name: "Standard", stack: fmt.Sprintf("Stack%d", n), fifo: fifo, table: fmt.Sprintf("idem-%d", n)}
+	suffix, attrs := "", map[string]string{"VisibilityTimeout": "1"}
+	if fifo {
+		p.name, suffix = "Fifo", ".fifo"
+		attrs["FifoQueue"] = "true"
+	}
+	dlqAttrs := map[string]string{}
+	if fifo {
+		dlqAttrs["FifoQueue"] = "true"
+	}
+	var dlqArn string
+	var err error
+	if p.dlqURL, dlqArn, err = sqsSrv.CreateQueue(ctx, fmt.Sprintf("dlq-%d%s", n, suffix), dlqAttrs); err != nil {
+		t.Fatal(err)
+	}
+	attrs["RedrivePolicy"] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"2"}`, dlqArn)
+	if p.queueURL, _, err = sqsSrv.CreateQueue(ctx, fmt.Sprintf("work-%d%s", n, suffix), attrs); err != nil {
+		t.Fatal(err)
+	}
+	if err := ddbSrv.CreateTable(ctx, p.table, "id", ""); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]map[string]string{p.stack: {
+		p.name + "QueueUrl": p.queueURL, p.name + "DeadLetterQueueUrl": p.dlqURL,
+		p.name + "ConsumerFunctionName": "consumer", "IdempotencyTableName": p.table,
+	}})
+	p.outputs = filepath.Join(t.TempDir(), "outputs.json")
+	if err := os.WriteFile(p.outputs, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ctl runs pipelinectl with args and returns its exit code, stdout and stderr.
+func ctl(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code := run(t.Context(), args, &out, &errOut)
+	t.Logf("$ pipelinectl %s   (exit %d, %s)\n%s%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), out.String(), errOut.String())
+	return code, out.String(), errOut.String()
+}
+
+// mustCtl is ctl for a command that must succeed.
+func mustCtl(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := ctl(t, args...)
+	if code != 0 {
+		t.Fatalf("pipelinectl %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// (p *pipe) args are the flags that find this pipeline from its outputs file.
+func (p *pipe) args(cmd ...string) []string {
+	return append(cmd, "--outputs", p.outputs, "--pipeline", p.name)
+}
+
+// consumer runs the real consumer library (functions/consume) on the pipe's queue, with an
+// effect that records each key it runs, in order, and fails for poisoned keys until fixed.
+type consumer struct {
+	p       *pipe
+	handler consume.LambdaFunc
+	mu      sync.Mutex
+	effects []string // keys, in the order their effects ran
+	poison  map[string]bool
+	fixed   atomic.Bool
+}
+
+func newConsumer(t *testing.T, p *pipe, poison ...string) *consumer {
+	c := &consumer{p: p, poison: map[string]bool{}}
+	for _, k := range poison {
+		c.poison[k] = true
+	}
+	env := map[string]string{"IDEMPOTENCY_TABLE_NAME": p.table, "IDEMPOTENCY_KEY_PREFIX": p.name, "DEAD_LETTER_QUEUE_URL": p.dlqURL,
+		"AWS_REGION": sqslocal.Region, "IDEMPOTENCY_VALIDATE_PAYLOAD": "true"}
+	c.handler = consume.Init(func(consume.Env) (consume.Effect, error) {
+		return func(ctx context.Context, msg consume.Message) ([]byte, error) {
+			if c.poison[msg.Key] && !c.fixed.Load() {
+				return nil, fmt.Errorf("downstream rejects %s", msg.Key)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.effects = append(c.effects, msg.Key)
+			return nil, nil
+		}, nil
+	}, consume.WithLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok }),
+		consume.WithOutput(io.Discard), consume.WithDynamoDB(ddbSrv.Client()), consume.WithSQS(sqsSrv.Client()))
+	return c
+}
+
+func (c *consumer) ran() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.effects)
+}
+
+// drain plays the event source mapping until the queue is empty: receive a batch, hand it
+// to the handler, delete what succeeded. Failed records come back after the 1 s visibility
+// timeout, and after 2 receives SQS moves them to the DLQ.
+func (c *consumer) drain(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	api := sqsSrv.Client()
+	q, err := getQueue(ctx, api, c.p.queueURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for time.Since(start) < 2*time.Minute {
+		out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(c.p.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			if q := queueCounts(t, c.p.queueURL); q == [2]int64{} {
+				t.Logf("queue drained in %s", time.Since(start).Round(time.Millisecond))
+				return
+			}
+			continue
+		}
+		ev := events.SQSEvent{}
+		for _, m := range out.Messages {
+			rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+				Body: aws.ToString(m.Body), Attributes: m.Attributes, MessageAttributes: map[string]events.SQSMessageAttribute{},
+				EventSourceARN: q.arn} // a FIFO ARN makes the batch processor keep group order
+			for k, a := range m.MessageAttributes {
+				rec.MessageAttributes[k] = events.SQSMessageAttribute{DataType: aws.ToString(a.DataType), StringValue: a.StringValue}
+			}
+			ev.Records = append(ev.Records, rec)
+		}
+		resp, err := c.handler(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		for _, m := range out.Messages {
+			if !failed[aws.ToString(m.MessageId)] {
+				if _, err := api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.p.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	t.Fatalf("queue not drained after 2 minutes: %v", queueCounts(t, c.p.queueURL))
+}
+
+// queueCounts is a queue's approximate (visible, in flight) counts.
+func queueCounts(t *testing.T, url string) [2]int64 {
+	t.Helper()
+	q, err := getQueue(t.Context(), sqsSrv.Client(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2]int64{q.visible, q.inFlight}
+}
+
+// send puts messages on the pipe's queue: key "" sends a body without an idempotency key
+// (bad input); on a FIFO queue each in the group given.
+func (p *pipe) send(t *testing.T, group string, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		body := fmt.Sprintf(`{"idempotencyKey":%q,"n":%d}`, k, seq.Add(1))
+		if k == "" {
+			body = `{"no":"key"}`
+		}
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(p.queueURL), MessageBody: aws.String(body)}
+		if p.fifo {
+			in.MessageGroupId = aws.String(group)
+			in.MessageDeduplicationId = aws.String(strconv.FormatInt(seq.Add(1), 10))
+		}
+		if _, err := sqsSrv.Client().SendMessage(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, got)
+		}
+	}
+}
+
+func count(keys []string, k string) int {
+	n := 0
+	for _, x := range keys {
+		if x == k {
+			n++
+		}
+	}
+	return n
+}
+
+// The loop on a standard pipeline: poison in, inspect, dry run, fix, redrive (bad input
+// stays), each effect once, then the bad input moved on request, and the records.
+func TestStandardInspectRedriveRecord(t *testing.T) {
+	p := newPipe(t, false)
+	c := newConsumer(t, p, "k1", "k3")
+	p.send(t, "", "k1", "k2", "k3", "")
+	c.drain(t)
+	if got := c.ran(); !slices.Equal(got, []string{"k2"}) {
+		t.Fatalf("effects before the fix = %v, want [k2]", got)
+	}
+
+	out := mustCtl(t, p.args("dlq", "inspect", "--sample", "1")...)
+	wantContains(t, "inspect", out, "(standard)", "source    "+p.queueURL, "3 visible", "scanned   3 in ",
+		"redrive policy  2", "value_missing   1", "stays (bad input; --include-invalid moves it)",
+		"attr DeadLetterReason  value_missing: ", "attr SourceMessageId", `"idempotencyKey":"k`)
+	if q := queueCounts(t, p.dlqURL); q != [2]int64{3, 0} {
+		t.Errorf("DLQ after inspect = %v visible/in flight, want [3 0]: inspect must not consume", q)
+	}
+
+	out = mustCtl(t, p.args("dlq", "redrive")...)
+	wantContains(t, "dry run", out, "scanned      3: 2 to move, 1 to leave (bad input)", "Dry run: nothing moved")
+	if q := queueCounts(t, p.dlqURL); q != [2]int64{3, 0} {
+		t.Errorf("DLQ after the dry run = %v, want [3 0]", q)
+	}
+
+	c.fixed.Store(true)
+	out = mustCtl(t, p.args("dlq", "redrive", "--yes", "--rate", "50")...)
+	wantContains(t, "redrive", out, "method       receive, send, delete", "moved 2; left in the DLQ: 1 visible, 0 in flight (1 bad input kept")
+	c.drain(t)
+	got := c.ran()
+	for _, k := range []string{"k1", "k2", "k3"} {
+		if n := count(got, k); n != 1 {
+			t.Errorf("effect of %s ran %d times, want once (effects %v)", k, n, got)
+		}
+	}
+
+	// Bad input moves on request, by the move task: the consumer dead-letters it again.
+	out = mustCtl(t, p.args("dlq", "redrive", "--yes", "--include-invalid")...)
+	wantContains(t, "redrive --include-invalid", out, "method       SQS message move task", "move task COMPLETED: 1 moved", "moved 1; left in the DLQ: 0 visible")
+	c.drain(t)
+	if q := queueCounts(t, p.dlqURL); q != [2]int64{1, 0} {
+		t.Errorf("DLQ after the bad input's second round = %v, want [1 0] (dead-lettered again)", q)
+	}
+	if got := c.ran(); len(got) != 3 {
+		t.Errorf("effects = %v, want 3", got)
+	}
+
+	out = mustCtl(t, p.args("record", "get", "k1")...)
+	wantContains(t, "record get", out, `record   "Standard#k1"`, "status   COMPLETED", "attempt  3", "lock     none", "payload  sha256 ", "result   none")
+	code, _, errOut := ctl(t, p.args("record", "release", "k1")...)
+	if code != exitError {
+		t.Errorf("release of a COMPLETED record: exit %d, want %d", code, exitError)
+	}
+	wantContains(t, "release COMPLETED", errOut, `release refused: record "Standard#k1": the record is COMPLETED (attempt 3)`)
+	code, _, errOut = ctl(t, p.args("record", "get", "nope")...)
+	if code != exitError || !strings.Contains(errOut, `pipelinectl: idempotency: no record: record "Standard#nope"`) {
+		t.Errorf("record get of an absent key: exit %d, %q", code, errOut)
+	}
+}
+
+// The loop on a FIFO pipeline: a poison message holds its group, so the whole group ends in
+// the DLQ; after the fix the redrive puts it back in order and every effect runs once, in
+// order. The bad input's group stays behind.
+func TestFifoInspectRedriveRecord(t *testing.T) {
+	p := newPipe(t, true)
+	c := newConsumer(t, p, "a1")
+	p.send(t, "g1", "a1", "a2", "a3")
+	p.send(t, "g2", "b1")
+	p.send(t, "bad", "")
+	c.drain(t)
+	if got := c.ran(); !slices.Equal(got, []string{"b1"}) {
+		t.Fatalf("effects before the fix = %v, want [b1]", got)
+	}
+	out := mustCtl(t, p.args("dlq", "inspect", "--sample", "0")...)
+	wantContains(t, "inspect", out, "(FIFO)", "redrive policy  3", "value_missing   1", "FIFO groups scanned: bad (1), g1 (3)")
+	if q := queueCounts(t, p.dlqURL); q != [2]int64{4, 0} {
+		t.Errorf("DLQ after inspect = %v, want [4 0]", q)
+	}
+
+	c.fixed.Store(true)
+	out = mustCtl(t, p.args("dlq", "redrive", "--yes")...)
+	wantContains(t, "redrive", out, "method       receive, send, delete", "group bad stays from message ", "moved 3; left in the DLQ: 1 visible, 0 in flight (1 bad input kept")
+	c.drain(t)
+	if got := c.ran(); !slices.Equal(got, []string{"b1", "a1", "a2", "a3"}) {
+		t.Errorf("effects = %v, want [b1 a1 a2 a3]: each once, g1 in order", got)
+	}
+	out = mustCtl(t, p.args("record", "get", "a2")...)
+	wantContains(t, "record get", out, `record   "Fifo#a2"`, "status   COMPLETED")
+}
+
+// With no bad input a FIFO DLQ moves whole: by the move task where the server runs it for
+// FIFO queues, else by receive, send, delete; either way in order and once.
+func TestFifoRedriveAll(t *testing.T) {
+	p := newPipe(t, true)
+	c := newConsumer(t, p, "a1", "b1")
+	p.send(t, "g1", "a1", "a2")
+	p.send(t, "g2", "b1", "b2")
+	c.drain(t)
+	c.fixed.Store(true)
+	out := mustCtl(t, p.args("dlq", "redrive", "--yes")...)
+	wantContains(t, "redrive", out, "moved 4; left in the DLQ: 0 visible, 0 in flight")
+	c.drain(t)
+	got := c.ran()
+	var g1, g2 []string
+	for _, k := range got {
+		if k[0] == 'a' {
+			g1 = append(g1, k)
+		} else {
+			g2 = append(g2, k)
+		}
+	}
+	if !slices.Equal(g1, []string{"a1", "a2"}) || !slices.Equal(g2, []string{"b1", "b2"}) {
+		t.Errorf("effects = %v, want a1 a2 and b1 b2 in order, each once", got)
+	}
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idempotent-sqs/pipeline/functions/consume"
+)
+
+// reasonRedrivePolicy groups messages without a DeadLetterReason: SQS moved them after
+// maxReceiveCount receives (the queue's redrive policy).
+const reasonRedrivePolicy = "redrive policy"
+
+// queueInfo is what GetQueueAttributes says about a queue.
+type queueInfo struct {
+	url, arn                   string
+	fifo                       bool
+	visible, inFlight, delayed int64
+	sourceArns                 []string // the redrive-allow policy's source queues (byQueue)
+	redrivePermission          string
+}
+
+func getQueue(ctx context.Context, api *sqs.Client, url string) (queueInfo, error) {
+	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+	})
+	if err != nil {
+		return queueInfo{}, fmt.Errorf("queue %s: %w", url, err)
+	}
+	a := out.Attributes
+	n := func(name types.QueueAttributeName) int64 {
+		v, _ := strconv.ParseInt(a[string(name)], 10, 64)
+		return v
+	}
+	q := queueInfo{
+		url: url, arn: a[string(types.QueueAttributeNameQueueArn)],
+		fifo:     a[string(types.QueueAttributeNameFifoQueue)] == "true" || strings.HasSuffix(url, ".fifo"),
+		visible:  n(types.QueueAttributeNameApproximateNumberOfMessages),
+		inFlight: n(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		delayed:  n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+	}
+	if p := a[string(types.QueueAttributeNameRedriveAllowPolicy)]; p != "" {
+		var policy struct {
+			RedrivePermission string   `json:"redrivePermission"`
+			SourceQueueArns   []string `json:"sourceQueueArns"`
+		}
+		if json.Unmarshal([]byte(p), &policy) == nil {
+			q.redrivePermission, q.sourceArns = policy.RedrivePermission, policy.SourceQueueArns
+		}
+	}
+	return q, nil
+}
+
+// urlOfArn finds the URL of the queue an ARN names (arn:aws:sqs:region:account:name).
+func urlOfArn(ctx context.Context, api *sqs.Client, arn string) (string, error) {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 6 || parts[2] != "sqs" {
+		return "", fmt.Errorf("%q is not an SQS queue ARN", arn)
+	}
+	out, err := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(parts[5]), QueueOwnerAWSAccountId: aws.String(parts[4])})
+	if err != nil {
+		return "", fmt.Errorf("queue %s: %w", arn, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// reason is the group of a dead-lettered message: the code of the consumer's
+// DeadLetterReason ("value_missing: ..." is value_missing), or reasonRedrivePolicy.
+func reason(m types.Message) string {
+	a, ok := m.MessageAttributes[consume.AttrDeadLetterReason]
+	if !ok || a.StringValue == nil {
+		return reasonRedrivePolicy
+	}
+	code, _, _ := strings.Cut(*a.StringValue, ": ")
+	return code
+}
+
+// badInput reports a message the consumer dead-lettered as one that can never succeed
+// unchanged: every message with a DeadLetterReason.
+func badInput(m types.Message) bool { return reason(m) != reasonRedrivePolicy }
+
+func sysAttr(m types.Message, name types.MessageSystemAttributeName) string {
+	return m.Attributes[string(name)]
+}
+
+func group(m types.Message) string { return sysAttr(m, types.MessageSystemAttributeNameMessageGroupId) }
+
+func sent(m types.Message) time.Time {
+	ms, _ := strconv.ParseInt(sysAttr(m, types.MessageSystemAttributeNameSentTimestamp), 10, 64)
+	return time.UnixMilli(ms)
+}
+
+// receive is one ReceiveMessage with every attribute, holding what it returns invisible for
+// hold; an empty result after a 1 s long poll means nothing is visible.
+func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duration) ([]types.Message, error) {
+	out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(url),
+		MaxNumberOfMessages:         10,
+		VisibilityTimeout:           int32(hold / time.Second),
+		WaitTimeSeconds:             1,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("receive from %s: %w", url, err)
+	}
+	return out.Messages, nil
+}
+
+// makeVisible returns messages to the queue at once (visibility timeout 0). It runs even
+// when ctx is cancelled (an interrupted scan must not leave messages hidden).
+func makeVisible(ctx context.Context, api *sqs.Client, url string, msgs []types.Message) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var failed []string
+	for chunk := range slices.Chunk(msgs, 10) {
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
+		for i, m := range chunk {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}
+		}
+		out, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		if err != nil {
+			return fmt.Errorf("make %d messages visible again in %s (they reappear when their visibility timeout ends): %w", len(msgs), url, err)
+		}
+		for _, f := range out.Failed {
+			i, _ := strconv.Atoi(aws.ToString(f.Id))
+			failed = append(failed, aws.ToString(chunk[i].MessageId)+" ("+aws.ToString(f.Message)+")")
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d messages stay invisible until their visibility timeout ends: %s", len(failed), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// scan receives up to max messages of url, holding each invisible until the scan ends (at
+// most hold/2, so none reappears mid-scan), and returns them in the order received. The
+// caller makes them visible again (makeVisible).
+func scan(ctx context.Context, api *sqs.Client, url string, max int, hold time.Duration) ([]types.Message, error) {
+	var msgs []types.Message
+	seen := map[string]bool{}
+	deadline := time.Now().Add(hold / 2)
+	for len(msgs) < max && time.Now().Before(deadline) {
+		got, err := receive(ctx, api, url, hold)
+		if err != nil {
+			return msgs, err
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, m := range got {
+			if id := aws.ToString(m.MessageId); !seen[id] {
+				seen[id] = true
+				msgs = append(msgs, m)
+			}
+		}
+	}
+	return msgs, nil
+}
+
+// peek is scan followed by makeVisible: the messages, none of them consumed.
+func peek(ctx context.Context, api *sqs.Client, url string, max int, hold time.Duration) ([]types.Message, error) {
+	msgs, err := scan(ctx, api, url, max, hold)
+	return msgs, errors.Join(err, makeVisible(ctx, api, url, msgs))
+}
+
+// reasonGroup is the messages of one reason.
+type reasonGroup struct {
+	reason string
+	msgs   []types.Message
+	oldest time.Time
+}
+
+// byReason groups msgs by reason, most messages first.
+func byReason(msgs []types.Message) []*reasonGroup {
+	idx := map[string]*reasonGroup{}
+	var out []*reasonGroup
+	for _, m := range msgs {
+		r := reason(m)
+		g, ok := idx[r]
+		if !ok {
+			g = &reasonGroup{reason: r}
+			idx[r] = g
+			out = append(out, g)
+		}
+		g.msgs = append(g.msgs, m)
+		if s := sent(m); g.oldest.IsZero() || s.Before(g.oldest) {
+			g.oldest = s
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *reasonGroup) int {
+		return cmp.Or(cmp.Compare(len(b.msgs), len(a.msgs)), cmp.Compare(a.reason, b.reason))
+	})
+	return out
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+)
+
+// recordFlags are the flags of record get and record release.
+type recordFlags struct {
+	*common
+	id, sortKey, tenant, keyPrefix string
+}
+
+func newRecordFlags(name string, stdout io.Writer) (*flag.FlagSet, *recordFlags) {
+	fs, c := newFlags(name, recordUsage, stdout)
+	r := &recordFlags{common: c}
+	fs.StringVar(&r.id, "id", "", "the record's partition key value")
+	fs.StringVar(&r.sortKey, "sort-key", "", "the record's sort key value (with --id)")
+	fs.StringVar(&r.tenant, "tenant", "", "the key's tenant (composite layout)")
+	fs.StringVar(&r.keyPrefix, "key-prefix", "", "the consumer's key prefix (default: the pipeline)")
+	return fs, r
+}
+
+// admin resolves the table and its key schema and returns the Admin and the record's id.
+func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, connect connector) (*idempotency.Admin, idempotency.RecordID, error) {
+	var id idempotency.RecordID
+	switch {
+	case r.id != "" && len(pos) > 0:
+		return nil, id, usagef("%s: give KEY or --id, not both", cmd)
+	case r.id == "" && len(pos) != 1:
+		return nil, id, usagef("%s needs one KEY (or --id RAW_ID), got %d arguments", cmd, len(pos))
+	case r.id != "" && (r.tenant != "" || r.keyPrefix != ""):
+		return nil, id, usagef("%s: --id is the whole id: --tenant and --key-prefix go with KEY", cmd)
+	case r.id == "" && r.sortKey != "":
+		return nil, id, usagef("%s: --sort-key goes with --id; with KEY, give --tenant", cmd)
+	}
+	prefix := or(r.keyPrefix, r.pipeline)
+	if r.id == "" && prefix == "" {
+		return nil, id, usagef("%s: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id", cmd)
+	}
+	cl, err := connect(ctx, r.common)
+	if err != nil {
+		return nil, id, err
+	}
+	table, err := r.tableName(ctx, cl)
+	if err != nil {
+		return nil, id, err
+	}
+	desc, err := cl.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, id, fmt.Errorf("table %s: %w", table, err)
+	}
+	cfg := idempotency.Config{TableName: table, KeyPrefix: prefix}
+	for _, k := range desc.Table.KeySchema {
+		switch k.KeyType {
+		case types.KeyTypeHash:
+			cfg.PartitionKeyAttr = aws.ToString(k.AttributeName)
+		case types.KeyTypeRange:
+			cfg.SortKeyAttr = aws.ToString(k.AttributeName)
+		}
+	}
+	if r.id == "" && cfg.SortKeyAttr == "" && r.tenant != "" {
+		return nil, id, usagef("%s: --tenant %q, but table %s has no sort key (no tenants)", cmd, r.tenant, table)
+	}
+	a, err := idempotency.NewAdmin(cl.ddb, cfg)
+	if err != nil {
+		return nil, id, err
+	}
+	if r.id != "" {
+		return a, idempotency.RecordID{ID: r.id, SortKey: r.sortKey}, nil
+	}
+	return a, idempotency.RecordID{Key: pos[0], Tenant: r.tenant}, nil
+}
+
+func recordGet(ctx context.Context, args []string, stdout io.Writer, connect connector) error {
+	fs, r := newRecordFlags("record get", stdout)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	a, id, err := r.admin(ctx, "record get", pos, connect)
+	if err != nil {
+		return err
+	}
+	ri, err := a.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	printRecord(stdout, ri, time.Now())
+	return nil
+}
+
+func recordRelease(ctx context.Context, args []string, stdout io.Writer, connect connector) error {
+	fs, r := newRecordFlags("record release", stdout)
+	force := fs.Bool("force", false, "release a live lock")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	a, id, err := r.admin(ctx, "record release", pos, connect)
+	if err != nil {
+		return err
+	}
+	ri, err := a.Release(ctx, id, idempotency.ReleaseOptions{Force: *force})
+	if errors.Is(err, idempotency.ErrReleaseRefused) && ri != nil && ri.LockLive(time.Now()) {
+		return fmt.Errorf("%w (--force releases it)", err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "released %s: owner %s, attempt %d; the next delivery of the key runs it as attempt %d\n",
+		recordName(ri), ri.Owner, ri.Attempt, ri.Attempt+1)
+	return nil
+}
+
+func recordName(ri *idempotency.RecordInfo) string {
+	if ri.SortKey != "" {
+		return fmt.Sprintf("%q / %q", ri.ID, ri.SortKey)
+	}
+	return fmt.Sprintf("%q", ri.ID)
+}
+
+// printRecord shows a record with its times as UTC and relative to now.
+func printRecord(w io.Writer, ri *idempotency.RecordInfo, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	at := func(t time.Time) string {
+		d := t.Sub(now).Round(time.Second)
+		if d >= 0 {
+			return fmt.Sprintf("%s (in %s)", t.UTC().Format(time.RFC3339Nano), d)
+		}
+		return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339Nano), -d)
+	}
+	fmt.Fprintf(tw, "record\t%s\n", recordName(ri))
+	fmt.Fprintf(tw, "status\t%s\n", ri.Status)
+	fmt.Fprintf(tw, "owner\t%s\n", or(ri.Owner, "(none)"))
+	fmt.Fprintf(tw, "attempt\t%d\n", ri.Attempt)
+	switch {
+	case ri.LockExpires.IsZero():
+		fmt.Fprintf(tw, "lock\tnone\n")
+	case ri.LockExpires.UnixMilli() == 0:
+		fmt.Fprintf(tw, "lock\treleased (the next delivery acquires at once)\n")
+	case ri.LockLive(now):
+		fmt.Fprintf(tw, "lock\t%s, live: owner %s may be running the effect\n", at(ri.LockExpires), ri.Owner)
+	default:
+		fmt.Fprintf(tw, "lock\t%s, lapsed: the next delivery takes the record over\n", at(ri.LockExpires))
+	}
+	exp := at(ri.Expires)
+	if ri.Expired(now) {
+		exp += ", expired: counts as absent"
+	}
+	fmt.Fprintf(tw, "expires\t%s\n", exp)
+	fmt.Fprintf(tw, "payload\t%s\n", or(prefixed("sha256 ", ri.PayloadHash), "(not validated)"))
+	switch {
+	case ri.ResultDropped:
+		fmt.Fprintf(tw, "result\tnot stored (too large for the record)\n")
+	case ri.ResultBytes > 0:
+		fmt.Fprintf(tw, "result\t%d bytes\n", ri.ResultBytes)
+	default:
+		fmt.Fprintf(tw, "result\tnone\n")
+	}
+	tw.Flush()
+}
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Output names of the reference stack (constructs/pipeline.Outputs and stacks): per
+// pipeline <Pipeline>QueueUrl and <Pipeline>DeadLetterQueueUrl, and one table.
+const (
+	outQueueURL    = "QueueUrl"
+	outDLQURL      = "DeadLetterQueueUrl"
+	outTableName   = "IdempotencyTableName"
+	defaultMaxScan = 1000
+)
+
+// common holds the flags every command takes: where the resources are and how to reach AWS.
+type common struct {
+	stack, outputs, pipeline string
+	queueURL, table          string
+	region, profile          string
+	endpoint                 string
+}
+
+// newFlags returns a flag set with the common flags; help is what -h prints.
+func newFlags(name, help string, stdout io.Writer) (*flag.FlagSet, *common) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { fmt.Fprint(stdout, help) }
+	c := &common{}
+	fs.StringVar(&c.stack, "stack", "", "CloudFormation stack name")
+	fs.StringVar(&c.outputs, "outputs", "", "cdk deploy --outputs-file JSON")
+	fs.StringVar(&c.pipeline, "pipeline", "", "pipeline name (Standard, Fifo)")
+	fs.StringVar(&c.queueURL, "queue-url", "", "dead-letter queue URL override")
+	fs.StringVar(&c.table, "table", "", "idempotency table override")
+	fs.StringVar(&c.region, "region", "", "AWS region")
+	fs.StringVar(&c.profile, "profile", "", "AWS shared config profile")
+	fs.StringVar(&c.endpoint, "endpoint-url", "", "endpoint of every AWS service called")
+	return fs, c
+}
+
+// parse parses args with flags and positional arguments in any order, and returns the
+// positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
+				return nil, errHelp
+			}
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// stacksAPI is the CloudFormation call that reads a stack's outputs.
+type stacksAPI interface {
+	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+}
+
+// clients are the AWS clients a command uses.
+type clients struct {
+	sqs *sqs.Client
+	ddb *dynamodb.Client
+	cfn stacksAPI
+}
+
+// connector builds the clients for the common flags (newAWS; tests may wrap it).
+type connector func(ctx context.Context, c *common) (*clients, error)
+
+// newAWS loads the SDK's default configuration (credentials chain, region, the
+// AWS_ENDPOINT_URL* variables) with the flags' overrides.
+func newAWS(ctx context.Context, c *common) (*clients, error) {
+	var opts []func(*config.LoadOptions) error
+	if c.region != "" {
+		opts = append(opts, config.WithRegion(c.region))
+	}
+	if c.profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(c.profile))
+	}
+	if c.endpoint != "" {
+		opts = append(opts, config.WithBaseEndpoint(c.endpoint))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, usagef("no AWS region: set --region, AWS_REGION, or a region in the profile")
+	}
+	return &clients{sqs: sqs.NewFromConfig(cfg), ddb: dynamodb.NewFromConfig(cfg), cfn: cloudformation.NewFromConfig(cfg)}, nil
+}
+
+// stackOutputs returns the outputs of the stack the flags name, and a description of where
+// they came from; nil when neither --stack nor --outputs is set.
+func (c *common) stackOutputs(ctx context.Context, cl *clients) (map[string]string, string, error) {
+	if c.outputs != "" {
+		b, err := os.ReadFile(c.outputs)
+		if err != nil {
+			return nil, "", fmt.Errorf("--outputs: %w", err)
+		}
+		var stacks map[string]map[string]string
+		if err := json.Unmarshal(b, &stacks); err != nil {
+			return nil, "", fmt.Errorf("--outputs %s: not the JSON of 'cdk deploy --outputs-file' ({\"Stack\": {\"Output\": \"value\"}}): %w", c.outputs, err)
+		}
+		names := slices.Sorted(maps.Keys(stacks))
+		switch {
+		case c.stack != "":
+			out, ok := stacks[c.stack]
+			if !ok {
+				return nil, "", usagef("--outputs %s has no stack %q; it has %s", c.outputs, c.stack, strings.Join(names, ", "))
+			}
+			return out, fmt.Sprintf("stack %s in %s", c.stack, c.outputs), nil
+		case len(names) == 1:
+			return stacks[names[0]], fmt.Sprintf("stack %s in %s", names[0], c.outputs), nil
+		case len(names) == 0:
+			return nil, "", usagef("--outputs %s holds no stack", c.outputs)
+		default:
+			return nil, "", usagef("--outputs %s holds stacks %s: pick one with --stack", c.outputs, strings.Join(names, ", "))
+		}
+	}
+	if c.stack == "" {
+		return nil, "", nil
+	}
+	out, err := cl.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(c.stack)})
+	if err != nil {
+		return nil, "", fmt.Errorf("stack %s: %w", c.stack, err)
+	}
+	if len(out.Stacks) == 0 {
+		return nil, "", fmt.Errorf("stack %s: DescribeStacks returned no stack", c.stack)
+	}
+	m := map[string]string{}
+	for _, o := range out.Stacks[0].Outputs {
+		m[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	return m, "stack " + c.stack, nil
+}
+
+// pipelines lists the pipelines the outputs describe (the prefixes of *DeadLetterQueueUrl).
+func pipelines(outputs map[string]string) []string {
+	var ps []string
+	for k := range outputs {
+		if p, ok := strings.CutSuffix(k, outDLQURL); ok && p != "" {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// output returns the pipeline's output name (suffix), or an error that lists what there is.
+func (c *common) output(outputs map[string]string, from, suffix string) (string, error) {
+	if c.pipeline == "" {
+		return "", usagef("--pipeline is required with --stack or --outputs: %s has pipelines %s", from, strings.Join(pipelines(outputs), ", "))
+	}
+	v, ok := outputs[c.pipeline+suffix]
+	if !ok {
+		if ps := pipelines(outputs); !slices.Contains(ps, c.pipeline) {
+			return "", usagef("%s has no pipeline %q (no output %s%s); its pipelines: %s", from, c.pipeline, c.pipeline, suffix, strings.Join(ps, ", "))
+		}
+		return "", fmt.Errorf("%s has no output %s%s", from, c.pipeline, suffix)
+	}
+	return v, nil
+}
+
+// dlqTarget is what the dlq commands work on.
+type dlqTarget struct {
+	dlqURL    string
+	sourceURL string // the pipeline's queue, "" when unknown
+}
+
+func (c *common) dlq(ctx context.Context, cl *clients) (dlqTarget, error) {
+	outputs, from, err := c.stackOutputs(ctx, cl)
+	if err != nil {
+		return dlqTarget{}, err
+	}
+	var t dlqTarget
+	if outputs != nil {
+		if t.sourceURL, err = c.output(outputs, from, outQueueURL); err != nil && c.queueURL == "" {
+			return dlqTarget{}, err
+		}
+		if t.dlqURL, err = c.output(outputs, from, outDLQURL); err != nil && c.queueURL == "" {
+			return dlqTarget{}, err
+		}
+	}
+	if c.queueURL != "" {
+		t.dlqURL = c.queueURL
+		if c.pipeline == "" {
+			t.sourceURL = ""
+		}
+	}
+	if t.dlqURL == "" {
+		return dlqTarget{}, usagef("which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url")
+	}
+	return t, nil
+}
+
+// tableName is the idempotency table the record commands read.
+func (c *common) tableName(ctx context.Context, cl *clients) (string, error) {
+	if c.table != "" {
+		return c.table, nil
+	}
+	outputs, from, err := c.stackOutputs(ctx, cl)
+	if err != nil {
+		return "", err
+	}
+	if outputs == nil {
+		return "", usagef("which table? Give --stack or --outputs, or --table")
+	}
+	t, ok := outputs[outTableName]
+	if !ok {
+		return "", fmt.Errorf("%s has no output %s: give --table", from, outTableName)
+	}
+	return t, nil
+}
