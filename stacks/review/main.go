@@ -70,22 +70,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var report bytes.Buffer
 	render(&report, a)
 
-	status := 0
+	var old []byte
 	if *diffWith != "" {
-		old, err := os.ReadFile(*diffWith)
+		old, err = os.ReadFile(*diffWith)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(stderr, "review: %v\n", err)
 			return 2
 		}
-		changed := unifiedDiff(stdout, *diffWith+" (committed)", *diffWith+" (from "+dir+")", string(old), report.String())
-		switch {
-		case changed && *check:
-			fmt.Fprintf(stderr, "review: %s is stale: run `make review` and commit it\n", *diffWith)
-			status = 1
-		case !changed:
-			fmt.Fprintf(stdout, "review: no change against %s\n", *diffWith)
-		}
 	}
+	// The file first: a reader of the diff who stops early (| head) must not lose it.
 	switch {
 	case *out != "":
 		if err := os.WriteFile(*out, report.Bytes(), 0o644); err != nil {
@@ -95,6 +88,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *diffWith == "":
 		if _, err := stdout.Write(report.Bytes()); err != nil {
 			return 2
+		}
+	}
+	status := 0
+	if *diffWith != "" {
+		changed := unifiedDiff(stdout, *diffWith+" (committed)", *diffWith+" (from "+dir+")", string(old), report.String())
+		switch {
+		case changed && *check:
+			fmt.Fprintf(stderr, "review: %s is stale: run `make review` and commit it\n", *diffWith)
+			status = 1
+		case !changed:
+			fmt.Fprintf(stdout, "review: no change against %s\n", *diffWith)
 		}
 	}
 	return status

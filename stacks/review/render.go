@@ -264,7 +264,12 @@ func (r stackReview) render(p printer) {
 		if actions == "none" {
 			actions = "**none**"
 		}
-		rows = append(rows, []string{name, code(a.Metric, "<br>"), a.Condition, a.Missing, actions, orDefault(a.Runbook, "-")})
+		runbook := "-"
+		if a.Runbook != "" {
+			// docs/review.md sits next to docs/runbooks.md, so the link resolves.
+			runbook = "[" + strings.TrimPrefix(a.Runbook, "runbooks.md") + "](" + a.Runbook + ")"
+		}
+		rows = append(rows, []string{name, code(a.Metric, "<br>"), a.Condition, a.Missing, actions, runbook})
 	}
 	table(p, "No alarm.", []string{"Alarm", "Evaluates", "Fires when", "Missing data", "Actions", "Runbook"}, rows)
 

@@ -299,6 +299,7 @@ func TestReportSummarisesFirstAndIsDeterministic(t *testing.T) {
 		"| QueuePlain | AWS::SQS::Queue | **none (SqsManagedSseEnabled false)** | - |",
 		"| AlarmMath | `rate = sent / PERIOD(sent)`<br>`sent = Sum of AWS/SQS NumberOfMessagesSent{QueueName=<QueueSse.QueueName>} per 5 min` | < 5 in 3 of 4 periods | missing (default) | **none** | - |",
 		"| E3012 | LogsPlain | **no reason recorded** |",
+		"| ALARM: Topic; OK: TopicPlain | [#dlq-messages](runbooks.md#dlq-messages) |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
