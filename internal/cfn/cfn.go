@@ -1,6 +1,37 @@
-// Package cfn reads synthesized CloudFormation templates: which resource a property points
-// at, and nested property lookup. The diagram tool and the stack tests share it.
+// Package cfn reads synthesized CloudFormation templates: their resources, which resource a
+// property points at, and nested property lookup. The diagram and review tools and the stack
+// tests share it.
 package cfn
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// A Resource is one resource of a synthesized template.
+type Resource struct {
+	Type                string         `json:"Type"`
+	Properties          map[string]any `json:"Properties"`
+	Metadata            map[string]any `json:"Metadata"`
+	DeletionPolicy      string         `json:"DeletionPolicy"`
+	UpdateReplacePolicy string         `json:"UpdateReplacePolicy"`
+}
+
+// ReadResources reads the Resources section of the template file at path, by logical id.
+func ReadResources(path string) (map[string]Resource, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var t struct {
+		Resources map[string]Resource `json:"Resources"`
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t.Resources, nil
+}
 
 // RefTarget returns the logical id v points at when v is {"Ref": id} or
 // {"Fn::GetAtt": [id, attr]}, and "" otherwise.

@@ -12,7 +12,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -63,14 +62,10 @@ func main() {
 }
 
 type template struct {
-	Resources map[string]resource `json:"Resources"`
+	Resources map[string]resource
 }
 
-type resource struct {
-	Type       string         `json:"Type"`
-	Properties map[string]any `json:"Properties"`
-	Metadata   map[string]any `json:"Metadata"`
-}
+type resource = cfn.Resource
 
 type namedTemplate struct {
 	Name     string
@@ -78,15 +73,8 @@ type namedTemplate struct {
 }
 
 func readTemplate(path string) (template, error) {
-	var t template
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return t, err
-	}
-	if err := json.Unmarshal(b, &t); err != nil {
-		return t, fmt.Errorf("%s: %w", path, err)
-	}
-	return t, nil
+	res, err := cfn.ReadResources(path)
+	return template{res}, err
 }
 
 // shapes maps the resource types drawn as nodes to their Mermaid node shape.

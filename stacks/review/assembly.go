@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
 // An assembly is what the report is made from: the stacks' templates and the cdk-nag
@@ -32,13 +34,7 @@ type stack struct {
 	byPath map[string]string
 }
 
-type resource struct {
-	Type                string         `json:"Type"`
-	Properties          map[string]any `json:"Properties"`
-	Metadata            map[string]any `json:"Metadata"`
-	DeletionPolicy      string         `json:"DeletionPolicy"`
-	UpdateReplacePolicy string         `json:"UpdateReplacePolicy"`
-}
+type resource = cfn.Resource
 
 // A nagRow is one line of a cdk-nag report: a rule's verdict on a resource.
 type nagRow struct {
@@ -130,18 +126,12 @@ func stackTemplates(dir string) ([]templateFile, error) {
 }
 
 func readStack(name, path string) (*stack, error) {
-	b, err := os.ReadFile(path)
+	res, err := cfn.ReadResources(path)
 	if err != nil {
 		return nil, err
 	}
-	var t struct {
-		Resources map[string]resource `json:"Resources"`
-	}
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	s := &stack{Name: name, Resources: t.Resources, byPath: map[string]string{}}
-	for id, r := range t.Resources {
+	s := &stack{Name: name, Resources: res, byPath: map[string]string{}}
+	for id, r := range res {
 		s.IDs = append(s.IDs, id)
 		if p, _ := r.Metadata["aws:cdk:path"].(string); p != "" {
 			s.byPath[p] = id
