@@ -159,6 +159,8 @@ synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); 
 	@$(STEP) "synthesizing: builds both Go Lambdas for linux/arm64, runs cdk-nag" "first time about 1 min, afterwards about 15 s" -- \
 	  $(CDK) synth --quiet
 	@ls cdk.out/*.template.json
+	@$(GO) run ./stacks/review -out cdk.out/review.md cdk.out
+	@echo "reviewer's report of this synth: cdk.out/review.md (make review updates docs/review.md and shows what changed)"
 
 # ---------------------------------------------------------------------------- test
 
@@ -185,7 +187,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 	done
 
 .PHONY: lint
-lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template; the diagram is current
+lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template; the diagram and the reviewer's report are current
 	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
 	@# No global skip list: each skip is recorded on its resource with the reason
 	@# (constructs/internal/checkov), so checkov counts it as skipped and the line after says why.
@@ -193,6 +195,11 @@ lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized templat
 	@python3 scripts/checkov_skips.py cdk.out
 	@$(GO) run ./stacks/diagram cdk.out | diff -u docs/architecture.md - \
 	  || { echo "docs/architecture.md is stale: run make diagram"; exit 1; }
+	@$(GO) run ./stacks/review -check -diff docs/review.md cdk.out
+
+.PHONY: review
+review: synth ## write the reviewer's report docs/review.md from cdk.out and print what it changes
+	@$(GO) run ./stacks/review -diff docs/review.md -out docs/review.md cdk.out
 
 .PHONY: diagram
 diagram: synth ## redraw docs/architecture.md from the synthesized templates
