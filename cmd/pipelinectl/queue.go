@@ -51,16 +51,21 @@ func getQueue(ctx context.Context, api *sqs.Client, url string) (queueInfo, erro
 		inFlight: n(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
 		delayed:  n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
 	}
-	if p := a[string(types.QueueAttributeNameRedriveAllowPolicy)]; p != "" {
-		var policy struct {
-			RedrivePermission string   `json:"redrivePermission"`
-			SourceQueueArns   []string `json:"sourceQueueArns"`
-		}
-		if json.Unmarshal([]byte(p), &policy) == nil {
-			q.redrivePermission, q.sourceArns = policy.RedrivePermission, policy.SourceQueueArns
-		}
-	}
+	q.redrivePermission, q.sourceArns = parseRedriveAllow(a[string(types.QueueAttributeNameRedriveAllowPolicy)])
 	return q, nil
+}
+
+// parseRedriveAllow reads a DLQ's RedriveAllowPolicy: its permission and, for byQueue, the
+// source queues' ARNs. An absent or unreadable policy gives "" and nil.
+func parseRedriveAllow(p string) (permission string, sourceArns []string) {
+	var policy struct {
+		RedrivePermission string   `json:"redrivePermission"`
+		SourceQueueArns   []string `json:"sourceQueueArns"`
+	}
+	if p == "" || json.Unmarshal([]byte(p), &policy) != nil {
+		return "", nil
+	}
+	return policy.RedrivePermission, policy.SourceQueueArns
 }
 
 // urlOfArn finds the URL of the queue an ARN names (arn:aws:sqs:region:account:name).

@@ -102,9 +102,6 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 	if c.profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(c.profile))
 	}
-	if c.endpoint != "" {
-		opts = append(opts, config.WithBaseEndpoint(c.endpoint))
-	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
@@ -112,7 +109,25 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 	if cfg.Region == "" {
 		return nil, usagef("no AWS region: set --region, AWS_REGION, or a region in the profile")
 	}
-	return &clients{sqs: sqs.NewFromConfig(cfg), ddb: dynamodb.NewFromConfig(cfg), cfn: cloudformation.NewFromConfig(cfg)}, nil
+	// The flag is set on each client, after the SDK resolved its endpoint: set in the
+	// config, AWS_ENDPOINT_URL_<SERVICE> would win over it.
+	var ep *string
+	if c.endpoint != "" {
+		ep = aws.String(c.endpoint)
+	}
+	return &clients{
+		sqs: sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
+		ddb: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
+		cfn: cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
+	}, nil
+}
+
+// or2 returns a if it is set, else b.
+func or2(a, b *string) *string {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // stackOutputs returns the outputs of the stack the flags name, and a description of where
@@ -172,17 +187,15 @@ func pipelines(outputs map[string]string) []string {
 	return ps
 }
 
-// output returns the pipeline's output name (suffix), or an error that lists what there is.
-func (c *common) output(outputs map[string]string, from, suffix string) (string, error) {
+// pipelineDLQ returns the pipeline's DLQ URL from the outputs, or an error that lists the
+// pipelines there are.
+func (c *common) pipelineDLQ(outputs map[string]string, from string) (string, error) {
 	if c.pipeline == "" {
 		return "", usagef("--pipeline is required with --stack or --outputs: %s has pipelines %s", from, strings.Join(pipelines(outputs), ", "))
 	}
-	v, ok := outputs[c.pipeline+suffix]
+	v, ok := outputs[c.pipeline+outDLQURL]
 	if !ok {
-		if ps := pipelines(outputs); !slices.Contains(ps, c.pipeline) {
-			return "", usagef("%s has no pipeline %q (no output %s%s); its pipelines: %s", from, c.pipeline, c.pipeline, suffix, strings.Join(ps, ", "))
-		}
-		return "", fmt.Errorf("%s has no output %s%s", from, c.pipeline, suffix)
+		return "", usagef("%s has no pipeline %q (no output %s%s); its pipelines: %s", from, c.pipeline, c.pipeline, outDLQURL, strings.Join(pipelines(outputs), ", "))
 	}
 	return v, nil
 }
@@ -199,19 +212,18 @@ func (c *common) dlq(ctx context.Context, cl *clients) (dlqTarget, error) {
 		return dlqTarget{}, err
 	}
 	var t dlqTarget
-	if outputs != nil {
-		if t.sourceURL, err = c.output(outputs, from, outQueueURL); err != nil && c.queueURL == "" {
-			return dlqTarget{}, err
-		}
-		if t.dlqURL, err = c.output(outputs, from, outDLQURL); err != nil && c.queueURL == "" {
-			return dlqTarget{}, err
-		}
-	}
-	if c.queueURL != "" {
+	switch {
+	case c.queueURL != "":
 		t.dlqURL = c.queueURL
-		if c.pipeline == "" {
-			t.sourceURL = ""
+		if outputs != nil && c.pipeline != "" {
+			t.sourceURL = outputs[c.pipeline+outQueueURL]
 		}
+	case outputs != nil:
+		if t.dlqURL, err = c.pipelineDLQ(outputs, from); err != nil {
+			return dlqTarget{}, err
+		}
+		// Without it, redrive falls back to the DLQ's redrive-allow policy (or --to).
+		t.sourceURL = outputs[c.pipeline+outQueueURL]
 	}
 	if t.dlqURL == "" {
 		return dlqTarget{}, usagef("which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url")

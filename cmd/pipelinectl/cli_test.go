@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+)
+
+// Every usage error exits 2 with its message; every command error exits 1 with its.
+func TestErrors(t *testing.T) {
+	p := newPipe(t, false)
+	fifo := newPipe(t, true)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	notJSON := write("bad.json", "not json")
+	two := write("two.json", `{"A": {"StandardDeadLetterQueueUrl": "u"}, "B": {}}`)
+	empty := write("empty.json", `{}`)
+	noTable := write("notable.json", `{"S": {"StandardDeadLetterQueueUrl": "u"}}`)
+	noSource := write("nosource.json", `{"S": {"SDeadLetterQueueUrl": "`+p.dlqURL+`"}}`)
+	sk := newPipe(t, false)
+	if err := ddbSrv.CreateTable(t.Context(), sk.table+"-sk", "id", "sk"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, exitUsage, "pipelinectl: no command given"},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{[]string{"dlq"}, exitUsage, "dlq needs a subcommand: inspect or redrive"},
+		{[]string{"record"}, exitUsage, "record needs a subcommand: get or release"},
+		{[]string{"dlq", "purge"}, exitUsage, `unknown command "dlq purge"`},
+		{[]string{"dlq", "inspect", "--bogus"}, exitUsage, "dlq inspect: flag provided but not defined: -bogus"},
+		{[]string{"dlq", "inspect", "extra"}, exitUsage, `dlq inspect takes no arguments, got ["extra"]`},
+		{[]string{"dlq", "redrive", "extra"}, exitUsage, `dlq redrive takes no arguments, got ["extra"]`},
+		{[]string{"dlq", "inspect", "--sample", "-1"}, exitUsage, "--sample -1: use 0 or more"},
+		{[]string{"dlq", "inspect", "--max", "0"}, exitUsage, "--max 0: use 1 or more"},
+		{[]string{"dlq", "redrive", "--max", "0"}, exitUsage, "--max 0: use 1 or more"},
+		{[]string{"dlq", "inspect", "--hold", "1s"}, exitUsage, "--hold 1s: use between 2s and 30s"},
+		{[]string{"dlq", "inspect", "--hold", "31s"}, exitUsage, "--hold 31s: use between 2s and 30s"},
+		{[]string{"dlq", "redrive", "--rate", "501"}, exitUsage, "--rate 501: use 1 to 500 messages per second, or leave it out"},
+		{[]string{"dlq", "redrive", "--rate", "-1"}, exitUsage, "--rate -1: use 1 to 500 messages per second, or leave it out"},
+		{[]string{"dlq", "redrive", "--wait", "0s"}, exitUsage, "--wait 0s: use a positive duration"},
+		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
+		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, exitError, "--outputs: open "},
+		{[]string{"dlq", "inspect", "--outputs", notJSON}, exitError, "not the JSON of 'cdk deploy --outputs-file'"},
+		{[]string{"dlq", "inspect", "--outputs", two}, exitUsage, "holds stacks A, B: pick one with --stack"},
+		{[]string{"dlq", "inspect", "--outputs", two, "--stack", "C"}, exitUsage, `has no stack "C"; it has A, B`},
+		{[]string{"dlq", "inspect", "--outputs", empty}, exitUsage, "holds no stack"},
+		{[]string{"dlq", "inspect", "--outputs", p.outputs}, exitUsage, "--pipeline is required with --stack or --outputs: stack " + p.stack + " in " + p.outputs + " has pipelines Standard"},
+		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "Fifo"}, exitUsage, `has no pipeline "Fifo" (no output FifoDeadLetterQueueUrl); its pipelines: Standard`},
+		{[]string{"dlq", "redrive", "--outputs", noSource, "--pipeline", "S"}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE_URL"},
+		{[]string{"dlq", "redrive", "--queue-url", p.queueURL}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE_URL"},
+		{append(p.args("dlq", "redrive"), "--to", p.dlqURL), exitUsage, "the destination " + p.dlqURL + " is the DLQ itself"},
+		{append(p.args("dlq", "redrive"), "--to", fifo.queueURL), exitUsage, "is standard but the destination " + fifo.queueURL + " is FIFO: redrive to a queue of the same type"},
+		{[]string{"dlq", "inspect", "--queue-url", p.dlqURL + "-absent"}, exitError, "queue " + p.dlqURL + "-absent: "},
+		{[]string{"record", "get"}, exitUsage, "record get needs one KEY (or --id RAW_ID), got 0 arguments"},
+		{[]string{"record", "get", "a", "b"}, exitUsage, "record get needs one KEY (or --id RAW_ID), got 2 arguments"},
+		{[]string{"record", "release", "k", "--id", "x"}, exitUsage, "record release: give KEY or --id, not both"},
+		{[]string{"record", "get", "--id", "x", "--tenant", "t"}, exitUsage, "record get: --id is the whole id: --tenant and --key-prefix go with KEY"},
+		{[]string{"record", "get", "k", "--sort-key", "s"}, exitUsage, "record get: --sort-key goes with --id; with KEY, give --tenant"},
+		{[]string{"record", "get", "k", "--table", "t"}, exitUsage, "record get: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id"},
+		{[]string{"record", "get", "--id", "x"}, exitUsage, "which table? Give --stack or --outputs, or --table"},
+		{[]string{"record", "get", "--id", "x", "--outputs", noTable}, exitError, "stack S in " + noTable + " has no output IdempotencyTableName: give --table"},
+		{[]string{"record", "get", "--id", "x", "--table", "absent-table"}, exitError, "table absent-table: "},
+		{append(p.args("record", "get", "k"), "--tenant", "t"), exitUsage, `record get: --tenant "t", but table ` + p.table + " has no sort key (no tenants)"},
+		{[]string{"record", "get", "k", "--key-prefix", "a#b", "--table", sk.table}, exitError, `Config.KeyPrefix = "a#b" contains "#"`},
+		{[]string{"record", "get", "k", "--key-prefix", "P", "--table", sk.table + "-sk"}, exitError, "Request.Tenant is empty: with Config.SortKeyAttr set, every message needs a tenant"},
+	} {
+		code, out, errOut := ctl(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("pipelinectl %q: exit %d, stderr %q; want exit %d with %q (stdout %q)", tc.args, code, errOut, tc.code, tc.want, out)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for args, want := range map[string]string{
+		"help":              "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
+		"--help":            "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
+		"help dlq":          "pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.",
+		"help record":       "pipelinectl record release KEY: free a stuck INPROGRESS record",
+		"dlq inspect -h":    "Read-only, best effort",
+		"record release -h": "--force              (release) release a live lock",
+	} {
+		code, out, errOut := ctl(t, strings.Fields(args)...)
+		if code != exitOK || !strings.Contains(out, want) || errOut != "" {
+			t.Errorf("pipelinectl %s: exit %d, stderr %q, stdout lacks %q", args, code, errOut, want)
+		}
+	}
+}
+
+// No region anywhere is a usage error naming the ways to set one.
+func TestNoRegion(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	code, _, errOut := ctl(t, "dlq", "inspect", "--queue-url", "http://x")
+	if code != exitUsage || !strings.Contains(errOut, "no AWS region: set --region, AWS_REGION, or a region in the profile") {
+		t.Errorf("exit %d, %q", code, errOut)
+	}
+}
+
+// --endpoint-url wins over AWS_ENDPOINT_URL_SQS (which points nowhere here).
+func TestEndpointFlag(t *testing.T) {
+	p := newPipe(t, false)
+	t.Setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1")
+	if code, _, errOut := ctl(t, "dlq", "inspect", "--queue-url", p.dlqURL); code != exitError || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Fatalf("without the flag: exit %d, %q; want the variable's endpoint refused", code, errOut)
+	}
+	out := mustCtl(t, "dlq", "inspect", "--queue-url", p.dlqURL, "--endpoint-url", sqsSrv.Endpoint())
+	wantContains(t, "inspect", out, "DLQ       "+p.dlqURL+" (standard)", "scanned   0")
+}
+
+// fakeStacks is CloudFormation's DescribeStacks for one stack.
+type fakeStacks struct {
+	name    string
+	outputs map[string]string
+}
+
+func (f fakeStacks) DescribeStacks(_ context.Context, in *cloudformation.DescribeStacksInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error) {
+	if aws.ToString(in.StackName) != f.name {
+		return nil, fmt.Errorf("ValidationError: Stack with id %s does not exist", aws.ToString(in.StackName))
+	}
+	s := cfntypes.Stack{StackName: aws.String(f.name)}
+	for k, v := range f.outputs {
+		s.Outputs = append(s.Outputs, cfntypes.Output{OutputKey: aws.String(k), OutputValue: aws.String(v)})
+	}
+	return &cloudformation.DescribeStacksOutput{Stacks: []cfntypes.Stack{s}}, nil
+}
+
+// --stack reads the outputs from CloudFormation.
+func TestStackOutputs(t *testing.T) {
+	p := newPipe(t, false)
+	connect := func(ctx context.Context, c *common) (*clients, error) {
+		cl, err := newAWS(ctx, c)
+		if err == nil {
+			cl.cfn = fakeStacks{name: "Pipeline", outputs: map[string]string{
+				"StandardQueueUrl": p.queueURL, "StandardDeadLetterQueueUrl": p.dlqURL, "IdempotencyTableName": p.table,
+			}}
+		}
+		return cl, err
+	}
+	var out bytes.Buffer
+	if err := dispatch(t.Context(), []string{"dlq", "redrive", "--stack", "Pipeline", "--pipeline", "Standard"}, &out, connect); err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, "redrive", out.String(), "destination  "+p.queueURL, "Dry run")
+	err := dispatch(t.Context(), []string{"record", "get", "k", "--stack", "Other", "--pipeline", "Standard"}, &out, connect)
+	if err == nil || err.Error() != "stack Other: ValidationError: Stack with id Other does not exist" {
+		t.Errorf("unknown stack: %v", err)
+	}
+}
+
+// A live lock is refused naming its owner, --force releases it; a lapsed one is released
+// without --force.
+func TestRecordRelease(t *testing.T) {
+	p := newPipe(t, false)
+	g, err := idempotency.New(ddbSrv.Client(), idempotency.Config{TableName: p.table, KeyPrefix: p.name, LockCap: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Run(t.Context(), idempotency.Request{Key: "live"}, func(ctx context.Context) ([]byte, error) {
+		out := mustCtl(t, p.args("record", "get", "live")...)
+		wantContains(t, "record get", out, "status   INPROGRESS", "attempt  1", ", live: owner ")
+		owner := strings.Fields(out[strings.Index(out, "owner"):])[1]
+		code, _, errOut := ctl(t, p.args("record", "release", "live")...)
+		if code != exitError {
+			t.Errorf("release of a live lock: exit %d, want %d", code, exitError)
+		}
+		wantContains(t, "release refused", errOut, `owner "`+owner+`" holds a live lock until `, "(--force releases it)")
+		out = mustCtl(t, p.args("record", "release", "live", "--force")...)
+		wantContains(t, "forced release", out, `released "Standard#live": owner `+owner+", attempt 1; the next delivery of the key runs it as attempt 2")
+		out = mustCtl(t, p.args("record", "get", "live")...)
+		wantContains(t, "record get", out, "lock     released")
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the owner's complete after a forced release (same owner, nothing took over) = %v", err)
+	}
+
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(v)} }
+	if _, err := ddbSrv.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: map[string]types.AttributeValue{
+		"id": s("Standard#crashed"), idempotency.AttrStatus: s(idempotency.StatusInProgress), idempotency.AttrOwner: s("gone"),
+		idempotency.AttrAttempt: n(2), idempotency.AttrExpiration: n(time.Now().Add(time.Hour).Unix()),
+		idempotency.AttrLockExpiration: n(time.Now().Add(-time.Minute).UnixMilli()),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	out := mustCtl(t, "record", "get", "--id", "Standard#crashed", "--table", p.table)
+	wantContains(t, "record get --id", out, "lapsed: the next delivery takes the record over")
+	out = mustCtl(t, p.args("record", "release", "crashed")...)
+	wantContains(t, "release", out, `released "Standard#crashed": owner gone, attempt 2; the next delivery of the key runs it as attempt 3`)
+	if code, _, errOut := ctl(t, p.args("record", "release", "crashed")...); code != exitError ||
+		!strings.Contains(errOut, `release refused: record "Standard#crashed": the record is already released`) {
+		t.Errorf("second release: exit %d, %q; want refused as already released", code, errOut)
+	}
+}
+
+// Without the outputs, redrive finds the source in the DLQ's redrive-allow policy. ElasticMQ
+// keeps no such policy, so its two steps are tested apart: the policy's source ARNs, and the
+// URL of an ARN.
+func TestRedriveAllowPolicySource(t *testing.T) {
+	perm, arns := parseRedriveAllow(`{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:123456789012:work"]}`)
+	if perm != "byQueue" || len(arns) != 1 || arns[0] != "arn:aws:sqs:us-east-1:123456789012:work" {
+		t.Errorf("parseRedriveAllow = %q, %q", perm, arns)
+	}
+	if perm, arns := parseRedriveAllow(`{"redrivePermission":"allowAll"}`); perm != "allowAll" || arns != nil {
+		t.Errorf("parseRedriveAllow(allowAll) = %q, %q", perm, arns)
+	}
+	p := newPipe(t, false)
+	src, err := getQueue(t.Context(), sqsSrv.Client(), p.queueURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if url, err := urlOfArn(t.Context(), sqsSrv.Client(), src.arn); err != nil || url != p.queueURL {
+		t.Errorf("urlOfArn(%s) = %q, %v; want %s", src.arn, url, err, p.queueURL)
+	}
+	if _, err := urlOfArn(t.Context(), sqsSrv.Client(), "arn:aws:sns:us-east-1:1:topic"); err == nil || err.Error() != `"arn:aws:sns:us-east-1:1:topic" is not an SQS queue ARN` {
+		t.Errorf("urlOfArn(SNS ARN) = %v", err)
+	}
+}
