@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
@@ -21,6 +22,11 @@ type fixture struct {
 	q     ProcessingQueue
 	props *ProcessingQueueProps
 	tmpl  assertions.Template
+	// key is an imported fixture's KMS key (the fixtures NewProcessingQueue builds use key).
+	key awskms.IKey
+	// role is an imported fixture's stand-in consumer: it consumes the queue and sends to
+	// the DLQ, as the consumer construct's function does.
+	role awsiam.Role
 }
 
 var (
@@ -83,8 +89,10 @@ func TestMain(m *testing.M) {
 	nagProbe = cdktest.NewStack(app, "NagProbe")
 	awssqs.NewQueue(nagProbe, jsii.String("Plain"), nil)
 
+	newImports(app)
+
 	cdktest.AddNagPacks(app)
-	for _, f := range fixtures {
+	for _, f := range append(fixtures, imports...) {
 		f.tmpl = assertions.Template_FromStack(f.stack, nil)
 	}
 
