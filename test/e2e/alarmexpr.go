@@ -230,9 +230,8 @@ func (p *parser) mathUnary() (*mathNode, error) {
 }
 
 // eval computes the expression for one period: env holds each metric's datapoint (NaN:
-// missing), hasData whether the metric has data anywhere in the range (FILL fills only a
-// series that does). A missing operand makes the result missing.
-func (n *mathNode) eval(env map[string]float64, hasData map[string]bool) (float64, error) {
+// missing). A missing operand makes the result missing, unless FILL replaces it.
+func (n *mathNode) eval(env map[string]float64) (float64, error) {
 	nan := math.NaN()
 	switch n.op {
 	case "num":
@@ -244,19 +243,15 @@ func (n *mathNode) eval(env map[string]float64, hasData map[string]bool) (float6
 		}
 		return v, nil
 	case "FILL":
-		id := n.args[0]
-		v, err := id.eval(env, hasData)
+		v, err := n.args[0].eval(env)
 		if err != nil || !math.IsNaN(v) {
 			return v, err
 		}
-		if id.op == "id" && !hasData[id.id] {
-			return nan, nil
-		}
-		return n.args[1].eval(env, hasData)
+		return n.args[1].eval(env)
 	}
 	vals := make([]float64, len(n.args))
 	for i, a := range n.args {
-		v, err := a.eval(env, hasData)
+		v, err := a.eval(env)
 		if err != nil {
 			return nan, err
 		}

@@ -538,19 +538,21 @@ func (a Alarm) datapoints(s *Series, clock Clock, n int) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	// FILL fills the gaps of a series that has data in the range; a series with none stays
-	// without data, as in CloudWatch.
-	hasData := map[string]bool{}
-	for id, vals := range perQuery {
-		hasData[id] = slices.ContainsFunc(vals, func(v float64) bool { return !math.IsNaN(v) })
-	}
+	// The expression has a datapoint where any of its metrics has one; there FILL fills the
+	// others' gaps. A period where none has data stays without data, as in CloudWatch.
 	out := make([]float64, n)
 	for i := range out {
 		env := map[string]float64{}
+		anyData := false
 		for id, vals := range perQuery {
 			env[id] = vals[i]
+			anyData = anyData || !math.IsNaN(vals[i])
 		}
-		v, err := expr.eval(env, hasData)
+		if !anyData {
+			out[i] = math.NaN()
+			continue
+		}
+		v, err := expr.eval(env)
 		if err != nil {
 			return nil, fmt.Errorf("alarm %s: %w", a.LogicalID, err)
 		}

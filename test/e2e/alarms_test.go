@@ -165,9 +165,10 @@ func TestEvaluateStalledExpression(t *testing.T) {
 		{"in flight and failing counts too", []float64{0, 0, 0, 0}, []float64{3, 3, 3, 3}, []float64{0, 0, 0, 0}, "O.A."},
 		{"a delete in the window keeps it quiet", []float64{5, 5, 5, 5}, []float64{0, 0, 0, 0}, []float64{0, 1, 0, 0}, "O..."},
 		{"an empty queue is not stalled", []float64{0, 0, 0, 0}, []float64{0, 0, 0, 0}, []float64{0, 0, 0, 0}, "O..."},
-		// No delete metric at all (FILL of a series without data stays missing, as in
-		// CloudWatch): the expression is missing, which notBreaching treats as good.
-		{"no delete data at all", []float64{5, 5, 5, 5}, []float64{0, 0, 0, 0}, []float64{nan, nan, nan, nan}, "O..."},
+		// FILL fills where another metric has data: no delete data at all is no delete.
+		{"no delete data at all", []float64{5, 5, 5, 5}, []float64{0, 0, 0, 0}, []float64{nan, nan, nan, nan}, "O.A."},
+		// No data from any metric: the expression has none, which notBreaching treats as good.
+		{"no data at all", []float64{nan, nan, nan, nan}, []float64{nan, nan, nan, nan}, []float64{nan, nan, nan, nan}, "O..."},
 	} {
 		s := NewSeries()
 		perMinute(s, visible, tc.vis...)
@@ -203,12 +204,12 @@ func TestMathAndRuleParseErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, err := n.eval(env, map[string]bool{"a": true}); err != nil || v != want {
+		if v, err := n.eval(env); err != nil || v != want {
 			t.Errorf("%s = %v, %v; want %v", expr, v, err, want)
 		}
 	}
 	n, _ := parseMath("a + b")
-	if v, _ := n.eval(env, map[string]bool{"a": true, "b": true}); !math.IsNaN(v) {
+	if v, _ := n.eval(env); !math.IsNaN(v) {
 		t.Errorf("a + missing = %v, want missing", v)
 	}
 }
@@ -290,5 +291,67 @@ func TestClockScale(t *testing.T) {
 	at, ok := ev.FirstAlarm(t0)
 	if !ok || at.Sub(t0) != 2*time.Minute || c.Wall(at).Sub(t0) != 4*time.Second {
 		t.Errorf("first ALARM at %v (ok %v), want 2m on the alarm clock = 4s of the run", at.Sub(t0), ok)
+	}
+}
+
+func TestRecordEMF(t *testing.T) {
+	s := NewSeries()
+	line := `{"Failed":0,"Processed":2,"Service":"consumer-fn-x1","_aws":{"Timestamp":1795428000000,"CloudWatchMetrics":[{"Namespace":"IdempotentSQS","Dimensions":[["Service"]],"Metrics":[{"Name":"Processed","Unit":"Count"},{"Name":"Failed","Unit":"Count"}]}]}}`
+	if !RecordEMF(s, []byte(line), func(dim, v string) string { return strings.TrimSuffix(v, "-x1") }) {
+		t.Fatal("an EMF line was not recognized")
+	}
+	processed := NewMetricID("IdempotentSQS", "Processed", "Service", "consumer-fn")
+	got := s.snapshot(processed)
+	if len(got) != 1 || got[0].v != 2 || !got[0].t.Equal(time.UnixMilli(1795428000000)) {
+		t.Errorf("Processed = %v", got)
+	}
+	if !s.Has(NewMetricID("IdempotentSQS", "Failed", "Service", "consumer-fn")) {
+		t.Error("Failed (0) not recorded: a zero is data, not missing data")
+	}
+	for _, l := range []string{`{"message":"effect applied"}`, `not json`} {
+		if RecordEMF(s, []byte(l), nil) {
+			t.Errorf("%q taken for EMF", l)
+		}
+	}
+}
+
+func TestAgeTracker(t *testing.T) {
+	a := NewAgeTracker()
+	a.Sent("Q", "m1", t0)
+	a.Sent("Q", "m2", t0.Add(time.Minute))
+	if age, ok := a.Oldest("Q", t0.Add(2*time.Minute)); !ok || age != 2*time.Minute {
+		t.Errorf("oldest = %v %v, want 2m", age, ok)
+	}
+	// Received three times: SQS moves it to the back and reports the next oldest.
+	a.Received("Q", "m1", t0, 3)
+	if age, _ := a.Oldest("Q", t0.Add(2*time.Minute)); age != time.Minute {
+		t.Errorf("oldest after m1's third receive = %v, want 1m (m2)", age)
+	}
+	a.Deleted("Q", "m2")
+	if _, ok := a.Oldest("Q", t0.Add(2*time.Minute)); ok {
+		t.Error("an age with only a thrice-received message left")
+	}
+	a.Sent("Q", "m3", t0)
+	a.Empty("Q")
+	if _, ok := a.Oldest("Q", t0.Add(time.Hour)); ok {
+		t.Error("an age for an empty queue")
+	}
+}
+
+func TestEvaluateSumOfFilledMetrics(t *testing.T) {
+	// The table's system-errors alarm sums FILL(e_Op, 0) over four operations; only
+	// UpdateItem ever has data. The sum must still be a datapoint, and fire.
+	a := Alarm{LogicalID: "SystemErrors", Period: time.Minute, Threshold: 1, Comparison: "GreaterThanOrEqualToThreshold",
+		EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching",
+		Queries: []MetricQuery{{ID: "expr_1", Expression: "FILL(e_GetItem, 0) + FILL(e_UpdateItem, 0)", ReturnData: true}}}
+	for _, op := range []string{"GetItem", "UpdateItem"} {
+		a.Queries = append(a.Queries, MetricQuery{ID: "e_" + op, Period: time.Minute, Stat: "Sum",
+			Metric: NewMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", op)})
+	}
+	s := NewSeries()
+	perMinute(s, NewMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", "UpdateItem"), nan, 2, nan)
+	// DynamoDB: missing data is ignored, so the alarm holds ALARM through the quiet minute.
+	if got := states(t, a, s, 3); got != ".A." {
+		t.Errorf("system errors: %s, want .A.", got)
 	}
 }

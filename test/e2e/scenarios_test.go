@@ -168,6 +168,7 @@ func TestCrashMidRecord(t *testing.T) {
 		t.Run(kind(fifo), func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, "crash")
+			w.watchAlarms()
 			p := w.pipeline(fifo)
 			e := w.env(p.Consumer, w.consumerOutput)
 			const victim = "crash-1"
@@ -186,6 +187,7 @@ func TestCrashMidRecord(t *testing.T) {
 				msgs = append(msgs, message{Body: body("crash-2"), Group: "g"})
 			}
 			pl := w.poller(p, w.invoker(e))
+			since := time.Now()
 			w.send(p.Queue, msgs)
 			stop := w.runPoller(pl)
 			var gap time.Duration // kill -> the victim's effect, taken when the effect is first seen
@@ -221,6 +223,8 @@ func TestCrashMidRecord(t *testing.T) {
 			}
 			report(t, "killed after acquire, before the effect: %d acquire attempts for the victim, %d receives, effect once after %v (visibility timeout %v), lock taken over, order %v",
 				kills.Load(), len(rs), gap.Round(100*time.Millisecond), vis, w.ledger.Order())
+			// The killed invocation is a whole-invocation failure, as a timeout is.
+			w.expectAlarms("Lambda times out mid-record (the invocation dies)", since, w.alarmWait(functionErrors(p.Consumer)), functionErrors(p.Consumer))
 		})
 	}
 }
@@ -244,6 +248,7 @@ func TestPoisonMessages(t *testing.T) {
 	t.Run("standard", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t, "poison")
+		w.watchAlarms()
 		p := w.pipeline(false)
 		const stuck = "stuck-forever"
 		w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
@@ -264,6 +269,7 @@ func TestPoisonMessages(t *testing.T) {
 		}
 		msgs = append(msgs, message{Body: body(stuck)})
 		pl, stop := w.poll(p, 2)
+		since := time.Now()
 		w.send(p.Queue, msgs)
 		vis := w.visibility(p.Queue)
 		// Dead-lettered at the first receive is proven by the outcomes below (each poison
@@ -312,10 +318,12 @@ func TestPoisonMessages(t *testing.T) {
 		report(t, "%d good + %d poison + 1 stuck: good done and poison dead-lettered in %v (visibility %v; poison received %v times); the stuck one redriven after %d receives, %v later; DLQ = poison + stuck; %d invocations, %d records skipped at the deadline",
 			len(want), len(poisonBodies), good.Round(10*time.Millisecond), vis, poisonReceives, stuckReceives, redriven.Round(time.Second),
 			pl.Stats.Invocations.Load(), oc["skipped_deadline"])
+		w.expectAlarms("bad input: dead-lettered at the first receive", since, w.alarmWait(dlqAlarm(p.DLQ)), dlqAlarm(p.DLQ))
 	})
 	t.Run("fifo", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t, "poisonfifo")
+		w.watchAlarms()
 		p := w.pipeline(true)
 		// Group a: a1, POISON, a2, a3. Group b: b1..b4.
 		poison := `{"idempotencyKey":{"nested":true}}`
@@ -326,6 +334,7 @@ func TestPoisonMessages(t *testing.T) {
 			{Body: body("a3"), Group: "a"}, {Body: body("b4"), Group: "b"},
 		}
 		_, stop := w.poll(p, 2)
+		since := time.Now()
 		w.send(p.Queue, msgs)
 		vis := w.visibility(p.Queue)
 		took := w.waitFor("both groups done, the poison in the DLQ", w.patience(p.Queue), func() bool {
@@ -355,6 +364,7 @@ func TestPoisonMessages(t *testing.T) {
 		if !(ia1 < ia2 && ia2 < ia3) {
 			t.Errorf("group a ran out of order: %v", order)
 		}
+		w.expectAlarms("bad input: dead-lettered at the first receive", since, w.alarmWait(dlqAlarm(p.DLQ)), dlqAlarm(p.DLQ))
 	})
 }
 
@@ -438,6 +448,7 @@ func hashShare(key string) float64 {
 func TestDynamoDBFaults(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, "ddbfault")
+	w.watchAlarms()
 	p := w.pipeline(false)
 	th := &throttle{rate: 0.25, streak: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
 	out := newOutage(func(k string) bool { return hashShare(k) < 0.10 }, w.visibility(p.Queue))
@@ -455,6 +466,7 @@ func TestDynamoDBFaults(t *testing.T) {
 		msgs = append(msgs, message{Body: body(key)})
 	}
 	_, stop := w.poll(p, 3)
+	since := time.Now()
 	w.send(p.Queue, msgs)
 	took := w.waitFor("every effect and an empty queue", w.patience(p.Queue), func() bool {
 		return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
@@ -469,4 +481,10 @@ func TestDynamoDBFaults(t *testing.T) {
 	c := w.dynamo.Counts()
 	report(t, "%d messages; %d DynamoDB errors injected over %d calls; %d keys in an outage -> %d store_error records redelivered; lost 0, twice 0; %v",
 		len(want), w.dynamo.Injected.Load(), c["UpdateItem/acquire"]+c["UpdateItem/complete"]+c["UpdateItem/release"], out.keys(), oc["store_error"], took.Round(10*time.Millisecond))
+	table := w.consumerTable(p)
+	must := []alarmRef{
+		watching("write throttles on "+table, "TableName", table, "DynamoDB/WriteThrottleEvents", "DynamoDB/ThrottledRequests"),
+		watching("system errors on "+table, "TableName", table, "DynamoDB/SystemErrors"),
+	}
+	w.expectAlarms("DynamoDB throttling / 5xx", since, w.alarmWait(must...), must...)
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
 )
 
-// TestSoak pushes -soak.messages messages through the standard pipeline while -soak.fail of
+// TestSoak first runs a healthy phase (both pipelines, good messages and a scheduled run
+// each, no fault): no alarm of the template may go to ALARM. It then pushes -soak.messages messages through the standard pipeline while -soak.fail of
 // them fail transiently on their first delivery (a DynamoDB outage longer than the store's
 // retries: the record is reported and redelivered), -soak.poison of them are poison, and
 // DynamoDB throttles 5% of all calls (absorbed by retries). It prints lost (must be 0),
@@ -23,8 +24,10 @@ func TestSoak(t *testing.T) {
 	t.Parallel()
 	n := *soakMessages
 	w := newWorld(t, "soak")
+	w.watchAlarms()
 	p := w.pipeline(false)
 	rng := rand.New(rand.NewPCG(7, 11))
+	healthy := w.healthyPhase(300)
 
 	var want []string
 	var poison []string
@@ -83,18 +86,18 @@ func TestSoak(t *testing.T) {
 	var firstPass, lastEffect time.Duration
 	w.waitFor("every effect, the poison dead-lettered and an empty queue", limit, func() bool {
 		effects := w.ledger.Effects()
-		if firstPass == 0 && len(effects) >= len(want)-len(failing) {
+		if firstPass == 0 && len(effects) >= len(healthy)+len(want)-len(failing) {
 			steady := 0 // effects of the keys that never failed: redelivered ones must not count
 			for k := range effects {
 				if !failing[prefix+k] {
 					steady++
 				}
 			}
-			if steady == len(want)-len(failing) {
+			if steady == len(healthy)+len(want)-len(failing) {
 				firstPass = time.Since(start) // the transiently failed wait a visibility timeout
 			}
 		}
-		if len(effects) < len(want) {
+		if len(effects) < len(healthy)+len(want) {
 			return false
 		}
 		if lastEffect == 0 {
@@ -106,7 +109,7 @@ func TestSoak(t *testing.T) {
 	stop()
 	w.quiesce()
 
-	lost, twice, unexpected := w.ledger.Check(want)
+	lost, twice, unexpected := w.ledger.Check(append(slices.Clone(healthy), want...))
 	var dead []string
 	for _, m := range w.drain(p.DLQ) {
 		dead = append(dead, *m.Body)
@@ -130,4 +133,9 @@ func TestSoak(t *testing.T) {
 	if len(failing) > 0 && out.keys() == 0 {
 		t.Error("no transient failure was injected")
 	}
+	// The faulty phase: the poison pages through the DLQ alarm, the throttling through the
+	// table's.
+	table := w.consumerTable(p)
+	must := []alarmRef{dlqAlarm(p.DLQ), watching("write throttles on "+table, "TableName", table, "DynamoDB/WriteThrottleEvents", "DynamoDB/ThrottledRequests")}
+	w.expectAlarms("soak: 1% poison, 5% throttling", start, w.alarmWait(must...), must...)
 }

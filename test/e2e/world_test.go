@@ -91,9 +91,11 @@ func run(m *testing.M) int {
 	if err := errors.Join(dErr, sErr); err != nil {
 		return fail(err)
 	}
-	fmt.Printf("e2e: template %s from %s; SQS server %s at %s; DynamoDB Local at %s\n",
-		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint())
-	return m.Run()
+	fmt.Printf("e2e: template %s from %s; SQS server %s at %s; DynamoDB Local at %s; %d alarms and %d composite alarms evaluated on an alarm clock %dx the wall clock\n",
+		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint(), len(tmpl.Alarms), len(tmpl.Composites), AlarmTimeScale)
+	code := m.Run()
+	printAlarmTable(tmpl)
+	return code
 }
 
 // world is one scenario's private deployment of the template: its own queues and table (names
@@ -113,7 +115,10 @@ type world struct {
 
 	mu          sync.Mutex
 	envs        []*lambdart.Env
-	invokeFails []string // why invocations through w.invoker failed as a whole
+	fnOf        map[*lambdart.Env]string // execution environment -> function logical id
+	invokeFails []string                 // why invocations through w.invoker failed as a whole
+
+	obs *observer // the run's metrics, once watchAlarms was called
 }
 
 var worldSeq atomic.Int64
@@ -121,7 +126,7 @@ var worldSeq atomic.Int64
 func newWorld(t *testing.T, name string) *world {
 	t.Helper()
 	ctx := t.Context()
-	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: NewLedger(), recv: newReceiveLog()}
+	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: NewLedger(), recv: newReceiveLog(), fnOf: map[*lambdart.Env]string{}}
 	w.pollSQ = sqsd.Client(func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, w.recv.middleware) })
 	suffix := fmt.Sprintf("%s%d", name, worldSeq.Add(1))
 	var err error
@@ -180,8 +185,17 @@ func (w *world) env(function string, output func([]byte)) *lambdart.Env {
 	}
 	vars["AWS_ENDPOINT_URL_DYNAMODB"] = w.dynamo.URL
 	vars["AWS_ENDPOINT_URL_SQS"] = w.sqsPx.URL
+	if obs := w.obs; obs != nil { // the function's EMF lines become metrics
+		inner := output
+		output = func(line []byte) {
+			obs.line(line)
+			if inner != nil {
+				inner(line)
+			}
+		}
+	}
 	e, err := lambdart.New(lambdart.Config{
-		Binary: bins[bin], Env: vars, FunctionName: function + "-" + w.d.Suffix,
+		Binary: bins[bin], Env: vars, FunctionName: w.functionName(function),
 		Timeout: time.Duration(f.Timeout) * time.Second, MemoryMB: f.MemoryMB,
 		Region: sqslocal.Region, Output: output,
 	})
@@ -190,14 +204,33 @@ func (w *world) env(function string, output func([]byte)) *lambdart.Env {
 	}
 	w.mu.Lock()
 	w.envs = append(w.envs, e)
+	w.fnOf[e] = function
 	w.mu.Unlock()
 	return e
 }
 
-// invoker adapts an Env to the poller's Invoker: a function error fails the invocation.
-func invoker(e *lambdart.Env) Invoker {
-	return InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
-		res, err := e.Invoke(ctx, payload)
+// functionName is the Lambda function name of a function of the template in this world.
+func (w *world) functionName(function string) string { return function + "-" + w.d.Suffix }
+
+// invoke runs one invocation and, when the world watches its alarms, records Lambda's
+// metrics for it (an invocation cut short by ctx, a stopping poller, is not one).
+func (w *world) invoke(ctx context.Context, e *lambdart.Env, payload []byte) (lambdart.Result, error) {
+	start := time.Now()
+	res, err := e.Invoke(ctx, payload)
+	if w.obs != nil && ctx.Err() == nil {
+		w.mu.Lock()
+		fn := w.fnOf[e]
+		w.mu.Unlock()
+		w.obs.invocation(fn, start, res, err)
+	}
+	return res, err
+}
+
+// invoker adapts an Env to the poller's Invoker (a function error fails the invocation),
+// and keeps, for failure messages, why an invocation failed as a whole.
+func (w *world) invoker(e *lambdart.Env) Invoker {
+	inv := InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		res, err := w.invoke(ctx, e, payload)
 		if err != nil {
 			return nil, err
 		}
@@ -206,12 +239,6 @@ func invoker(e *lambdart.Env) Invoker {
 		}
 		return res.Payload, nil
 	})
-}
-
-// invoker is the package's invoker that also keeps, for failure messages, why an invocation
-// failed as a whole.
-func (w *world) invoker(e *lambdart.Env) Invoker {
-	inv := invoker(e)
 	return InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		out, err := inv.Invoke(ctx, payload)
 		if err != nil && ctx.Err() == nil {
@@ -291,7 +318,7 @@ func (w *world) dispatch(e *lambdart.Env, p Pipeline, scheduled time.Time, execI
 	if err != nil {
 		return err
 	}
-	res, err := e.Invoke(w.t.Context(), in)
+	res, err := w.invoke(w.t.Context(), e, in)
 	if err != nil {
 		return err
 	}
@@ -334,6 +361,9 @@ func (w *world) send(queue string, msgs []message) {
 		}
 		if len(out.Failed) > 0 {
 			w.t.Fatalf("send: %d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+		if w.obs != nil {
+			w.obs.sent(queue, out.Successful)
 		}
 	}
 }

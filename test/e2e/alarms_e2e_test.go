@@ -1,0 +1,695 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+)
+
+// sampleEvery is how often the queues' attributes are sampled: half a minute of the alarm
+// clock, finer than the one-minute resolution SQS publishes at.
+const sampleEvery = time.Minute / AlarmTimeScale / 2
+
+// observer records what one world's run produces as the CloudWatch metrics its alarms read:
+// the functions' EMF lines, Lambda's Invocations, Errors and Duration per invocation,
+// DynamoDB's throttle and error counts from the proxy's replies, and the queues' depths,
+// oldest message age, receives and deletes. Dimension values are logical ids, as the
+// template's alarms name them.
+type observer struct {
+	w           *world
+	series      *Series
+	clock       Clock
+	ages        *AgeTracker
+	fnByName    map[string]string // Lambda function name -> logical id
+	queueByURL  map[string]string
+	tableByName map[string]string
+	handles     sync.Map // receipt handle -> [2]string{queue, message id}
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+// watchAlarms starts recording the world's metrics; call it right after newWorld, before
+// any poller or function starts. The alarm clock starts now.
+func (w *world) watchAlarms() *observer {
+	o := &observer{w: w, series: NewSeries(), clock: Clock{Start: time.Now(), Scale: AlarmTimeScale}, ages: NewAgeTracker(),
+		fnByName: map[string]string{}, queueByURL: map[string]string{}, tableByName: map[string]string{}, done: make(chan struct{})}
+	for id := range w.d.Template.Functions {
+		o.fnByName[w.functionName(id)] = id
+	}
+	for id, u := range w.d.QueueURL {
+		o.queueByURL[u] = id
+	}
+	for id, n := range w.d.TableName {
+		o.tableByName[n] = id
+	}
+	w.obs = o
+	w.pollSQ = sqsd.Client(func(opt *sqs.Options) { opt.APIOptions = append(opt.APIOptions, w.recv.middleware, o.middleware) })
+	w.dynamo.Observe = o.dynamo
+	ctx, cancel := context.WithCancel(context.Background())
+	o.cancel = cancel
+	go o.sample(ctx)
+	w.t.Cleanup(o.stop)
+	return o
+}
+
+func (o *observer) stop() {
+	o.cancel()
+	<-o.done
+}
+
+func sqsMetric(name, queue string) MetricID { return NewMetricID("AWS/SQS", name, "QueueName", queue) }
+
+// sample records every queue's depth and oldest message age each sampleEvery, and a zero for
+// its counters: SQS publishes them for every active queue each minute.
+func (o *observer) sample(ctx context.Context) {
+	defer close(o.done)
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	queues := slices.Sorted(maps.Keys(o.w.d.QueueURL))
+	for {
+		for _, q := range queues {
+			out, err := o.w.sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+				QueueUrl: aws.String(o.w.d.QueueURL[q]),
+				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+					sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+					sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed},
+			})
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				continue // a missed sample is missing data, as in CloudWatch
+			}
+			now := time.Now()
+			n := func(a sqstypes.QueueAttributeName) float64 {
+				v, _ := strconv.ParseFloat(out.Attributes[string(a)], 64)
+				return v
+			}
+			visible, inflight, delayed := n(sqstypes.QueueAttributeNameApproximateNumberOfMessages),
+				n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible), n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)
+			o.series.Add(sqsMetric("ApproximateNumberOfMessagesVisible", q), now, visible)
+			o.series.Add(sqsMetric("ApproximateNumberOfMessagesNotVisible", q), now, inflight)
+			o.series.Add(sqsMetric("ApproximateNumberOfMessagesDelayed", q), now, delayed)
+			for _, c := range []string{"NumberOfMessagesSent", "NumberOfMessagesReceived", "NumberOfMessagesDeleted"} {
+				o.series.Add(sqsMetric(c, q), now, 0)
+			}
+			if visible+inflight+delayed == 0 {
+				o.ages.Empty(q)
+				o.series.Add(sqsMetric("ApproximateAgeOfOldestMessage", q), now, 0)
+			} else if age, ok := o.ages.Oldest(q, now); ok {
+				// Read on the alarm clock, like every time of the evaluation.
+				o.series.Add(sqsMetric("ApproximateAgeOfOldestMessage", q), now, age.Seconds()*o.clock.Scale)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// middleware is an SQS client option for the pollers' client: it records receives and
+// deletes.
+func (o *observer) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("e2eAlarmMetrics",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleInitialize(ctx, in)
+			if err != nil {
+				return out, md, err
+			}
+			now := time.Now()
+			switch req := in.Parameters.(type) {
+			case *sqs.ReceiveMessageInput:
+				q := o.queueByURL[aws.ToString(req.QueueUrl)]
+				res, _ := out.Result.(*sqs.ReceiveMessageOutput)
+				if res == nil || len(res.Messages) == 0 {
+					break
+				}
+				for _, m := range res.Messages {
+					o.handles.Store(aws.ToString(m.ReceiptHandle), [2]string{q, aws.ToString(m.MessageId)})
+					ms, _ := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+					count, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+					if ms > 0 {
+						o.ages.Received(q, aws.ToString(m.MessageId), time.UnixMilli(ms), count)
+					}
+				}
+				o.series.Add(sqsMetric("NumberOfMessagesReceived", q), now, float64(len(res.Messages)))
+			case *sqs.DeleteMessageBatchInput:
+				q := o.queueByURL[aws.ToString(req.QueueUrl)]
+				res, _ := out.Result.(*sqs.DeleteMessageBatchOutput)
+				if res == nil {
+					break
+				}
+				byID := map[string]string{}
+				for _, e := range req.Entries {
+					byID[aws.ToString(e.Id)] = aws.ToString(e.ReceiptHandle)
+				}
+				for _, ok := range res.Successful {
+					if h, found := o.handles.LoadAndDelete(byID[aws.ToString(ok.Id)]); found {
+						o.ages.Deleted(q, h.([2]string)[1])
+					}
+				}
+				o.series.Add(sqsMetric("NumberOfMessagesDeleted", q), now, float64(len(res.Successful)))
+			}
+			return out, md, err
+		}), middleware.After)
+}
+
+// sent records messages the harness sent to a queue.
+func (o *observer) sent(queue string, ok []sqstypes.SendMessageBatchResultEntry) {
+	now := time.Now()
+	for _, e := range ok {
+		o.ages.Sent(queue, aws.ToString(e.MessageId), now)
+	}
+	o.series.Add(sqsMetric("NumberOfMessagesSent", queue), now, float64(len(ok)))
+}
+
+// invocation records Lambda's metrics for one invocation of function (a logical id): a
+// failure as a whole (function error, timeout, crash) is an Error.
+func (o *observer) invocation(function string, start time.Time, res lambdart.Result, err error) {
+	m := func(name string) MetricID { return NewMetricID("AWS/Lambda", name, "FunctionName", function) }
+	failed := 0.0
+	if err != nil || res.FunctionError != nil {
+		failed = 1
+	}
+	o.series.Add(m("Invocations"), start, 1)
+	o.series.Add(m("Errors"), start, failed)
+	if res.Duration > 0 {
+		o.series.Add(m("Duration"), start, float64(res.Duration.Milliseconds()))
+	}
+}
+
+// line records a function's output line when it is EMF.
+func (o *observer) line(b []byte) {
+	RecordEMF(o.series, b, func(dim, v string) string {
+		if id, ok := o.fnByName[v]; ok && dim == "Service" {
+			return id
+		}
+		return v
+	})
+}
+
+// dynamo records what DynamoDB would count for one call, from its reply (injected faults
+// included): throttles (ThrottledRequests per operation, Read/WriteThrottleEvents per table),
+// SystemErrors for 5xx, ConditionalCheckFailedRequests, and UserErrors (account-wide) for
+// other 4xx. DynamoDB publishes these only when they are not zero.
+func (o *observer) dynamo(c ddbproxy.Call, r ddbproxy.Reply) {
+	table := o.tableByName[c.Table]
+	if table == "" || r.Status/100 == 2 {
+		return
+	}
+	now := time.Now()
+	db := func(name string, dims ...string) MetricID { return NewMetricID("AWS/DynamoDB", name, dims...) }
+	switch {
+	case r.Type == "ThrottlingException" || r.Type == "ProvisionedThroughputExceededException" || r.Type == "RequestLimitExceeded":
+		o.series.Add(db("ThrottledRequests", "TableName", table, "Operation", c.Op), now, 1)
+		kind := "WriteThrottleEvents"
+		if c.Op == "GetItem" || c.Op == "Query" || c.Op == "Scan" || c.Op == "BatchGetItem" {
+			kind = "ReadThrottleEvents"
+		}
+		o.series.Add(db(kind, "TableName", table), now, 1)
+	case r.Status >= 500:
+		o.series.Add(db("SystemErrors", "TableName", table, "Operation", c.Op), now, 1)
+	case r.Type == "ConditionalCheckFailedException":
+		o.series.Add(db("ConditionalCheckFailedRequests", "TableName", table), now, 1)
+	default:
+		o.series.Add(db("UserErrors"), now, 1)
+	}
+}
+
+// evaluate applies every alarm of the template to what the run produced until end.
+func (o *observer) evaluate(end time.Time) map[string]Evaluation {
+	o.w.t.Helper()
+	evs, err := EvaluateAll(o.w.d.Template, o.series, o.clock, end)
+	if err != nil {
+		o.w.t.Fatal(err)
+	}
+	return evs
+}
+
+// alarmRef names the alarms a failure mode must raise by what they watch, so the check
+// survives renamed alarms: a failure mode whose alarm is gone from the template fails.
+type alarmRef struct {
+	what  string
+	match func(Alarm) bool
+}
+
+// watching matches an alarm that reads any of the metrics (namespace/name) with the
+// dimension dim = resource.
+func watching(what, dim, resource string, metrics ...string) alarmRef {
+	return alarmRef{what: what, match: func(a Alarm) bool {
+		for _, m := range metrics {
+			ns, name, _ := strings.Cut(m, "/")
+			ns = "AWS/" + ns
+			if a.Reads(ns, name, dim, resource) {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+func dlqAlarm(queue string) alarmRef {
+	return watching("messages in "+queue, "QueueName", queue, "SQS/ApproximateNumberOfMessagesVisible")
+}
+
+func functionErrors(fn string) alarmRef {
+	return watching("errors of "+fn, "FunctionName", fn, "Lambda/Errors")
+}
+
+// alarmRow is one line of the alarm table: an alarm that a scenario had to raise, or raised.
+type alarmRow struct {
+	Mode, Scenario, Alarm string
+	Must, Fired           bool
+	After                 time.Duration // from the failure to ALARM, wall clock
+	AlarmAfter            time.Duration // the same on the alarm clock
+}
+
+var alarmTable struct {
+	sync.Mutex
+	rows    []alarmRow
+	healthy []string // alarms in ALARM during a healthy phase
+	quiet   int      // healthy phases checked
+}
+
+// expectAlarms checks a failure mode: every alarm of the template matching each ref must go
+// to ALARM after since (when the failure began), within timeout. It evaluates the run so far
+// every few seconds until they all have, then records every alarm that went to ALARM in this
+// world for the alarm table and prints FIGURE lines.
+func (w *world) expectAlarms(mode string, since time.Time, timeout time.Duration, must ...alarmRef) {
+	w.t.Helper()
+	o := w.obs
+	if o == nil {
+		w.t.Fatal("expectAlarms without watchAlarms")
+	}
+	want := map[string]string{} // logical id -> what
+	for _, r := range must {
+		n := 0
+		for _, a := range w.d.Template.Alarms {
+			if r.match(a) {
+				want[a.LogicalID] = r.what
+				n++
+			}
+		}
+		if n == 0 {
+			w.t.Errorf("%s: the template has no alarm on %s: this failure would go unheard", mode, r.what)
+		}
+	}
+	from := o.clock.Alarm(since)
+	var evs map[string]Evaluation
+	deadline := time.Now().Add(timeout)
+	for {
+		evs = o.evaluate(time.Now())
+		missing := 0
+		for id := range want {
+			if _, ok := evs[id].FirstAlarm(from); !ok {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	ids := slices.Sorted(maps.Keys(evs))
+	for _, id := range ids {
+		ev := evs[id]
+		at, fired := ev.FirstAlarm(from)
+		_, must := want[id]
+		if !fired && !must {
+			continue
+		}
+		row := alarmRow{Mode: mode, Scenario: w.t.Name(), Alarm: id, Must: must, Fired: fired}
+		if fired {
+			row.AlarmAfter = at.Sub(from)
+			row.After = o.clock.Wall(at).Sub(since)
+		}
+		alarmTable.Lock()
+		alarmTable.rows = append(alarmTable.rows, row)
+		alarmTable.Unlock()
+		kind := "also fired"
+		if must {
+			kind = "must fire"
+		}
+		if fired {
+			report(w.t, "alarm %s (%s) for %q: ALARM %v after the failure (%v on the alarm clock)", id, kind, mode, row.After.Round(100*time.Millisecond), row.AlarmAfter.Round(time.Second))
+		} else {
+			report(w.t, "alarm %s (%s) for %q: did NOT fire within %v; datapoints %v", id, kind, mode, timeout, ev.Values)
+			w.t.Errorf("%s: alarm %s (on %s) did not go to ALARM within %v of the failure; its datapoints (one per %v of the alarm clock): %v",
+				mode, id, want[id], timeout, alarmPeriod(w.d.Template, id), ev.Values)
+		}
+	}
+}
+
+func alarmPeriod(t *Template, id string) time.Duration {
+	for _, a := range t.Alarms {
+		if a.LogicalID == id {
+			return a.Period
+		}
+	}
+	return 0
+}
+
+// alarmWait bounds how long a failure mode's alarms may take: the slowest matching alarm's
+// evaluation periods plus two more, on the wall clock, and a minute for a loaded machine.
+func (w *world) alarmWait(must ...alarmRef) time.Duration {
+	var longest time.Duration
+	for _, r := range must {
+		for _, a := range w.d.Template.Alarms {
+			if r.match(a) {
+				longest = max(longest, time.Duration(a.EvaluationPeriods+2)*a.Period)
+			}
+		}
+	}
+	return longest/AlarmTimeScale + time.Minute
+}
+
+// expectQuiet checks a healthy phase [from, to]: no alarm, composite ones included, may be
+// in ALARM at any evaluation of it. Only periods complete by to count, so end the phase a
+// period after the last message is done.
+func (w *world) expectQuiet(from, to time.Time) {
+	w.t.Helper()
+	o := w.obs
+	evs := o.evaluate(to)
+	var fired []string
+	for _, id := range slices.Sorted(maps.Keys(evs)) {
+		if evs[id].AlarmedWithin(o.clock.Alarm(from), o.clock.Alarm(to)) {
+			fired = append(fired, id)
+			w.t.Errorf("healthy phase: alarm %s went to ALARM (a false page); its datapoints: %v", id, evs[id].Values)
+		}
+	}
+	alarmTable.Lock()
+	alarmTable.healthy = append(alarmTable.healthy, fired...)
+	alarmTable.quiet++
+	alarmTable.Unlock()
+	report(w.t, "healthy phase of %v (%v on the alarm clock): %d of %d alarms went to ALARM (goal 0) %v",
+		to.Sub(from).Round(100*time.Millisecond), o.clock.Alarm(to).Sub(o.clock.Alarm(from)).Round(time.Minute), len(fired), len(evs), fired)
+}
+
+// longestPeriod is the longest alarm period of the template, on the wall clock.
+func (w *world) longestPeriod() time.Duration {
+	var p time.Duration
+	for _, a := range w.d.Template.Alarms {
+		p = max(p, a.Period)
+	}
+	return p / AlarmTimeScale
+}
+
+// consumerTable is the logical id of the idempotency table a consumer writes.
+func (w *world) consumerTable(p Pipeline) string {
+	return cfn.RefTarget(w.d.Template.Functions[p.Consumer].Env["IDEMPOTENCY_TABLE_NAME"])
+}
+
+// invokeAsync stands in for Lambda's asynchronous invocation as the function's
+// EventInvokeConfig sets it up: on a failure Lambda retries up to MaximumRetryAttempts
+// times, about one and then two minutes apart (on the alarm clock here), and then sends an
+// invocation record to the on-failure destination. It returns the attempts made and the
+// last failure (nil when an attempt succeeded).
+func (w *world) invokeAsync(e *lambdart.Env, function string, payload []byte) (int, error) {
+	w.t.Helper()
+	cfg, ok := w.d.Template.InvokeConfigs[function]
+	if !ok {
+		w.t.Fatalf("function %s has no EventInvokeConfig: the template does not say how Lambda retries it", function)
+	}
+	var last error
+	for i := 0; i <= cfg.MaxRetries; i++ {
+		if i > 0 {
+			time.Sleep(time.Duration(i) * time.Minute / AlarmTimeScale)
+		}
+		res, err := w.invoke(w.t.Context(), e, payload)
+		if err == nil && res.FunctionError == nil {
+			return i + 1, nil
+		}
+		last = err
+		if res.FunctionError != nil {
+			last = res.FunctionError
+		}
+	}
+	if cfg.OnFailureQueue != "" {
+		var request any
+		_ = json.Unmarshal(payload, &request)
+		record, _ := json.Marshal(map[string]any{
+			"version":   "1.0",
+			"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+			"requestContext": map[string]any{"requestId": fmt.Sprintf("e2e-%d", time.Now().UnixNano()), "functionArn": e.FunctionARN(),
+				"condition": "RetriesExhausted", "approximateInvokeCount": cfg.MaxRetries + 1},
+			"requestPayload":  request,
+			"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+			"responsePayload": map[string]any{"errorMessage": last.Error()},
+		})
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(w.d.QueueURL[cfg.OnFailureQueue]), MessageBody: aws.String(string(record))}
+		if w.d.Template.Queues[cfg.OnFailureQueue].Fifo() {
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String(function), aws.String(strconv.FormatInt(time.Now().UnixNano(), 10))
+		}
+		if _, err := w.sq.SendMessage(w.t.Context(), in); err != nil {
+			w.t.Fatalf("on-failure destination: %v", err)
+		}
+	}
+	return cfg.MaxRetries + 1, last
+}
+
+// TestAlarmsStalledConsumer: the consumer stops acknowledging (its event source mapping is
+// off: nobody receives) while more messages wait than the backlog alarm's threshold. The
+// stalled-consumer, backlog and oldest-message alarms of that queue must fire.
+func TestAlarmsStalledConsumer(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(kind(fifo), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, "stall")
+			w.watchAlarms()
+			p := w.pipeline(fifo)
+			stalled := watching("deletes from "+p.Queue+" (stalled consumer)", "QueueName", p.Queue, "SQS/NumberOfMessagesDeleted")
+			oldest := watching("the oldest message on "+p.Queue, "QueueName", p.Queue, "SQS/ApproximateAgeOfOldestMessage")
+			backlog := alarmRef{what: "visible messages on " + p.Queue + " (backlog)", match: func(a Alarm) bool {
+				return dlqAlarm(p.Queue).match(a) && !stalled.match(a)
+			}}
+			// Enough messages for the backlog alarm's threshold, read from the template.
+			n := 0
+			for _, a := range w.d.Template.Alarms {
+				if backlog.match(a) {
+					n = max(n, int(a.Threshold))
+				}
+			}
+			n = min(n+100, 5000)
+			var msgs []message
+			for i := range n {
+				msgs = append(msgs, message{Body: body(fmt.Sprintf("stall-%05d", i)), Group: fmt.Sprintf("g%d", i%10)})
+			}
+			since := time.Now()
+			w.send(p.Queue, msgs)
+			w.expectAlarms("consumer stops acknowledging", since, w.alarmWait(stalled, backlog, oldest), stalled, backlog, oldest)
+			report(t, "%d messages left unreceived on %s", n, p.Queue)
+		})
+	}
+}
+
+// TestAlarmsPersistentFailure: one record fails on every receive (its key's DynamoDB calls
+// all fail: a handler dependency that stays down), so the redrive policy moves it to the DLQ
+// after maxReceiveCount receives. On FIFO this is the README's "FIFO record fails" row, on
+// standard its "handler error" row. The DLQ alarm must fire.
+func TestAlarmsPersistentFailure(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(kind(fifo), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, "persist")
+			w.watchAlarms()
+			p := w.pipeline(fifo)
+			const stuck = "fails-forever"
+			w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+				if strings.HasSuffix(c.Key, "#"+stuck) {
+					return ddbproxy.Fault{Status: 500, Type: "InternalServerError"}
+				}
+				return ddbproxy.Fault{}
+			}
+			_, stop := w.poll(p, 1)
+			since := time.Now()
+			w.send(p.Queue, []message{{Body: body(stuck), Group: "g"}})
+			took := w.waitFor("the failing message in the DLQ", w.patience(p.Queue), func() bool { return w.depth(p.DLQ) == 1 })
+			mode := "handler error: retried up to maxReceiveCount, then DLQ"
+			if fifo {
+				mode = "FIFO record keeps failing: DLQ"
+			}
+			w.expectAlarms(mode, since, w.alarmWait(dlqAlarm(p.DLQ)), dlqAlarm(p.DLQ))
+			stop()
+			w.quiesce()
+			report(t, "redriven to the DLQ after %d receives, %v after the send", len(w.recv.of(body(stuck))), took.Round(100*time.Millisecond))
+		})
+	}
+}
+
+// TestAlarmsDispatcherFailure: the dispatcher cannot send (SQS denies every SendMessageBatch,
+// as with a missing sqs:SendMessage grant), so each asynchronous invocation fails, Lambda
+// retries it, and the event lands in the on-failure queue. The dispatcher's errors alarm and
+// its on-failure queue alarm must fire.
+func TestAlarmsDispatcherFailure(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{false, true} {
+		t.Run(kind(fifo), func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, "dispfail")
+			w.watchAlarms()
+			p := w.pipeline(fifo)
+			w.sqsPx.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+				if strings.HasPrefix(c.Op, "SendMessage") {
+					return ddbproxy.Fault{Status: 400, Type: "AccessDenied"}
+				}
+				return ddbproxy.Fault{}
+			}
+			s, err := w.d.Template.ScheduleFor(p.Dispatcher)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := ScheduleInput(s, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), "exec-denied", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failureQueue := w.d.Template.InvokeConfigs[p.Dispatcher].OnFailureQueue
+			if failureQueue == "" {
+				t.Fatalf("dispatcher %s has no on-failure destination", p.Dispatcher)
+			}
+			e := w.env(p.Dispatcher, nil)
+			since := time.Now()
+			attempts, err := w.invokeAsync(e, p.Dispatcher, in)
+			if err == nil {
+				t.Fatal("the dispatcher succeeded although SQS denied every send: the scenario did not run")
+			}
+			if got := w.depth(failureQueue); got != 1 {
+				t.Errorf("on-failure queue holds %d messages, want 1", got)
+			}
+			must := []alarmRef{functionErrors(p.Dispatcher), dlqAlarm(failureQueue)}
+			w.expectAlarms("dispatcher fails after async retries", since, w.alarmWait(must...), must...)
+			report(t, "%d attempts failed (%v), then the on-failure queue", attempts, err)
+		})
+	}
+}
+
+// printAlarmTable prints the alarm table after every scenario ran: each failure mode's
+// alarms, and every alarm of the template no scenario raised, with the reason.
+func printAlarmTable(t *Template) {
+	alarmTable.Lock()
+	defer alarmTable.Unlock()
+	if len(alarmTable.rows) == 0 && alarmTable.quiet == 0 {
+		return
+	}
+	rows := slices.Clone(alarmTable.rows)
+	slices.SortFunc(rows, func(a, b alarmRow) int {
+		return strings.Compare(a.Mode+a.Scenario+a.Alarm, b.Mode+b.Scenario+b.Alarm)
+	})
+	fmt.Println("ALARMTABLE | failure (README) | scenario | alarm | must fire | fired | time to fire (run) | (alarm clock) |")
+	fired := map[string]bool{}
+	for _, r := range rows {
+		yes := map[bool]string{true: "yes", false: "no"}
+		after, clock := "-", "-"
+		if r.Fired {
+			fired[r.Alarm] = true
+			after, clock = r.After.Round(100*time.Millisecond).String(), r.AlarmAfter.Round(time.Second).String()
+		}
+		fmt.Printf("ALARMTABLE | %s | %s | %s | %s | %s | %s | %s |\n", r.Mode, r.Scenario, r.Alarm, yes[r.Must], yes[r.Fired], after, clock)
+	}
+	for _, a := range t.Alarms {
+		if !fired[a.LogicalID] {
+			fmt.Printf("ALARMTABLE not driven | %s | %s |\n", a.LogicalID, notDriven(t, a))
+		}
+	}
+	for _, c := range t.Composites {
+		if !fired[c.LogicalID] {
+			fmt.Printf("ALARMTABLE not driven | %s | composite: %s |\n", c.LogicalID, c.Rule)
+		}
+	}
+	fmt.Printf("FIGURE alarms: %d alarms and %d composite alarms in the template; %d went to ALARM in the failure scenarios; %d in ALARM during %d healthy phases (goal 0) %v\n",
+		len(t.Alarms), len(t.Composites), len(fired), len(alarmTable.healthy), alarmTable.quiet, alarmTable.healthy)
+}
+
+// notDriven says why no scenario raises an alarm.
+func notDriven(t *Template, a Alarm) string {
+	for _, m := range a.Metrics() {
+		switch {
+		case m.Namespace == "AWS/Scheduler":
+			return "reads EventBridge Scheduler's own " + m.Name + ": no Scheduler runs locally (the suite invokes the dispatcher as a schedule would)"
+		case m.Namespace == "AWS/Lambda" && m.Name == "Throttles":
+			return "Lambda throttling: the local runtime has no concurrency limit to hit"
+		case m.Namespace == "AWS/DynamoDB" && m.Name == "ReadThrottleEvents":
+			return "the idempotency store only writes (UpdateItem): there is no read to throttle"
+		}
+		for _, s := range t.Schedules {
+			if s.DeadLetter != "" && m.Dim("QueueName") == s.DeadLetter {
+				return "the schedule's DLQ: only EventBridge Scheduler writes to it, when it cannot invoke the dispatcher"
+			}
+		}
+	}
+	return "no scenario drives it"
+}
+
+// healthyPhase runs both pipelines of the world with no fault injected: n good messages sent
+// straight to each queue and one scheduled run of each dispatcher, consumed through the
+// template's event source mappings. Once every effect ran and both queues are empty it waits
+// the longest alarm period, so the periods of the phase complete, and checks that no alarm
+// went to ALARM (no false pages). It returns the keys whose effects ran, each once.
+func (w *world) healthyPhase(n int) []string {
+	w.t.Helper()
+	from := time.Now()
+	var keys []string
+	var stops []func()
+	var queues []string
+	for _, fifo := range []bool{false, true} {
+		p := w.pipeline(fifo)
+		queues = append(queues, p.Queue)
+		_, stop := w.poll(p, 2)
+		stops = append(stops, stop)
+		var msgs []message
+		for i := range n {
+			key := fmt.Sprintf("healthy-%s-%04d", kind(fifo), i)
+			keys = append(keys, key)
+			msgs = append(msgs, message{Body: body(key), Group: fmt.Sprintf("g%d", i%8)})
+		}
+		w.send(p.Queue, msgs)
+		var items []map[string]any
+		for i := range 20 {
+			items = append(items, map[string]any{"id": fmt.Sprintf("healthy-item-%02d", i), "group": fmt.Sprintf("tenant-%d", i%4)})
+		}
+		scheduled := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+		if err := w.dispatch(w.env(p.Dispatcher, nil), p, scheduled, "exec-healthy-"+kind(fifo), items); err != nil {
+			w.t.Fatalf("healthy phase: dispatch %s: %v", kind(fifo), err)
+		}
+		keys = append(keys, dispatchKeys(w.t, w, p, scheduled, items)...)
+	}
+	done := w.waitFor("the healthy phase's effects and empty queues", w.patience(queues[0]), func() bool {
+		effects := w.ledger.Effects()
+		for _, k := range keys {
+			if effects[k] == 0 {
+				return false
+			}
+		}
+		return w.depth(queues[0]) == 0 && w.depth(queues[1]) == 0
+	})
+	time.Sleep(w.longestPeriod())
+	to := time.Now()
+	for _, stop := range stops {
+		stop()
+	}
+	w.expectQuiet(from, to)
+	report(w.t, "healthy phase: %d messages and %d dispatched items over both pipelines done in %v, then %v quiet",
+		2*n, len(keys)-2*n, done.Round(100*time.Millisecond), w.longestPeriod())
+	return keys
+}
