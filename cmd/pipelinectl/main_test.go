@@ -357,11 +357,15 @@ func TestFifoInspectRedriveRecord(t *testing.T) {
 	if got := c.ran(); !slices.Equal(got, []string{"b1"}) {
 		t.Fatalf("effects before the fix = %v, want [b1]", got)
 	}
-	out := mustCtl(t, p.args("dlq", "inspect", "--sample", "0")...)
-	wantContains(t, "inspect", out, "(FIFO)", "redrive policy  3", "value_missing   1", "FIFO groups scanned: bad (1), g1 (3)")
+	out := mustCtl(t, p.args("dlq", "inspect")...)
+	wantContains(t, "inspect", out, "(FIFO)", "redrive policy  3", "value_missing   1", "FIFO groups scanned: bad (1), g1 (3)",
+		"redrive policy, sample 1 of 3", "  group                  bad", `{"idempotencyKey":"a1"`)
 	if q := queueCounts(t, p.dlqURL); q != [2]int64{4, 0} {
 		t.Errorf("DLQ after inspect = %v, want [4 0]", q)
 	}
+
+	out = mustCtl(t, p.args("dlq", "redrive")...)
+	wantContains(t, "dry run", out, "scanned      4: 3 to move, 1 to leave (bad input)", "Dry run: nothing moved")
 
 	c.fixed.Store(true)
 	out = mustCtl(t, p.args("dlq", "redrive", "--yes")...)
@@ -370,8 +374,8 @@ func TestFifoInspectRedriveRecord(t *testing.T) {
 	if got := c.ran(); !slices.Equal(got, []string{"b1", "a1", "a2", "a3"}) {
 		t.Errorf("effects = %v, want [b1 a1 a2 a3]: each once, g1 in order", got)
 	}
-	out = mustCtl(t, p.args("record", "get", "a2")...)
-	wantContains(t, "record get", out, `record   "Fifo#a2"`, "status   COMPLETED")
+	out = mustCtl(t, p.args("record", "get", "a1")...)
+	wantContains(t, "record get", out, `record   "Fifo#a1"`, "status   COMPLETED", "attempt  3")
 }
 
 // With no bad input a FIFO DLQ moves whole: by the move task where the server runs it for
