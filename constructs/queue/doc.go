@@ -14,6 +14,29 @@
 //	q.Queue()           // hand to the consumer's event source
 //	q.DeadLetterQueue() // alarm on its depth
 //
+// # An existing queue
+//
+// ImportProcessingQueue takes a queue the stack does not own, with its dead-letter queue, by
+// ARN or name, and returns the same ProcessingQueue interface, so the consumer (with
+// dead-lettering to the existing DLQ) and the dispatcher run on it as on a queue the stack
+// creates. FIFO is read from the names' ".fifo" suffix. The visibility timeout and the
+// retention period must be given: CDK cannot read them from an imported queue, and the
+// consumer construct checks its timeout against the first and keeps records as long as the
+// second by default.
+//
+//	q := queue.ImportProcessingQueue(stack, "Orders", &queue.ExistingProcessingQueueProps{
+//		QueueName:           "orders.fifo",
+//		DeadLetterQueueName: "orders-dlq.fifo",
+//		VisibilityTimeout:   6 * time.Minute,
+//		RetentionPeriod:     4 * 24 * time.Hour,
+//	})
+//
+// # Tokens
+//
+// Queue names and ARNs may be tokens (a CfnParameter's value, another stack's export):
+// validation skips what it cannot judge before deploy. An imported queue whose names are
+// all tokens needs Fifo set. Durations and counts are Go values and cannot be tokens.
+//
 // Invalid props panic at synth with a *validate.Error listing every problem, each naming the
 // prop, the value and the fix.
 //

@@ -14,6 +14,10 @@ import (
 
 // ProcessingQueueProps configures a ProcessingQueue. The zero value is a valid standard
 // queue for a consumer with a 30 s timeout; nil props mean the same.
+//
+// Only QueueName may be a token. The durations and counts cannot be: the construct derives
+// the visibility timeout from ConsumerTimeout, checks the relations between them (and the
+// consumer construct checks its own timeout against them), which needs their values at synth.
 type ProcessingQueueProps struct {
 	// Fifo makes both the source queue and its DLQ FIFO queues.
 	// Default: false (standard queues).
@@ -65,7 +69,8 @@ type ProcessingQueueProps struct {
 	// Default: false.
 	HighThroughput bool
 
-	// EncryptionKey is a KMS key both queues are encrypted with (SSE-KMS). Producers and
+	// EncryptionKey is a KMS key both queues, the source queue and its DLQ, are encrypted
+	// with (SSE-KMS). Producers and
 	// consumers then also need the key's permissions, which IQueue's grant methods add.
 	// Default: nil, SSE-SQS (SQS-managed encryption, no key permissions needed).
 	EncryptionKey awskms.IKey

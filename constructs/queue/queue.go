@@ -26,7 +26,8 @@ type ProcessingQueue interface {
 	VisibilityTimeout() time.Duration
 	// RetentionPeriod is the source queue's message retention period.
 	RetentionPeriod() time.Duration
-	// MaxReceiveCount is the number of receives before a message moves to the DLQ.
+	// MaxReceiveCount is the number of receives before a message moves to the DLQ; 0 for
+	// an imported queue whose ExistingProcessingQueueProps.MaxReceiveCount was not given.
 	MaxReceiveCount() int
 }
 
