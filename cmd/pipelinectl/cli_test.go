@@ -15,6 +15,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
@@ -164,7 +165,7 @@ func TestStackOutputs(t *testing.T) {
 	if err := dispatch(t.Context(), []string{"dlq", "redrive", "--stack", "Pipeline", "--pipeline", "Standard"}, &out, connect); err != nil {
 		t.Fatal(err)
 	}
-	wantContains(t, "redrive", out.String(), "destination  "+p.queueURL, "Dry run")
+	wantContains(t, "redrive", out.String(), "destination  "+p.queueURL, "the DLQ is empty: nothing to move")
 	err := dispatch(t.Context(), []string{"record", "get", "k", "--stack", "Other", "--pipeline", "Standard"}, &out, connect)
 	if err == nil || err.Error() != "stack Other: ValidationError: Stack with id Other does not exist" {
 		t.Errorf("unknown stack: %v", err)
@@ -238,5 +239,19 @@ func TestRedriveAllowPolicySource(t *testing.T) {
 	}
 	if _, err := urlOfArn(t.Context(), sqsSrv.Client(), "arn:aws:sns:us-east-1:1:topic"); err == nil || err.Error() != `"arn:aws:sns:us-east-1:1:topic" is not an SQS queue ARN` {
 		t.Errorf("urlOfArn(SNS ARN) = %v", err)
+	}
+}
+
+// A move task that outlasts --wait goes on, and the command says how to follow it.
+func TestMoveTaskOutlastsWait(t *testing.T) {
+	p := newPipe(t, false)
+	for i := range 20 { // 20 s at 1 per second: a wide margin over --wait 1s
+		if _, err := sqsSrv.Client().SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(p.dlqURL), MessageBody: aws.String(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := ctl(t, append(p.args("dlq", "redrive", "--yes", "--rate", "1"), "--wait", "1s")...)
+	if code != exitError || !strings.Contains(errOut, "still RUNNING after --wait 1s: it goes on; see aws sqs list-message-move-tasks --source-arn ") {
+		t.Errorf("move task outlasting --wait: exit %d, %q\n%s", code, errOut, out)
 	}
 }

@@ -245,6 +245,10 @@ func dlqRedrive(ctx context.Context, args []string, stdout io.Writer, connect co
 		}
 		fmt.Fprintf(stdout, "  %-22s %d %s\n", g.reason, len(g.msgs), verb)
 	}
+	if len(msgs) == 0 && dlq.visible == 0 {
+		fmt.Fprintln(stdout, "the DLQ is empty: nothing to move")
+		return nil
+	}
 	fmt.Fprintf(stdout, "method       %s\n", method)
 	if !*yes {
 		fmt.Fprintf(stdout, "Dry run: nothing moved. Run again with --yes to move them.\n")

@@ -122,9 +122,9 @@ pipelinectl dlq redrive: move dead-lettered messages back once their cause is fi
   when every message moves; with messages to leave behind, receive, send, delete.
   FIFO queue: the move task where the server supports it, else receive, send with the
   original group id and a deduplication id derived from the message id, delete only after
-  the send succeeded: each group keeps its order and no message is lost; a copy is never
-  sent twice within SQS's 5-minute deduplication window. A group whose head stays (bad
-  input without --include-invalid) stays whole, behind it.
+  the send succeeded: each group keeps its order and no message is lost, and a copy sent
+  again (after a failed delete) within SQS's 5-minute deduplication window is dropped. A
+  group whose message stays (bad input without --include-invalid) stays whole from it on.
 
   --yes              move (default: dry run)
   --rate N           at most N messages per second (default: the move task's own rate)
