@@ -62,6 +62,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "redrive", "--rate", "501"}, exitUsage, "--rate 501: use 1 to 500 messages per second, or leave it out"},
 		{[]string{"dlq", "redrive", "--rate", "-1"}, exitUsage, "--rate -1: use 1 to 500 messages per second, or leave it out"},
 		{[]string{"dlq", "redrive", "--wait", "0s"}, exitUsage, "--wait 0s: use a positive duration"},
+		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, exitError, "AWS configuration: failed to get shared config profile, nope"},
 		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
 		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, exitError, "--outputs: open "},
 		{[]string{"dlq", "inspect", "--outputs", notJSON}, exitError, "not the JSON of 'cdk deploy --outputs-file'"},
@@ -253,5 +254,31 @@ func TestMoveTaskOutlastsWait(t *testing.T) {
 	code, out, errOut := ctl(t, append(p.args("dlq", "redrive", "--yes", "--rate", "1"), "--wait", "1s")...)
 	if code != exitError || !strings.Contains(errOut, "still RUNNING after --wait 1s: it goes on; see aws sqs list-message-move-tasks --source-arn ") {
 		t.Errorf("move task outlasting --wait: exit %d, %q\n%s", code, errOut, out)
+	}
+}
+
+// What a scan cannot see is said: messages past --max, and on a FIFO queue the messages
+// behind the ones a receive handed out in their group.
+func TestInspectPartialScan(t *testing.T) {
+	fill := func(p *pipe, n int) {
+		for i := range n {
+			in := &sqs.SendMessageInput{QueueUrl: aws.String(p.dlqURL), MessageBody: aws.String(fmt.Sprint(i))}
+			if p.fifo {
+				in.MessageGroupId, in.MessageDeduplicationId = aws.String("g"), aws.String(fmt.Sprint(i))
+			}
+			if _, err := sqsSrv.Client().SendMessage(t.Context(), in); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	std, fifo := newPipe(t, false), newPipe(t, true)
+	fill(std, 5)
+	fill(fifo, 12)
+	out := mustCtl(t, std.args("dlq", "inspect", "--max", "3", "--sample", "0")...)
+	wantContains(t, "inspect --max 3", out, "(stopped at --max 3)")
+	out = mustCtl(t, fifo.args("dlq", "inspect", "--sample", "0")...)
+	wantContains(t, "FIFO inspect", out, "12 visible", "scanned   10 in ", "(FIFO: a receive hands out no message behind one in flight in its group)", "FIFO groups scanned: g (10)")
+	if q := queueCounts(t, fifo.dlqURL); q != [2]int64{12, 0} {
+		t.Errorf("FIFO DLQ after inspect = %v, want [12 0]", q)
 	}
 }
