@@ -60,20 +60,7 @@ func TestConsumerAndDispatcherOnAnImportedQueue(t *testing.T) {
 			})},
 		})
 	})
-	granted := map[string]bool{}
-	for _, r := range *tmpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
-		doc := (*r)["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)
-		for _, st := range doc["Statement"].([]any) {
-			st := st.(map[string]any)
-			actions, ok := st["Action"].([]any)
-			if !ok {
-				actions = []any{st["Action"]}
-			}
-			for _, a := range actions {
-				granted[a.(string)+" "+cdktest.JSON(st["Resource"])] = true
-			}
-		}
-	}
+	granted := queue.Granted(tmpl)
 	for _, want := range []string{
 		`sqs:ReceiveMessage "` + queueArn + `"`, // the consumer
 		`sqs:SendMessage "` + dlqArn + `"`,      // the consumer's dead-lettering

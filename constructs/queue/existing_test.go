@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/jsii-runtime-go"
@@ -246,7 +247,6 @@ func TestImportValidationAccepts(t *testing.T) {
 // The imported queues' keys reach the grants: consuming the queue includes kms:Decrypt on the
 // queue's key, sending to the DLQ kms:Encrypt and kms:GenerateDataKey on the DLQ's key.
 func TestImportKeysReachTheGrants(t *testing.T) {
-	type grant struct{ action, resource string }
 	for _, tt := range []struct {
 		f                *fixture
 		queueKey, dlqKey string
@@ -255,30 +255,37 @@ func TestImportKeysReachTheGrants(t *testing.T) {
 		{&byName, cdktest.JSON(byName.stack.Resolve(byName.key.KeyArn())), cdktest.JSON(byName.stack.Resolve(byName.key.KeyArn()))},
 	} {
 		t.Run(tt.f.name, func(t *testing.T) {
-			granted := map[grant]bool{}
-			for _, r := range *tt.f.tmpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
-				doc := (*r)["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)
-				for _, st := range doc["Statement"].([]any) {
-					st := st.(map[string]any)
-					actions, ok := st["Action"].([]any)
-					if !ok {
-						actions = []any{st["Action"]}
-					}
-					for _, a := range actions {
-						granted[grant{a.(string), cdktest.JSON(st["Resource"])}] = true
-					}
-				}
-			}
+			granted := Granted(tt.f.tmpl)
 			queueArn := cdktest.JSON(tt.f.stack.Resolve(tt.f.q.Queue().QueueArn()))
 			dlqArn := cdktest.JSON(tt.f.stack.Resolve(tt.f.q.DeadLetterQueue().QueueArn()))
-			for _, want := range []grant{
-				{"sqs:ReceiveMessage", queueArn}, {"sqs:DeleteMessage", queueArn}, {"kms:Decrypt", tt.queueKey},
-				{"sqs:SendMessage", dlqArn}, {"kms:Encrypt", tt.dlqKey}, {"kms:GenerateDataKey*", tt.dlqKey},
+			for _, want := range []string{
+				"sqs:ReceiveMessage " + queueArn, "sqs:DeleteMessage " + queueArn, "kms:Decrypt " + tt.queueKey,
+				"sqs:SendMessage " + dlqArn, "kms:Encrypt " + tt.dlqKey, "kms:GenerateDataKey* " + tt.dlqKey,
 			} {
 				if !granted[want] {
-					t.Errorf("no %s on %s; granted: %v", want.action, want.resource, granted)
+					t.Errorf("not granted: %s; granted: %v", want, granted)
 				}
 			}
 		})
 	}
+}
+
+// Granted returns every "<action> <resource as JSON>" the template's IAM policies allow. It
+// is exported for the external tests (consumer_test.go).
+func Granted(tmpl assertions.Template) map[string]bool {
+	granted := map[string]bool{}
+	for _, r := range *tmpl.FindResources(jsii.String("AWS::IAM::Policy"), nil) {
+		doc := (*r)["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)
+		for _, st := range doc["Statement"].([]any) {
+			st := st.(map[string]any)
+			actions, ok := st["Action"].([]any)
+			if !ok {
+				actions = []any{st["Action"]}
+			}
+			for _, a := range actions {
+				granted[a.(string)+" "+cdktest.JSON(st["Resource"])] = true
+			}
+		}
+	}
+	return granted
 }

@@ -78,6 +78,7 @@ func TestValidationAccepts(t *testing.T) {
 		{TableName: strings.Repeat("t", 255), RemovalPolicy: awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE},
 		{RemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeletionProtection: true},
 		{TableName: *awscdk.Fn_Ref(strPtr("AWS::StackName"))},
+		{SortKey: *awscdk.Fn_ImportValue(strPtr("sort-key-name"))}, // the consumer checks it when it starts
 	} {
 		p := p
 		NewIdempotencyTable(scratch, fmt.Sprintf("Valid%d", i), &p)
