@@ -39,17 +39,14 @@ type Admin struct {
 // NewAdmin validates cfg as New does and returns an Admin for its table. Only TableName,
 // KeyPrefix, PartitionKeyAttr, SortKeyAttr, Retry and Now matter to it.
 func NewAdmin(api AdminAPI, cfg Config) (*Admin, error) {
-	cfg, err := cfg.withDefaults(isNil(api))
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Disabled {
 		return nil, fmt.Errorf("%w: Config.Disabled is set: an Admin needs the table", ErrInvalidConfig)
 	}
-	return &Admin{cfg: cfg, api: api, store: &dynamoStore{
-		api: api, table: cfg.TableName, pk: cfg.PartitionKeyAttr, sk: cfg.SortKeyAttr,
-		retry: newRetryer(cfg.Retry),
-	}}, nil
+	g, err := New(api, cfg) // the Guard's validation, defaults and store
+	if err != nil {
+		return nil, err
+	}
+	return &Admin{cfg: g.cfg, api: api, store: g.store.(*dynamoStore)}, nil
 }
 
 // RecordID names a record: by the Request a consumer would make (Key, and Tenant with the
