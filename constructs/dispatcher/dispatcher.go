@@ -1,16 +1,19 @@
 // Package dispatcher provides ScheduledDispatcher: an EventBridge Scheduler schedule (cron,
-// time zone, no flexible window, retry policy, dead-letter queue) that invokes the
-// dispatcher Lambda function (functions/dispatcher, bundled from Go source at synth) with a
-// fixed list of work items. The function fans the items out to an SQS queue with
-// deterministic idempotency keys derived from the job, the scheduled occurrence (the
-// schedule's own scheduled time, in UTC to the minute) and the item id, so a repeated or
-// retried invocation sends the same keys and the consumer absorbs the repeats, while two
-// occurrences never share a key, also across daylight-saving changes.
+// time zone, no flexible window, retry policy, dead-letter queue) in a schedule group of its
+// own, that invokes a dispatcher Lambda function with a fixed list of work items. The
+// function is functions/dispatcher (which sends the listed items), bundled from Go source at
+// synth, or your own main package built on functions/dispatch. It fans the items out to an
+// SQS queue with deterministic idempotency keys derived from the job, the scheduled
+// occurrence (the schedule's own scheduled time, in UTC to the minute) and the item id, so a
+// repeated or retried invocation sends the same keys and the consumer absorbs the repeats,
+// while two occurrences never share a key, also across daylight-saving changes.
 //
 // Scheduler invokes Lambda asynchronously: its retry policy and DLQ cover only handing the
 // event to Lambda. Failures of the function itself, after Lambda's asynchronous retries, go
 // to FailureQueue (an on-failure destination). Alarm on both queues (constructs/monitoring
-// does).
+// does). Scheduler publishes its own failure metrics (TargetErrorCount,
+// InvocationDroppedCount, ...) per schedule group only, which is why each dispatcher has a
+// group of its own: its alarms then fire for its own schedule, never for another's.
 //
 //	d := dispatcher.NewScheduledDispatcher(stack, "Nightly", &dispatcher.ScheduledDispatcherProps{
 //		Queue:    ordersQueue, // e.g. a queue.ProcessingQueue
@@ -18,6 +21,33 @@
 //		TimeZone: "Europe/Berlin",
 //		Items:    []dispatcher.WorkItem{{ID: "report", Payload: map[string]any{"kind": "daily"}}},
 //	})
+//
+// # Your own function
+//
+// Where the work items come from is an ItemSource (package functions/dispatch) in a main
+// package of your own:
+//
+//	func main() { dispatch.Start(shards{}) }
+//
+// Set Entry to that package's directory. The construct stays correct for it: the same
+// environment contract (QUEUE_URL, JOB_NAME, DEFAULT_MESSAGE_GROUP_ID, SEND_MAX_ATTEMPTS and
+// the tunables), which functions/dispatch reads, the same schedule input and the same grants
+// on the queue and the failure queue. Items may then be empty. What your source needs beyond
+// that, you add: variables in Environment, permissions on the function itself, which is the
+// concrete awslambda.Function:
+//
+//	shardsTable.GrantReadData(d.Function())
+//
+// Architecture, Vpc (with VpcSubnets and SecurityGroups), Layers,
+// ReservedConcurrentExecutions and MemorySize are props; every resource the construct creates
+// is reachable as its concrete L2 type for the rest.
+//
+// # Deploy-time values
+//
+// Cron, TimeZone, JobName and DefaultGroup may be tokens (a CfnParameter's ValueAsString,
+// an SSM parameter): validation skips the checks it cannot make, and CloudFormation or
+// Scheduler reject a bad value at deploy. Items, Entry and ModuleDir cannot be tokens: they
+// are checked and built at synth.
 package dispatcher
 
 import (
@@ -30,9 +60,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
@@ -58,9 +89,10 @@ type Target interface {
 type WorkItem struct {
 	// ID identifies the item within the job; the idempotency key derives from job,
 	// scheduled occurrence and ID. Required, unique; 1 to 128 letters, digits or . _ - : @ /.
+	// Cannot be a token (uniqueness is checked at synth).
 	ID string
 	// Group is the FIFO message group (the ordering unit, e.g. a tenant). FIFO queues only.
-	// Default: DefaultGroup.
+	// Cannot be a token. Default: DefaultGroup.
 	Group string
 	// Payload is sent as the message's payload; it must encode as JSON. Default none.
 	Payload map[string]any
@@ -111,17 +143,20 @@ var tunableDefaults = map[string]string{
 type ScheduledDispatcherProps struct {
 	// Queue the dispatcher sends to. Required.
 	Queue Target
-	// Items are the work items sent on every run. Required, at least one.
+	// Items are the work items of every run, in the schedule's input. At least one with the
+	// default function, which sends exactly these; optional with your own Entry, whose
+	// ItemSource decides (it sees them in dispatch.Run). Cannot hold tokens in ID or Group.
 	Items []WorkItem
 
 	// JobName names the job in keys, logs and metrics: 1 to 64 letters, digits, '.', '_'
-	// or '-'. Default: the construct id.
+	// or '-'. May be a token (then unchecked). Default: the construct id.
 	JobName string
 	// Cron is the schedule in AWS's 6-field form (minutes hours day-of-month month
 	// day-of-week year), exactly one of day-of-month and day-of-week "?", without the
-	// "cron(...)" wrapper. Default "0 * * * ? *" (hourly).
+	// "cron(...)" wrapper. May be a token (then unchecked). Default "0 * * * ? *" (hourly).
 	Cron string
-	// TimeZone is the IANA time zone the cron is evaluated in. Default "UTC".
+	// TimeZone is the IANA time zone the cron is evaluated in. May be a token (then
+	// unchecked). Default "UTC".
 	TimeZone string
 	// Period was the unit the scheduled time was truncated to for the idempotency key.
 	//
@@ -132,16 +167,20 @@ type ScheduledDispatcherProps struct {
 	// the field: 0 and 1m are accepted and change nothing, any other value fails
 	// validation. It will be removed in the next release.
 	Period time.Duration
-	// DefaultGroup is the FIFO message group of items without one. FIFO queues only.
-	// Default: JobName.
+	// DefaultGroup is the FIFO message group of items without one. FIFO queues only. May
+	// be a token (then unchecked). Default: JobName.
 	DefaultGroup string
 	// SendMaxAttempts is how often the function tries each entry of SendMessageBatch before
 	// failing the invocation. 1 to 10, the function's limit (functions/dispatcher/limits).
 	// Default 5.
 	SendMaxAttempts int
 
-	// Entry is the directory of the dispatcher's Go main package. Default:
-	// functions/dispatcher of this module.
+	// Entry is the directory of the function's Go main package: your own main package built
+	// on functions/dispatch (dispatch.Start with your ItemSource), which reads the
+	// environment and the schedule input this construct sets; see the package
+	// documentation. A main that does not use functions/dispatch must honour that whole
+	// contract itself. Default: functions/dispatcher of this module (found in the module cache
+	// when another app imports the construct), which sends Items. Cannot be a token.
 	Entry string
 	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
 	// module's root when Entry is defaulted, else found by searching upwards from Entry.
@@ -150,6 +189,33 @@ type ScheduledDispatcherProps struct {
 	Timeout time.Duration
 	// MemorySize in MB, 128 to 10240. Default 256.
 	MemorySize int
+	// The function's Lambda options, with the same meaning and validation as the consumer's
+	// props of these names (constructs/consumer):
+	//   - Architecture: arm64 (default) or x86_64, and the build targets it.
+	//   - Vpc, for an ItemSource that reads private resources: its subnets must still reach
+	//     SQS and CloudWatch (NAT gateway or VPC endpoints); the EC2 actions for the
+	//     function's network interfaces are granted. VpcSubnets (default: the private
+	//     subnets) and SecurityGroups (default: one allowing all outbound) require Vpc.
+	//   - Layers: at most 5.
+	//   - ReservedConcurrentExecutions: 0 (default) reserves none. A run is one invocation,
+	//     more only while Lambda retries, so 1 or 2 suffice.
+	Architecture                 awslambda.Architecture
+	Vpc                          awsec2.IVpc
+	VpcSubnets                   *awsec2.SubnetSelection
+	SecurityGroups               []awsec2.ISecurityGroup
+	Layers                       []awslambda.ILayerVersion
+	ReservedConcurrentExecutions int
+
+	// ScheduleGroup is the EventBridge Scheduler schedule group the schedule is created in.
+	// Scheduler's metrics are per group, so alarms on a group shared with other schedules
+	// fire for their failures too. Default: a group of the dispatcher's own (removed with it).
+	ScheduleGroup awsscheduler.IScheduleGroup
+	// EncryptionKey is a customer managed KMS key for the queues the construct creates (the
+	// schedule's dead-letter queue and the function's failure queue). The construct grants
+	// Scheduler's role and the function's role kms:GenerateDataKey and kms:Decrypt on it,
+	// through SQS only; an imported key's policy must let IAM policies of this account grant
+	// its use (the default key policy does). Default: SQS-managed encryption (SSE-SQS).
+	EncryptionKey awskms.IKey
 
 	// ScheduleRetryAttempts is how often Scheduler retries handing the event to Lambda,
 	// 0 to 185. nil: default 3 (new(0) turns retries off).
@@ -180,19 +246,23 @@ type ScheduledDispatcherProps struct {
 // ScheduledDispatcher is the schedule, the dispatcher function and their failure queues.
 type ScheduledDispatcher interface {
 	constructs.IConstruct
-	// Function is the dispatcher Lambda function.
-	Function() awslambda.IFunction
+	// Function is the dispatcher Lambda function: grant it what your ItemSource needs.
+	Function() awslambda.Function
 	// Role is the function's execution role.
-	Role() awsiam.IRole
+	Role() awsiam.Role
 	// LogGroup is the function's log group.
-	LogGroup() awslogs.ILogGroup
+	LogGroup() awslogs.LogGroup
 	// Schedule is the EventBridge Scheduler schedule.
-	Schedule() awsscheduler.ISchedule
+	Schedule() awsscheduler.Schedule
+	// ScheduleGroup is the schedule's group: the dispatcher's own, or the one given.
+	ScheduleGroup() awsscheduler.IScheduleGroup
+	// ScheduleRole is the role Scheduler assumes to invoke the function.
+	ScheduleRole() awsiam.Role
 	// ScheduleDeadLetterQueue receives events Scheduler could not hand to Lambda.
-	ScheduleDeadLetterQueue() awssqs.IQueue
+	ScheduleDeadLetterQueue() awssqs.Queue
 	// FailureQueue is the function's on-failure destination: invocations that still failed
 	// after Lambda's asynchronous retries. Alarm on it.
-	FailureQueue() awssqs.IQueue
+	FailureQueue() awssqs.Queue
 	// JobName is the job's name in keys, logs and metrics.
 	JobName() string
 	// Timeout is the function timeout.
@@ -203,19 +273,23 @@ type scheduledDispatcher struct {
 	constructs.Construct
 	fn           *gofn.Function
 	schedule     awsscheduler.Schedule
+	group        awsscheduler.IScheduleGroup
+	scheduleRole awsiam.Role
 	scheduleDLQ  awssqs.Queue
 	failureQueue awssqs.Queue
 	s            settings
 }
 
-func (d *scheduledDispatcher) Function() awslambda.IFunction          { return d.fn.Function }
-func (d *scheduledDispatcher) Role() awsiam.IRole                     { return d.fn.Role }
-func (d *scheduledDispatcher) LogGroup() awslogs.ILogGroup            { return d.fn.LogGroup }
-func (d *scheduledDispatcher) Schedule() awsscheduler.ISchedule       { return d.schedule }
-func (d *scheduledDispatcher) ScheduleDeadLetterQueue() awssqs.IQueue { return d.scheduleDLQ }
-func (d *scheduledDispatcher) FailureQueue() awssqs.IQueue            { return d.failureQueue }
-func (d *scheduledDispatcher) JobName() string                        { return d.s.jobName }
-func (d *scheduledDispatcher) Timeout() time.Duration                 { return d.s.fn.Timeout }
+func (d *scheduledDispatcher) Function() awslambda.Function               { return d.fn.Function }
+func (d *scheduledDispatcher) Role() awsiam.Role                          { return d.fn.Role }
+func (d *scheduledDispatcher) LogGroup() awslogs.LogGroup                 { return d.fn.LogGroup }
+func (d *scheduledDispatcher) Schedule() awsscheduler.Schedule            { return d.schedule }
+func (d *scheduledDispatcher) ScheduleGroup() awsscheduler.IScheduleGroup { return d.group }
+func (d *scheduledDispatcher) ScheduleRole() awsiam.Role                  { return d.scheduleRole }
+func (d *scheduledDispatcher) ScheduleDeadLetterQueue() awssqs.Queue      { return d.scheduleDLQ }
+func (d *scheduledDispatcher) FailureQueue() awssqs.Queue                 { return d.failureQueue }
+func (d *scheduledDispatcher) JobName() string                            { return d.s.jobName }
+func (d *scheduledDispatcher) Timeout() time.Duration                     { return d.s.fn.Timeout }
 
 // settings are the props with defaults applied and validated.
 type settings struct {
@@ -240,13 +314,14 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 	// construct is expected (Stack.Of, NagSuppressions, as a scope).
 	d := &scheduledDispatcher{s: s}
 	constructs.NewConstruct_Override(d, scope, jsii.String(id))
-	d.scheduleDLQ = deadLetterQueue(d, "ScheduleDeadLetterQueue",
+	d.scheduleDLQ = deadLetterQueue(d, "ScheduleDeadLetterQueue", props.EncryptionKey,
 		"it is the dead-letter queue of the EventBridge Scheduler schedule (Target.DeadLetterConfig); cdk-nag only recognises DLQs named in another queue's redrive policy or a function's DeadLetterConfig")
-	d.failureQueue = deadLetterQueue(d, "FailureQueue",
+	d.failureQueue = deadLetterQueue(d, "FailureQueue", props.EncryptionKey,
 		"it is the dispatcher function's on-failure destination (EventInvokeConfig), i.e. its dead-letter queue; cdk-nag only recognises DLQs named in another queue's redrive policy or a function's DeadLetterConfig")
 
-	s.fn.OnFailure = awslambdadestinations.NewSqsDestination(d.failureQueue)
+	s.fn.OnFailure = &queueDestination{d.failureQueue}
 	d.fn = gofn.New(d, s.fn)
+	grantSend(d.failureQueue, props.EncryptionKey, d.fn.Function, failureQueueActions...)
 	props.Queue.Queue().GrantSendMessages(d.fn.Function)
 	cdknag.NagSuppressions_AddResourceSuppressions(d.fn.Function, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("Serverless-LambdaDLQ"),
@@ -254,14 +329,36 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 			"records the error; a DeadLetterConfig as well would deliver each failure twice"),
 	}}, jsii.Bool(false))
 
+	var ownGroup awsscheduler.ScheduleGroup
+	d.group = props.ScheduleGroup
+	if d.group == nil {
+		// Scheduler's metrics have the group as their only dimension: a group of its own makes
+		// them, and the alarms on them, this schedule's. It holds this schedule only, so it
+		// goes with the stack.
+		ownGroup = awsscheduler.NewScheduleGroup(d, jsii.String("ScheduleGroup"), &awsscheduler.ScheduleGroupProps{
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		d.group = ownGroup
+	}
 	targetProps, role := d.targetProps(s)
+	d.scheduleRole = role
 	d.schedule = awsscheduler.NewSchedule(d, jsii.String("Schedule"), &awsscheduler.ScheduleProps{
-		Schedule:    awsscheduler.ScheduleExpression_Expression(jsii.String("cron("+s.cron+")"), awscdk.TimeZone_Of(jsii.String(s.timeZone))),
-		Target:      awsschedulertargets.NewLambdaInvoke(d.fn.Function, targetProps),
-		TimeWindow:  awsscheduler.TimeWindow_Off(),
-		Enabled:     jsii.Bool(!props.Disabled),
-		Description: jsii.String(fmt.Sprintf("Dispatches the %d work items of job %s", len(props.Items), s.jobName)),
+		Schedule:      awsscheduler.ScheduleExpression_Expression(jsii.String("cron("+s.cron+")"), awscdk.TimeZone_Of(jsii.String(s.timeZone))),
+		Target:        awsschedulertargets.NewLambdaInvoke(d.fn.Function, targetProps),
+		ScheduleGroup: d.group,
+		TimeWindow:    awsscheduler.TimeWindow_Off(),
+		Enabled:       jsii.Bool(!props.Disabled),
+		Description:   jsii.String(fmt.Sprintf("Dispatches the %d work items of job %s", len(props.Items), s.jobName)),
 	})
+	if ownGroup != nil {
+		// The schedule names its group by a literal name, which implies no order.
+		d.schedule.Node().AddDependency(ownGroup)
+	}
+	if props.EncryptionKey != nil {
+		// The target grants sqs:SendMessage on its DLQ, not the key use an encrypted queue
+		// needs.
+		grantSend(d.scheduleDLQ, props.EncryptionKey, role)
+	}
 	// After NewSchedule: the target binds (and creates the role's policy) in it, and
 	// applyToChildren only reaches children that exist.
 	fnID := *awscdk.Stack_Of(d).GetLogicalId(d.fn.Function.Node().DefaultChild().(awscdk.CfnElement))
@@ -282,13 +379,11 @@ func (d *scheduledDispatcher) targetProps(s settings) (*awsschedulertargets.Sche
 	role := awsiam.NewRole(d, jsii.String("ScheduleRole"), &awsiam.RoleProps{
 		Description: jsii.String("EventBridge Scheduler role of " + *d.Node().Path()),
 		// The confused-deputy conditions the target's default role has: only schedules of
-		// this account's default group may assume it.
+		// this account in the dispatcher's schedule group may assume it.
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
 			Conditions: &map[string]any{"StringEquals": map[string]any{
 				"aws:SourceAccount": stack.Account(),
-				"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
-					Service: jsii.String("scheduler"), Resource: jsii.String("schedule-group"), ResourceName: jsii.String("default"),
-				}),
+				"aws:SourceArn":     d.group.ScheduleGroupArn(),
 			}},
 		}),
 	})
@@ -307,20 +402,62 @@ func (d *scheduledDispatcher) targetProps(s settings) (*awsschedulertargets.Sche
 	}, role
 }
 
-// deadLetterQueue is an encrypted, SSL-only queue that keeps messages for 14 days.
-func deadLetterQueue(scope constructs.Construct, id, whyNoDLQ string) awssqs.Queue {
-	q := awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
+// deadLetterQueue is an encrypted, SSL-only queue that keeps messages for 14 days: with key
+// when one is given, else SSE-SQS.
+func deadLetterQueue(scope constructs.Construct, id string, key awskms.IKey, whyNoDLQ string) awssqs.Queue {
+	props := &awssqs.QueueProps{
 		// SQS-managed SSE: Scheduler and Lambda can send without kms permissions.
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Seconds(jsii.Number(DeadLetterRetention.Seconds())),
-	})
+	}
+	if key != nil {
+		props.Encryption, props.EncryptionMasterKey = awssqs.QueueEncryption_KMS, key
+	}
+	q := awssqs.NewQueue(scope, jsii.String(id), props)
 	cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{
 		{Id: jsii.String("AwsSolutions-SQS3"), Reason: jsii.String("no DLQ for a DLQ: " + whyNoDLQ)},
 		{Id: jsii.String("Serverless-SQSRedrivePolicy"), Reason: jsii.String("no redrive policy on a DLQ: " + whyNoDLQ)},
 	}, jsii.Bool(false))
-	checkov.Add(q, checkov.QueueSQSManagedEncryption)
+	if key == nil {
+		checkov.Add(q, checkov.QueueSQSManagedEncryption)
+	}
 	return q
+}
+
+// failureQueueActions are what the function's role gets on the failure queue: what CDK's
+// SQS destination granted before, so existing stacks see no change.
+var failureQueueActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+
+// grantSend lets grantee send to q (the sqs actions given, if any) and, when q is encrypted
+// with key, use the key as SQS needs to encrypt a message: kms:GenerateDataKey and
+// kms:Decrypt, through SQS in this stack's region only. CDK's own queue grants add
+// kms:Encrypt, kms:ReEncrypt* and kms:GenerateDataKey* as well, which sending never uses.
+func grantSend(q awssqs.IQueue, key awskms.IKey, grantee awsiam.IGrantable, sqsActions ...string) {
+	if len(sqsActions) > 0 {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+			Grantee: grantee, Actions: jsii.Strings(sqsActions...), ResourceArns: jsii.Strings(*q.QueueArn()),
+		})
+	}
+	if key != nil {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+			Grantee:      grantee,
+			Actions:      jsii.Strings("kms:GenerateDataKey", "kms:Decrypt"),
+			ResourceArns: jsii.Strings(*key.KeyArn()),
+			Conditions: &map[string]*map[string]any{"StringEquals": {
+				"kms:ViaService": "sqs." + *awscdk.Stack_Of(q).Region() + ".amazonaws.com",
+			}},
+		})
+	}
+}
+
+// queueDestination is the function's on-failure destination. Unlike CDK's SqsDestination it
+// grants nothing itself: the construct grants exactly what sending to the queue needs
+// (grantSend), without the wildcard key actions of CDK's queue grants.
+type queueDestination struct{ queue awssqs.IQueue }
+
+func (d *queueDestination) Bind(constructs.Construct, awslambda.IFunction, *awslambda.DestinationOptions) *awslambda.DestinationConfig {
+	return &awslambda.DestinationConfig{Destination: d.queue.QueueArn()}
 }
 
 var (
@@ -336,8 +473,8 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	if props.Queue == nil {
 		p.Add("Queue", "nil", "pass the queue to send to (e.g. a queue.ProcessingQueue)")
 	}
-	if len(props.Items) == 0 {
-		p.Add("Items", "none", "give at least one WorkItem")
+	if len(props.Items) == 0 && props.Entry == "" {
+		p.Add("Items", "none", "give at least one WorkItem: the default function sends exactly these (with your own ItemSource in Entry, Items may be empty)")
 	}
 	if props.Queue == nil {
 		p.Check()
@@ -356,6 +493,11 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 			DisableTracing:   props.DisableTracing,
 			RetryAttempts:    orPtr(props.AsyncRetryAttempts, DefaultAsyncRetryAttempts),
 			MaxEventAge:      or(props.AsyncMaxEventAge, DefaultAsyncMaxEventAge),
+			Options: gofn.Options{
+				Architecture: props.Architecture, Vpc: props.Vpc, VpcSubnets: props.VpcSubnets,
+				SecurityGroups: props.SecurityGroups, Layers: props.Layers,
+				ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
+			},
 		},
 		jobName:               or(props.JobName, id),
 		cron:                  or(props.Cron, DefaultCron),
@@ -366,13 +508,15 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	s.fn.Description = "Scheduled dispatcher of job " + s.jobName
 	s.fn.Validate(p)
 
-	if !jobNamePattern.MatchString(s.jobName) {
+	// A token (a deploy-time value) cannot be checked here; CloudFormation or Scheduler
+	// check it at deploy.
+	if !gofn.IsToken(s.jobName) && !jobNamePattern.MatchString(s.jobName) {
 		p.Add("JobName", strconv.Quote(s.jobName), "use 1 to 64 letters, digits, '.', '_' or '-' (the default is the construct id)")
 	}
-	if problem := checkCron(s.cron); problem != "" {
+	if problem := checkCron(s.cron); !gofn.IsToken(s.cron) && problem != "" {
 		p.Add("Cron", strconv.Quote(s.cron), problem)
 	}
-	if _, err := time.LoadLocation(s.timeZone); err != nil || s.timeZone == "Local" {
+	if _, err := time.LoadLocation(s.timeZone); !gofn.IsToken(s.timeZone) && (err != nil || s.timeZone == "Local") {
 		p.Add("TimeZone", strconv.Quote(s.timeZone), `use an IANA time zone name such as "UTC" or "Europe/Berlin"`)
 	}
 	// 1m is what every key is now (one per occurrence), so it may stay until the field goes.
@@ -399,7 +543,7 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "remove it: message groups exist on FIFO queues only")
 	case fifo && defaultGroup == "":
 		defaultGroup = s.jobName
-	case fifo && !groupPattern.MatchString(defaultGroup):
+	case fifo && !gofn.IsToken(defaultGroup) && !groupPattern.MatchString(defaultGroup):
 		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
 	}
 	items := checkItems(p, props.Items, fifo)
@@ -444,6 +588,8 @@ func checkItems(p *validate.Problems, items []WorkItem, fifo bool) []any {
 	for i, it := range items {
 		prop := fmt.Sprintf("Items[%d]", i)
 		switch {
+		case gofn.IsToken(it.ID):
+			p.Add(prop+".ID", strconv.Quote(it.ID), "give a literal id: item ids cannot be tokens (their uniqueness, which keeps their keys apart, is checked at synth)")
 		case !itemIDPattern.MatchString(it.ID):
 			p.Add(prop+".ID", strconv.Quote(it.ID), "use 1 to 128 letters, digits or . _ - : @ /")
 		case seen[it.ID]:
@@ -451,7 +597,9 @@ func checkItems(p *validate.Problems, items []WorkItem, fifo bool) []any {
 		}
 		seen[it.ID] = true
 		if it.Group != "" {
-			if !fifo {
+			if gofn.IsToken(it.Group) {
+				p.Add(prop+".Group", strconv.Quote(it.Group), "give a literal group: item groups cannot be tokens (use DefaultGroup for a deploy-time group)")
+			} else if !fifo {
 				p.Add(prop+".Group", strconv.Quote(it.Group), "remove it: message groups exist on FIFO queues only")
 			} else if !groupPattern.MatchString(it.Group) {
 				p.Add(prop+".Group", strconv.Quote(it.Group), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")

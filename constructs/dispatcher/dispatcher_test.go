@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -24,6 +26,12 @@ var (
 
 	hourly, tenants          dispatcher.ScheduledDispatcher
 	standardQueue, fifoQueue *fakeQueue
+
+	// encrypted: a customer managed key for its queues, your own function (Entry) without
+	// Items, a schedule group given.
+	encrypted   dispatcher.ScheduledDispatcher
+	key         awskms.Key
+	sharedGroup awsscheduler.ScheduleGroup
 )
 
 func TestMain(m *testing.M) {
@@ -46,6 +54,11 @@ func TestMain(m *testing.M) {
 		ScheduleRetryAttempts: new(0), ScheduleMaxEventAge: 2 * time.Hour,
 		AsyncRetryAttempts: new(0), AsyncMaxEventAge: time.Hour,
 		Disabled: true, Environment: map[string]string{"LOG_LEVEL": "DEBUG"},
+	})
+	key = awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_DESTROY})
+	sharedGroup = awsscheduler.NewScheduleGroup(stack, jsii.String("SharedGroup"), nil)
+	encrypted = dispatcher.NewScheduledDispatcher(stack, "Encrypted", &dispatcher.ScheduledDispatcherProps{
+		Queue: standardQueue, Entry: "testdata/shards", EncryptionKey: key, ScheduleGroup: sharedGroup,
 	})
 	template = assertions.Template_FromStack(stack, nil)
 	os.Exit(m.Run())

@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
@@ -37,7 +41,8 @@ func TestValidationMessages(t *testing.T) {
 		want  []string
 	}{
 		{"queue required", dispatcher.ScheduledDispatcherProps{Items: one}, []string{"Queue: got nil", "pass the queue"}},
-		{"items required", dispatcher.ScheduledDispatcherProps{Queue: std}, []string{"Items: got none", "at least one WorkItem"}},
+		{"items required", dispatcher.ScheduledDispatcherProps{Queue: std}, []string{"Items: got none; give at least one WorkItem: " +
+			"the default function sends exactly these (with your own ItemSource in Entry, Items may be empty)"}},
 		{"job name charset", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, JobName: "nightly report"},
 			[]string{`JobName: got "nightly report"`, "1 to 64 letters"}},
 		{"default job name from an unusable id", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one},
@@ -100,6 +105,23 @@ func TestValidationMessages(t *testing.T) {
 		{"input over the size limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{
 			{ID: "a", Payload: map[string]any{"x": big}}, {ID: "b", Payload: map[string]any{"x": big}}, {ID: "c", Payload: map[string]any{"x": big}}}},
 			[]string{"Items: the schedule input would be", fmt.Sprintf("over the %d-byte limit", dispatcher.MaxInputBytes)}},
+		{"item id as a token", dispatcher.ScheduledDispatcherProps{Queue: std, Items: []dispatcher.WorkItem{{ID: *awscdk.Token_AsString(map[string]any{"Ref": "P"}, nil)}}},
+			[]string{"Items[0].ID: got", "give a literal id: item ids cannot be tokens (their uniqueness, which keeps their keys apart, is checked at synth)"}},
+		{"item group as a token", dispatcher.ScheduledDispatcherProps{Queue: fifoQ, Items: []dispatcher.WorkItem{{ID: "a", Group: *awscdk.Token_AsString(map[string]any{"Ref": "P"}, nil)}}},
+			[]string{"Items[0].Group: got", "give a literal group: item groups cannot be tokens (use DefaultGroup for a deploy-time group)"}},
+		{"entry as a token", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Entry: *awscdk.Token_AsString(map[string]any{"Ref": "P"}, nil)},
+			[]string{"Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
+		{"subnets without a VPC", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, VpcSubnets: &awsec2.SubnetSelection{}},
+			[]string{"VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
+		{"security groups without a VPC", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, SecurityGroups: make([]awsec2.ISecurityGroup, 2)},
+			[]string{"SecurityGroups: got 2 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
+		{"six layers", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Layers: make([]awslambda.ILayerVersion, 6)},
+			[]string{"Layers: got 6; use at most 5 layers (Lambda's limit)"}},
+		{"negative reserved concurrency", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, ReservedConcurrentExecutions: -2},
+			[]string{"ReservedConcurrentExecutions: got -2; use 0 (none reserved) or a positive number"}},
+		{"architecture provided.al2023 does not run", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one,
+			Architecture: awslambda.Architecture_Custom(jsii.String("riscv64"), nil)},
+			[]string{`Architecture: got "riscv64"; use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64()`}},
 		{"environment setting the removed PERIOD", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Environment: map[string]string{"PERIOD": "5m"}},
 			[]string{"Environment: PERIOD is no longer supported: the dispatcher derives every key from the scheduled occurrence; remove the variable"}},
 		{"environment setting PERIOD to the old default", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Environment: map[string]string{"PERIOD": "1m0s"}},

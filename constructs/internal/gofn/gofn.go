@@ -146,7 +146,7 @@ func (p *Props) Validate(problems *validate.Problems) {
 			p.ModuleDir = root
 		}
 	}
-	if isToken(p.Entry) || isToken(p.ModuleDir) {
+	if IsToken(p.Entry) || IsToken(p.ModuleDir) {
 		problems.Addf("Entry", "Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths")
 		return
 	}
@@ -197,8 +197,8 @@ func (o *Options) validate(problems *validate.Problems) {
 	}
 }
 
-// isToken reports whether s holds an unresolved CDK token (a deploy-time value).
-func isToken(s string) bool {
+// IsToken reports whether s holds an unresolved CDK token (a deploy-time value).
+func IsToken(s string) bool {
 	return s != "" && *awscdk.Token_IsUnresolved(jsii.String(s))
 }
 
