@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,7 +17,9 @@ import (
 
 // DynamoDBAPI is the one DynamoDB operation the Guard uses; *dynamodb.Client satisfies it.
 // Acquire, complete and release are each a single conditional UpdateItem, so the function's
-// role needs dynamodb:UpdateItem on the table and nothing else.
+// role needs dynamodb:UpdateItem on the table and nothing else. The Guard shares parts of the
+// input between calls (ExpressionAttributeNames, the constant ExpressionAttributeValues), so
+// an implementation must not modify the input; the SDK's client does not.
 type DynamoDBAPI interface {
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
@@ -37,13 +40,46 @@ type dynamoStore struct {
 	pk    string
 	sk    string // "" without a sort key
 	retry retryer
+
+	// The expression attribute names of each write, built once (see exprNames): the SDK
+	// only reads its input, so the concurrent records of a batch share them.
+	namesOnce sync.Once
+	names     writeNames
 }
+
+// writeNames are the ExpressionAttributeNames of each write the store makes.
+type writeNames struct {
+	acquire, complete, completeDrop, completeData, release map[string]string
+}
+
+// Expression attribute values that are the same in every write; shared like writeNames.
+var (
+	valInProgress types.AttributeValue = &types.AttributeValueMemberS{Value: StatusInProgress}
+	valCompleted  types.AttributeValue = &types.AttributeValueMemberS{Value: StatusCompleted}
+	valZero       types.AttributeValue = &types.AttributeValueMemberN{Value: "0"}
+	valOne        types.AttributeValue = &types.AttributeValueMemberN{Value: "1"}
+)
 
 var _ store = (*dynamoStore)(nil)
 
-// Expression attribute names shared by every write: `status` and `data` are DynamoDB
-// reserved words, and placeholders keep the expressions independent of the key names.
-func (s *dynamoStore) names(extra ...string) map[string]string {
+// exprNames returns the expression attribute names of every write, building them on first
+// use. The maps must not be modified.
+func (s *dynamoStore) exprNames() *writeNames {
+	s.namesOnce.Do(func() {
+		s.names = writeNames{
+			acquire:      s.buildNames("#id", "#exp", "#lock", "#owner", "#attempt", "#data", "#dropped", "#validation"),
+			complete:     s.buildNames("#exp", "#attempt", "#owner", "#lock"),
+			completeDrop: s.buildNames("#exp", "#attempt", "#owner", "#lock", "#dropped"),
+			completeData: s.buildNames("#exp", "#attempt", "#owner", "#lock", "#data"),
+			release:      s.buildNames("#lock", "#attempt", "#owner"),
+		}
+	})
+	return &s.names
+}
+
+// buildNames maps placeholders to attribute names, #status always: `status` and `data` are
+// DynamoDB reserved words, and placeholders keep the expressions independent of the key names.
+func (s *dynamoStore) buildNames(extra ...string) map[string]string {
 	n := map[string]string{"#status": AttrStatus}
 	for _, a := range extra {
 		switch a {
@@ -76,39 +112,43 @@ func (s *dynamoStore) itemKey(k recordKey) map[string]types.AttributeValue {
 	return key
 }
 
-func (s *dynamoStore) acquire(ctx context.Context, k recordKey, in acquireInput) (bool, *record, error) {
-	set := "SET #status = :inprogress, #exp = :exp, #lock = :lock, #owner = :owner, " +
+// The expressions of acquire, with and without a payload hash.
+const (
+	acquireSet = "SET #status = :inprogress, #exp = :exp, #lock = :lock, #owner = :owner, " +
 		"#attempt = if_not_exists(#attempt, :zero) + :one"
 	// A new attempt starts without the result (or the mark of a dropped one) of an earlier
-	// record of this key.
-	remove := " REMOVE #data, #dropped"
+	// record of this key; without a hash, a hash left by an earlier record of this key would
+	// describe another payload, so it goes too.
+	acquireUpdateHash   = acquireSet + ", #validation = :hash REMOVE #data, #dropped"
+	acquireUpdateNoHash = acquireSet + " REMOVE #data, #dropped, #validation"
 	// A lapsed lock may be taken over only for the same payload: a different one is a key
 	// reused for other content, which the caller must see as a mismatch, not run.
-	takeover := "(#status = :inprogress AND #lock < :nowms)"
-	values := map[string]types.AttributeValue{
-		":inprogress": &types.AttributeValueMemberS{Value: StatusInProgress},
-		":exp":        number(in.expiration.Unix()),
-		":lock":       number(in.lockUntil.UnixMilli()),
-		":owner":      &types.AttributeValueMemberS{Value: in.owner},
-		":zero":       number(0),
-		":one":        number(1),
-		":now":        number(in.now.Unix()),
-		":nowms":      number(in.now.UnixMilli()),
-	}
+	acquireConditionHash = "attribute_not_exists(#id) OR #exp < :now OR " +
+		"(#status = :inprogress AND #lock < :nowms AND (attribute_not_exists(#validation) OR #validation = :hash))"
+	acquireConditionNoHash = "attribute_not_exists(#id) OR #exp < :now OR (#status = :inprogress AND #lock < :nowms)"
+)
+
+func (s *dynamoStore) acquire(ctx context.Context, k recordKey, in acquireInput) (bool, *record, error) {
+	values := make(map[string]types.AttributeValue, 9)
+	values[":inprogress"] = valInProgress
+	values[":exp"] = number(in.expiration.Unix())
+	values[":lock"] = number(in.lockUntil.UnixMilli())
+	values[":owner"] = &types.AttributeValueMemberS{Value: in.owner}
+	values[":zero"] = valZero
+	values[":one"] = valOne
+	values[":now"] = number(in.now.Unix())
+	values[":nowms"] = number(in.now.UnixMilli())
+	update, condition := acquireUpdateNoHash, acquireConditionNoHash
 	if in.hash != "" {
-		set += ", #validation = :hash"
-		takeover = "(#status = :inprogress AND #lock < :nowms AND (attribute_not_exists(#validation) OR #validation = :hash))"
+		update, condition = acquireUpdateHash, acquireConditionHash
 		values[":hash"] = &types.AttributeValueMemberS{Value: in.hash}
-	} else {
-		// A hash left by an earlier record of this key would describe another payload.
-		remove += ", #validation"
 	}
 	input := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.itemKey(k),
-		UpdateExpression:                    aws.String(set + remove),
-		ConditionExpression:                 aws.String("attribute_not_exists(#id) OR #exp < :now OR " + takeover),
-		ExpressionAttributeNames:            s.names("#id", "#exp", "#lock", "#owner", "#attempt", "#data", "#dropped", "#validation"),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(condition),
+		ExpressionAttributeNames:            s.exprNames().acquire,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -202,36 +242,42 @@ func isValidationError(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException"
 }
 
+// The expressions of complete and release.
+const (
+	completeUpdatePlain = "SET #status = :completed, #exp = :exp, #attempt = :attempt REMOVE #lock"
+	completeUpdateDrop  = "SET #status = :completed, #exp = :exp, #attempt = :attempt, #dropped = :dropped REMOVE #lock"
+	completeUpdateData  = "SET #status = :completed, #exp = :exp, #attempt = :attempt, #data = :data REMOVE #lock"
+	releaseUpdate       = "SET #lock = :zero, #attempt = :attempt"
+	// fencedCondition: only the owner of the lock, while the record is INPROGRESS.
+	fencedCondition = "#owner = :owner AND #status = :inprogress"
+)
+
 // completeUpdate is complete's UpdateItem: with drop, the result is left out and its size
 // recorded in `result_dropped`; otherwise in.data (if any) goes into `data`.
 func (s *dynamoStore) completeUpdate(k recordKey, in completeInput, drop bool) *dynamodb.UpdateItemInput {
-	set := "SET #status = :completed, #exp = :exp, #attempt = :attempt"
-	values := map[string]types.AttributeValue{
-		":completed":  &types.AttributeValueMemberS{Value: StatusCompleted},
-		":inprogress": &types.AttributeValueMemberS{Value: StatusInProgress},
-		":exp":        number(in.expiration.Unix()),
-		":attempt":    number(int64(in.attempt)),
-		":owner":      &types.AttributeValueMemberS{Value: in.owner},
-	}
-	names := []string{"#exp", "#attempt", "#owner", "#lock"}
+	values := make(map[string]types.AttributeValue, 6)
+	values[":completed"] = valCompleted
+	values[":inprogress"] = valInProgress
+	values[":exp"] = number(in.expiration.Unix())
+	values[":attempt"] = number(int64(in.attempt))
+	values[":owner"] = &types.AttributeValueMemberS{Value: in.owner}
+	names, update := s.exprNames().complete, completeUpdatePlain
 	switch {
 	case drop:
-		set += ", #dropped = :dropped"
 		values[":dropped"] = number(int64(len(in.data)))
-		names = append(names, "#dropped")
+		names, update = s.exprNames().completeDrop, completeUpdateDrop
 	case in.data != nil:
-		set += ", #data = :data"
 		values[":data"] = encodeData(in.data)
-		names = append(names, "#data")
+		names, update = s.exprNames().completeData, completeUpdateData
 	}
 	// The owner stays on the record: it tells an audit (and a retried complete whose first
 	// response was lost) which attempt finished it.
 	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 s.itemKey(k),
-		UpdateExpression:                    aws.String(set + " REMOVE #lock"),
-		ConditionExpression:                 aws.String("#owner = :owner AND #status = :inprogress"),
-		ExpressionAttributeNames:            s.names(names...),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(fencedCondition),
+		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
@@ -244,14 +290,14 @@ func (s *dynamoStore) release(ctx context.Context, k recordKey, in releaseInput)
 	return s.fenced(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      s.itemKey(k),
-		UpdateExpression:         aws.String("SET #lock = :zero, #attempt = :attempt"),
-		ConditionExpression:      aws.String("#owner = :owner AND #status = :inprogress"),
-		ExpressionAttributeNames: s.names("#lock", "#attempt", "#owner"),
+		UpdateExpression:         aws.String(releaseUpdate),
+		ConditionExpression:      aws.String(fencedCondition),
+		ExpressionAttributeNames: s.exprNames().release,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":zero":       number(0),
+			":zero":       valZero,
 			":attempt":    number(int64(in.attempt)),
 			":owner":      &types.AttributeValueMemberS{Value: in.owner},
-			":inprogress": &types.AttributeValueMemberS{Value: StatusInProgress},
+			":inprogress": valInProgress,
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
