@@ -14,6 +14,15 @@
 //	q.Queue()           // hand to the consumer's event source
 //	q.DeadLetterQueue() // alarm on its depth
 //
+// Invalid props panic at synth with a *validate.Error listing every problem, each naming the
+// prop, the value and the fix.
+//
+// The source queue always has a physical name (QueueName, or one derived from the construct
+// path when QueueName is empty): the DLQ's redrive-allow policy must name the source queue's
+// ARN while the source's redrive policy names the DLQ, and a CloudFormation reference in both
+// directions is a dependency cycle. A name known at synth lets the source ARN be composed
+// (Stack.FormatArn) instead of referenced.
+//
 // # An existing queue
 //
 // ImportProcessingQueue takes a queue the stack does not own, with its dead-letter queue, by
@@ -36,13 +45,4 @@
 // Queue names and ARNs may be tokens (a CfnParameter's value, another stack's export):
 // validation skips what it cannot judge before deploy. An imported queue whose names are
 // all tokens needs Fifo set. Durations and counts are Go values and cannot be tokens.
-//
-// Invalid props panic at synth with a *validate.Error listing every problem, each naming the
-// prop, the value and the fix.
-//
-// The source queue always has a physical name (QueueName, or one derived from the construct
-// path when QueueName is empty): the DLQ's redrive-allow policy must name the source queue's
-// ARN while the source's redrive policy names the DLQ, and a CloudFormation reference in both
-// directions is a dependency cycle. A name known at synth lets the source ARN be composed
-// (Stack.FormatArn) instead of referenced.
 package queue

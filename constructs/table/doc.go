@@ -17,6 +17,9 @@
 // With SortKey set the key is composite (tenant as partition, idempotency key as sort key):
 // set IDEMPOTENCY_SORT_KEY to SortKeyName() in the consumer.
 //
+// Invalid props panic at synth with a *validate.Error listing every problem, each naming the
+// prop, the value and the fix.
+//
 // # An existing table
 //
 // ImportIdempotencyTable takes a table the stack does not own, by name or ARN, with its key
@@ -40,7 +43,4 @@
 // Names (TableName, TableArn, SortKey, PartitionKey) may be tokens, such as a CfnParameter's
 // value or another stack's export: validation skips what it cannot judge before deploy. The
 // removal policy cannot be a token.
-//
-// Invalid props panic at synth with a *validate.Error listing every problem, each naming the
-// prop, the value and the fix.
 package table
