@@ -27,12 +27,19 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
 
-// PipelineMonitoring is the pipeline's alarm topic, dashboard and alarms. Each Watch method
+// PipelineMonitoring is the pipeline's alarm topics, dashboard and alarms. Each Watch method
 // adds the alarms for one part of the pipeline and one dashboard row, and returns the alarms
 // it created (for composite alarms or extra actions). Labels name the dashboard row and the
 // alarms' construct ids: letters, digits, "-" and "_", up to 64, unique per Watch method.
 // A Watch method panics with a *validate.Error on a bad label or a nil resource, as the
 // constructor does on bad props.
+//
+// Watching is idempotent per app: a Watch call for the same resources as an earlier call of
+// the same method, on this construct or on another PipelineMonitoring of the same app, adds
+// no alarms and no dashboard row and returns the earlier call's alarms (which notify the
+// topics of the construct that made them). Resources imported by ARN are the same resource
+// when their ARNs are equal; others when they are the same construct. So pipelines that
+// share a table can each watch it, and it is watched once.
 type PipelineMonitoring interface {
 	constructs.IConstruct
 
@@ -223,14 +230,31 @@ func (m *pipelineMonitoring) newUnhealthy() awscloudwatch.CompositeAlarm {
 	rule := awscdk.Lazy_String(&unhealthyRule{m}, nil)
 	desc := fmt.Sprintf("[%s] At least one paging alarm of this pipeline monitoring is in ALARM: work is lost or stuck. "+
 		"The alarms in ALARM are listed in this alarm's history and on the dashboard; open the runbook section of each.", *m.Node().Id())
-	return awscloudwatch.NewCompositeAlarm(m.Construct, jsii.String("Unhealthy"), &awscloudwatch.CompositeAlarmProps{
+	alarm := awscloudwatch.NewCompositeAlarm(m.Construct, jsii.String("Unhealthy"), &awscloudwatch.CompositeAlarmProps{
 		AlarmRule:        awscloudwatch.AlarmRule_FromString(rule),
 		AlarmDescription: jsii.String(m.describe(desc, sevPage, anchorUnhealthy)),
 	})
+	m.Node().AddValidation(&unhealthyRule{m})
+	return alarm
 }
 
-// unhealthyRule renders the composite rule when the template is synthesized.
+// maxUnhealthyAlarms bounds the paging alarms one composite rule covers. CloudWatch caps a
+// rule at 10240 characters, and each alarm takes ALARM("<alarm ARN>") OR : about 60
+// characters and the alarm's name, which CloudFormation generates from the stack name and
+// the construct path (up to 255 characters). 40 leaves room for names of up to 190.
+const maxUnhealthyAlarms = 40
+
+// unhealthyRule renders the composite rule when the template is synthesized, and refuses
+// to synthesize a rule CloudWatch could reject.
 type unhealthyRule struct{ m *pipelineMonitoring }
+
+func (r *unhealthyRule) Validate() *[]*string {
+	if n := len(r.m.paging); n > maxUnhealthyAlarms {
+		return &[]*string{jsii.String(fmt.Sprintf("%s %q: its composite alarm Unhealthy would cover %d paging alarms, over the %d whose rule surely fits CloudWatch's 10240 characters; split the pipelines over several PipelineMonitoring constructs (about 6 paging alarms per pipeline with a dispatcher)",
+			constructKind, *r.m.Node().Path(), n, maxUnhealthyAlarms))}
+	}
+	return &[]*string{}
+}
 
 func (r *unhealthyRule) Produce() *string {
 	if len(r.m.paging) == 0 {

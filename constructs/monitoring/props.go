@@ -72,6 +72,9 @@ type PipelineMonitoringProps struct {
 	// (awskms.Key_FromKeyArn) cannot be changed by CDK: its key policy must already allow
 	// both, or alarms fail to notify and the undelivered notifications are lost.
 	//
+	// With Topic given and no email addresses there is nothing for it to encrypt, which is
+	// an error.
+	//
 	// Default: a new key for the default topics (as described at Topic), and SSE-SQS for
 	// the undelivered-notifications queue.
 	EncryptionKey awskms.IKey
@@ -266,8 +269,8 @@ func (s settings) validate(p *validate.Problems) {
 	if len(s.ticketEmails) > 0 && s.topic != nil && s.ticketTopic == nil {
 		p.Add("TicketEmails", fmt.Sprintf("%d addresses", len(s.ticketEmails)), "a given Topic without TicketTopic receives every alarm, pages included; set TicketTopic too, or subscribe these addresses yourself")
 	}
-	if s.key != nil && s.topic != nil && s.ticketTopic != nil && len(s.emails)+len(s.ticketEmails) == 0 {
-		p.Add("EncryptionKey", "a key", "it would encrypt nothing: Topic and TicketTopic are given and there are no email subscriptions (no undelivered-notifications queue); encrypt your topics with it yourself, or remove it")
+	if s.key != nil && s.topic != nil && len(s.emails)+len(s.ticketEmails) == 0 {
+		p.Add("EncryptionKey", "a key", "it would encrypt nothing: with Topic given no topic is created, and without email subscriptions there is no undelivered-notifications queue; encrypt your topics with it yourself, or remove it")
 	}
 	if !validate.Unresolved(s.runbookURL) {
 		if problem := runbookURLProblem(s.runbookURL); problem != "" {

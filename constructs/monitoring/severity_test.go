@@ -1,13 +1,16 @@
 package monitoring
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
@@ -210,4 +213,35 @@ func countPolicies(t *testing.T, f pipelineFixture) int {
 		t.Errorf("the Slack channel's role has managed policies: %v", roleProps["ManagedPolicyArns"])
 	}
 	return n
+}
+
+// A composite rule CloudWatch could reject fails the synthesis, naming the construct.
+func TestUnhealthyRuleTooLongFailsSynthesis(t *testing.T) {
+	for _, n := range []int{maxUnhealthyAlarms, maxUnhealthyAlarms + 1} {
+		stack := cdktest.NewStack(cdktest.NewApp(), "Many")
+		mon := NewPipelineMonitoring(stack, "Monitoring", nil)
+		for i := range n {
+			q := awssqs.Queue_FromQueueArn(stack, jsii.String(fmt.Sprintf("Q%d", i)), jsii.String(fmt.Sprintf("arn:aws:sqs:eu-west-1:123456789012:q%d", i)))
+			dlq := awssqs.Queue_FromQueueArn(stack, jsii.String(fmt.Sprintf("D%d", i)), jsii.String(fmt.Sprintf("arn:aws:sqs:eu-west-1:123456789012:d%d", i)))
+			mon.WatchQueue(fmt.Sprintf("Q%d", i), q, dlq)
+		}
+		err := synthError(stack)
+		switch {
+		case n <= maxUnhealthyAlarms && err != "":
+			t.Errorf("%d paging alarms: synthesis failed: %s", n, err)
+		case n > maxUnhealthyAlarms && !strings.Contains(err, fmt.Sprintf(`PipelineMonitoring "Many/Monitoring": its composite alarm Unhealthy would cover %d paging alarms`, n)):
+			t.Errorf("%d paging alarms: want the rule-length error, got %q", n, err)
+		}
+	}
+}
+
+// synthError synthesizes stack and returns the error it panics with, or "".
+func synthError(stack awscdk.Stack) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	assertions.Template_FromStack(stack, nil)
+	return ""
 }
