@@ -8,8 +8,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -53,4 +55,33 @@ func ExampleNewPipelineMonitoring() {
 
 	fmt.Println(len(mon.Alarms()), "alarms notify", *mon.Topic().Node().Id())
 	// Output: 16 alarms notify Topic
+}
+
+// Pages and tickets go to different people: the pager subscribes to Topic(), the team's
+// ticket inbox gets TicketTopic() by email, a Slack channel sees both, and one customer
+// managed key encrypts the topics and the undelivered-notifications queue.
+func ExamplePipelineMonitoringProps_severities() {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Orders"), nil)
+	key := awskms.NewKey(stack, jsii.String("PipelineKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+
+	mon := monitoring.NewPipelineMonitoring(stack, "Monitoring", &monitoring.PipelineMonitoringProps{
+		TicketEmails:     []string{"orders-team@example.com"},
+		EncryptionKey:    key,
+		RunbookURL:       "https://wiki.example.com/orders/runbooks",
+		SlackWorkspaceId: "T0123ABCD",
+		SlackChannelId:   "C0123ABCD",
+	})
+	dlq := awssqs.NewQueue(stack, jsii.String("OrdersDLQ"), nil)
+	orders := awssqs.NewQueue(stack, jsii.String("Orders"), &awssqs.QueueProps{
+		DeadLetterQueue: &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)},
+	})
+	mon.WatchQueue("Orders", orders, dlq)
+	mon.WatchConsumer("Orders", awslambda.Function_FromFunctionName(stack, jsii.String("Consumer"), jsii.String("orders-consumer")), orders)
+
+	// A pager integration (here an HTTPS endpoint) on the paging topic only.
+	mon.Topic().AddSubscription(awssnssubscriptions.NewUrlSubscription(jsii.String("https://events.pagerduty.example/integration/abc"), nil))
+
+	fmt.Println(len(mon.PagingAlarms()), "paging and", len(mon.TicketAlarms()), "ticketing alarms")
+	// Output: 2 paging and 4 ticketing alarms
 }

@@ -270,18 +270,21 @@ func (r *unhealthyRule) Produce() *string {
 // newSlackChannel subscribes a Slack channel to both topics through AWS Chatbot. The role
 // gets no permissions and the guardrail is read-only: notifications, no changes from chat.
 func (m *pipelineMonitoring) newSlackChannel() awschatbot.SlackChannelConfiguration {
-	name := m.s.slackName
-	if name == "" {
-		name = *awscdk.Names_UniqueResourceName(m.Construct, &awscdk.UniqueResourceNameOptions{
-			MaxLength: jsii.Number(128), Separator: jsii.String("-"),
+	name := jsii.String(m.s.slackName)
+	if m.s.slackName == "" {
+		// Chatbot configurations are global to the account: the Region keeps one stack
+		// deployed to two Regions from claiming one name (15 characters hold any Region).
+		unique := awscdk.Names_UniqueResourceName(m.Construct, &awscdk.UniqueResourceNameOptions{
+			MaxLength: jsii.Number(128 - 16), Separator: jsii.String("-"),
 		})
+		name = awscdk.Fn_Join(jsii.String("-"), &[]*string{unique, awscdk.Stack_Of(m.Construct).Region()})
 	}
 	topics := []awssns.ITopic{m.topic}
 	if m.ticket != m.topic {
 		topics = append(topics, m.ticket)
 	}
 	return awschatbot.NewSlackChannelConfiguration(m.Construct, jsii.String("Slack"), &awschatbot.SlackChannelConfigurationProps{
-		SlackChannelConfigurationName: jsii.String(name),
+		SlackChannelConfigurationName: name,
 		SlackWorkspaceId:              jsii.String(m.s.slackWorkspace),
 		SlackChannelId:                jsii.String(m.s.slackChannel),
 		NotificationTopics:            &topics,

@@ -105,7 +105,8 @@ type PipelineMonitoringProps struct {
 	// digits, "-" or "_", unique in the account. Only with SlackWorkspaceId and
 	// SlackChannelId.
 	//
-	// Default: a name derived from the construct path.
+	// Default: a name derived from the construct path and the Region (AWS Chatbot
+	// configurations are global to the account).
 	SlackChannelConfigurationName string
 
 	// DashboardName names the CloudWatch dashboard: 1-255 letters, digits, "-" or "_".

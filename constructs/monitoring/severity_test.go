@@ -182,9 +182,9 @@ func TestSlackChannel(t *testing.T) {
 	if g := cdktest.JSON(props["GuardrailPolicies"]); !strings.Contains(g, ":iam::aws:policy/CloudWatchReadOnlyAccess") || strings.Count(g, "arn:") != 1 {
 		t.Errorf("GuardrailPolicies = %s, want CloudWatchReadOnlyAccess alone", g)
 	}
-	name, _ := props["ConfigurationName"].(string)
-	if !slackNameRe.MatchString(name) {
-		t.Errorf("ConfigurationName %q does not match %s", name, slackNameRe)
+	// The name ends with the Region (the fixture's is eu-west-1) and fits the pattern.
+	if name, _ := props["ConfigurationName"].(string); !slackNameRe.MatchString(name) || !strings.HasSuffix(name, "-eu-west-1") {
+		t.Errorf("ConfigurationName %q does not match %s or does not end with the Region", name, slackNameRe)
 	}
 	f.tmpl.ResourceCountIs(jsii.String("AWS::IAM::Policy"), jsii.Number(countPolicies(t, f)))
 }
