@@ -14,6 +14,7 @@ package pipeline
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -29,6 +30,15 @@ import (
 type PipelineProps struct {
 	// Fifo makes the processing queue (and its DLQ) FIFO. Default false (standard).
 	Fifo bool
+	// EncryptionKey is one customer managed KMS key for everything the pipeline creates that
+	// holds data: the new table, the processing queue and its DLQ, the dispatcher's schedule
+	// DLQ and failure queue, and the new monitoring's topics and undelivered-notifications
+	// queue. It fills the EncryptionKey of TableProps, Queue, Dispatcher and
+	// MonitoringProps where they leave it nil; a part given another key is an error (give
+	// the parts their own keys and leave this nil instead). An existing Table or Monitoring
+	// keeps its own encryption. Default nil: each part's default (AWS managed keys, and a
+	// key of its own for the monitoring's topic).
+	EncryptionKey awskms.IKey
 	// Table is an existing idempotency table to use, e.g. one shared by several pipelines
 	// (each consumer keeps its own key prefix). Default: a new table from TableProps.
 	// Give Table or TableProps, not both.
@@ -45,6 +55,12 @@ type PipelineProps struct {
 	// unset: the pipeline sets them from Fifo and the consumer's Timeout. (Queue.Fifo true
 	// on a standard pipeline, or a ConsumerTimeout other than the consumer's, is an error.)
 	Queue *queue.ProcessingQueueProps
+	// ExistingQueue is a processing queue with its DLQ that exists already, e.g. from
+	// queue.ImportProcessingQueue: the pipeline's consumer (and dispatcher) use it instead of
+	// a new one, and the monitoring watches it. Its FIFO-ness decides; Fifo may be left
+	// false (true on a standard queue is an error). Give ExistingQueue or Queue, not both.
+	// Default nil: a new queue from Queue.
+	ExistingQueue queue.ProcessingQueue
 	// Consumer configures the consumer. Queue and Table are set by the pipeline; setting
 	// them is an error. Default: the consumer defaults (30 s timeout), except KeyPrefix,
 	// which defaults to the pipeline's id so pipelines can share a table.
@@ -98,16 +114,30 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 
 	p.table = props.Table
 	if p.table == nil {
-		p.table = table.NewIdempotencyTable(p, "Table", props.TableProps)
+		var tp table.IdempotencyTableProps
+		if props.TableProps != nil {
+			tp = *props.TableProps
+		}
+		tp.EncryptionKey = keyFor(tp.EncryptionKey, props.EncryptionKey)
+		p.table = table.NewIdempotencyTable(p, "Table", &tp)
 	}
 	p.monitoring = props.Monitoring
 	if p.monitoring == nil {
-		p.monitoring = monitoring.NewPipelineMonitoring(p, "Monitoring", props.MonitoringProps)
+		var mp monitoring.PipelineMonitoringProps
+		if props.MonitoringProps != nil {
+			mp = *props.MonitoringProps
+		}
+		mp.EncryptionKey = keyFor(mp.EncryptionKey, props.EncryptionKey)
+		p.monitoring = monitoring.NewPipelineMonitoring(p, "Monitoring", &mp)
 	}
 
-	// The queue's visibility timeout derives from the consumer's timeout (6x).
-	qp.Fifo, qp.ConsumerTimeout = props.Fifo, cp.Timeout
-	p.queue = queue.NewProcessingQueue(p, "Queue", &qp)
+	p.queue = props.ExistingQueue
+	if p.queue == nil {
+		// The queue's visibility timeout derives from the consumer's timeout (6x).
+		qp.Fifo, qp.ConsumerTimeout = props.Fifo, cp.Timeout
+		qp.EncryptionKey = keyFor(qp.EncryptionKey, props.EncryptionKey)
+		p.queue = queue.NewProcessingQueue(p, "Queue", &qp)
+	}
 
 	cp.Queue, cp.Table = p.queue, p.table
 	if cp.KeyPrefix == "" {
@@ -120,19 +150,28 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 	label := id
 	p.monitoring.WatchQueue(label, p.queue.Queue(), p.queue.DeadLetterQueue())
 	p.monitoring.WatchConsumer(label, p.consumer.Function(), p.queue.Queue())
-	if props.Table == nil {
-		// A shared table is watched once, by whoever created it.
-		p.monitoring.WatchTable(label, p.table.Table())
-	}
+	// Always: a table is watched once per app however many pipelines share it and whoever
+	// created it (monitoring's Watch* return the first watch's alarms), and a table nobody
+	// else watches, such as an imported one, is not left without alarms.
+	p.monitoring.WatchTable(label, p.table.Table())
 
 	if props.Dispatcher != nil {
 		dp := *props.Dispatcher
 		dp.Queue = p.queue
+		dp.EncryptionKey = keyFor(dp.EncryptionKey, props.EncryptionKey)
 		p.dispatcher = dispatcher.NewScheduledDispatcher(p, "Dispatcher", &dp)
 		p.monitoring.WatchDispatcher(label, p.dispatcher.Function(), p.dispatcher.Schedule(),
 			p.dispatcher.ScheduleDeadLetterQueue(), p.dispatcher.FailureQueue())
 	}
 	return p
+}
+
+// keyFor is the key a part is encrypted with: its own, else the pipeline's.
+func keyFor(own, pipeline awskms.IKey) awskms.IKey {
+	if own != nil {
+		return own
+	}
+	return pipeline
 }
 
 func (props *PipelineProps) queueProps() queue.ProcessingQueueProps {
@@ -160,6 +199,14 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 	if props.Table != nil && props.TableProps != nil {
 		v.Addf("Table", "both Table and TableProps are set; give an existing table or props for a new one, not both")
 	}
+	if q := props.ExistingQueue; q != nil {
+		if props.Queue != nil {
+			v.Addf("ExistingQueue", "both ExistingQueue and Queue are set; give an existing queue or props for a new one, not both")
+		}
+		if props.Fifo && !q.Fifo() {
+			v.Add("Fifo", true, "ExistingQueue is a standard queue; leave Fifo false (the existing queue decides)")
+		}
+	}
 	if props.Monitoring != nil && props.MonitoringProps != nil {
 		v.Addf("Monitoring", "both Monitoring and MonitoringProps are set; give an existing monitoring or props for a new one, not both")
 	}
@@ -175,10 +222,33 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 	if props.Consumer != nil && (props.Consumer.Queue != nil || props.Consumer.Table != nil) {
 		v.Addf("Consumer.Queue", "Consumer.Queue/Table are set; leave them nil, the pipeline wires its own queue and table")
 	}
+	if k := props.EncryptionKey; k != nil {
+		for _, part := range []struct {
+			prop string
+			key  awskms.IKey
+		}{
+			{"TableProps.EncryptionKey", keyOf(props.TableProps, func(p *table.IdempotencyTableProps) awskms.IKey { return p.EncryptionKey })},
+			{"Queue.EncryptionKey", qp.EncryptionKey},
+			{"MonitoringProps.EncryptionKey", keyOf(props.MonitoringProps, func(p *monitoring.PipelineMonitoringProps) awskms.IKey { return p.EncryptionKey })},
+			{"Dispatcher.EncryptionKey", keyOf(props.Dispatcher, func(p *dispatcher.ScheduledDispatcherProps) awskms.IKey { return p.EncryptionKey })},
+		} {
+			if part.key != nil && part.key != k {
+				v.Addf(part.prop, "a different key than EncryptionKey; leave it nil to use EncryptionKey, or leave EncryptionKey nil and give every part its own key")
+			}
+		}
+	}
 	if props.Dispatcher != nil && props.Dispatcher.Queue != nil {
 		v.Addf("Dispatcher.Queue", "Dispatcher.Queue is set; leave it nil, the pipeline wires its own queue")
 	}
 	v.Check()
+}
+
+// keyOf reads a key from optional part props.
+func keyOf[P any](props *P, key func(*P) awskms.IKey) awskms.IKey {
+	if props == nil {
+		return nil
+	}
+	return key(props)
 }
 
 // Outputs adds stack outputs a user needs after deploy (queue URL, DLQ URL, table name)

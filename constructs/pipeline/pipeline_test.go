@@ -2,10 +2,14 @@ package pipeline_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
@@ -32,6 +36,10 @@ func TestMain(m *testing.M) {
 func TestValidationMessages(t *testing.T) {
 	shared := table.NewIdempotencyTable(stack, "Shared", nil)
 	mon := monitoring.NewPipelineMonitoring(stack, "SharedMonitoring", nil)
+	existing := queue.ImportProcessingQueue(stack, "Existing", &queue.ExistingProcessingQueueProps{
+		QueueName: "orders", DeadLetterQueueName: "orders-dlq", VisibilityTimeout: 3 * time.Minute, RetentionPeriod: 96 * time.Hour,
+	})
+	key, other := awskms.NewKey(stack, jsii.String("Key"), nil), awskms.NewKey(stack, jsii.String("OtherKey"), nil)
 	for _, tc := range []struct {
 		name  string
 		props *pipeline.PipelineProps
@@ -49,6 +57,18 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"Queue.ConsumerTimeout: got 1m0s", "derives it from Consumer.Timeout (2m0s)"}},
 		{"consumer wired by hand", &pipeline.PipelineProps{Consumer: &consumer.IdempotentConsumerProps{Table: shared}},
 			[]string{"Consumer.Queue:", "the pipeline wires its own queue and table"}},
+		{"table key differs", &pipeline.PipelineProps{EncryptionKey: key, TableProps: &table.IdempotencyTableProps{EncryptionKey: other}},
+			[]string{"TableProps.EncryptionKey: a different key than EncryptionKey", "leave it nil to use EncryptionKey"}},
+		{"queue key differs", &pipeline.PipelineProps{EncryptionKey: key, Queue: &queue.ProcessingQueueProps{EncryptionKey: other}},
+			[]string{"Queue.EncryptionKey: a different key than EncryptionKey"}},
+		{"monitoring key differs", &pipeline.PipelineProps{EncryptionKey: key, MonitoringProps: &monitoring.PipelineMonitoringProps{EncryptionKey: other}},
+			[]string{"MonitoringProps.EncryptionKey: a different key than EncryptionKey"}},
+		{"dispatcher key differs", &pipeline.PipelineProps{EncryptionKey: key, Dispatcher: &dispatcher.ScheduledDispatcherProps{EncryptionKey: other}},
+			[]string{"Dispatcher.EncryptionKey: a different key than EncryptionKey"}},
+		{"existing queue and queue props", &pipeline.PipelineProps{ExistingQueue: existing, Queue: &queue.ProcessingQueueProps{}},
+			[]string{"ExistingQueue:", "give an existing queue or props for a new one, not both"}},
+		{"fifo pipeline on a standard queue", &pipeline.PipelineProps{ExistingQueue: existing, Fifo: true},
+			[]string{"Fifo: got true", "ExistingQueue is a standard queue"}},
 		{"dispatcher wired by hand", &pipeline.PipelineProps{Dispatcher: &dispatcher.ScheduledDispatcherProps{Queue: queue.NewProcessingQueue(stack, "Other", nil)}},
 			[]string{"Dispatcher.Queue:", "the pipeline wires its own queue"}},
 	} {
@@ -78,5 +98,98 @@ func TestFifoPipelineTakesQueueProps(t *testing.T) {
 	})
 	if !p.Queue().Fifo() || p.Queue().MaxReceiveCount() != 3 {
 		t.Errorf("queue: fifo %v, max receive count %d; want true, 3", p.Queue().Fifo(), p.Queue().MaxReceiveCount())
+	}
+}
+
+// tableAlarms counts the alarms of stack whose metric dimensions reference the table.
+func tableAlarms(t *testing.T, stack awscdk.Stack, tbl table.IdempotencyTable) int {
+	t.Helper()
+	id := cdktest.LogicalID(stack, tbl.Table())
+	alarms := assertions.Template_FromStack(stack, nil).FindResources(jsii.String("AWS::CloudWatch::Alarm"), nil)
+	n := 0
+	for _, a := range *alarms {
+		if strings.Contains(cdktest.JSON(a), `{"Ref":"`+id+`"}`) {
+			n++
+		}
+	}
+	return n
+}
+
+// A table shared by pipelines is watched exactly once, whoever created it: here nobody
+// watches it by hand, and it must still have the alarms one WatchTable gives.
+func TestSharedTableIsWatchedOnce(t *testing.T) {
+	app := cdktest.NewApp()
+	alone := cdktest.NewStack(app, "WatchedAlone")
+	own := table.NewIdempotencyTable(alone, "Idempotency", nil)
+	monitoring.NewPipelineMonitoring(alone, "Monitoring", nil).WatchTable("Idempotency", own.Table())
+
+	shared := cdktest.NewStack(app, "SharedTable")
+	tbl := table.NewIdempotencyTable(shared, "Idempotency", nil)
+	mon := monitoring.NewPipelineMonitoring(shared, "Monitoring", nil)
+	for _, name := range []string{"Invoices", "Refunds"} {
+		pipeline.NewPipeline(shared, name, &pipeline.PipelineProps{Table: tbl, Monitoring: mon})
+	}
+	want := tableAlarms(t, alone, own)
+	if want == 0 {
+		t.Fatal("WatchTable created no alarm on the table: the test cannot tell anything")
+	}
+	if got := tableAlarms(t, shared, tbl); got != want {
+		t.Errorf("shared table has %d alarms, want %d (one WatchTable's)", got, want)
+	}
+}
+
+// One key for everything: every queue the pipeline creates (processing, DLQ, schedule DLQ,
+// failure queue, undelivered notifications), the table and the alarm topics use it.
+func TestEncryptionKeyCoversEveryDataStore(t *testing.T) {
+	app := cdktest.NewApp()
+	s := cdktest.NewStack(app, "OneKey")
+	key := awskms.NewKey(s, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
+	pipeline.NewPipeline(s, "Orders", &pipeline.PipelineProps{
+		EncryptionKey:   key,
+		MonitoringProps: &monitoring.PipelineMonitoringProps{AlarmEmails: []string{"oncall@example.com"}},
+		Dispatcher:      &dispatcher.ScheduledDispatcherProps{Items: []dispatcher.WorkItem{{ID: "nightly"}}},
+	})
+	keyID := cdktest.LogicalID(s, key)
+	tmpl := assertions.Template_FromStack(s, nil)
+	for typ, prop := range map[string]string{
+		"AWS::SQS::Queue":      "KmsMasterKeyId",
+		"AWS::SNS::Topic":      "KmsMasterKeyId",
+		"AWS::DynamoDB::Table": "SSESpecification",
+	} {
+		found := *tmpl.FindResources(jsii.String(typ), nil)
+		if len(found) == 0 {
+			t.Errorf("no %s", typ)
+		}
+		for id, r := range found {
+			got := cdktest.JSON((*r)["Properties"].(map[string]any)[prop])
+			if !strings.Contains(got, `"`+keyID+`"`) {
+				t.Errorf("%s %s: %s = %s, want the pipeline's key %s", typ, id, prop, got, keyID)
+			}
+		}
+	}
+	if keys := *tmpl.FindResources(jsii.String("AWS::KMS::Key"), nil); len(keys) != 1 {
+		t.Errorf("%d KMS keys, want only the one given", len(keys))
+	}
+}
+
+// A pipeline on an existing queue creates no queue; its consumer reads the existing one.
+func TestPipelineOnAnExistingQueue(t *testing.T) {
+	app := cdktest.NewApp()
+	s := cdktest.NewStack(app, "ExistingQueue")
+	existing := queue.ImportProcessingQueue(s, "OrdersQueue", &queue.ExistingProcessingQueueProps{
+		QueueName: "orders.fifo", DeadLetterQueueName: "orders-dlq.fifo", VisibilityTimeout: 3 * time.Minute, RetentionPeriod: 96 * time.Hour,
+	})
+	p := pipeline.NewPipeline(s, "Orders", &pipeline.PipelineProps{ExistingQueue: existing})
+	if p.Queue() != existing || !p.Queue().Fifo() {
+		t.Fatalf("pipeline queue %v (fifo %v), want the existing FIFO queue", p.Queue(), p.Queue().Fifo())
+	}
+	tmpl := assertions.Template_FromStack(s, nil)
+	if n := len(*tmpl.FindResources(jsii.String("AWS::SQS::Queue"), &map[string]any{
+		"Properties": map[string]any{"FifoQueue": true}})); n != 0 {
+		t.Errorf("%d FIFO queues created, want none: the existing one is used", n)
+	}
+	mapping := cdktest.JSON(tmpl.FindResources(jsii.String("AWS::Lambda::EventSourceMapping"), nil))
+	if !strings.Contains(mapping, ":orders.fifo") {
+		t.Errorf("event source mapping does not read orders.fifo: %s", mapping)
 	}
 }
