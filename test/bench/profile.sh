@@ -19,11 +19,11 @@ GO=${GO:-go}
 cd "$ROOT"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for spec in "10 ${PROFILE_B10:-400}" "100 ${PROFILE_B100:-40}"; do
+for spec in "10 ${PROFILE_B10:-200}" "100 ${PROFILE_B100:-20}"; do
   read -r batch n <<<"$spec"
   name="$LABEL-b$batch"
   echo "profile: batch $batch, $n invocations" >&2
-  $GO test -run '^$' -bench "HandleBatch/batch=$batch/pool=main\$" -benchtime "${n}x" -benchmem \
+  $GO test -run '^$' -bench "^BenchmarkHandleBatch\$/^batch=$batch\$/^pool=main\$" -benchtime "${n}x" -benchmem \
     -cpuprofile "$work/cpu" -memprofile "$work/mem" -o "$work/consume.test" ./functions/consume >"$work/bench.txt"
   grep -E '^(Benchmark|cpu:)' "$work/bench.txt" >"$OUT/$name.txt"
   $GO tool pprof -top -nodecount 40 "$work/consume.test" "$work/cpu" >"$OUT/$name-cpu.txt" 2>/dev/null

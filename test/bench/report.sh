@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every benchmark of issue 5 with figures and writes them, with the commands that made
-# them, to the markdown file given (make bench: docs/benchmarks.md). Takes about 15 minutes;
+# Runs every benchmark (issues 5 and 12) with figures and writes them, with the commands that made
+# them, to the markdown file given (make bench: docs/benchmarks.md). Takes about 25 minutes;
 # run it on a quiet machine: every headline figure is a ratio against a peer measured in the
 # same run, but a loaded machine still widens the ranges.
 #
@@ -16,7 +16,7 @@ COST_BATCHES=${COST_BATCHES:-20}
 PEERS_LATENCY=${PEERS_LATENCY:-4ms}
 # Lambda-shaped runs: fewer records than the unconfined ones, since at 128 MB a contender gets
 # 7% of a core (Powertools Python about 15 records/s).
-QUOTA_ARGS=${QUOTA_ARGS:--records 300 -rounds 3 -warmup 20}
+QUOTA_ARGS=${QUOTA_ARGS:--records 200 -rounds 3 -warmup 20}
 QUOTA_MEMORY=${QUOTA_MEMORY:-128,256,1024,1769}
 DEVLOOP_RUNS=${DEVLOOP_RUNS:-3}
 BENCHTIME=${BENCHTIME:-1s}
@@ -84,6 +84,13 @@ $GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/inter
 section "5. Go benchmarks of the runtime packages" \
   "go test -run '^\$' -bench . -benchtime $BENCHTIME ./functions/... ./test/internal/lambdart/ ./test/bench/peers/"
 { echo '```'; grep -E '^(Benchmark|goos|goarch|cpu|pkg)' "$work/go.txt"; echo '```'; } >>"$work/body.md"
+
+if [ -f docs/profiles/README.md ]; then
+  section "6. Where the consumer's CPU goes: profiles before and after (issue 12)" \
+    "test/bench/profile.sh docs/profiles after   # on each tree; see docs/profiles/README.md"
+  # The profiles' own page, its links made relative to this one.
+  awk 'NR > 1' docs/profiles/README.md | sed -E 's/^## /### /; s/\]\(([a-z0-9-]+\.(svg|txt))\)/](profiles\/\1)/g' >>"$work/body.md"
+fi
 
 {
   echo "# Benchmarks"
