@@ -27,7 +27,7 @@ func TestSoak(t *testing.T) {
 	w.watchAlarms()
 	p := w.pipeline(false)
 	rng := rand.New(rand.NewPCG(7, 11))
-	healthy := w.healthyPhase(300)
+	healthy := w.healthyPhase(100)
 
 	var want []string
 	var poison []string
