@@ -37,6 +37,15 @@
 // Architecture, Vpc (with VpcSubnets and SecurityGroups), Layers,
 // ReservedConcurrentExecutions and MemorySize are props; every resource the construct creates
 // is reachable as its concrete L2 type (Function, Role, LogGroup, EventSource) for the rest.
+//
+// # Your own resources
+//
+// An existing queue and its dead-letter queue come from queue.ImportProcessingQueue, an
+// existing table from table.ImportIdempotencyTable: a table made by Powertools for AWS
+// Lambda (partition key "id", time to live on "expiration") works as is, and a table keyed
+// on another attribute names it (Store.PartitionKeyName, which reaches the function as
+// IDEMPOTENCY_PARTITION_KEY). Their customer managed keys, imported too, are granted
+// through the queue's and the table's own grants. See the examples.
 package consumer
 
 import (

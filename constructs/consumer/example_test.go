@@ -12,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
 )
 
@@ -69,14 +70,17 @@ func ExampleNewIdempotentConsumer_ownFunction() {
 		Env: &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")},
 	})
 
-	queue := awssqs.Queue_FromQueueArn(stack, jsii.String("Queue"), jsii.String("arn:aws:sqs:eu-west-1:123456789012:shipments"))
+	shipQueue := queue.ImportProcessingQueue(stack, "Queue", &queue.ExistingProcessingQueueProps{
+		QueueName: "shipments", DeadLetterQueueName: "shipments-dlq",
+		VisibilityTimeout: 6 * time.Minute, RetentionPeriod: 4 * 24 * time.Hour, MaxReceiveCount: 5,
+	})
 	idem := table.ImportIdempotencyTable(stack, "Idempotency", &table.ExistingIdempotencyTableProps{
 		TableName: "shipping-idempotency", PartitionKey: "pk",
 	})
 	shipments := awsdynamodb.Table_FromTableName(stack, jsii.String("Shipments"), jsii.String("shipments"))
 
 	c := consumer.NewIdempotentConsumer(stack, "Shipping", &consumer.IdempotentConsumerProps{
-		Queue:       ordersQueue{queue},
+		Queue:       shipQueue,
 		Table:       idem,
 		Entry:       "testdata/shipping", // the directory of your main package
 		Environment: map[string]string{"SHIPMENTS_TABLE": "shipments"},
@@ -87,7 +91,7 @@ func ExampleNewIdempotentConsumer_ownFunction() {
 	vars := assertions.Template_FromStack(stack, nil).FindResources(jsii.String("AWS::Lambda::Function"), nil)
 	for _, fn := range *vars {
 		env := (*fn)["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
-		fmt.Println(env["IDEMPOTENCY_PARTITION_KEY"], env["SHIPMENTS_TABLE"])
+		fmt.Println(env["IDEMPOTENCY_PARTITION_KEY"], env["SHIPMENTS_TABLE"], env["DEAD_LETTER_QUEUE_URL"] != nil)
 	}
-	// Output: pk shipments
+	// Output: pk shipments true
 }

@@ -42,6 +42,13 @@
 // ReservedConcurrentExecutions and MemorySize are props; every resource the construct creates
 // is reachable as its concrete L2 type for the rest.
 //
+// # Your own resources
+//
+// The queue may be an existing one (queue.ImportProcessingQueue, or any Target), the schedule
+// group too (ScheduleGroup, e.g. awsscheduler.ScheduleGroup_FromScheduleGroupName, at the
+// price of alarms shared with the group's other schedules), and EncryptionKey an imported
+// key.
+//
 // # Deploy-time values
 //
 // Cron, TimeZone, JobName and DefaultGroup may be tokens (a CfnParameter's ValueAsString,
