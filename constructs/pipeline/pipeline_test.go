@@ -1,7 +1,9 @@
 package pipeline_test
 
 import (
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +193,28 @@ func TestPipelineOnAnExistingQueue(t *testing.T) {
 	mapping := cdktest.JSON(tmpl.FindResources(jsii.String("AWS::Lambda::EventSourceMapping"), nil))
 	if !strings.Contains(mapping, ":orders.fifo") {
 		t.Errorf("event source mapping does not read orders.fifo: %s", mapping)
+	}
+}
+
+// The migration trap: a pipeline that created its own table switches to a table shared at
+// stack level. The table's construct path changes, so does its logical id, and a deploy
+// would create a new, empty table. Pinning the old logical id keeps the deployed table.
+func TestMovingTheTableKeepsItsLogicalIDWhenPinned(t *testing.T) {
+	app := cdktest.NewApp()
+	before := cdktest.NewStack(app, "OwnTable")
+	own := pipeline.NewPipeline(before, "Orders", nil)
+	oldID := cdktest.LogicalID(before, own.Table().Table())
+
+	after := cdktest.NewStack(app, "SharedTable")
+	moved := table.NewIdempotencyTable(after, "Idempotency", nil)
+	if id := cdktest.LogicalID(after, moved.Table()); id == oldID {
+		t.Fatalf("the moved table kept its logical id %s without pinning: the trap this test is about is gone", id)
+	}
+	pinned := cdktest.NewStack(app, "SharedPinned")
+	shared := table.NewIdempotencyTable(pinned, "Idempotency", &table.IdempotencyTableProps{LogicalID: oldID})
+	pipeline.NewPipeline(pinned, "Orders", &pipeline.PipelineProps{Table: shared})
+	tables := *assertions.Template_FromStack(pinned, nil).FindResources(jsii.String("AWS::DynamoDB::Table"), nil)
+	if _, ok := tables[oldID]; !ok || len(tables) != 1 {
+		t.Errorf("tables %v, want only %s (the deployed table's id)", slices.Collect(maps.Keys(tables)), oldID)
 	}
 }

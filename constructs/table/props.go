@@ -60,6 +60,16 @@ type IdempotencyTableProps struct {
 	// grants use of the key through DynamoDB.
 	// Default: nil, the AWS managed key for DynamoDB (aws/dynamodb).
 	EncryptionKey awskms.IKey
+
+	// LogicalID pins the table's CloudFormation logical id. CloudFormation tells resources
+	// apart by logical id, and CDK derives it from the construct path: move the table in
+	// your app (say a pipeline that created its own table now shares one created at stack
+	// level) and the id changes, so a deploy creates a new, empty table and orphans the old
+	// one (RETAIN), and every key in flight is processed again. Set LogicalID to the id the
+	// table has in the deployed template (cdk.out/<stack>.template.json, the
+	// AWS::DynamoDB::Table) and the move changes nothing. 1-255 letters and digits.
+	// Default: "" (derived from the construct path).
+	LogicalID string
 }
 
 // Defaults, in one place.
@@ -72,7 +82,10 @@ const (
 	maxKeyName   = 255
 )
 
-var tableNameChars = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var (
+	tableNameChars = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	logicalIDChars = regexp.MustCompile(`^[A-Za-z0-9]{1,255}$`)
+)
 
 // reserved reports whether name is an attribute the idempotency record writes besides its
 // key: a key attribute of that name would have every write try to change the record's key.
@@ -89,6 +102,7 @@ type settings struct {
 	deletionProtection  bool
 	pointInTimeRecovery bool
 	encryptionKey       awskms.IKey
+	logicalID           string
 }
 
 // resolve applies the defaults to props (nil allowed) and validates the result, panicking
@@ -105,6 +119,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotencyTableProps
 		deletionProtection:  !p.DisableDeletionProtection,
 		pointInTimeRecovery: !p.DisablePointInTimeRecovery,
 		encryptionKey:       p.EncryptionKey,
+		logicalID:           p.LogicalID,
 	}
 	if s.removalPolicy == "" {
 		s.removalPolicy = DefaultRemovalPolicy
@@ -125,6 +140,9 @@ func (s settings) check(v *validate.Problems) {
 		if k == PartitionKeyAttr {
 			v.Add("SortKey", fmt.Sprintf("%q", k), `it is the partition key; pick another name, e.g. "sk"`)
 		}
+	}
+	if id := s.logicalID; id != "" && !validate.Unresolved(id) && !logicalIDChars.MatchString(id) {
+		v.Add("LogicalID", fmt.Sprintf("%q", id), "CloudFormation logical ids are 1-255 letters (A-Z, a-z) and digits; copy it from the deployed template")
 	}
 	switch s.removalPolicy {
 	case awscdk.RemovalPolicy_RETAIN, awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE:

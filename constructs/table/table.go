@@ -1,6 +1,7 @@
 package table
 
 import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
@@ -62,6 +63,9 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 	t.table = awsdynamodb.NewTable(t, jsii.String("Resource"), s.tableProps())
 	if s.encryptionKey == nil {
 		checkov.Add(t.table, checkov.TableAWSManagedKey)
+	}
+	if s.logicalID != "" {
+		t.table.Node().DefaultChild().(awscdk.CfnResource).OverrideLogicalId(jsii.String(s.logicalID))
 	}
 	return t
 }

@@ -36,6 +36,8 @@ func TestValidation(t *testing.T) {
 			[]string{"RemovalPolicy", "got DESTROY", "DisableDeletionProtection: true"}},
 		{"snapshot", IdempotencyTableProps{RemovalPolicy: awscdk.RemovalPolicy_SNAPSHOT},
 			[]string{"RemovalPolicy", "got SNAPSHOT", "no snapshot deletion policy"}},
+		{"logical id with a hyphen", IdempotencyTableProps{LogicalID: "Orders-Table"},
+			[]string{`LogicalID: got "Orders-Table"; CloudFormation logical ids are 1-255 letters (A-Z, a-z) and digits`}},
 		{"unknown removal policy", IdempotencyTableProps{RemovalPolicy: "KEEP"},
 			[]string{"RemovalPolicy", `got "KEEP"`, "use awscdk.RemovalPolicy_RETAIN"}},
 	}
