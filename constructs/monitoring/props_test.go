@@ -136,7 +136,7 @@ func TestPropsValidationReportsEveryProblemAtOnce(t *testing.T) {
 		}
 	}()
 	NewPipelineMonitoring(scratch.stack, "Bad", &PipelineMonitoringProps{
-		Topic:       awssns.Topic_FromTopicArn(scratch.stack, jsii.String("BadTopic"), jsii.String(customTopicArn)),
+		Topic:       scratchTopic(),
 		AlarmEmails: []string{"x"}, QueueDepth: -1, AlarmPeriod: time.Second,
 	})
 }
