@@ -198,10 +198,12 @@ type IdempotentConsumerProps struct {
 	MaxConcurrency int
 
 	// KeyPrefix namespaces this consumer's records when consumers share a table
-	// (id = KeyPrefix#key). Letters, digits, '.', '_' and '-'. Default: the construct id.
+	// (id = KeyPrefix#key). Letters, digits, '.', '_' and '-'. May be a token (then the
+	// function checks it when it starts). Default: the construct id.
 	KeyPrefix string
 	// KeySource is where the idempotency key is: "body:<json field>" or
-	// "attribute:<message attribute>". Default "body:idempotencyKey".
+	// "attribute:<message attribute>". Cannot be a token (checked at synth), nor can
+	// TenantSource. Default "body:idempotencyKey".
 	KeySource string
 	// TenantSource, with a table that has a sort key, makes the tenant the partition
 	// (composite key): "body:<field>", "attribute:<name>" or "group" (the MessageGroupId,
@@ -419,7 +421,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	}
 
 	keyPrefix := or(props.KeyPrefix, id)
-	if !keyPrefixPattern.MatchString(keyPrefix) {
+	if !gofn.IsToken(keyPrefix) && !keyPrefixPattern.MatchString(keyPrefix) {
 		p.Add("KeyPrefix", strconv.Quote(keyPrefix), "use 1 to 100 letters, digits, '.', '_' or '-' (it is the namespace before '#' in each record id)")
 	}
 	keySource := or(props.KeySource, DefaultKeySource)
@@ -501,6 +503,9 @@ var (
 
 // checkSource returns why s is not a valid key or tenant source, or "".
 func checkSource(s string, allowGroup bool) string {
+	if gofn.IsToken(s) {
+		return "give the literal source: it cannot be a token, because the consumer's other props are checked against it at synth"
+	}
 	forms := `use "body:<json field>" or "attribute:<message attribute name>"`
 	if allowGroup {
 		forms = `use "body:<json field>", "attribute:<message attribute name>" or "group"`
