@@ -215,13 +215,15 @@ type ScheduledDispatcherProps struct {
 
 	// ScheduleGroup is the EventBridge Scheduler schedule group the schedule is created in.
 	// Scheduler's metrics are per group, so alarms on a group shared with other schedules
-	// fire for their failures too. Default: a group of the dispatcher's own (removed with it).
+	// fire for their failures too. It must be in the stack's account and region. Default: a
+	// group of the dispatcher's own (removed with it).
 	ScheduleGroup awsscheduler.IScheduleGroup
 	// EncryptionKey is a customer managed KMS key for the queues the construct creates (the
 	// schedule's dead-letter queue and the function's failure queue). The construct grants
 	// Scheduler's role and the function's role kms:GenerateDataKey and kms:Decrypt on it,
-	// through SQS only; an imported key's policy must let IAM policies of this account grant
-	// its use (the default key policy does). Default: SQS-managed encryption (SSE-SQS).
+	// through SQS only. It must be in the stack's region, and an imported key's policy must
+	// let IAM policies of this account grant its use (the default key policy does).
+	// Default: SQS-managed encryption (SSE-SQS).
 	EncryptionKey awskms.IKey
 
 	// ScheduleRetryAttempts is how often Scheduler retries handing the event to Lambda,
@@ -554,6 +556,13 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
 	}
 	items := checkItems(p, props.Items, fifo)
+	stack := awscdk.Stack_Of(scope)
+	if props.ScheduleGroup != nil {
+		checkEnv(p, "ScheduleGroup", deref(props.ScheduleGroup.ScheduleGroupArn()), stack, true, "a schedule can only be created in a group of its own account and region; use a group there, or leave ScheduleGroup nil")
+	}
+	if props.EncryptionKey != nil {
+		checkEnv(p, "EncryptionKey", deref(props.EncryptionKey.KeyArn()), stack, false, "SQS encrypts a queue only with a key in the queue's region; use a key there, or leave EncryptionKey nil for SSE-SQS")
+	}
 
 	s.input = map[string]any{"job": s.jobName, "items": items}
 	rendered, err := json.Marshal(map[string]any{
@@ -586,6 +595,33 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	s.fn.Environment = gofn.Environment(p, owned, tunableDefaults, extra)
 	p.Check()
 	return s
+}
+
+// checkEnv reports the resource with arn as prop when its ARN is known (not a token) and
+// names another region than stack, or with account set, another account. An imported
+// resource's Env is the stack's whatever its ARN says, so the ARN is what tells.
+func checkEnv(p *validate.Problems, prop, arn string, stack awscdk.Stack, account bool, fix string) {
+	if arn == "" || gofn.IsToken(arn) {
+		return
+	}
+	parts := awscdk.Arn_Split(jsii.String(arn), awscdk.ArnFormat_SLASH_RESOURCE_NAME)
+	type side struct{ what, theirs, ours string }
+	sides := []side{{"region", deref(parts.Region), deref(stack.Region())}}
+	if account {
+		sides = append(sides, side{"account", deref(parts.Account), deref(stack.Account())})
+	}
+	for _, s := range sides {
+		if s.theirs != "" && s.ours != "" && !gofn.IsToken(s.theirs) && !gofn.IsToken(s.ours) && s.theirs != s.ours {
+			p.Addf(prop, "is in %s %s, the stack in %s; %s", s.what, s.theirs, s.ours, fix)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // checkItems validates the items and returns them in the input's JSON shape.

@@ -8,7 +8,9 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -122,6 +124,15 @@ func TestValidationMessages(t *testing.T) {
 		{"architecture provided.al2023 does not run", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one,
 			Architecture: awslambda.Architecture_Custom(jsii.String("riscv64"), nil)},
 			[]string{`Architecture: got "riscv64"; use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64()`}},
+		{"key in another region", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one,
+			EncryptionKey: awskms.Key_FromKeyArn(stack, jsii.String("FarKey"), jsii.String("arn:aws:kms:us-east-1:123456789012:key/far"))},
+			[]string{"EncryptionKey: is in region us-east-1, the stack in eu-west-1; SQS encrypts a queue only with a key in the queue's region; " +
+				"use a key there, or leave EncryptionKey nil for SSE-SQS"}},
+		{"schedule group in another account", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one,
+			ScheduleGroup: awsscheduler.ScheduleGroup_FromScheduleGroupArn(stack, jsii.String("FarGroup"),
+				jsii.String("arn:aws:scheduler:eu-west-1:210987654321:schedule-group/far"))},
+			[]string{"ScheduleGroup: is in account 210987654321, the stack in 123456789012; a schedule can only be created in a group of its own " +
+				"account and region; use a group there, or leave ScheduleGroup nil"}},
 		{"environment setting the removed PERIOD", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Environment: map[string]string{"PERIOD": "5m"}},
 			[]string{"Environment: PERIOD is no longer supported: the dispatcher derives every key from the scheduled occurrence; remove the variable"}},
 		{"environment setting PERIOD to the old default", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Environment: map[string]string{"PERIOD": "1m0s"}},
