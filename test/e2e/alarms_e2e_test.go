@@ -222,11 +222,11 @@ func (o *observer) dynamo(c ddbproxy.Call, r ddbproxy.Reply) {
 	switch {
 	case r.Type == "ThrottlingException" || r.Type == "ProvisionedThroughputExceededException" || r.Type == "RequestLimitExceeded":
 		o.series.Add(db("ThrottledRequests", "TableName", table, "Operation", c.Op), now, 1)
-		kind := "WriteThrottleEvents"
+		metric := "WriteThrottleEvents"
 		if c.Op == "GetItem" || c.Op == "Query" || c.Op == "Scan" || c.Op == "BatchGetItem" {
-			kind = "ReadThrottleEvents"
+			metric = "ReadThrottleEvents"
 		}
-		o.series.Add(db(kind, "TableName", table), now, 1)
+		o.series.Add(db(metric, "TableName", table), now, 1)
 	case r.Status >= 500:
 		o.series.Add(db("SystemErrors", "TableName", table, "Operation", c.Op), now, 1)
 	case r.Type == "ConditionalCheckFailedException":
@@ -346,14 +346,14 @@ func (w *world) expectAlarms(mode string, since time.Time, timeout time.Duration
 		alarmTable.Lock()
 		alarmTable.rows = append(alarmTable.rows, row)
 		alarmTable.Unlock()
-		kind := "also fired"
+		role := "also fired"
 		if must {
-			kind = "must fire"
+			role = "must fire"
 		}
 		if fired {
-			report(w.t, "alarm %s (%s) for %q: ALARM %v after the failure (%v on the alarm clock)", id, kind, mode, row.After.Round(100*time.Millisecond), row.AlarmAfter.Round(time.Second))
+			report(w.t, "alarm %s (%s) for %q: ALARM %v after the failure (%v on the alarm clock)", id, role, mode, row.After.Round(100*time.Millisecond), row.AlarmAfter.Round(time.Second))
 		} else {
-			report(w.t, "alarm %s (%s) for %q: did NOT fire within %v; datapoints %v", id, kind, mode, timeout, ev.Values)
+			report(w.t, "alarm %s (%s) for %q: did NOT fire within %v; datapoints %v", id, role, mode, timeout, ev.Values)
 			w.t.Errorf("%s: alarm %s (on %s) did not go to ALARM within %v of the failure; its datapoints (one per %v of the alarm clock): %v",
 				mode, id, want[id], timeout, alarmPeriod(w.d.Template, id), ev.Values)
 		}
