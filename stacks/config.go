@@ -19,9 +19,15 @@ type Config struct {
 	// Stage names the deployment; the stack is called IdempotentSqsPipeline-<Stage>.
 	// Default "dev".
 	Stage string
-	// AlarmEmails are subscribed to the alarm topic. Default none (subscribe later, or add
-	// any other subscriber to the topic).
+	// AlarmEmails are subscribed to both alarm topics (paging and ticketing). Default none
+	// (subscribe later, or add any other subscriber to the topics).
 	AlarmEmails []string
+	// TicketEmails are subscribed to the ticketing topic only. Default none.
+	TicketEmails []string
+	// SlackWorkspaceID and SlackChannelID subscribe a Slack channel to both topics through
+	// AWS Chatbot (the workspace must be authorized in the Chatbot console first). Both or
+	// neither. Default none.
+	SlackWorkspaceID, SlackChannelID string
 	// Schedule is the dispatchers' cron expression in AWS's 6-field form.
 	// Default "0 * * * ? *" (hourly).
 	Schedule string
@@ -41,6 +47,9 @@ type Config struct {
 const (
 	ContextStage             = "stage"
 	ContextAlarmEmail        = "alarmEmail"
+	ContextTicketEmail       = "ticketEmail"
+	ContextSlackWorkspace    = "slackWorkspace"
+	ContextSlackChannel      = "slackChannel"
 	ContextSchedule          = "schedule"
 	ContextTimeZone          = "timezone"
 	ContextConsumerTimeout   = "consumerTimeout"
@@ -48,7 +57,7 @@ const (
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout}
 
 var stagePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
 
@@ -66,17 +75,23 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 		Stage:    str(ContextStage),
 		Schedule: str(ContextSchedule),
 		TimeZone: str(ContextTimeZone),
-		Account:  os.Getenv("CDK_DEFAULT_ACCOUNT"),
-		Region:   os.Getenv("CDK_DEFAULT_REGION"),
+		// Monitoring validates both (format, and both or neither).
+		SlackWorkspaceID: str(ContextSlackWorkspace),
+		SlackChannelID:   str(ContextSlackChannel),
+		Account:          os.Getenv("CDK_DEFAULT_ACCOUNT"),
+		Region:           os.Getenv("CDK_DEFAULT_REGION"),
 	}
 	var errs []string
-	if s := str(ContextAlarmEmail); s != "" {
-		for _, a := range strings.Split(s, ",") {
+	list := func(key string) []string {
+		var out []string
+		for _, a := range strings.Split(str(key), ",") {
 			if a = strings.TrimSpace(a); a != "" {
-				cfg.AlarmEmails = append(cfg.AlarmEmails, a)
+				out = append(out, a)
 			}
 		}
+		return out
 	}
+	cfg.AlarmEmails, cfg.TicketEmails = list(ContextAlarmEmail), list(ContextTicketEmail)
 	for key, dst := range map[string]*time.Duration{
 		ContextConsumerTimeout:   &cfg.ConsumerTimeout,
 		ContextVisibilityTimeout: &cfg.VisibilityTimeout,

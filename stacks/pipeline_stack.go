@@ -65,7 +65,10 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 
 	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", nil)
 	s.monitoring = monitoring.NewPipelineMonitoring(stack, "Monitoring", &monitoring.PipelineMonitoringProps{
-		AlarmEmails: cfg.AlarmEmails,
+		AlarmEmails:      cfg.AlarmEmails,
+		TicketEmails:     cfg.TicketEmails,
+		SlackWorkspaceId: cfg.SlackWorkspaceID,
+		SlackChannelId:   cfg.SlackChannelID,
 	})
 	s.monitoring.WatchTable("IdempotencyTable", s.table.Table())
 
@@ -101,7 +104,13 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 		Value: s.table.Table().TableName(), Description: jsii.String("DynamoDB idempotency table"),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
-		Value: s.monitoring.Topic().TopicArn(), Description: jsii.String("SNS topic every alarm notifies; subscribe on-call here"),
+		Value: s.monitoring.Topic().TopicArn(), Description: jsii.String("SNS topic the paging alarms notify (lost or stuck work); subscribe the pager here"),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("TicketTopicArn"), &awscdk.CfnOutputProps{
+		Value: s.monitoring.TicketTopic().TopicArn(), Description: jsii.String("SNS topic the ticketing alarms notify (degraded, retrying); subscribe the team's queue here"),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("UnhealthyAlarmName"), &awscdk.CfnOutputProps{
+		Value: s.monitoring.Unhealthy().AlarmName(), Description: jsii.String("Composite alarm in ALARM while any paging alarm is: the pipeline's one health signal"),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("DashboardName"), &awscdk.CfnOutputProps{
 		Value: s.monitoring.Dashboard().DashboardName(), Description: jsii.String("CloudWatch dashboard of the pipeline"),

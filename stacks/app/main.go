@@ -6,7 +6,10 @@
 // Context keys (cdk.json, or `cdk synth -c key=value`):
 //
 //	stage              name suffix of the stack, e.g. dev or prod           (default "dev")
-//	alarmEmail         comma-separated addresses subscribed to alarms      (default none)
+//	alarmEmail         comma-separated addresses subscribed to every alarm (default none)
+//	ticketEmail        comma-separated addresses for ticketing alarms only (default none)
+//	slackWorkspace     AWS Chatbot Slack workspace id, with slackChannel   (default none)
+//	slackChannel       Slack channel id that gets every alarm              (default none)
 //	schedule           the dispatchers' cron, AWS 6-field form              (default "0 * * * ? *")
 //	timezone           IANA time zone of the schedule                       (default "UTC")
 //	consumerTimeout    the consumer functions' timeout, a Go duration       (default 30s)

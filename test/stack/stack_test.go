@@ -72,8 +72,9 @@ func TestTopology(t *testing.T) {
 		"AWS::Lambda::EventSourceMapping": 2,
 		"AWS::Lambda::EventInvokeConfig":  2,
 		"AWS::Scheduler::Schedule":        2,
-		"AWS::SNS::Topic":                 1,
+		"AWS::SNS::Topic":                 2, // paging and ticketing
 		"AWS::CloudWatch::Dashboard":      1,
+		"AWS::CloudWatch::CompositeAlarm": 1, // "pipeline unhealthy"
 	} {
 		if counts[typ] != want {
 			t.Errorf("%s: %d in the template, want %d", typ, counts[typ], want)
@@ -84,19 +85,41 @@ func TestTopology(t *testing.T) {
 	}
 }
 
-// Every alarm must notify someone: an alarm without an action is a light nobody sees.
-func TestEveryAlarmNotifiesTheTopic(t *testing.T) {
-	topic := only(t, "AWS::SNS::Topic")
+// Every alarm must notify someone: an alarm without an action is a light nobody sees. Each
+// notifies exactly one of the two topics (paging or ticketing, by severity), and each topic
+// receives alarms.
+func TestEveryAlarmNotifiesATopic(t *testing.T) {
+	topics := map[string]int{}
+	for id, r := range resources {
+		if r.Type == "AWS::SNS::Topic" {
+			topics[id] = 0
+		}
+	}
 	for id, r := range resources {
 		if r.Type != "AWS::CloudWatch::Alarm" {
 			continue
 		}
 		actions, _ := r.Properties["AlarmActions"].([]any)
-		if len(actions) != 1 || cfn.RefTarget(actions[0]) != topic {
-			t.Errorf("alarm %s actions %v, want exactly the topic %s", id, actions, topic)
+		if len(actions) != 1 {
+			t.Errorf("alarm %s actions %v, want exactly one topic", id, actions)
+			continue
 		}
+		topic := cfn.RefTarget(actions[0])
+		if _, ok := topics[topic]; !ok {
+			t.Errorf("alarm %s notifies %v, not one of the topics", id, actions[0])
+			continue
+		}
+		topics[topic]++
 		if d := literalText(r.Properties["AlarmDescription"]); len(d) < 80 {
 			t.Errorf("alarm %s description %q is too thin for someone on call", id, d)
+		}
+	}
+	if len(topics) != 2 {
+		t.Errorf("%d topics, want 2 (paging and ticketing)", len(topics))
+	}
+	for topic, n := range topics {
+		if n == 0 {
+			t.Errorf("topic %s receives no alarm", topic)
 		}
 	}
 }
@@ -195,7 +218,10 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 }
 
 func TestConfigFromContextDefaultsAndEmails(t *testing.T) {
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"alarmEmail": "a@example.com, b@example.com"}})
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
+		"alarmEmail": "a@example.com, b@example.com", "ticketEmail": "tickets@example.com,",
+		"slackWorkspace": "T0123ABCD", "slackChannel": "C0123ABCD",
+	}})
 	cfg, err := stacks.ConfigFromContext(app)
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +232,19 @@ func TestConfigFromContextDefaultsAndEmails(t *testing.T) {
 	if strings.Join(cfg.AlarmEmails, ";") != "a@example.com;b@example.com" {
 		t.Errorf("AlarmEmails = %q", cfg.AlarmEmails)
 	}
+	if strings.Join(cfg.TicketEmails, ";") != "tickets@example.com" {
+		t.Errorf("TicketEmails = %q", cfg.TicketEmails)
+	}
+	if cfg.SlackWorkspaceID != "T0123ABCD" || cfg.SlackChannelID != "C0123ABCD" {
+		t.Errorf("Slack = %q/%q", cfg.SlackWorkspaceID, cfg.SlackChannelID)
+	}
+}
+
+// Half a Slack setting fails the stack with the monitoring's message, naming the stage.
+func TestSlackNeedsWorkspaceAndChannel(t *testing.T) {
+	cdktest.ExpectProblemIn(t, `PipelineMonitoring "IdempotentSqsPipeline-slack/Monitoring"`, func() {
+		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "slack", SlackWorkspaceID: "T0123ABCD"})
+	}, "SlackWorkspaceId/SlackChannelId", "set both to subscribe a Slack channel, or neither")
 }
 
 // A wrong prop fails the real app (what `make synth` runs) with the designed message and no
