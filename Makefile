@@ -47,6 +47,9 @@ MOTO_STAMP := $(MOTO_VENV)/.installed
 # visibility timeout (6x) is 18 s and a poison message reaches its DLQ in about 1.5 minutes.
 E2E_ASSEMBLY := $(ROOT)/cdk.out.e2e
 E2E_CONTEXT := -c stage=e2e -c consumerTimeout=3s
+# The worked examples (examples/, a module of their own): the orders app's assembly, which the
+# e2e suite deploys to run the example's own consumer.
+EXAMPLES_ORDERS_ASSEMBLY := $(ROOT)/examples/orders/cdk.out
 SOAK_MESSAGES ?= 100000
 # Peer benchmark installs: Powertools for AWS Lambda (TypeScript) and (Python).
 BENCH_TS := $(ROOT)/.cache/bench-ts
@@ -165,17 +168,27 @@ synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); 
 # ---------------------------------------------------------------------------- test
 
 .PHONY: test
-test: tools vet check-function-deps unit fuzz lint e2e bench-smoke ## every test and check (what CI runs)
+test: tools vet check-function-deps unit examples fuzz lint e2e bench-smoke ## every test and check (what CI runs)
 
 .PHONY: vet
 vet: $(GOMOD_STAMP)
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/e2e/
+	$(GO) vet -tags e2e ./test/e2e/ ./test/examples/
 
 .PHONY: unit
 unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag)
 	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag" "about 3 min" -- \
 	  $(GO) test -count=1 ./...
+
+# The examples build as a user's app does: their own module, GOFLAGS=-trimpath (no source
+# paths compiled in, so the constructs find the function sources through go list -m).
+.PHONY: examples examples-synth
+examples: examples-synth ## the worked examples (examples/): vet and test their own module with -trimpath, synthesize orders with the CDK CLI
+	@$(STEP) "examples/: go vet and go test (both stages and the orders stack synthesized with assertions and cdk-nag)" "about 1 min" -- \
+	  sh -c 'cd examples && GOFLAGS=-trimpath $(GO) vet ./... && GOFLAGS=-trimpath $(GO) test -count=1 ./...'
+examples-synth: app
+	@$(STEP) "synthesizing examples/orders with GOFLAGS=-trimpath (bundles its own consumer)" "about 40 s" -- \
+	  sh -c 'cd examples/orders && GOFLAGS=-trimpath $(CDK) synth --quiet -o $(EXAMPLES_ORDERS_ASSEMBLY) >/dev/null'
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
@@ -213,9 +226,10 @@ e2e-synth: app
 	  $(CDK) synth --quiet $(E2E_CONTEXT) -o $(E2E_ASSEMBLY)
 
 .PHONY: e2e
-e2e: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template: every scenario and a short soak
-	@echo "--> the e2e scenarios and a short soak (about 3 min; full output in .cache/e2e.log)"
-	@E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(GO) test -tags e2e -count=1 -v -timeout 20m ./test/e2e/ > .cache/e2e.log 2>&1 \
+e2e: e2e-synth examples-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template: every scenario, a short soak, the orders example
+	@echo "--> the e2e scenarios, a short soak and the orders example (about 3 min; full output in .cache/e2e.log)"
+	@E2E_ASSEMBLY=$(E2E_ASSEMBLY) EXAMPLES_ORDERS_ASSEMBLY=$(EXAMPLES_ORDERS_ASSEMBLY) \
+	  $(GO) test -tags e2e -count=1 -p 1 -v -timeout 25m ./test/e2e/ ./test/examples/ > .cache/e2e.log 2>&1 \
 	  || { grep -v '^=== ' .cache/e2e.log | tail -80; exit 1; }
 	@grep -E '^(FIGURE|--- |ok|PASS)' .cache/e2e.log
 
@@ -250,4 +264,4 @@ destroy: app ## cdk destroy (the idempotency table is retained by default)
 
 .PHONY: clean
 clean:
-	rm -rf cdk.out $(E2E_ASSEMBLY) bin
+	rm -rf cdk.out $(E2E_ASSEMBLY) $(EXAMPLES_ORDERS_ASSEMBLY) bin

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
+	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
+	"github.com/idempotent-sqs/pipeline/constructs/table"
+)
+
+// OrdersStackProps names the resources that exist before this stack.
+type OrdersStackProps struct {
+	awscdk.StackProps
+	// IdempotencyTableName is the existing idempotency table.
+	IdempotencyTableName string
+	// AlarmTopicArn is the existing SNS topic alarms notify. If it is encrypted, its key
+	// must let CloudWatch use it (see monitoring.PipelineMonitoringProps.Topic).
+	AlarmTopicArn string
+	// Entry is the consumer's main package; default functions/orders, relative to the
+	// directory `cdk` runs in (this example's root).
+	Entry string
+}
+
+// OrdersStack is the orders pipeline and the orders table its consumer writes.
+type OrdersStack struct {
+	awscdk.Stack
+	Pipeline pipeline.Pipeline
+	Orders   awsdynamodb.Table
+}
+
+// NewOrdersStack builds the stack.
+func NewOrdersStack(scope constructs.Construct, id string, props *OrdersStackProps) *OrdersStack {
+	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
+	entry := props.Entry
+	if entry == "" {
+		entry = "functions/orders"
+	}
+	orders := awsdynamodb.NewTable(stack, jsii.String("OrdersTable"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("orderId"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(true),
+		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
+	})
+	p := pipeline.NewPipeline(stack, "Orders", &pipeline.PipelineProps{
+		Table: table.ImportIdempotencyTable(stack, "Idempotency", &table.ExistingIdempotencyTableProps{
+			TableName: props.IdempotencyTableName,
+		}),
+		MonitoringProps: &monitoring.PipelineMonitoringProps{
+			Topic: awssns.Topic_FromTopicArn(stack, jsii.String("OnCall"), jsii.String(props.AlarmTopicArn)),
+		},
+		Consumer: &consumer.IdempotentConsumerProps{
+			Entry:       entry,
+			Environment: map[string]string{"ORDERS_TABLE_NAME": *orders.TableName()},
+		},
+	})
+	// The effect's one call, and nothing more.
+	orders.Grant(p.Consumer().Function(), jsii.String("dynamodb:UpdateItem"))
+	return &OrdersStack{Stack: stack, Pipeline: p, Orders: orders}
+}
