@@ -227,11 +227,11 @@ e2e-synth: app
 
 .PHONY: e2e
 e2e: e2e-synth examples-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template: every scenario, a short soak, the orders example
-	@echo "--> the e2e scenarios, a short soak and the orders example (about 3 min; full output in .cache/e2e.log)"
+	@echo "--> the e2e scenarios with their alarms, a short soak and the orders example (about 6 min; full output in .cache/e2e.log)"
 	@E2E_ASSEMBLY=$(E2E_ASSEMBLY) EXAMPLES_ORDERS_ASSEMBLY=$(EXAMPLES_ORDERS_ASSEMBLY) \
 	  $(GO) test -tags e2e -count=1 -p 1 -v -timeout 25m ./test/e2e/ ./test/examples/ > .cache/e2e.log 2>&1 \
 	  || { grep -v '^=== ' .cache/e2e.log | tail -80; exit 1; }
-	@grep -E '^(FIGURE|--- |ok|PASS)' .cache/e2e.log
+	@grep -E '^(FIGURE|ALARMTABLE|--- |ok|PASS)' .cache/e2e.log
 
 .PHONY: soak
 soak: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the soak alone with SOAK_MESSAGES (default 100,000) messages

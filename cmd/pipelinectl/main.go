@@ -4,7 +4,7 @@
 //
 // Install it with
 //
-//	go install github.com/idempotent-sqs/pipeline/cmd/pipelinectl@latest
+//	go install github.com/idempotent-sqs/pipeline/cmd/pipelinectl@<version>
 //
 // and run `pipelinectl help` for the commands. It finds the queues and the table from the
 // stack's outputs (`--stack NAME`, or `--outputs FILE` as `cdk deploy --outputs-file` writes
