@@ -72,6 +72,7 @@ func TestTopology(t *testing.T) {
 		"AWS::Lambda::EventSourceMapping": 2,
 		"AWS::Lambda::EventInvokeConfig":  2,
 		"AWS::Scheduler::Schedule":        2,
+		"AWS::Scheduler::ScheduleGroup":   2, // one per dispatcher: Scheduler publishes its metrics per group
 		"AWS::SNS::Topic":                 2, // paging and ticketing
 		"AWS::CloudWatch::Dashboard":      1,
 		"AWS::CloudWatch::CompositeAlarm": 1, // "pipeline unhealthy"
