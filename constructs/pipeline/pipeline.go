@@ -33,11 +33,12 @@ type PipelineProps struct {
 	// EncryptionKey is one customer managed KMS key for everything the pipeline creates that
 	// holds data: the new table, the processing queue and its DLQ, the dispatcher's schedule
 	// DLQ and failure queue, and the new monitoring's topics and undelivered-notifications
-	// queue. It fills the EncryptionKey of TableProps, Queue, Dispatcher and
-	// MonitoringProps where they leave it nil; a part given another key is an error (give
-	// the parts their own keys and leave this nil instead). An existing Table or Monitoring
-	// keeps its own encryption. Default nil: each part's default (AWS managed keys, and a
-	// key of its own for the monitoring's topic).
+	// queue where it creates them (a given Topic is used as it is). It fills the
+	// EncryptionKey of TableProps, Queue, Dispatcher and MonitoringProps where they leave it
+	// nil; a part given another key is an error (give the parts their own keys and leave
+	// this nil instead). An existing Table, ExistingQueue or Monitoring keeps its own
+	// encryption. Default nil: each part's default (AWS managed keys, and a key of its own
+	// for the monitoring's topics).
 	EncryptionKey awskms.IKey
 	// Table is an existing idempotency table to use, e.g. one shared by several pipelines
 	// (each consumer keeps its own key prefix). Default: a new table from TableProps.
@@ -127,7 +128,11 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		if props.MonitoringProps != nil {
 			mp = *props.MonitoringProps
 		}
-		mp.EncryptionKey = keyFor(mp.EncryptionKey, props.EncryptionKey)
+		// Only where the monitoring creates something to encrypt: topics of its own (no Topic
+		// given), or the undelivered-notifications queue of email subscriptions.
+		if mp.Topic == nil || len(mp.AlarmEmails)+len(mp.TicketEmails) > 0 {
+			mp.EncryptionKey = keyFor(mp.EncryptionKey, props.EncryptionKey)
+		}
 		p.monitoring = monitoring.NewPipelineMonitoring(p, "Monitoring", &mp)
 	}
 
