@@ -67,6 +67,7 @@ func TestMain(m *testing.M) {
 			MaxReceiveCount:           3,
 			ContentBasedDeduplication: true,
 			HighThroughput:            true,
+			DeadLetterRemovalPolicy:   awscdk.RemovalPolicy_DESTROY,
 		}
 	})
 	kms = newFixture(app, "Kms", "Orders", func(stack awscdk.Stack) *ProcessingQueueProps {

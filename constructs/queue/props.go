@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 
@@ -74,6 +75,14 @@ type ProcessingQueueProps struct {
 	// consumers then also need the key's permissions, which IQueue's grant methods add.
 	// Default: nil, SSE-SQS (SQS-managed encryption, no key permissions needed).
 	EncryptionKey awskms.IKey
+
+	// DeadLetterRemovalPolicy is what happens to the DLQ, and the messages in it, when it
+	// leaves the stack (the stack is deleted, or the DLQ replaced): RETAIN,
+	// RETAIN_ON_UPDATE_OR_DELETE or DESTROY. A DLQ holds the messages that could not be
+	// processed, often the only copy of that work, so by default it outlives the stack; its
+	// name is generated, so a new deployment creates a new DLQ beside a retained one.
+	// Default: "" meaning awscdk.RemovalPolicy_RETAIN.
+	DeadLetterRemovalPolicy awscdk.RemovalPolicy
 }
 
 // Defaults, in one place.
@@ -112,6 +121,7 @@ type settings struct {
 	contentBasedDeduplication bool
 	highThroughput            bool
 	encryptionKey             awskms.IKey
+	deadLetterRemovalPolicy   awscdk.RemovalPolicy
 }
 
 // resolve applies the defaults to props (nil allowed) and validates the result, panicking
@@ -131,6 +141,10 @@ func resolve(scope constructs.Construct, id string, props *ProcessingQueueProps)
 		contentBasedDeduplication: p.ContentBasedDeduplication,
 		highThroughput:            p.HighThroughput,
 		encryptionKey:             p.EncryptionKey,
+		deadLetterRemovalPolicy:   p.DeadLetterRemovalPolicy,
+	}
+	if s.deadLetterRemovalPolicy == "" {
+		s.deadLetterRemovalPolicy = awscdk.RemovalPolicy_RETAIN
 	}
 	if s.maxReceiveCount == 0 {
 		s.maxReceiveCount = DefaultMaxReceiveCount
@@ -147,6 +161,11 @@ func resolve(scope constructs.Construct, id string, props *ProcessingQueueProps)
 }
 
 func (s settings) check(v *validate.Problems, p ProcessingQueueProps) {
+	switch s.deadLetterRemovalPolicy {
+	case awscdk.RemovalPolicy_RETAIN, awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE, awscdk.RemovalPolicy_DESTROY:
+	default:
+		v.Add("DeadLetterRemovalPolicy", fmt.Sprintf("%q", s.deadLetterRemovalPolicy), "use awscdk.RemovalPolicy_RETAIN, _RETAIN_ON_UPDATE_OR_DELETE or _DESTROY (SQS queues have no snapshots)")
+	}
 	if s.queueName != "" && !validate.Unresolved(s.queueName) {
 		checkQueueName(v, s.queueName, s.fifo)
 	}

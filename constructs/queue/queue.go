@@ -73,6 +73,7 @@ func NewProcessingQueue(scope constructs.Construct, id string, props *Processing
 		RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
 		SourceQueues:      &[]awssqs.IQueue{sourceRef},
 	}
+	dlqProps.RemovalPolicy = s.deadLetterRemovalPolicy
 	q.dlq = awssqs.NewQueue(q, jsii.String("DeadLetterQueue"), &dlqProps)
 
 	srcProps := common

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
@@ -142,6 +143,27 @@ func TestRedrivePolicyTargetsDeadLetterQueue(t *testing.T) {
 			}
 			if want := cdktest.LogicalID(f.stack, f.q.DeadLetterQueue()); targetID != want {
 				t.Errorf("redrive target %q is not DeadLetterQueue() (%s)", targetID, want)
+			}
+		})
+	}
+}
+
+// The DLQ, which may hold the only copy of failed work, outlives the stack unless told
+// otherwise; the source queue is deleted with it.
+func TestDeadLetterQueueIsRetained(t *testing.T) {
+	for _, f := range fixtures {
+		t.Run(f.name, func(t *testing.T) {
+			want := "Retain"
+			if f.props != nil && f.props.DeadLetterRemovalPolicy == awscdk.RemovalPolicy_DESTROY {
+				want = "Delete"
+			}
+			queues := *f.tmpl.FindResources(jsii.String("AWS::SQS::Queue"), nil)
+			dlq, src := cdktest.LogicalID(f.stack, f.q.DeadLetterQueue()), cdktest.LogicalID(f.stack, f.q.Queue())
+			if got := (*queues[dlq])["DeletionPolicy"]; got != want {
+				t.Errorf("DLQ DeletionPolicy %v, want %s", got, want)
+			}
+			if got := (*queues[src])["DeletionPolicy"]; got != "Delete" {
+				t.Errorf("source queue DeletionPolicy %v, want Delete", got)
 			}
 		})
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
@@ -49,6 +51,8 @@ func TestValidation(t *testing.T) {
 			[]string{"MaxReceiveCount", "got -1", "must be 1 to 1000"}},
 		{"content-based deduplication on a standard queue", ProcessingQueueProps{ContentBasedDeduplication: true},
 			[]string{"ContentBasedDeduplication", "got true", "only FIFO queues deduplicate"}},
+		{"snapshot removal policy", ProcessingQueueProps{DeadLetterRemovalPolicy: awscdk.RemovalPolicy_SNAPSHOT},
+			[]string{`DeadLetterRemovalPolicy: got "SNAPSHOT"; use awscdk.RemovalPolicy_RETAIN, _RETAIN_ON_UPDATE_OR_DELETE or _DESTROY (SQS queues have no snapshots)`}},
 		{"high throughput on a standard queue", ProcessingQueueProps{HighThroughput: true},
 			[]string{"HighThroughput", "got true", "FIFO queue setting"}},
 	}
