@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -375,5 +376,47 @@ func TestSQSDeadLetterOneFreeSlotCarriesTheSourceID(t *testing.T) {
 	in := sendOne(t, dlqURL, rec, "body_not_json", "message body is not JSON")
 	if got := aws.ToString(in.MessageAttributes[AttrDeadLetterReason].StringValue); got != "body_not_json: message body is not JSON (source message m-9)" {
 		t.Errorf("%s = %q", AttrDeadLetterReason, got)
+	}
+}
+
+// An effect that finds its message can never succeed wraps ErrInvalidInput: the record goes
+// to the DLQ at once, as other bad input does, and the key is released, so the same key
+// fixed and sent again runs the effect.
+func TestEffectInvalidInputIsDeadLettered(t *testing.T) {
+	var runs int
+	hs := newHarness(t, nil, func(*slog.Logger) Effect {
+		return func(_ context.Context, msg Message) ([]byte, error) {
+			runs++
+			if strings.Contains(msg.Body, "bad-amount") {
+				return nil, fmt.Errorf("order %s: amount %q: %w", msg.Key, "ten", ErrInvalidInput)
+			}
+			return nil, nil
+		}
+	})
+	dl := &fakeDeadLetter{}
+	hs.h.WithDeadLetter(dl)
+	bad := record("bad", `{"idempotencyKey":"order-7","amount":"bad-amount"}`)
+	failed, recs, _, metrics := hs.invoke(events.SQSEvent{Records: []events.SQSMessage{bad, record("good", `{"idempotencyKey":"order-8"}`)}})
+	if len(failed) != 0 {
+		t.Errorf("failed = %v, want none: the bad record is in the DLQ", failed)
+	}
+	d, ok := dl.byID()["bad"]
+	if !ok || d.code != OutcomeInvalidInput || !strings.Contains(d.reason, `order order-7: amount "ten": invalid input`) {
+		t.Errorf("dead-lettered %+v (ok %v), want code invalid_input and the effect's error as reason", d, ok)
+	}
+	if r := recs["bad"]; r["outcome"] != OutcomeInvalidInput || r["deadLettered"] != true {
+		t.Errorf("line %v, want outcome invalid_input, deadLettered", r)
+	}
+	if metrics["InvalidInput"] != 1 || metrics["DeadLettered"] != 1 || metrics["Failed"] != 0 || metrics["Processed"] != 1 {
+		t.Errorf("metrics = %v", metrics)
+	}
+	// Fixed and sent again under the same key (other content is a payload mismatch, so the
+	// producer sends the corrected order as a new key or with validation off; here the same
+	// body is redriven after the effect's rule was fixed).
+	runs = 0
+	hs.h.WithDeadLetter(&fakeDeadLetter{})
+	failed, _, _, _ = hs.invoke(events.SQSEvent{Records: []events.SQSMessage{record("bad-again", `{"idempotencyKey":"order-7","amount":"bad-amount"}`)}})
+	if runs != 1 || len(failed) != 0 {
+		t.Errorf("redelivery ran the effect %d times (failed %v), want 1: the key was released", runs, failed)
 	}
 }

@@ -21,6 +21,14 @@ import (
 // group (IDEMPOTENCY_TENANT_SOURCE=group, meant for FIFO queues).
 var ErrNoGroup = errors.New("bad input: MessageGroupId is missing, and IDEMPOTENCY_TENANT_SOURCE=group needs it (FIFO queue)")
 
+// ErrInvalidInput is what an Effect wraps to say its message can never succeed, such as a
+// body it cannot parse: return fmt.Errorf("order %s: %w", id, consume.ErrInvalidInput). The
+// key is released as after any error, and the record ends like other bad input: moved to the
+// dead-letter queue at once with DeadLetterReason "invalid_input" (counted as InvalidInput
+// and DeadLettered), instead of being retried until the queue's redrive policy moves it, and
+// holding up its FIFO group meanwhile. After fixing the data, redrive it like any other.
+var ErrInvalidInput = errors.New("invalid input")
+
 // Message is what the business effect gets: the record plus what the consumer extracted.
 type Message struct {
 	ID           string            // the SQS MessageId
@@ -34,7 +42,7 @@ type Message struct {
 
 // Effect is the business side effect of one message. It runs at most once to completion per
 // key (see package idempotency for the exact guarantee): an error releases the key so the
-// redelivery runs it again. The returned bytes are stored only with StoreResult, and only
+// redelivery runs it again, unless it wraps ErrInvalidInput (the message is dead-lettered). The returned bytes are stored only with StoreResult, and only
 // when the record can hold them (see idempotency.Result.ResultDropped).
 type Effect func(ctx context.Context, msg Message) ([]byte, error)
 
@@ -180,7 +188,7 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 		outcome, metric = OutcomeProcessed, telemetry.MetricProcessed
 	case errors.Is(err, idempotency.ErrInProgress):
 		outcome, metric = OutcomeInFlightElsewhere, telemetry.MetricInFlightElsewhere
-	case errors.Is(err, idempotency.ErrInvalidRequest):
+	case errors.Is(err, idempotency.ErrInvalidRequest), errors.Is(err, ErrInvalidInput):
 		outcome, metric = OutcomeInvalidInput, telemetry.MetricInvalidInput
 	case errors.Is(err, idempotency.ErrPayloadMismatch):
 		// A producer reused a key for other content: bad input like any other, so the one
