@@ -22,7 +22,12 @@ DEVLOOP_RUNS=${DEVLOOP_RUNS:-3}
 BENCHTIME=${BENCHTIME:-1s}
 GO=${GO:-go}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The 1-minute load average every 30 s while the benchmarks run: the header reports its range.
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+touch "$work/load"
+( while :; do cut -d' ' -f1 /proc/loadavg >>"$work/load"; sleep 30; done ) &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null; rm -rf "$work"' EXIT
 # Taken now: writing OUT below would make the tree look changed.
 rev="$(git rev-parse --short HEAD)$(git diff --quiet || echo ' with uncommitted changes')"
 
@@ -92,11 +97,15 @@ if [ -f docs/profiles/README.md ]; then
   awk 'NR > 1' docs/profiles/README.md | sed -E 's/^## /### /; s/\]\(([a-z0-9-]+\.(svg|txt))\)/](profiles\/\1)/g' >>"$work/body.md"
 fi
 
+kill "$sampler" 2>/dev/null || true
+load_during=$(sort -n "$work/load" | awk '{a[NR] = $1} END {if (NR) printf "%s to %s (median %s, %d samples)", a[1], a[NR], a[int((NR + 1) / 2)], NR}')
+
 {
   echo "# Benchmarks"
   echo
   echo "Written by \`make bench\` (\`test/bench/report.sh\`) on $(date -u +%Y-%m-%d) at commit $rev."
-  echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB, $($GO version | cut -d' ' -f3-4), load average at start $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB, $($GO version | cut -d' ' -f3-4), load average at start $load_start, at the end $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "Load average (1 min) during the run, every 30 s: ${load_during:-not sampled}."
   echo "The machine is shared and noisy: each figure is a median with its min-max, and the headline figures are ratios against a peer measured alternately in the same run."
   cat "$work/body.md"
 } >"$OUT"

@@ -221,6 +221,10 @@ const quotaNotes = `### How to read the Lambda-shaped runs
   $0.20 per million requests, https://aws.amazon.com/lambda/pricing/; DynamoDB $0.625 per
   million WRU, https://aws.amazon.com/dynamodb/pricing/on-demand/; SQS $0.40 per million
   requests, https://aws.amazon.com/sqs/pricing/; the quotes and their dates are listed there).
+- CPU µs per record is the contender's process over the timed part: ours read from
+  /proc/<pid>/stat in 10 ms ticks (±50 µs per record at 200 records), the others
+  self-reported (getrusage, process.cpuUsage, time.process_time). Under a quota the machine's
+  other load can still take CPU from a contender: the per-round ranges show how much.
 - DynamoDB's writes dominate the cost per million; the function's part (GB-s and requests) is
   what differs between the contenders, and it is what the records/s per environment sets.
 `

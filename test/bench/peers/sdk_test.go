@@ -30,12 +30,12 @@ import (
 //
 //	go test -run '^$' -bench UpdateItem -benchmem ./test/bench/peers
 //
-//   - sdk: dynamodb.New as the raw loop builds it (retries off by RetryMaxAttempts = 1);
-//   - sdk-nopretryer: the same with aws.NopRetryer, the retryer that does nothing;
-//   - sdk-lean: NopRetryer and the middleware that neither the request nor its guarantees
-//     need removed (the invocation-id header of retries, the user agent builder);
-//   - hand: the floor without the SDK: the request body marshalled from a struct, signed
-//     with the SDK's SigV4 signer, sent with net/http, the response decoded.
+// The variants: sdk is dynamodb.New as the raw loop builds it (retries off by
+// RetryMaxAttempts = 1); sdk-nopretryer the same with aws.NopRetryer, the retryer that does
+// nothing; sdk-lean NopRetryer with the middleware that neither the request nor its
+// guarantees need removed (the invocation-id header of retries, the user agent builder);
+// hand the floor without the SDK: the request body marshalled from a struct, signed with the
+// SDK's SigV4 signer, sent with net/http, the response decoded.
 func BenchmarkUpdateItem(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
