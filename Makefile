@@ -243,7 +243,7 @@ sqs-compare: $(GOMOD_STAMP) $(ELASTICMQ_STAMP) $(FAUXQS_STAMP) $(MOTO_STAMP) ## 
 	$(GO) run ./test/sqsfidelity/cmd/compare
 
 .PHONY: bench
-bench: app $(DDB_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## every benchmark with figures, into docs/benchmarks.md (about 15 min; a quiet machine)
+bench: app $(DDB_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## every benchmark with figures, into docs/benchmarks.md (about 25 min; a quiet machine; root for the CPU-quota cgroups, else a loud unconfined fallback)
 	test/bench/report.sh docs/benchmarks.md
 
 .PHONY: bench-smoke
