@@ -70,6 +70,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
@@ -316,7 +317,7 @@ func NewIdempotentConsumer(scope constructs.Construct, id string, props *Idempot
 	c.fn = gofn.New(c, s.fn)
 	props.Table.GrantIdempotency(c.fn.Function)
 	if s.deadLetter != nil {
-		s.deadLetter.GrantSendMessages(c.fn.Function)
+		sqsgrant.Send(s.deadLetter, s.deadLetter.EncryptionMasterKey(), c.fn.Function, sqsgrant.SendActions...)
 	}
 
 	esProps := &awslambdaeventsources.SqsEventSourceProps{

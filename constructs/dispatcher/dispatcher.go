@@ -81,6 +81,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/dispatcher/limits"
 )
@@ -330,8 +331,8 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 
 	s.fn.OnFailure = &queueDestination{d.failureQueue}
 	d.fn = gofn.New(d, s.fn)
-	grantSend(d.failureQueue, props.EncryptionKey, d.fn.Function, failureQueueActions...)
-	props.Queue.Queue().GrantSendMessages(d.fn.Function)
+	sqsgrant.Send(d.failureQueue, props.EncryptionKey, d.fn.Function, sqsgrant.SendActions...)
+	sqsgrant.Send(props.Queue.Queue(), props.Queue.Queue().EncryptionMasterKey(), d.fn.Function, sqsgrant.SendActions...)
 	cdknag.NagSuppressions_AddResourceSuppressions(d.fn.Function, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("Serverless-LambdaDLQ"),
 		Reason: jsii.String("failed asynchronous invocations go to an on-failure destination (EventInvokeConfig -> FailureQueue), which also " +
@@ -366,7 +367,7 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 	if props.EncryptionKey != nil {
 		// The target grants sqs:SendMessage on its DLQ, not the key use an encrypted queue
 		// needs.
-		grantSend(d.scheduleDLQ, props.EncryptionKey, role)
+		sqsgrant.Send(d.scheduleDLQ, props.EncryptionKey, role)
 	}
 	// After NewSchedule: the target binds (and creates the role's policy) in it, and
 	// applyToChildren only reaches children that exist.
@@ -434,35 +435,9 @@ func deadLetterQueue(scope constructs.Construct, id string, key awskms.IKey, why
 	return q
 }
 
-// failureQueueActions are what the function's role gets on the failure queue: what CDK's
-// SQS destination granted before, so existing stacks see no change.
-var failureQueueActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
-
-// grantSend lets grantee send to q (the sqs actions given, if any) and, when q is encrypted
-// with key, use the key as SQS needs to encrypt a message: kms:GenerateDataKey and
-// kms:Decrypt, through SQS in this stack's region only. CDK's own queue grants add
-// kms:Encrypt, kms:ReEncrypt* and kms:GenerateDataKey* as well, which sending never uses.
-func grantSend(q awssqs.IQueue, key awskms.IKey, grantee awsiam.IGrantable, sqsActions ...string) {
-	if len(sqsActions) > 0 {
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-			Grantee: grantee, Actions: jsii.Strings(sqsActions...), ResourceArns: jsii.Strings(*q.QueueArn()),
-		})
-	}
-	if key != nil {
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-			Grantee:      grantee,
-			Actions:      jsii.Strings("kms:GenerateDataKey", "kms:Decrypt"),
-			ResourceArns: jsii.Strings(*key.KeyArn()),
-			Conditions: &map[string]*map[string]any{"StringEquals": {
-				"kms:ViaService": "sqs." + *awscdk.Stack_Of(q).Region() + ".amazonaws.com",
-			}},
-		})
-	}
-}
-
 // queueDestination is the function's on-failure destination. Unlike CDK's SqsDestination it
 // grants nothing itself: the construct grants exactly what sending to the queue needs
-// (grantSend), without the wildcard key actions of CDK's queue grants.
+// (sqsgrant.Send), without the wildcard key actions of CDK's queue grants.
 type queueDestination struct{ queue awssqs.IQueue }
 
 func (d *queueDestination) Bind(constructs.Construct, awslambda.IFunction, *awslambda.DestinationOptions) *awslambda.DestinationConfig {

@@ -66,10 +66,16 @@ func TestConsumerAndDispatcherOnAnImportedQueue(t *testing.T) {
 		`sqs:SendMessage "` + dlqArn + `"`,      // the consumer's dead-lettering
 		`sqs:SendMessage "` + queueArn + `"`,    // the dispatcher
 		`kms:Decrypt "` + keyArn + `"`,
-		`kms:GenerateDataKey* "` + keyArn + `"`,
+		`kms:GenerateDataKey "` + keyArn + `"`, // sending to the queue and the DLQ
 	} {
 		if !granted[want] {
 			t.Errorf("not granted: %s", want)
+		}
+	}
+	// Sending never needs these; CDK's queue grants add them.
+	for _, never := range []string{"kms:Encrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*"} {
+		if granted[never+` "`+keyArn+`"`] {
+			t.Errorf("granted %s on the queue's key: sending needs only kms:GenerateDataKey and kms:Decrypt", never)
 		}
 	}
 
