@@ -1,65 +1,21 @@
 package monitoring
 
 import (
-	"bufio"
-	"os"
-	"regexp"
-	"strings"
 	"testing"
-	"unicode"
+
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // runbookPath is docs/runbooks.md, seen from this package's directory.
 const runbookPath = "../../docs/runbooks.md"
 
-// githubAnchor is the fragment GitHub gives a heading: lower case, every character that is
-// not a letter, digit, space, "-" or "_" dropped, spaces as hyphens.
-func githubAnchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
-		switch {
-		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
-}
-
 // runbookAnchors returns the anchors of the runbook's headings (levels 2 and 3, outside code
 // blocks), failing the test on a heading whose anchor repeats (GitHub would suffix it "-1").
 func runbookAnchors(t *testing.T) map[string]bool {
 	t.Helper()
-	f, err := os.Open(runbookPath)
+	anchors, err := cdktest.MarkdownAnchors(runbookPath)
 	if err != nil {
 		t.Fatalf("the runbooks: %v", err)
-	}
-	defer f.Close()
-	anchors := map[string]bool{}
-	fenced := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "```") {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
-		for _, prefix := range []string{"## ", "### "} {
-			if h, ok := strings.CutPrefix(line, prefix); ok {
-				a := githubAnchor(h)
-				if anchors[a] {
-					t.Errorf("two headings have the anchor %q", a)
-				}
-				anchors[a] = true
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return anchors
 }
@@ -72,13 +28,12 @@ func TestGithubAnchor(t *testing.T) {
 		"What `make test` runs":            "what-make-test-runs",
 		"Lock duration and visibility (x)": "lock-duration-and-visibility-x",
 	} {
-		if got := githubAnchor(in); got != want {
-			t.Errorf("githubAnchor(%q) = %q, want %q", in, got, want)
+		if got := cdktest.GithubAnchor(in); got != want {
+			t.Errorf("GithubAnchor(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
-var runbookLinkRe = regexp.MustCompile(`Runbook: (\S+)#([a-z0-9_-]+)$`)
 
 // Every alarm and composite alarm of every fixture template ends its description with a link
 // to a section the runbooks have, under the fixture's RunbookURL.
@@ -96,7 +51,7 @@ func TestEveryAlarmHasARunbookSection(t *testing.T) {
 				n++
 				props, _ := (*r)["Properties"].(map[string]any)
 				desc := flatten(props["AlarmDescription"])
-				m := runbookLinkRe.FindStringSubmatch(desc)
+				m := cdktest.RunbookLink.FindStringSubmatch(desc)
 				switch {
 				case m == nil:
 					t.Errorf("%s %s: no runbook link at the end of its description: %q", *f.stack.StackName(), id, desc)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
@@ -327,4 +328,33 @@ func literalText(v any) string {
 		}
 	}
 	return ""
+}
+
+// Every alarm of the reference stack, composite included, ends its description with a link
+// to a section docs/runbooks.md has: an operator paged at night lands on what to do.
+func TestEveryAlarmLinksARunbookSection(t *testing.T) {
+	anchors, err := cdktest.MarkdownAnchors("../../docs/runbooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for id, r := range resources {
+		if r.Type != "AWS::CloudWatch::Alarm" && r.Type != "AWS::CloudWatch::CompositeAlarm" {
+			continue
+		}
+		n++
+		desc := literalText(r.Properties["AlarmDescription"])
+		m := cdktest.RunbookLink.FindStringSubmatch(desc)
+		switch {
+		case m == nil:
+			t.Errorf("%s: no runbook link at the end of its description: %q", id, desc)
+		case m[1] != monitoring.DefaultRunbookURL:
+			t.Errorf("%s: runbook %q, want %q", id, m[1], monitoring.DefaultRunbookURL)
+		case !anchors[m[2]]:
+			t.Errorf("%s: docs/runbooks.md has no section #%s", id, m[2])
+		}
+	}
+	if n < 30 {
+		t.Errorf("checked %d alarms; the reference stack has 29 and a composite", n)
+	}
 }
