@@ -34,7 +34,6 @@ func TestGithubAnchor(t *testing.T) {
 	}
 }
 
-
 // Every alarm and composite alarm of every fixture template ends its description with a link
 // to a section the runbooks have, under the fixture's RunbookURL.
 func TestEveryAlarmHasARunbookSection(t *testing.T) {
