@@ -115,19 +115,13 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 
 	p.table = props.Table
 	if p.table == nil {
-		var tp table.IdempotencyTableProps
-		if props.TableProps != nil {
-			tp = *props.TableProps
-		}
+		tp := props.tableProps()
 		tp.EncryptionKey = keyFor(tp.EncryptionKey, props.EncryptionKey)
 		p.table = table.NewIdempotencyTable(p, "Table", &tp)
 	}
 	p.monitoring = props.Monitoring
 	if p.monitoring == nil {
-		var mp monitoring.PipelineMonitoringProps
-		if props.MonitoringProps != nil {
-			mp = *props.MonitoringProps
-		}
+		mp := props.monitoringProps()
 		// Only where the monitoring creates something to encrypt: topics of its own (no Topic
 		// given), or the undelivered-notifications queue of email subscriptions.
 		if mp.Topic == nil || len(mp.AlarmEmails)+len(mp.TicketEmails) > 0 {
@@ -161,7 +155,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 	p.monitoring.WatchTable(label, p.table.Table())
 
 	if props.Dispatcher != nil {
-		dp := *props.Dispatcher
+		dp := props.dispatcherProps()
 		dp.Queue = p.queue
 		dp.EncryptionKey = keyFor(dp.EncryptionKey, props.EncryptionKey)
 		p.dispatcher = dispatcher.NewScheduledDispatcher(p, "Dispatcher", &dp)
@@ -177,6 +171,29 @@ func keyFor(own, pipeline awskms.IKey) awskms.IKey {
 		return own
 	}
 	return pipeline
+}
+
+// tableProps, monitoringProps, dispatcherProps and queueProps copy the parts' props (the zero
+// value when nil), so the pipeline fills in its own settings without changing the caller's.
+func (props *PipelineProps) tableProps() table.IdempotencyTableProps {
+	if props.TableProps == nil {
+		return table.IdempotencyTableProps{}
+	}
+	return *props.TableProps
+}
+
+func (props *PipelineProps) monitoringProps() monitoring.PipelineMonitoringProps {
+	if props.MonitoringProps == nil {
+		return monitoring.PipelineMonitoringProps{}
+	}
+	return *props.MonitoringProps
+}
+
+func (props *PipelineProps) dispatcherProps() dispatcher.ScheduledDispatcherProps {
+	if props.Dispatcher == nil {
+		return dispatcher.ScheduledDispatcherProps{}
+	}
+	return *props.Dispatcher
 }
 
 func (props *PipelineProps) queueProps() queue.ProcessingQueueProps {
@@ -232,10 +249,10 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 			prop string
 			key  awskms.IKey
 		}{
-			{"TableProps.EncryptionKey", keyOf(props.TableProps, func(p *table.IdempotencyTableProps) awskms.IKey { return p.EncryptionKey })},
+			{"TableProps.EncryptionKey", props.tableProps().EncryptionKey},
 			{"Queue.EncryptionKey", qp.EncryptionKey},
-			{"MonitoringProps.EncryptionKey", keyOf(props.MonitoringProps, func(p *monitoring.PipelineMonitoringProps) awskms.IKey { return p.EncryptionKey })},
-			{"Dispatcher.EncryptionKey", keyOf(props.Dispatcher, func(p *dispatcher.ScheduledDispatcherProps) awskms.IKey { return p.EncryptionKey })},
+			{"MonitoringProps.EncryptionKey", props.monitoringProps().EncryptionKey},
+			{"Dispatcher.EncryptionKey", props.dispatcherProps().EncryptionKey},
 		} {
 			if part.key != nil && part.key != k {
 				v.Addf(part.prop, "a different key than EncryptionKey; leave it nil to use EncryptionKey, or leave EncryptionKey nil and give every part its own key")
@@ -246,14 +263,6 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 		v.Addf("Dispatcher.Queue", "Dispatcher.Queue is set; leave it nil, the pipeline wires its own queue")
 	}
 	v.Check()
-}
-
-// keyOf reads a key from optional part props.
-func keyOf[P any](props *P, key func(*P) awskms.IKey) awskms.IKey {
-	if props == nil {
-		return nil
-	}
-	return key(props)
 }
 
 // Outputs adds stack outputs a user needs after deploy (queue URL, DLQ URL, table name)
