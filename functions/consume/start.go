@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -16,6 +17,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
+	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
@@ -61,6 +63,7 @@ type Option func(*options)
 
 type options struct {
 	coldstart.IO
+	fit    *runtimefit.Fit // what StartWith did to the Go runtime; nil under Init alone
 	dynamo idempotency.DynamoDBAPI
 	sqs    SQSSendAPI
 }
@@ -87,10 +90,14 @@ func Start(effect Effect, opts ...Option) {
 }
 
 // StartWith runs the consumer as a Lambda function with the Effect build returns; it does
-// not return. build runs once per cold start, after the configuration is read, so the effect
-// can create its clients (Env.AWSConfig) and read its own variables (Env.Lookup).
+// not return. It first fits the Go runtime to the function's memory size (package runtimefit).
+// build runs once per cold start, after the configuration is read, so the effect can create
+// its clients (Env.AWSConfig) and read its own variables (Env.Lookup).
 func StartWith(build BuildFunc, opts ...Option) {
-	lambda.Start(Init(build, opts...))
+	// The runtime's settings are the process's, so they are fitted from the real environment
+	// whatever WithLookup says; Init logs what was done (LOG_LEVEL=DEBUG).
+	fit := runtimefit.Apply(os.LookupEnv)
+	lambda.Start(Init(build, append(opts, func(o *options) { o.fit = &fit })...))
 }
 
 // Init does what Start does at a cold start and returns the invocation handler instead of
@@ -110,6 +117,7 @@ func Init(build BuildFunc, opts ...Option) LambdaFunc {
 	}
 	cfg, err := LoadConfig(o.Lookup)
 	log := telemetry.NewLogger(o.Out, cfg.LogLevel).With("service", cfg.Service) // INFO if LOG_LEVEL is the problem
+	coldstart.LogFit(log, o.fit)
 	if err == nil {
 		var h *Handler
 		if h, err = wire(cfg, log, o, build); err == nil {

@@ -7,11 +7,13 @@ package coldstart
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/idempotent-sqs/pipeline/functions/internal/awsenv"
+	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
 )
 
 // IO is where a function reads its environment and writes its log and EMF lines.
@@ -46,4 +48,17 @@ func Build[T any](what string, build func() (T, error)) (built T, err error) {
 		return zero, fmt.Errorf("build the %s: %w", what, err)
 	}
 	return built, nil
+}
+
+// LogFit logs at DEBUG what runtimefit.Apply did at start; fit nil (Init without Start)
+// logs nothing.
+func LogFit(log *slog.Logger, fit *runtimefit.Fit) {
+	if fit == nil {
+		return
+	}
+	attrs := []any{"memoryMB", fit.MemoryMB, "gomaxprocs", fit.Procs, "gogc", fit.GOGC, "memoryLimitBytes", fit.MemoryLimit}
+	if len(fit.Skipped) > 0 {
+		attrs = append(attrs, "skipped", fit.Skipped)
+	}
+	log.Debug("Go runtime fitted to the function's size", attrs...)
 }

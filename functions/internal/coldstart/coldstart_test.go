@@ -1,9 +1,14 @@
 package coldstart
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
 )
 
 func TestBuild(t *testing.T) {
@@ -30,5 +35,24 @@ func TestAWSConfig(t *testing.T) {
 	delete(env, "AWS_REGION")
 	if _, err := AWSConfig(lookup, "SQS"); err == nil || !strings.HasPrefix(err.Error(), "load AWS configuration: ") {
 		t.Errorf("AWSConfig without a region: %v", err)
+	}
+}
+
+func TestLogFit(t *testing.T) {
+	var out bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	LogFit(log, nil)
+	if out.Len() != 0 {
+		t.Errorf("nil fit logged %q, want nothing", out.String())
+	}
+	LogFit(log, &runtimefit.Fit{MemoryMB: 256, Procs: 1, GOGC: 400, MemoryLimit: 128 << 20})
+	LogFit(log, &runtimefit.Fit{Procs: 2, GOGC: 100, MemoryLimit: math.MaxInt64, Skipped: []string{"all: not in Lambda"}})
+	want := []string{
+		`"level":"DEBUG","msg":"Go runtime fitted to the function's size","memoryMB":256,"gomaxprocs":1,"gogc":400,"memoryLimitBytes":134217728}`,
+		`"level":"DEBUG","msg":"Go runtime fitted to the function's size","memoryMB":0,"gomaxprocs":2,"gogc":100,"memoryLimitBytes":9223372036854775807,"skipped":["all: not in Lambda"]}`,
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], want[0]) || !strings.HasSuffix(lines[1], want[1]) {
+		t.Errorf("LogFit lines:\n%s\nwant lines ending\n%s\n%s", out.String(), want[0], want[1])
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
 	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 
@@ -53,6 +55,17 @@ type runSpec struct {
 	// group, when set, is the CPU-quota cgroup the contender's process joins after the
 	// warm-up, for the timed part (Lambda-shaped runs); nil runs unconfined.
 	group *cgroup
+}
+
+// memoryMB is the memory size the function's process is told (AWS_LAMBDA_FUNCTION_MEMORY_SIZE),
+// to which ours and the raw loop fit the Go runtime (package runtimefit): the cgroup's size in
+// a Lambda-shaped run; otherwise an environment as large as this machine, whose CPUs an
+// unconfined run may all use.
+func (s runSpec) memoryMB() int {
+	if s.group != nil {
+		return s.group.mb
+	}
+	return runtime.NumCPU() * runtimefit.MBPerVCPU
 }
 
 type contender struct {
@@ -137,7 +150,7 @@ func runOurs(ctx context.Context, binary string, s runSpec) (result, error) {
 		Binary:       binary,
 		FunctionName: "peer-ours",
 		Timeout:      s.timeout,
-		MemoryMB:     1024,
+		MemoryMB:     s.memoryMB(),
 		Env: map[string]string{
 			"AWS_ENDPOINT_URL_DYNAMODB": s.endpoint,
 			"IDEMPOTENCY_TABLE_NAME":    s.table,
@@ -296,7 +309,7 @@ func runRaw(ctx context.Context, s runSpec) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("raw contender: %w", err)
 	}
-	return runScript(ctx, s, self, nil, envRawChild+"=1")
+	return runScript(ctx, s, self, nil, envRawChild+"=1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(s.memoryMB()))
 }
 
 // envRawChild makes this command the raw-write contender's process (see rawChild).
@@ -305,8 +318,11 @@ const envRawChild = "PEERS_RAW_CHILD"
 // rawChild is the raw-write contender's process: it reads the PEER_* variables the Powertools
 // scripts read, runs the warm-up and then the timed events, and prints the same phase and
 // result lines. Records of a batch run concurrently, batches one after another, on one
-// client whose connection pool holds a connection per concurrent record.
+// client whose connection pool holds a connection per concurrent record. The Go runtime is
+// fitted to the memory size as in ours (runtimefit.Apply), so that the limit has every runtime
+// setting ours has.
 func rawChild(ctx context.Context) error {
+	runtimefit.Apply(os.LookupEnv)
 	b, err := os.ReadFile(os.Getenv("PEER_EVENTS"))
 	if err != nil {
 		return err
