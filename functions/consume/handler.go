@@ -51,7 +51,7 @@ type Effect func(ctx context.Context, msg Message) ([]byte, error)
 // count to prove exactly-once effects.
 func LogEffect(log *slog.Logger) Effect {
 	return func(ctx context.Context, msg Message) ([]byte, error) {
-		log.LogAttrs(ctx, slog.LevelInfo, "effect applied",
+		telemetry.LogAttrs(ctx, log, slog.LevelInfo, "effect applied",
 			slog.String(telemetry.AttrIdempotencyKey, msg.Key),
 			slog.String(telemetry.AttrMessageID, msg.ID),
 			slog.String("tenant", msg.Tenant))
@@ -149,7 +149,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			continue
 		}
 		rec := ev.Records[i]
-		h.log.LogAttrs(ctx, slog.LevelWarn, "record outcome", recordAttrs(rec, "", outcome, res.Err)...)
+		telemetry.LogAttrs(ctx, h.log, slog.LevelWarn, "record outcome", recordAttrs(rec, "", outcome, res.Err)...)
 	}
 	resp := report.Response()
 	h.metrics.Add(telemetry.MetricFailed, len(resp.BatchItemFailures))
@@ -225,7 +225,7 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 // no result, and that is worth a look when the result matters to them.
 func (h *Handler) resultDropped(ctx context.Context, rec events.SQSMessage, key string, size int) {
 	h.metrics.Add(telemetry.MetricResultDropped, 1)
-	h.log.LogAttrs(ctx, slog.LevelWarn, "result not stored",
+	telemetry.LogAttrs(ctx, h.log, slog.LevelWarn, "result not stored",
 		slog.String(telemetry.AttrMessageID, rec.MessageId),
 		slog.String(telemetry.AttrIdempotencyKey, key),
 		slog.Int("resultBytes", size),
@@ -268,7 +268,7 @@ func (h *Handler) done(ctx context.Context, rec events.SQSMessage, key, outcome,
 		level = slog.LevelError
 	}
 	attrs := append(recordAttrs(rec, key, outcome, err), extra...)
-	h.log.LogAttrs(ctx, level, "record outcome", attrs...)
+	telemetry.LogAttrs(ctx, h.log, level, "record outcome", attrs...)
 	return err
 }
 

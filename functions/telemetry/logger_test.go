@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -80,5 +81,34 @@ func TestParseLevel(t *testing.T) {
 				t.Fatalf("ParseLevel(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// LogAttrs writes what slog.Logger.LogAttrs writes through NewLogger's handler, and nothing
+// below the level.
+func TestLogAttrsWritesTheLoggersLine(t *testing.T) {
+	var viaSlog, viaUs bytes.Buffer
+	attrs := []slog.Attr{slog.String(telemetry.AttrMessageID, "m1"), slog.Int(telemetry.AttrReceiveCount, 2)}
+	telemetry.NewLogger(&viaSlog, slog.LevelInfo).With("service", "svc").LogAttrs(context.Background(), slog.LevelWarn, "record outcome", attrs...)
+	telemetry.LogAttrs(context.Background(), telemetry.NewLogger(&viaUs, slog.LevelInfo).With("service", "svc"), slog.LevelWarn, "record outcome", attrs...)
+	strip := func(b *bytes.Buffer) string { // the timestamps differ
+		var m map[string]any
+		if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", b.String(), err)
+		}
+		if _, ok := m["timestamp"].(string); !ok {
+			t.Errorf("line %q has no timestamp", b.String())
+		}
+		delete(m, "timestamp")
+		out, _ := json.Marshal(m)
+		return string(out)
+	}
+	if got, want := strip(&viaUs), strip(&viaSlog); got != want {
+		t.Errorf("LogAttrs line = %s, want %s", got, want)
+	}
+	var below bytes.Buffer
+	telemetry.LogAttrs(context.Background(), telemetry.NewLogger(&below, slog.LevelWarn), slog.LevelInfo, "dropped", attrs...)
+	if below.Len() != 0 {
+		t.Errorf("INFO line under a WARN logger: %q, want nothing", below.String())
 	}
 }
