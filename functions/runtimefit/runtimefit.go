@@ -2,25 +2,25 @@
 // scheduler to the function's CPU share, the garbage collector to its memory.
 //
 // Lambda allocates CPU in proportion to memory: 1,769 MB is one vCPU, so a 256 MB function
-// gets about 0.145 of one. The execution environment still shows two or more logical CPUs,
-// and the Go runtime's default GOMAXPROCS is their number (a cgroup limit below two is rounded
-// up to two, and Lambda shows none). With two Ps and a fraction of one CPU, the scheduler
-// spends the function's share waking idle threads, spinning for work and stealing it between
-// the Ps, while every record it works on waits on the network anyway.
+// gets about 0.145 of one. The execution environment shows its process more logical CPUs
+// than that, and the Go runtime's default GOMAXPROCS is their number (a cgroup limit below two
+// CPUs is rounded up to two). With two Ps and a fraction of one CPU, the scheduler spends the
+// function's share waking idle threads, spinning for work and stealing it between the Ps,
+// while every record it works on waits on the network anyway.
 //
 // The garbage collector's default (GOGC=100, no memory limit) keeps the heap near twice what
 // is live. An SQS consumer keeps little alive (a few MB) and allocates a lot per record (the
-// SDK's requests and responses), so it collects every few hundred records and spends a
-// sizeable part of its CPU share doing so, while the memory it pays for sits unused. Fitted,
-// the collector lets the heap grow to five times what is live (GOGC=400) under a soft limit
-// of half the function's memory: the limit keeps a function whose live heap is large (or that
-// shares its memory with a Lambda extension) from growing past what the default would, by
-// collecting more often as the heap nears it.
+// SDK's requests and responses), so it collects every few dozen records and spends a sizeable
+// part of its CPU share doing so, while the memory it pays for sits unused. Fitted, the heap
+// may grow to five times what is live (GOGC=400) within a soft limit of half the function's
+// memory: a function whose live heap is large, or that shares its memory with a Lambda
+// extension, collects more often as its heap nears the limit instead of growing toward the
+// function's memory size.
 //
-// Together, at 256 MB and batches of 10, the consumer spends about a quarter less CPU per
-// record (docs/benchmarks.md, section 1c): billed duration, and records/s per execution
-// environment. Every setting the environment makes explicitly (GOMAXPROCS, GOGC, GOMEMLIMIT)
-// wins over the fitted one.
+// Together, at 256 MB, the consumer spends about a quarter less CPU per record
+// (docs/profiles/README.md): billed duration, and records/s per execution environment. A
+// setting the function's environment makes itself (GOMAXPROCS, GOGC, GOMEMLIMIT) wins over the
+// fitted one.
 //
 // The consume and dispatch packages call Apply when they start a Lambda function; a main of
 // your own that does not go through them can call it first thing.

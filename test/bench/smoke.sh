@@ -15,3 +15,8 @@ $GO run ./test/bench/coldstart -n 2
 $GO run ./test/bench/cost/measure -batches 2 >.cache/cost-smoke.json
 $GO run ./test/bench/cost -in .cache/cost-smoke.json
 RUNS=1 PKGS=./functions/internal/backoff test/bench/devloop.sh
+# The deployed binary's profile under the quota, briefly: the cpuprofile build and the raw
+# loop's profile.
+d=$(mktemp -d)
+PROFILE_SECONDS=1 PROFILE_RECORDS=2000 test/bench/profile_binary.sh "$d" smoke
+rm -rf "$d"

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,11 +310,16 @@ func runRaw(ctx context.Context, s runSpec) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("raw contender: %w", err)
 	}
-	return runScript(ctx, s, self, nil, envRawChild+"=1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(s.memoryMB()))
+	return runScript(ctx, s, self, nil, envRawChild+"=1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(s.memoryMB()),
+		envRawProfile+"="+os.Getenv(envRawProfile))
 }
 
 // envRawChild makes this command the raw-write contender's process (see rawChild).
 const envRawChild = "PEERS_RAW_CHILD"
+
+// envRawProfile, a file, makes the raw-write contender write a CPU profile of its timed part
+// there (test/bench/profile_binary.sh profiles it beside ours).
+const envRawProfile = "PEERS_RAW_CPUPROFILE"
 
 // rawChild is the raw-write contender's process: it reads the PEER_* variables the Powertools
 // scripts read, runs the warm-up and then the timed events, and prints the same phase and
@@ -418,6 +424,16 @@ func rawChild(ctx context.Context) error {
 		}
 	}
 	fmt.Println(`{"phase":"timed"}`)
+	if path := os.Getenv(envRawProfile); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	cpu0 := selfCPU()
 	secs := run(bodies(evs.Timed))
 	cpu1 := selfCPU()
