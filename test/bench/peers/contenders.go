@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,12 +18,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
+	"github.com/idempotent-sqs/pipeline/test/bench/peers/rawwrite"
 	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 
@@ -79,6 +74,7 @@ type contender struct {
 // paths are the installed tools the contenders need.
 type paths struct {
 	root, node, tsModules, python, oursBinary string
+	rawfnBinary                               string // test/bench/peers/rawfn, built when it runs
 	candidate                                 string // optional: another build of the consumer, run as "cand"
 }
 
@@ -91,7 +87,9 @@ func contenders(p paths) []contender {
 				"lock expiry from the invocation deadline (cap IDEMPOTENCY_LOCK_CAP); payload hash validated (typed error); " +
 				"live lock elsewhere -> batch item failure; release on effect failure; transient errors retried with jittered backoff; " +
 				"expired record treated as absent; one structured log line per record + EMF metrics",
-			run: func(ctx context.Context, s runSpec) (result, error) { return runOurs(ctx, p.oursBinary, s) },
+			run: func(ctx context.Context, s runSpec) (result, error) {
+				return runFunction(ctx, p.oursBinary, s, "peer-ours", oursEffects)
+			},
 		},
 		{
 			id: "ts", name: "Powertools TypeScript 2.35.0",
@@ -120,24 +118,53 @@ func contenders(p paths) []contender {
 		{
 			id: "raw", name: "limit: raw writes (Go loop)",
 			concurrency: func(b int) string { return strconv.Itoa(b) + " goroutines (all records of a batch)" },
-			guarantees: "none beyond the two writes: conditional acquire (attribute_not_exists) + unconditional complete; " +
-				"no lock expiry, no fencing, no payload check, no release, no retries, no logs",
-			run: runRaw,
+			guarantees:  rawwrite.Guarantees,
+			run:         runRaw,
+		},
+		{
+			id: "rawfn", name: "limit: raw writes as a Lambda function (Go, Runtime API like ours)",
+			concurrency: func(b int) string { return strconv.Itoa(b) + " goroutines (all records of a batch)" },
+			guarantees:  rawwrite.Guarantees + "; run as ours is: aws-lambda-go, the event decoded from JSON, the Runtime API per invocation",
+			run: func(ctx context.Context, s runSpec) (result, error) {
+				return runFunction(ctx, p.rawfnBinary, s, "peer-rawfn", rawfnEffects)
+			},
 		},
 	}
 	if p.candidate != "" {
 		ours := cs[0]
 		cs = append(cs, contender{id: "cand", name: "candidate: consumer built as " + p.candidate, concurrency: ours.concurrency,
 			guarantees: "as ours (a candidate change of the consumer)",
-			run:        func(ctx context.Context, s runSpec) (result, error) { return runOurs(ctx, p.candidate, s) }})
+			run: func(ctx context.Context, s runSpec) (result, error) {
+				return runFunction(ctx, p.candidate, s, "peer-ours", oursEffects)
+			}})
 	}
 	return cs
 }
 
-// runOurs runs the real consumer binary (built like the Lambda bundling) in one lambdart
-// execution environment, one invocation after another as on one warm Lambda environment:
-// first the warm-up events (the first invocation is the cold start), then the timed ones.
-// The effect runs are the "effect applied" lines of the default LogEffect in its output.
+// oursEffects counts the consumer's effect runs: the "effect applied" lines of the default
+// LogEffect.
+func oursEffects(line []byte) int {
+	if bytes.Contains(line, []byte(`"message":"effect applied"`)) {
+		return 1
+	}
+	return 0
+}
+
+// rawfnEffects counts rawfn's effect runs: its {"rawEffects":N} line per invocation.
+func rawfnEffects(line []byte) int {
+	var l struct {
+		RawEffects *int `json:"rawEffects"`
+	}
+	if json.Unmarshal(line, &l) == nil && l.RawEffects != nil {
+		return *l.RawEffects
+	}
+	return 0
+}
+
+// runFunction runs a function binary (ours, built like the Lambda bundling, or rawfn) in one
+// lambdart execution environment, one invocation after another as on one warm Lambda
+// environment: first the warm-up events (the first invocation is the cold start), then the
+// timed ones. effects counts the effect runs an output line reports.
 //
 // The figure is the wall time from handing out the first timed event to the last response,
 // measured around the Invoke calls (payloads marshalled beforehand), as the Powertools
@@ -145,11 +172,11 @@ func contenders(p paths) []contender {
 // trip (the runtime's /next, the event, the response), which Lambda has too and which bounds
 // a warm environment's throughput; the sum of Result.Duration would leave out the runtime's
 // /next between invocations and flatter ours against contenders timed over a loop.
-func runOurs(ctx context.Context, binary string, s runSpec) (result, error) {
+func runFunction(ctx context.Context, binary string, s runSpec, name string, effectsIn func([]byte) int) (result, error) {
 	var effects atomic.Int64
 	env, err := lambdart.New(lambdart.Config{
 		Binary:       binary,
-		FunctionName: "peer-ours",
+		FunctionName: name,
 		Timeout:      s.timeout,
 		MemoryMB:     s.memoryMB(),
 		Env: map[string]string{
@@ -158,11 +185,7 @@ func runOurs(ctx context.Context, binary string, s runSpec) (result, error) {
 			"IDEMPOTENCY_LOCK_CAP":      s.timeout.String(),
 			"BATCH_CONCURRENCY":         strconv.Itoa(s.set.Batch),
 		},
-		Output: func(line []byte) {
-			if bytes.Contains(line, []byte(`"message":"effect applied"`)) {
-				effects.Add(1)
-			}
-		},
+		Output: func(line []byte) { effects.Add(int64(effectsIn(line))) },
 	})
 	if err != nil {
 		return result{}, err
@@ -341,68 +364,18 @@ func rawChild(ctx context.Context) error {
 	if err != nil || conc < 1 {
 		return fmt.Errorf("PEER_CONCURRENCY %q: want a count >= 1", os.Getenv("PEER_CONCURRENCY"))
 	}
-	client := dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(os.Getenv("PEER_ENDPOINT")),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local"}, nil
-		}),
-		RetryMaxAttempts: 1,
-		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-			t.MaxIdleConnsPerHost = conc
-		}),
-	})
-	table := os.Getenv("PEER_TABLE")
+	w := rawwrite.New(os.Getenv("PEER_ENDPOINT"), os.Getenv("PEER_TABLE"), conc)
 	var effects, failures atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
 	record := func(ctx context.Context, body string) {
-		fail := func(err error) {
-			failures.Add(1)
-			errOnce.Do(func() { firstErr = err })
-		}
-		var msg struct {
-			IdempotencyKey string `json:"idempotencyKey"`
-		}
-		if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.IdempotencyKey == "" {
-			fail(fmt.Errorf("bad body %q: %v", body, err))
-			return
-		}
-		key := map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "raw#" + msg.IdempotencyKey}}
-		now := time.Now()
-		_, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                aws.String(table),
-			Key:                      key,
-			UpdateExpression:         aws.String("SET #s = :inprogress, #e = :exp"),
-			ConditionExpression:      aws.String("attribute_not_exists(#id)"),
-			ExpressionAttributeNames: map[string]string{"#s": "status", "#e": "expiration", "#id": "id"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":inprogress": &types.AttributeValueMemberS{Value: "INPROGRESS"},
-				":exp":        &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(24*time.Hour).Unix(), 10)},
-			},
-		})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return // duplicate
+		effect, err := w.Record(ctx, body)
+		if effect {
+			effects.Add(1)
 		}
 		if err != nil {
-			fail(err)
-			return
-		}
-		var v any
-		if err := json.Unmarshal([]byte(body), &v); err != nil { // the business effect
-			fail(err)
-			return
-		}
-		effects.Add(1)
-		if _, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 aws.String(table),
-			Key:                       key,
-			UpdateExpression:          aws.String("SET #s = :completed"),
-			ExpressionAttributeNames:  map[string]string{"#s": "status"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":completed": &types.AttributeValueMemberS{Value: "COMPLETED"}},
-		}); err != nil {
-			fail(err)
+			failures.Add(1)
+			errOnce.Do(func() { firstErr = err })
 		}
 	}
 	run := func(evs []eventsBatch) float64 {

@@ -11,12 +11,16 @@
 //     through a local Lambda Runtime API (test/internal/lambdart);
 //   - ts: @aws-lambda-powertools/batch + idempotency (test/bench/peers/ts, Node 22);
 //   - py: aws-lambda-powertools BatchProcessor + idempotent_function (test/bench/peers/py);
-//   - raw: a Go loop issuing only the two writes per record (one per duplicate).
+//   - raw: a Go loop issuing only the two writes per record (one per duplicate), a process of
+//     its own reading the events from a file (package rawwrite);
+//   - rawfn: the same writes as a Lambda function (test/bench/peers/rawfn), invoked like ours,
+//     so that the limit pays what every Go Lambda function pays: aws-lambda-go, the event's
+//     JSON and a Runtime API round trip per invocation.
 //
 // First an untimed pass sends every contender through a counting reverse proxy (DynamoDB
 // calls per new and per duplicate record, by operation); then the timed rounds go straight to
-// DynamoDB Local, contenders alternating, the first one rotating per round (ours, ts, py, raw;
-// ts, py, raw, ours; ...). Every run must
+// DynamoDB Local, contenders alternating, the first one rotating per round (ours, ts, py, raw,
+// rawfn; ts, py, raw, rawfn, ours; ...). Every run must
 // process every record without a batch item failure and run the effect exactly once per key,
 // or the command fails.
 //
@@ -92,7 +96,7 @@ func run() error {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "simulated function timeout (source of every contender's lock expiry)")
 	flag.DurationVar(&o.latency, "latency", 0, "if > 0, timed rounds go through a proxy that delays every DynamoDB call by this much (a model of the network round trip)")
 	flag.BoolVar(&o.count, "count", true, "run the untimed counting pass through the proxy first")
-	flag.StringVar(&only, "contenders", "ours,ts,py,raw", "contenders to run, comma-separated (cand: see -candidate)")
+	flag.StringVar(&only, "contenders", "ours,ts,py,raw,rawfn", "contenders to run, comma-separated (cand: see -candidate)")
 	flag.StringVar(&o.candidate, "candidate", "", "another build of functions/consumer (a bootstrap binary) to run as contender cand beside ours, to measure a change")
 	flag.StringVar(&memory, "memory", "", "Lambda-shaped runs: comma-separated memory sizes in MB (e.g. 128,256,1024,1769); each contender's timed part runs under the CPU quota of each size (cgroup v1, root); empty: unconfined")
 	flag.StringVar(&o.out, "out", "", "also write the markdown report to this file")
@@ -141,7 +145,7 @@ func run() error {
 		}
 	}
 	if len(cs) == 0 {
-		return fmt.Errorf("-contenders %q: none of ours, ts, py, raw, cand", only)
+		return fmt.Errorf("-contenders %q: none of ours, ts, py, raw, rawfn, cand", only)
 	}
 	if err := checkTools(p, cs); err != nil {
 		return err
@@ -156,10 +160,17 @@ func run() error {
 		if err := lambdart.Build(ctx, consumerPkg, p.oursBinary); err != nil {
 			return err
 		}
-		for i := range cs { // the closure captured p before the binary path was known
-			if cs[i].id == "ours" {
-				cs[i].run = func(ctx context.Context, s runSpec) (result, error) { return runOurs(ctx, p.oursBinary, s) }
-			}
+	}
+	if slices.ContainsFunc(cs, func(c contender) bool { return c.id == "rawfn" }) {
+		p.rawfnBinary = filepath.Join(work, "rawfn", "bootstrap")
+		if err := lambdart.Build(ctx, rawfnPkg, p.rawfnBinary); err != nil {
+			return err
+		}
+	}
+	// The contenders' closures captured p before the binaries' paths were known.
+	for i, c := range contenders(p) {
+		if j := slices.IndexFunc(cs, func(x contender) bool { return x.id == c.id }); j >= 0 {
+			cs[j].run = contenders(p)[i].run
 		}
 	}
 
@@ -322,8 +333,12 @@ func check(res result, set *eventSet) error {
 	return nil
 }
 
-// consumerPkg is built with lambdart.Build, like bundling builds it but for this machine.
-const consumerPkg = "github.com/idempotent-sqs/pipeline/functions/consumer"
+// consumerPkg and rawfnPkg are built with lambdart.Build, like bundling builds the consumer but
+// for this machine.
+const (
+	consumerPkg = "github.com/idempotent-sqs/pipeline/functions/consumer"
+	rawfnPkg    = "github.com/idempotent-sqs/pipeline/test/bench/peers/rawfn"
+)
 
 // checkTools fails before any work when a contender's installation is missing; `make bench`
 // installs every one of them at the default paths.

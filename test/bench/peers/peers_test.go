@@ -81,3 +81,24 @@ func TestSplitCallsPerNewAndDuplicate(t *testing.T) {
 		t.Errorf("an extra call on one item was not reported as irregular: %+v", cc)
 	}
 }
+
+// The effect counts come from the functions' output lines: ours logs one line per effect run,
+// rawfn one line per invocation with its count; other lines count nothing.
+func TestEffectLines(t *testing.T) {
+	for _, c := range []struct {
+		count func([]byte) int
+		line  string
+		want  int
+	}{
+		{oursEffects, `{"level":"INFO","message":"effect applied","idempotencyKey":"k"}`, 1},
+		{oursEffects, `{"level":"INFO","message":"record outcome","outcome":"processed"}`, 0},
+		{rawfnEffects, `{"rawEffects":7}`, 7},
+		{rawfnEffects, `{"rawEffects":0}`, 0},
+		{rawfnEffects, `{"message":"effect applied"}`, 0},
+		{rawfnEffects, `not json`, 0},
+	} {
+		if got := c.count([]byte(c.line)); got != c.want {
+			t.Errorf("count(%s) = %d, want %d", c.line, got, c.want)
+		}
+	}
+}

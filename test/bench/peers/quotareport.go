@@ -164,11 +164,15 @@ func (r *report) writeQuota(sb *strings.Builder) {
 			}
 		}
 	}
-	for _, b := range o.batches {
-		if med, lo, hi, ok := r.qratio("raw", b, at); ok {
-			w("| ours >= 90%% of the raw-write loop's records/s, %d MB, batches of %d | %.2f (%.2f–%.2f) | %s |\n", at, b, med, lo, hi, met(med >= 0.9))
-			ours, raw := r.qcpu(qkey{"ours", b, at}), r.qcpu(qkey{"raw", b, at})
-			w("| ours' CPU per record <= 1.1x the raw loop's, %d MB, batches of %d | %.0f ÷ %.0f µs = %.2f | %s |\n", at, b, ours, raw, ours/raw, met(ours <= 1.1*raw))
+	// The issue's limit is the raw loop; rawfn is the same writes paying what any Go Lambda
+	// function pays (the Runtime API, the event's JSON), the like-for-like limit for ours.
+	for _, lim := range []struct{ id, name string }{{"raw", "the raw-write loop's"}, {"rawfn", "the raw writes as a Lambda function's"}} {
+		for _, b := range o.batches {
+			if med, lo, hi, ok := r.qratio(lim.id, b, at); ok {
+				w("| ours >= 90%% of %s records/s, %d MB, batches of %d | %.2f (%.2f–%.2f) | %s |\n", lim.name, at, b, med, lo, hi, met(med >= 0.9))
+				ours, raw := r.qcpu(qkey{"ours", b, at}), r.qcpu(qkey{lim.id, b, at})
+				w("| ours' CPU per record <= 1.1x %s, %d MB, batches of %d | %.0f ÷ %.0f µs = %.2f | %s |\n", lim.name, at, b, ours, raw, ours/raw, met(ours <= 1.1*raw))
+			}
 		}
 	}
 	for _, b := range o.batches {
@@ -206,6 +210,13 @@ const quotaNotes = `### How to read the Lambda-shaped runs
   limits records/s per environment. The quota applies to the timed part only; process start
   and the warm-up run unconfined (Lambda's init phase is measured in section 3, and a warm
   environment is what processes a queue's backlog).
+- Two limits: the raw-write loop (issue 12's) reads its events from a file in one process;
+  rawfn does the same writes as a Lambda function, invoked like ours through the Runtime API
+  with its event decoded from JSON, which every Go Lambda function pays and the loop does not.
+  Ours against rawfn is the cost of the guarantees alone. The Powertools contenders, like the
+  loop, call their handler in a loop with no Runtime API: that flatters them against ours.
+  Ours, the loop and rawfn fit the Go runtime to the memory size (package runtimefit), each
+  told it through AWS_LAMBDA_FUNCTION_MEMORY_SIZE.
 - The round trip is modelled, not measured: every DynamoDB call waits the -latency figure in
   a proxy before it is forwarded. DynamoDB advertises single-digit-millisecond latency
   (https://aws.amazon.com/dynamodb/); 4 ms is a round trip from a function in the same Region
