@@ -16,7 +16,7 @@ COST_BATCHES=${COST_BATCHES:-20}
 PEERS_LATENCY=${PEERS_LATENCY:-4ms}
 # Lambda-shaped runs: fewer records than the unconfined ones, since at 128 MB a contender gets
 # 7% of a core (Powertools Python about 15 records/s).
-QUOTA_ARGS=${QUOTA_ARGS:--records 200 -rounds 3 -warmup 20}
+QUOTA_ARGS=${QUOTA_ARGS:--records 400 -rounds 3 -warmup 20}
 QUOTA_MEMORY=${QUOTA_MEMORY:-128,256,1024,1769}
 DEVLOOP_RUNS=${DEVLOOP_RUNS:-3}
 BENCHTIME=${BENCHTIME:-1s}
