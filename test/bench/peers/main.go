@@ -7,8 +7,11 @@
 //
 // For each batch size the same events (a fraction of them duplicates of keys completed in an
 // earlier batch) go to every contender, each on its own fresh table:
-//   - ours: the consumer binary, built like the Lambda bundling (lambdart.Build) and invoked
-//     through a local Lambda Runtime API (test/internal/lambdart);
+//   - ours: the consumer as a user's main builds it (consume.Start, test/bench/peers/oursfn)
+//     with the effect every peer runs (parse the body as JSON), built like the Lambda bundling
+//     (lambdart.Build) and invoked through a local Lambda Runtime API (test/internal/lambdart);
+//   - bin: the deployed functions/consumer binary the same way, whose default effect also
+//     writes a log line per run;
 //   - ts: @aws-lambda-powertools/batch + idempotency (test/bench/peers/ts, Node 22);
 //   - py: aws-lambda-powertools BatchProcessor + idempotent_function (test/bench/peers/py);
 //   - raw: a Go loop issuing only the two writes per record (one per duplicate), a process of
@@ -19,8 +22,8 @@
 //
 // First an untimed pass sends every contender through a counting reverse proxy (DynamoDB
 // calls per new and per duplicate record, by operation); then the timed rounds go straight to
-// DynamoDB Local, contenders alternating, the first one rotating per round (ours, ts, py, raw,
-// rawfn; ts, py, raw, rawfn, ours; ...). Every run must
+// DynamoDB Local, contenders alternating, the first one rotating per round (ours, bin, ts,
+// py, raw, rawfn; bin, ts, py, raw, rawfn, ours; ...). Every run must
 // process every record without a batch item failure and run the effect exactly once per key,
 // or the command fails.
 //
@@ -96,8 +99,8 @@ func run() error {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "simulated function timeout (source of every contender's lock expiry)")
 	flag.DurationVar(&o.latency, "latency", 0, "if > 0, timed rounds go through a proxy that delays every DynamoDB call by this much (a model of the network round trip)")
 	flag.BoolVar(&o.count, "count", true, "run the untimed counting pass through the proxy first")
-	flag.StringVar(&only, "contenders", "ours,ts,py,raw,rawfn", "contenders to run, comma-separated (cand: see -candidate)")
-	flag.StringVar(&o.candidate, "candidate", "", "another build of functions/consumer (a bootstrap binary) to run as contender cand beside ours, to measure a change")
+	flag.StringVar(&only, "contenders", "ours,bin,ts,py,raw,rawfn", "contenders to run, comma-separated (cand: see -candidate)")
+	flag.StringVar(&o.candidate, "candidate", "", "another build of functions/consumer (a bootstrap binary, counted by its \"effect applied\" lines) to run as contender cand beside bin, to measure a change")
 	flag.StringVar(&memory, "memory", "", "Lambda-shaped runs: comma-separated memory sizes in MB (e.g. 128,256,1024,1769); each contender's timed part runs under the CPU quota of each size (cgroup v1, root); empty: unconfined")
 	flag.StringVar(&o.out, "out", "", "also write the markdown report to this file")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed choosing which earlier key each duplicate repeats")
@@ -145,7 +148,7 @@ func run() error {
 		}
 	}
 	if len(cs) == 0 {
-		return fmt.Errorf("-contenders %q: none of ours, ts, py, raw, rawfn, cand", only)
+		return fmt.Errorf("-contenders %q: none of ours, bin, ts, py, raw, rawfn, cand", only)
 	}
 	if err := checkTools(p, cs); err != nil {
 		return err
@@ -155,16 +158,15 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	if slices.ContainsFunc(cs, func(c contender) bool { return c.id == "ours" }) {
-		p.oursBinary = filepath.Join(work, "bootstrap")
-		if err := lambdart.Build(ctx, consumerPkg, p.oursBinary); err != nil {
-			return err
-		}
-	}
-	if slices.ContainsFunc(cs, func(c contender) bool { return c.id == "rawfn" }) {
-		p.rawfnBinary = filepath.Join(work, "rawfn", "bootstrap")
-		if err := lambdart.Build(ctx, rawfnPkg, p.rawfnBinary); err != nil {
-			return err
+	for _, fn := range []struct {
+		id, pkg string
+		path    *string
+	}{{"ours", oursfnPkg, &p.oursBinary}, {"bin", consumerPkg, &p.binBinary}, {"rawfn", rawfnPkg, &p.rawfnBinary}} {
+		if slices.ContainsFunc(cs, func(c contender) bool { return c.id == fn.id }) {
+			*fn.path = filepath.Join(work, fn.id, "bootstrap")
+			if err := lambdart.Build(ctx, fn.pkg, *fn.path); err != nil {
+				return err
+			}
 		}
 	}
 	// The contenders' closures captured p before the binaries' paths were known.
@@ -333,9 +335,10 @@ func check(res result, set *eventSet) error {
 	return nil
 }
 
-// consumerPkg and rawfnPkg are built with lambdart.Build, like bundling builds the consumer but
-// for this machine.
+// The function contenders' packages, built with lambdart.Build like bundling builds the
+// consumer, but for this machine.
 const (
+	oursfnPkg   = "github.com/idempotent-sqs/pipeline/test/bench/peers/oursfn"
 	consumerPkg = "github.com/idempotent-sqs/pipeline/functions/consumer"
 	rawfnPkg    = "github.com/idempotent-sqs/pipeline/test/bench/peers/rawfn"
 )

@@ -102,3 +102,15 @@ func TestEffectLines(t *testing.T) {
 		}
 	}
 }
+
+func TestProcessedEffects(t *testing.T) {
+	for line, want := range map[string]int{
+		`{"level":"INFO","message":"record outcome","outcome":"processed","attempt":1}`: 1,
+		`{"level":"INFO","message":"record outcome","outcome":"duplicate","attempt":1}`: 0,
+		`{"level":"INFO","message":"effect applied"}`:                                   0,
+	} {
+		if got := processedEffects([]byte(line)); got != want {
+			t.Errorf("processedEffects(%s) = %d, want %d", line, got, want)
+		}
+	}
+}
