@@ -219,7 +219,7 @@ const quotaNotes = `### How to read the Lambda-shaped runs
   with its event decoded from JSON, which every Go Lambda function pays and the loop does not.
   Ours against rawfn is the cost of the guarantees alone. The Powertools contenders, like the
   loop, call their handler in a loop with no Runtime API: that flatters them against ours.
-  Ours, the loop and rawfn fit the Go runtime to the memory size (package runtimefit), each
+  Ours, bin, the loop and rawfn fit the Go runtime to the memory size (package runtimefit), each
   told it through AWS_LAMBDA_FUNCTION_MEMORY_SIZE.
 - The round trip is modelled, not measured: every DynamoDB call waits the -latency figure in
   a proxy before it is forwarded. DynamoDB advertises single-digit-millisecond latency
