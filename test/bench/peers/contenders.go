@@ -89,7 +89,7 @@ var (
 		"expired record treated as absent; one structured log line per record + EMF metrics"
 )
 
-func contenders(p paths) []contender {
+func contenders(p *paths) []contender {
 	cs := []contender{
 		{
 			id: "ours", name: "ours (consume library, the peers' effect: test/bench/peers/oursfn)",
@@ -150,7 +150,7 @@ func contenders(p paths) []contender {
 		cs = append(cs, contender{id: "cand", name: "candidate: consumer built as " + p.candidate, concurrency: oursConcurrency,
 			guarantees: "as ours, deployed default (a candidate build of functions/consumer)",
 			run: func(ctx context.Context, s runSpec) (result, error) {
-				return runFunction(ctx, p.candidate, s, "peer-ours", oursEffects)
+				return runFunction(ctx, p.candidate, s, "peer-cand", oursEffects)
 			}})
 	}
 	return cs
@@ -186,10 +186,10 @@ func rawfnEffects(line []byte) int {
 	return 0
 }
 
-// runFunction runs a function binary (ours, built like the Lambda bundling, or rawfn) in one
-// lambdart execution environment, one invocation after another as on one warm Lambda
-// environment: first the warm-up events (the first invocation is the cold start), then the
-// timed ones. effects counts the effect runs an output line reports.
+// runFunction runs a function binary (ours, bin, cand or rawfn, each built like the Lambda
+// bundling) in one lambdart execution environment, one invocation after another as on one
+// warm Lambda environment: first the warm-up events (the first invocation is the cold start),
+// then the timed ones. effectsIn counts the effect runs an output line reports.
 //
 // The figure is the wall time from handing out the first timed event to the last response,
 // measured around the Invoke calls (payloads marshalled beforehand), as the Powertools

@@ -142,7 +142,8 @@ func run() error {
 		o.only = append(o.only, "cand")
 	}
 	var cs []contender
-	for _, c := range contenders(p) {
+	// The contenders read p when they run: the binaries below are built after this.
+	for _, c := range contenders(&p) {
 		if slices.Contains(o.only, c.id) {
 			cs = append(cs, c)
 		}
@@ -167,12 +168,6 @@ func run() error {
 			if err := lambdart.Build(ctx, fn.pkg, *fn.path); err != nil {
 				return err
 			}
-		}
-	}
-	// The contenders' closures captured p before the binaries' paths were known.
-	for i, c := range contenders(p) {
-		if j := slices.IndexFunc(cs, func(x contender) bool { return x.id == c.id }); j >= 0 {
-			cs[j].run = contenders(p)[i].run
 		}
 	}
 
