@@ -211,12 +211,13 @@ fuzz: ## run every fuzz target for its execution count (about 10 s each), or for
 	done
 
 .PHONY: lint
-lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template; the diagram and the reviewer's report are current
+lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template; the diagram and the reviewer's report are current; Markdown links resolve
 	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
 	@# No global skip list: each skip is recorded on its resource with the reason
 	@# (constructs/internal/checkov), so checkov counts it as skipped and the line after says why.
 	checkov --quiet --compact --skip-download --framework cloudformation -d cdk.out
 	@python3 scripts/checkov_skips.py cdk.out
+	@python3 scripts/check_links.py
 	@$(GO) run ./stacks/diagram cdk.out | diff -u docs/architecture.md - \
 	  || { echo "docs/architecture.md is stale: run make diagram"; exit 1; }
 	@$(GO) run ./stacks/review -check -diff docs/review.md cdk.out

@@ -94,7 +94,7 @@ if [ -f docs/profiles/README.md ]; then
   section "6. Where the consumer's CPU goes: profiles before and after (issue 12)" \
     "test/bench/profile.sh docs/profiles after   # on each tree; see docs/profiles/README.md"
   # The profiles' own page, its links made relative to this one.
-  awk 'NR > 1' docs/profiles/README.md | sed -E 's/^## /### /; s/\]\(([a-z0-9-]+\.(svg|txt))\)/](profiles\/\1)/g' >>"$work/body.md"
+  awk 'NR > 1' docs/profiles/README.md | sed -E 's/^## /### /; s/\]\(([a-z0-9-]+\.(svg|txt|md))\)/](profiles\/\1)/g' >>"$work/body.md"
 fi
 
 kill "$sampler" 2>/dev/null || true
