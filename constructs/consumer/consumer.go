@@ -124,10 +124,36 @@ const (
 	// cover: AWS's guidance for SQS event sources, so a batch retried after throttling
 	// or a slow poll is not redelivered while an attempt may still run.
 	VisibilityFactor = 6
+	// DefaultRedriveWindow is what the default RecordTTL keeps beyond a message's life in
+	// the queue and its DLQ: time for a message redriven on the DLQ's last day to be
+	// consumed, or to fail and be redriven again, while its record still answers.
+	DefaultRedriveWindow = 7 * 24 * time.Hour
 	// sqsDefaultRetention and sqsDefaultVisibility stand in when a Source reports 0 (not set).
 	sqsDefaultRetention  = 4 * 24 * time.Hour
 	sqsDefaultVisibility = 30 * time.Second
+	// sqsMaxRetention stands in for a DLQ whose retention the Source does not report: the
+	// longest any DLQ can keep a message.
+	sqsMaxRetention = 14 * 24 * time.Hour
 )
+
+// DeadLetterRetentionSource is a Source that reports its DLQ's retention period
+// (constructs/queue's ProcessingQueue does). The default RecordTTL covers it.
+type DeadLetterRetentionSource interface {
+	Source
+	DeadLetterRetentionPeriod() time.Duration
+}
+
+// deadLetterRetention is how long q's DLQ can keep a message: its own report, SQS's maximum
+// when it has a DLQ but does not say (or says 0), and 0 without a DLQ.
+func deadLetterRetention(q Source) time.Duration {
+	if r, ok := q.(DeadLetterRetentionSource); ok && r.DeadLetterRetentionPeriod() > 0 {
+		return r.DeadLetterRetentionPeriod()
+	}
+	if dl, ok := q.(DeadLetterSource); ok && dl.DeadLetterQueue() != nil {
+		return sqsMaxRetention
+	}
+	return 0
+}
 
 // Tunables the construct sets explicitly (the runtime's defaults) and Environment may override.
 var tunableDefaults = map[string]string{
@@ -211,9 +237,21 @@ type IdempotentConsumerProps struct {
 	// FIFO queues only). Default: none.
 	TenantSource string
 	// RecordTTL is how long a completed record is kept, so a duplicate within it is
-	// recognised. At least Timeout. Default: the queue's retention period, since a
-	// duplicate can arrive for as long as the message can live in the queue.
+	// recognised: a copy of a message that comes back after its record expired runs the
+	// effect again. A copy can come back for as long as the message lives: in the queue
+	// (its retention period), then in the dead-letter queue (whose retention restarts for a
+	// FIFO queue), and after a redrive. Default: the queue's retention + the DLQ's retention
+	// (14 days, SQS's maximum, when the Source does not say) + DefaultRedriveWindow; 25 days
+	// (600h) for constructs/queue's defaults. It must be at least the queue's and the DLQ's
+	// retention together unless AllowShortRecordTTL is set, and at least Timeout. The cost
+	// of a longer TTL is storage only: about $0.05 a month per million records kept (a
+	// record is about 200 bytes; DynamoDB standard storage $0.25 per GB-month, us-east-1).
 	RecordTTL time.Duration
+	// AllowShortRecordTTL accepts a RecordTTL shorter than a message can live in the queue
+	// and its DLQ. A message redriven after its record expired then runs its effect again:
+	// redrive only with pipelinectl, which refuses messages older than the record TTL
+	// (its <pipeline>RecordTTL output, or --record-ttl). Default false.
+	AllowShortRecordTTL bool
 	// DisablePayloadValidation stops comparing the payload hash of a repeated key, so a
 	// key reused for different content is treated as a duplicate instead of an error.
 	// Default false (validation on).
@@ -221,8 +259,9 @@ type IdempotentConsumerProps struct {
 	// CacheSize > 0 keeps that many completed records in memory per execution environment
 	// to answer duplicates without DynamoDB. Default 0 (off).
 	CacheSize int
-	// BatchConcurrency bounds how many records of a standard-queue batch run at once
-	// (FIFO groups always run in order). Default 10.
+	// BatchConcurrency bounds how many records of a batch run at once: on a standard queue
+	// records, on a FIFO queue message groups (the records of one group always run one
+	// after another, in order). Default 10.
 	BatchConcurrency int
 
 	// LogRetention of the function's log group. Default one month.
@@ -455,10 +494,17 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	}
 
 	retention := or(props.Queue.RetentionPeriod(), sqsDefaultRetention)
-	s.recordTTL = or(props.RecordTTL, retention)
-	if s.recordTTL < timeout {
-		p.Addf("RecordTTL", "%v is shorter than the lock it must outlive (Timeout %v); use at least %v (default: the queue's retention period)",
-			s.recordTTL, timeout, timeout)
+	life := retention + deadLetterRetention(props.Queue)
+	s.recordTTL = or(props.RecordTTL, life+DefaultRedriveWindow)
+	switch {
+	case s.recordTTL < timeout:
+		p.Addf("RecordTTL", "%v is shorter than the lock it must outlive (Timeout %v); use at least %v, or leave it 0 for the default %v",
+			s.recordTTL, timeout, max(timeout, life), life+DefaultRedriveWindow)
+	case s.recordTTL < life && !props.AllowShortRecordTTL:
+		p.Addf("RecordTTL", "%v is shorter than a message can live (the queue's retention %v + its DLQ's %v = %v): a message redriven from the DLQ "+
+			"after its record expired would run its effect again; use at least %v (0 gives the default %v, with %v to redrive), "+
+			"or set AllowShortRecordTTL and redrive only with pipelinectl, which refuses messages older than the record TTL",
+			s.recordTTL, retention, life-retention, life, life, life+DefaultRedriveWindow, DefaultRedriveWindow)
 	}
 	if props.CacheSize < 0 || props.CacheSize > limits.MaxCacheSize {
 		p.Add("CacheSize", props.CacheSize, fmt.Sprintf("use 0 (off) up to %d records (the consumer refuses more)", limits.MaxCacheSize))

@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 	tuned = consumer.NewIdempotentConsumer(stack, "Tuned", &consumer.IdempotentConsumerProps{
 		Queue: tunedQueue, Table: simpleTable,
 		Timeout: 90 * time.Second, MemorySize: 1024, BatchSize: 100, MaxBatchingWindow: 5 * time.Second,
-		MaxConcurrency: 50, KeyPrefix: "orders-v2", RecordTTL: 48 * time.Hour, DisablePayloadValidation: true,
+		MaxConcurrency: 50, KeyPrefix: "orders-v2", RecordTTL: 48 * time.Hour, AllowShortRecordTTL: true, DisablePayloadValidation: true,
 		CacheSize: 500, BatchConcurrency: 25, LogRetention: awslogs.RetentionDays_TWO_WEEKS,
 		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeadLettering: true,
 	})
@@ -121,7 +121,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 			"IDEMPOTENCY_TABLE_NAME":       ref(simpleTable.table),
 			"IDEMPOTENCY_KEY_PREFIX":       "Standard",
 			"IDEMPOTENCY_KEY_SOURCE":       "body:idempotencyKey",
-			"IDEMPOTENCY_RECORD_TTL":       "96h0m0s", // the queue's 4-day retention
+			"IDEMPOTENCY_RECORD_TTL":       "600h0m0s", // the queue's 4 days + the DLQ's 14 + 7 to redrive
 			"IDEMPOTENCY_LOCK_CAP":         "30s",
 			"IDEMPOTENCY_VALIDATE_PAYLOAD": "true",
 			"IDEMPOTENCY_CACHE_SIZE":       "0",
@@ -140,7 +140,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 			"IDEMPOTENCY_KEY_SOURCE":       "attribute:IdempotencyKey",
 			"IDEMPOTENCY_SORT_KEY":         "key",
 			"IDEMPOTENCY_TENANT_SOURCE":    "group",
-			"IDEMPOTENCY_RECORD_TTL":       "336h0m0s",
+			"IDEMPOTENCY_RECORD_TTL":       "840h0m0s", // 14 + 14 + 7 days
 			"IDEMPOTENCY_LOCK_CAP":         "1m0s",
 			"IDEMPOTENCY_VALIDATE_PAYLOAD": "true",
 			"IDEMPOTENCY_CACHE_SIZE":       "0",

@@ -50,8 +50,8 @@ func TestEnvironmentLoadsInTheFunction(t *testing.T) {
 		lockCap, ttl         time.Duration
 		deadLetter, validate bool
 	}{
-		{"defaults", standard, "id", "", 30 * time.Second, 96 * time.Hour, true, true},
-		{"fifo composite key", fifo, "id", "key", time.Minute, 336 * time.Hour, true, true},
+		{"defaults", standard, "id", "", 30 * time.Second, 600 * time.Hour, true, true},
+		{"fifo composite key", fifo, "id", "key", time.Minute, 840 * time.Hour, true, true},
 		{"tuned", tuned, "id", "", 90 * time.Second, 48 * time.Hour, false, false},
 	}
 	for _, tt := range tests {

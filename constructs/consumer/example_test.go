@@ -57,7 +57,7 @@ func ExampleNewIdempotentConsumer() {
 		Timeout: time.Minute, // the queue's 6m visibility timeout covers 6 x 1m
 	})
 	fmt.Println(c.Timeout(), c.RecordTTL(), c.KeyPrefix(), c.BatchSize(), c.MaxConcurrency())
-	// Output: 1m0s 96h0m0s OrderConsumer 10 10
+	// Output: 1m0s 264h0m0s OrderConsumer 10 10
 }
 
 // Your own function on resources that already exist: the main package in

@@ -31,7 +31,13 @@ func (q *fakeQueue) VisibilityTimeout() time.Duration { return q.visibility }
 func (q *fakeQueue) RetentionPeriod() time.Duration   { return q.retention }
 func (q *fakeQueue) DeadLetterQueue() awssqs.IQueue   { return q.dlq }
 
-var _ consumer.DeadLetterSource = (*fakeQueue)(nil)
+// DeadLetterRetentionPeriod is the fake DLQ's 14 days.
+func (q *fakeQueue) DeadLetterRetentionPeriod() time.Duration { return 14 * 24 * time.Hour }
+
+var (
+	_ consumer.DeadLetterSource          = (*fakeQueue)(nil)
+	_ consumer.DeadLetterRetentionSource = (*fakeQueue)(nil)
+)
 
 func newFakeQueue(scope constructs.Construct, id string, fifo bool, visibility, retention time.Duration) *fakeQueue {
 	dlq := awssqs.NewQueue(scope, jsii.String(id+"DLQ"), &awssqs.QueueProps{

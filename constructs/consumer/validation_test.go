@@ -30,6 +30,14 @@ func (q specQueue) Fifo() bool                       { return q.fifo }
 func (q specQueue) VisibilityTimeout() time.Duration { return q.visibility }
 func (q specQueue) RetentionPeriod() time.Duration   { return q.retention }
 
+// dlqSpec is a specQueue that reports its DLQ's retention.
+type dlqSpec struct {
+	specQueue
+	dlqRetention time.Duration
+}
+
+func (q dlqSpec) DeadLetterRetentionPeriod() time.Duration { return q.dlqRetention }
+
 var (
 	stdSpec  = specQueue{visibility: 3 * time.Minute, retention: 4 * 24 * time.Hour}
 	fifoSpec = specQueue{fifo: true, visibility: 3 * time.Minute, retention: 4 * 24 * time.Hour}
@@ -102,7 +110,11 @@ func TestValidationMessages(t *testing.T) {
 		{"tenant from the group of a standard queue", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: compositeTable, TenantSource: "group"},
 			[]string{`TenantSource: got "group"`, "standard queue messages have no MessageGroupId"}},
 		{"record TTL shorter than the lock", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, RecordTTL: 10 * time.Second},
-			[]string{"RecordTTL: 10s is shorter than the lock it must outlive (Timeout 30s); use at least 30s"}},
+			[]string{"RecordTTL: 10s is shorter than the lock it must outlive (Timeout 30s); use at least 96h0m0s, or leave it 0 for the default 264h0m0s"}},
+		{"record TTL shorter than a message can live", consumer.IdempotentConsumerProps{Queue: dlqSpec{stdSpec, 14 * 24 * time.Hour}, Table: simpleTable, RecordTTL: 48 * time.Hour},
+			[]string{"RecordTTL: 48h0m0s is shorter than a message can live (the queue's retention 96h0m0s + its DLQ's 336h0m0s = 432h0m0s): " +
+				"a message redriven from the DLQ after its record expired would run its effect again; use at least 432h0m0s (0 gives the default 600h0m0s, with 168h0m0s to redrive), " +
+				"or set AllowShortRecordTTL and redrive only with pipelinectl, which refuses messages older than the record TTL"}},
 		{"negative cache size", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, CacheSize: -1},
 			[]string{"CacheSize: got -1"}},
 		{"negative batch concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, BatchConcurrency: -1},

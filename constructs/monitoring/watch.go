@@ -69,7 +69,7 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 			description: fmt.Sprintf("[%s] Messages are in the dead-letter queue %s: bad input the consumer moved there at its first receive, or messages that failed on %s maxReceiveCount times. "+
 				"First: pipelinectl dlq inspect --stack <stack> --pipeline %s (the DeadLetterReason of each group says why; --queue-url <DLQ url> for a queue outside a pipeline). "+
 				"After the fix: pipelinectl dlq redrive --stack <stack> --pipeline %s --yes. "+
-				"Redrive is safe: the idempotency table skips messages already processed.", label, dlq, src, label, label),
+				"The idempotency table skips what already ran while its record lives; the redrive refuses messages older than the record TTL, whose records may have expired.", label, dlq, src, label, label),
 		}),
 		// Compared once per period: the age threshold is already the time the problem has
 		// lasted. Missing data: an idle, empty queue publishes nothing.

@@ -265,8 +265,8 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 	v.Check()
 }
 
-// Outputs adds stack outputs a user needs after deploy (queue URL, DLQ URL, table name)
-// under the given prefix.
+// Outputs adds stack outputs a user needs after deploy (queue URL, DLQ URL, consumer
+// function, record TTL) under the given prefix. pipelinectl finds a pipeline by them.
 func Outputs(stack awscdk.Stack, prefix string, p Pipeline) {
 	out := func(name, desc string, value *string) {
 		awscdk.NewCfnOutput(stack, jsii.String(prefix+name), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
@@ -274,4 +274,6 @@ func Outputs(stack awscdk.Stack, prefix string, p Pipeline) {
 	out("QueueUrl", "URL of the "+prefix+" processing queue (producers send here)", p.Queue().Queue().QueueUrl())
 	out("DeadLetterQueueUrl", "URL of the "+prefix+" dead-letter queue (inspect and redrive from here)", p.Queue().DeadLetterQueue().QueueUrl())
 	out("ConsumerFunctionName", "The "+prefix+" consumer Lambda function", p.Consumer().Function().FunctionName())
+	out("RecordTTL", "How long the "+prefix+" consumer keeps completed idempotency records (pipelinectl dlq redrive refuses messages older than this)",
+		jsii.String(p.Consumer().RecordTTL().String()))
 }

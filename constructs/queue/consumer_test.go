@@ -50,8 +50,8 @@ func TestConsumerAndDispatcherOnAnImportedQueue(t *testing.T) {
 	cdktest.Must(t, "event source on the imported queue", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{"EventSourceArn": queueArn})
 	})
-	if c.RecordTTL() != 2*24*time.Hour {
-		t.Errorf("RecordTTL = %v, want the imported queue's retention 48h", c.RecordTTL())
+	if want := (2 + 14 + 7) * 24 * time.Hour; c.RecordTTL() != want {
+		t.Errorf("RecordTTL = %v, want %v: the imported queue's 2 days, its DLQ's (not given: SQS's maximum, 14) and 7 to redrive", c.RecordTTL(), want)
 	}
 	cdktest.Must(t, "dead-lettering to the imported DLQ", func() {
 		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{

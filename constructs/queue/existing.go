@@ -60,6 +60,13 @@ type ExistingProcessingQueueProps struct {
 	// value from an imported queue.
 	RetentionPeriod time.Duration
 
+	// DeadLetterRetentionPeriod is the DLQ's message retention period (1 min to 14 days).
+	// The consumer keeps completed idempotency records for the source's and the DLQ's
+	// retention together (and a redrive window), so a message redriven from the DLQ still
+	// finds its record. Default: 0, taken as 14 days, SQS's maximum: never shorter than the
+	// DLQ's own, so the records it implies are long enough whatever the DLQ keeps.
+	DeadLetterRetentionPeriod time.Duration
+
 	// MaxReceiveCount is the source queue's redrive maxReceiveCount (1 to 1000), reported by
 	// the result's MaxReceiveCount for alarms and documentation.
 	// Default: 0 (not given; MaxReceiveCount reports 0).
@@ -118,6 +125,9 @@ func ImportProcessingQueue(scope constructs.Construct, id string, props *Existin
 	fifo := p.checkType(v, src, dlq)
 	requiredDuration(v, "VisibilityTimeout", p.VisibilityTimeout, time.Second, maxVisibilityTimeout)
 	requiredDuration(v, "RetentionPeriod", p.RetentionPeriod, minRetention, maxRetention)
+	if p.DeadLetterRetentionPeriod != 0 {
+		durationIn(v, "DeadLetterRetentionPeriod", p.DeadLetterRetentionPeriod, minRetention, maxRetention)
+	}
 	if p.MaxReceiveCount < 0 || p.MaxReceiveCount > maxMaxReceiveCount {
 		v.Add("MaxReceiveCount", p.MaxReceiveCount, fmt.Sprintf("must be 1 to %d, the queue's redrive maxReceiveCount (0: not given)", maxMaxReceiveCount))
 	}
@@ -246,4 +256,7 @@ func (q *existingQueue) DeadLetterQueue() awssqs.IQueue   { return q.dlq }
 func (q *existingQueue) Fifo() bool                       { return q.fifo }
 func (q *existingQueue) VisibilityTimeout() time.Duration { return q.p.VisibilityTimeout }
 func (q *existingQueue) RetentionPeriod() time.Duration   { return q.p.RetentionPeriod }
-func (q *existingQueue) MaxReceiveCount() int             { return q.p.MaxReceiveCount }
+func (q *existingQueue) DeadLetterRetentionPeriod() time.Duration {
+	return orDefault(q.p.DeadLetterRetentionPeriod, maxRetention)
+}
+func (q *existingQueue) MaxReceiveCount() int { return q.p.MaxReceiveCount }

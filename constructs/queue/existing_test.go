@@ -113,6 +113,9 @@ func TestImportAccessors(t *testing.T) {
 				t.Errorf("Fifo, VisibilityTimeout, RetentionPeriod, MaxReceiveCount = %v, %v, %v, %d; want %v, %v, %v, %d",
 					q.Fifo(), q.VisibilityTimeout(), q.RetentionPeriod(), q.MaxReceiveCount(), tt.fifo, tt.visibility, tt.retention, tt.maxReceive)
 			}
+			if got := q.DeadLetterRetentionPeriod(); got != 14*24*time.Hour {
+				t.Errorf("DeadLetterRetentionPeriod = %v, want SQS's maximum 336h when not given", got)
+			}
 			if *q.Queue().Fifo() != tt.fifo || *q.DeadLetterQueue().Fifo() != tt.fifo {
 				t.Errorf("imported queues' Fifo = %v, %v; want %v", *q.Queue().Fifo(), *q.DeadLetterQueue().Fifo(), tt.fifo)
 			}
@@ -208,6 +211,8 @@ func TestImportValidation(t *testing.T) {
 			[]string{"RetentionPeriod: got 30s; SQS takes 1m0s to 336h0m0s"}},
 		{"fractional visibility", valid(ExistingProcessingQueueProps{VisibilityTimeout: 1500 * time.Millisecond}),
 			[]string{"VisibilityTimeout: got 1.5s; SQS takes whole seconds"}},
+		{"DLQ retention above 14 days", valid(ExistingProcessingQueueProps{DeadLetterRetentionPeriod: 15 * 24 * time.Hour}),
+			[]string{"DeadLetterRetentionPeriod: got 360h0m0s; must be between 1m0s and 336h0m0s (0 means the default)"}},
 		{"max receive count", valid(ExistingProcessingQueueProps{MaxReceiveCount: 1001}),
 			[]string{"MaxReceiveCount: got 1001; must be 1 to 1000, the queue's redrive maxReceiveCount (0: not given)"}},
 	}

@@ -26,6 +26,10 @@ type ProcessingQueue interface {
 	VisibilityTimeout() time.Duration
 	// RetentionPeriod is the source queue's message retention period.
 	RetentionPeriod() time.Duration
+	// DeadLetterRetentionPeriod is how long the DLQ keeps a message: the consumer keeps
+	// completed idempotency records at least the source's and the DLQ's retention together,
+	// so a message redriven from the DLQ still finds its record.
+	DeadLetterRetentionPeriod() time.Duration
 	// MaxReceiveCount is the number of receives before a message moves to the DLQ; 0 for
 	// an imported queue whose ExistingProcessingQueueProps.MaxReceiveCount was not given.
 	MaxReceiveCount() int
@@ -146,4 +150,7 @@ func (q *processingQueue) DeadLetterQueue() awssqs.IQueue   { return q.dlq }
 func (q *processingQueue) Fifo() bool                       { return q.s.fifo }
 func (q *processingQueue) VisibilityTimeout() time.Duration { return q.s.visibilityTimeout }
 func (q *processingQueue) RetentionPeriod() time.Duration   { return q.s.retentionPeriod }
-func (q *processingQueue) MaxReceiveCount() int             { return q.s.maxReceiveCount }
+func (q *processingQueue) DeadLetterRetentionPeriod() time.Duration {
+	return q.s.deadLetterRetention
+}
+func (q *processingQueue) MaxReceiveCount() int { return q.s.maxReceiveCount }

@@ -234,15 +234,19 @@ func TestAccessors(t *testing.T) {
 		visibility time.Duration
 		retention  time.Duration
 		receives   int
+		dlq        time.Duration
 	}{
-		{&standard, false, 3 * time.Minute, 4 * 24 * time.Hour, 5},
-		{&fifo, true, 6 * time.Minute, 2 * 24 * time.Hour, 3},
-		{&kms, false, 15 * time.Minute, 7 * 24 * time.Hour, 5},
-		{&derived, true, 3 * time.Minute, 4 * 24 * time.Hour, 5},
+		{&standard, false, 3 * time.Minute, 4 * 24 * time.Hour, 5, 14 * 24 * time.Hour},
+		{&fifo, true, 6 * time.Minute, 2 * 24 * time.Hour, 3, 24 * time.Hour},
+		{&kms, false, 15 * time.Minute, 7 * 24 * time.Hour, 5, 14 * 24 * time.Hour},
+		{&derived, true, 3 * time.Minute, 4 * 24 * time.Hour, 5, 14 * 24 * time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.f.name, func(t *testing.T) {
 			q := tt.f.q
+			if got := q.DeadLetterRetentionPeriod(); got != tt.dlq {
+				t.Errorf("DeadLetterRetentionPeriod = %v, want %v", got, tt.dlq)
+			}
 			if q.Fifo() != tt.fifo || q.VisibilityTimeout() != tt.visibility || q.RetentionPeriod() != tt.retention || q.MaxReceiveCount() != tt.receives {
 				t.Errorf("Fifo, VisibilityTimeout, RetentionPeriod, MaxReceiveCount = %v, %v, %v, %d; want %v, %v, %v, %d",
 					q.Fifo(), q.VisibilityTimeout(), q.RetentionPeriod(), q.MaxReceiveCount(), tt.fifo, tt.visibility, tt.retention, tt.receives)
