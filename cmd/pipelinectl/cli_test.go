@@ -37,6 +37,7 @@ func TestErrors(t *testing.T) {
 	empty := write("empty.json", `{}`)
 	noTable := write("notable.json", `{"S": {"StandardDeadLetterQueueUrl": "u"}}`)
 	noSource := write("nosource.json", `{"S": {"SDeadLetterQueueUrl": "`+p.dlqURL+`"}}`)
+	badTTL := write("badttl.json", `{"S": {"SDeadLetterQueueUrl": "`+p.dlqURL+`", "SRecordTTL": "4 days"}}`)
 	sk := newPipe(t, false)
 	if err := ddbSrv.CreateTable(t.Context(), sk.table+"-sk", "id", "sk"); err != nil {
 		t.Fatal(err)
@@ -62,6 +63,9 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "redrive", "--rate", "501"}, exitUsage, "--rate 501: use 1 to 500 messages per second, or leave it out"},
 		{[]string{"dlq", "redrive", "--rate", "-1"}, exitUsage, "--rate -1: use 1 to 500 messages per second, or leave it out"},
 		{[]string{"dlq", "redrive", "--wait", "0s"}, exitUsage, "--wait 0s: use a positive duration"},
+		{[]string{"dlq", "redrive", "--record-ttl", "-1h"}, exitUsage, "--record-ttl -1h0m0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 600h (at least 1s)"},
+		{[]string{"dlq", "inspect", "--record-ttl", "10ms"}, exitUsage, "--record-ttl 10ms: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 600h (at least 1s)"},
+		{[]string{"dlq", "inspect", "--outputs", badTTL, "--pipeline", "S"}, exitError, "stack S in " + badTTL + `: output SRecordTTL is "4 days", not a duration; give --record-ttl`},
 		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, exitError, "AWS configuration: failed to get shared config profile, nope"},
 		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
 		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, exitError, "--outputs: open "},

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -27,18 +28,58 @@ const (
 	redriveHold    = 2 * time.Minute  // visibility timeout of messages the receive path moves
 	taskPoll       = time.Second
 	defaultTaskMax = 15 * time.Minute
+	// recordMargin is how long before a record can expire a redrive stops relying on it:
+	// the redriven copy must reach the consumer while the record still answers.
+	recordMargin = time.Hour
 )
+
+// recordTTLFlag adds --record-ttl to a dlq command's flags.
+func recordTTLFlag(fs *flag.FlagSet, c *common) {
+	fs.DurationVar(&c.recordTTL, "record-ttl", 0, "the consumer's record TTL (default: the pipeline's RecordTTL output)")
+}
+
+// checkRecordTTL refuses a --record-ttl that cannot be a record TTL.
+func checkRecordTTL(c *common) error {
+	if c.recordTTL < 0 || (c.recordTTL > 0 && c.recordTTL < time.Second) {
+		return usagef("--record-ttl %s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 600h (at least 1s)", c.recordTTL)
+	}
+	return nil
+}
+
+// outlivesRecord reports a message whose idempotency record may have expired, or may expire
+// before a redriven copy is consumed. A record is written no earlier than the message was
+// first sent, so it lives at least until first-sent + TTL: a message younger than the TTL
+// less recordMargin still finds its record (a duplicate is acknowledged, not run again).
+// An unknown TTL (0) checks nothing.
+func outlivesRecord(m types.Message, ttl time.Duration, now time.Time) bool {
+	return ttl > 0 && !now.Before(firstSent(m).Add(ttl-recordMargin))
+}
+
+// printRecordTTL says which TTL the ages are checked against, or loudly that they are not.
+func printRecordTTL(w io.Writer, t dlqTarget, pipeline string) {
+	if t.recordTTL > 0 {
+		fmt.Fprintf(w, "record TTL   %s (%s): a message first sent more than %s ago may have outlived its record\n",
+			t.recordTTL, t.ttlFrom, t.recordTTL-recordMargin)
+		return
+	}
+	fmt.Fprintf(w, "record TTL   UNKNOWN (no output %s%s; give --record-ttl, the consumer's IDEMPOTENCY_RECORD_TTL): message ages are NOT checked, "+
+		"and a message whose record expired runs its effect again when redriven\n", pipeline, outRecordTTL)
+}
 
 func dlqInspect(ctx context.Context, args []string, stdout io.Writer, connect connector) error {
 	fs, c := newFlags("dlq inspect", dlqUsage, stdout)
 	sample := fs.Int("sample", 1, "messages shown per group")
 	max := fs.Int("max", defaultMaxScan, "messages scanned at most")
 	hold := fs.Duration("hold", maxHold, "visibility timeout of the scan")
+	recordTTLFlag(fs, c)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if err := noArgs("dlq inspect", pos); err != nil {
+		return err
+	}
+	if err := checkRecordTTL(c); err != nil {
 		return err
 	}
 	if *sample < 0 {
@@ -78,22 +119,41 @@ func dlqInspect(ctx context.Context, args []string, stdout io.Writer, connect co
 		fmt.Fprint(stdout, " (FIFO: a receive hands out no message behind one in flight in its group)")
 	}
 	fmt.Fprintln(stdout)
+	printRecordTTL(stdout, t, c.pipeline)
 	if len(msgs) == 0 {
 		return nil
 	}
 	now := time.Now()
 	groups := byReason(msgs)
+	var outlived []types.Message
 	fmt.Fprintln(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "REASON\tCOUNT\tOLDEST\tREDRIVE")
 	for _, g := range groups {
+		old := 0
+		for _, m := range g.msgs {
+			if outlivesRecord(m, t.recordTTL, now) {
+				old++
+				outlived = append(outlived, m)
+			}
+		}
 		what := "moves"
 		if g.reason != reasonRedrivePolicy {
 			what = "stays (bad input; --include-invalid moves it)"
 		}
+		if old > 0 {
+			what += fmt.Sprintf("; %d stay: older than the record TTL (--include-expired moves them)", old)
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%s (%s ago)\t%s\n", g.reason, len(g.msgs), g.oldest.UTC().Format(time.RFC3339), now.Sub(g.oldest).Round(time.Second), what)
 	}
 	tw.Flush()
+	if len(outlived) > 0 {
+		fmt.Fprintf(stdout, "\n%d messages are older than the record TTL %s less %s: if their effect completed before they were dead-lettered, "+
+			"their records may have expired and a redrive runs the effect again:\n", len(outlived), t.recordTTL, recordMargin)
+		for _, m := range outlived {
+			fmt.Fprintf(stdout, "  %s  first sent %s (%s ago)\n", aws.ToString(m.MessageId), firstSent(m).UTC().Format(time.RFC3339), now.Sub(firstSent(m)).Round(time.Second))
+		}
+	}
 	if q.fifo {
 		counts := map[string]int{}
 		for _, m := range msgs {
@@ -171,6 +231,8 @@ func dlqRedrive(ctx context.Context, args []string, stdout io.Writer, connect co
 	yes := fs.Bool("yes", false, "move (default: dry run)")
 	rate := fs.Int("rate", 0, "messages per second at most")
 	includeInvalid := fs.Bool("include-invalid", false, "move bad input too")
+	includeExpired := fs.Bool("include-expired", false, "move messages older than the record TTL too")
+	recordTTLFlag(fs, c)
 	to := fs.String("to", "", "destination queue URL")
 	max := fs.Int("max", defaultMaxScan, "messages the dry run scans at most")
 	wait := fs.Duration("wait", defaultTaskMax, "how long to wait for a move task")
@@ -189,6 +251,9 @@ func dlqRedrive(ctx context.Context, args []string, stdout io.Writer, connect co
 	}
 	if *wait <= 0 {
 		return usagef("--wait %s: use a positive duration", *wait)
+	}
+	if err := checkRecordTTL(c); err != nil {
+		return err
 	}
 	cl, t, dlq, err := openDLQ(ctx, c, connect)
 	if err != nil {
@@ -220,15 +285,29 @@ func dlqRedrive(ctx context.Context, args []string, stdout io.Writer, connect co
 	if err != nil {
 		return err
 	}
-	var moves, stays int
+	now := time.Now()
+	var moves, bad, old int
+	var outlived []types.Message
 	for _, m := range msgs {
-		if badInput(m) && !*includeInvalid {
-			stays++
-		} else {
+		isOld := outlivesRecord(m, t.recordTTL, now)
+		if isOld {
+			outlived = append(outlived, m)
+		}
+		switch {
+		case badInput(m) && !*includeInvalid:
+			bad++
+		case isOld && !*includeExpired:
+			old++
+		default:
 			moves++
 		}
 	}
-	useTask := stays == 0
+	stays := bad + old
+	// A move task moves everything, unseen messages too: it may run only when nothing is
+	// to stay, and the scan saw every message or nothing would be kept anyway.
+	sawAll := len(msgs) < *max && int64(len(msgs)) >= dlq.visible
+	keepsNothing := *includeInvalid && (*includeExpired || t.recordTTL == 0)
+	useTask := stays == 0 && (sawAll || keepsNothing)
 	method := "SQS message move task"
 	if !useTask {
 		method = "receive, send, delete (messages to leave behind)"
@@ -237,13 +316,22 @@ func dlqRedrive(ctx context.Context, args []string, stdout io.Writer, connect co
 	}
 	fmt.Fprintf(stdout, "DLQ          %s (%s): %d visible, %d in flight\n", dlq.url, queueKind(dlq.fifo), dlq.visible, dlq.inFlight)
 	fmt.Fprintf(stdout, "destination  %s\n", dest.url)
-	fmt.Fprintf(stdout, "scanned      %d: %d to move, %d to leave (bad input)\n", len(msgs), moves, stays)
+	printRecordTTL(stdout, t, c.pipeline)
+	fmt.Fprintf(stdout, "scanned      %d: %d to move, %d to leave (%d bad input, %d older than the record TTL)\n", len(msgs), moves, stays, bad, old)
 	for _, g := range byReason(msgs) {
 		verb := "move"
 		if g.reason != reasonRedrivePolicy && !*includeInvalid {
 			verb = "stay"
 		}
 		fmt.Fprintf(stdout, "  %-22s %d %s\n", g.reason, len(g.msgs), verb)
+	}
+	for _, m := range outlived {
+		verb := "stays"
+		if *includeExpired {
+			verb = "WARNING: moves (--include-expired); its effect runs again if it had completed"
+		}
+		fmt.Fprintf(stdout, "  older than the record TTL: %s first sent %s (%s ago): %s\n", aws.ToString(m.MessageId),
+			firstSent(m).UTC().Format(time.RFC3339), now.Sub(firstSent(m)).Round(time.Second), verb)
 	}
 	if len(msgs) == 0 && dlq.visible == 0 {
 		fmt.Fprintln(stdout, "the DLQ is empty: nothing to move")
@@ -273,11 +361,12 @@ func dlqRedrive(ctx context.Context, args []string, stdout io.Writer, connect co
 			useTask = false
 		}
 	}
-	var stayed int
+	var stayed, expired int
 	if !useTask {
-		r := &receiveMover{api: cl.sqs, dlq: dlq, dest: dest, includeInvalid: *includeInvalid, rate: *rate, out: stdout}
+		r := &receiveMover{api: cl.sqs, dlq: dlq, dest: dest, includeInvalid: *includeInvalid, includeExpired: *includeExpired,
+			recordTTL: t.recordTTL, rate: *rate, out: stdout}
 		moveErr = r.run(ctx)
-		moved, stayed = moved+int64(r.moved), len(r.skipped)
+		moved, stayed, expired = moved+int64(r.moved), len(r.skipped), r.expired
 	}
 	after, err := getQueue(ctx, cl.sqs, dlq.url)
 	if err != nil {
@@ -286,6 +375,9 @@ func dlqRedrive(ctx context.Context, args []string, stdout io.Writer, connect co
 	fmt.Fprintf(stdout, "moved %d; left in the DLQ: %d visible, %d in flight", moved, after.visible, after.inFlight)
 	if stayed > 0 {
 		fmt.Fprintf(stdout, " (%d bad input kept: --include-invalid moves them)", stayed)
+	}
+	if expired > 0 {
+		fmt.Fprintf(stdout, " (%d older than the record TTL kept: --include-expired moves them, and runs their effects again if they had completed)", expired)
 	}
 	fmt.Fprintln(stdout)
 	return moveErr
@@ -372,16 +464,21 @@ type receiveMover struct {
 	api            *sqs.Client
 	dlq, dest      queueInfo
 	includeInvalid bool
+	includeExpired bool
+	recordTTL      time.Duration // 0: unknown, ages not checked
 	rate           int
 	out            io.Writer
 
 	moved   int
-	skipped map[string]bool
+	skipped map[string]bool // bad input kept
+	expired int             // messages older than the record TTL kept
+	seenOld map[string]bool
 	held    []types.Message
 }
 
 func (r *receiveMover) run(ctx context.Context) (err error) {
 	r.skipped = map[string]bool{}
+	r.seenOld = map[string]bool{}
 	blocked := map[string]bool{} // FIFO groups that stay from a message on
 	defer func() {
 		err = errors.Join(err, makeVisible(ctx, r.api, r.dlq.url, r.held))
@@ -417,6 +514,22 @@ func (r *receiveMover) run(ctx context.Context) (err error) {
 				}
 				continue
 			}
+			if outlivesRecord(m, r.recordTTL, time.Now()) {
+				if !r.includeExpired {
+					if !r.seenOld[id] {
+						r.expired++
+					}
+					r.seenOld[id] = true
+					r.held = append(r.held, m)
+					if r.dlq.fifo {
+						blocked[g] = true
+						fmt.Fprintf(r.out, "group %s stays from message %s on (older than the record TTL)\n", g, id)
+					}
+					continue
+				}
+				fmt.Fprintf(r.out, "WARNING: moving message %s, first sent %s, older than the record TTL %s: if its effect completed, it runs again\n",
+					id, firstSent(m).UTC().Format(time.RFC3339), r.recordTTL)
+			}
 			if wait := time.Until(next); wait > 0 {
 				select {
 				case <-ctx.Done():
@@ -448,7 +561,7 @@ func (r *receiveMover) run(ctx context.Context) (err error) {
 }
 
 func (r *receiveMover) send(ctx context.Context, m types.Message) error {
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.dest.url), MessageBody: m.Body, MessageAttributes: m.MessageAttributes}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.dest.url), MessageBody: m.Body, MessageAttributes: withFirstSent(m)}
 	if r.dest.fifo {
 		in.MessageGroupId = aws.String(group(m))
 		in.MessageDeduplicationId = aws.String(dedupID(aws.ToString(m.MessageId)))

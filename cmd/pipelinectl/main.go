@@ -69,15 +69,17 @@ var errHelp = errors.New("help printed")
 const usage = `pipelinectl operates the idempotent SQS pipelines of a deployed stack.
 
 Usage:
-  pipelinectl dlq inspect    --stack STACK --pipeline NAME [--sample N] [--max N]
-  pipelinectl dlq redrive    --stack STACK --pipeline NAME [--yes] [--rate N] [--include-invalid] [--to QUEUE_URL]
+  pipelinectl dlq inspect    --stack STACK --pipeline NAME [--sample N] [--max N] [--record-ttl D]
+  pipelinectl dlq redrive    --stack STACK --pipeline NAME [--yes] [--rate N] [--include-invalid]
+                             [--include-expired] [--record-ttl D] [--to QUEUE_URL]
   pipelinectl record get     --stack STACK --pipeline NAME KEY   (or --id RAW_ID)
   pipelinectl record release --stack STACK --pipeline NAME KEY [--force]
   pipelinectl help [COMMAND]
 
 Where the resources are (one of --stack or --outputs, or the overrides):
   --stack NAME         CloudFormation stack: its outputs <Pipeline>QueueUrl,
-                       <Pipeline>DeadLetterQueueUrl and IdempotencyTableName
+                       <Pipeline>DeadLetterQueueUrl, <Pipeline>RecordTTL and
+                       IdempotencyTableName
   --outputs FILE       the JSON 'cdk deploy --outputs-file FILE' writes (with several
                        stacks in it, --stack picks one)
   --pipeline NAME      the pipeline, as the outputs name it (Standard, Fifo)
@@ -105,9 +107,14 @@ const dlqUsage = `pipelinectl dlq inspect: what is in a dead-letter queue, witho
   group only in order and none behind one in flight, so a scan sees the first messages of
   each group; the approximate count covers the rest.
 
-  --sample N    messages shown per group (default 1, 0 for none)
-  --max N       stop the scan after N messages (default 1000)
-  --hold D      visibility timeout of the scan (default 30s)
+  Each message's age is checked against the consumer's record TTL (the pipeline's
+  RecordTTL output, or --record-ttl): a message first sent more than the TTL less 1h ago
+  may have outlived its idempotency record, and is listed by id.
+
+  --sample N      messages shown per group (default 1, 0 for none)
+  --max N         stop the scan after N messages (default 1000)
+  --hold D        visibility timeout of the scan (default 30s)
+  --record-ttl D  the consumer's IDEMPOTENCY_RECORD_TTL (default: the RecordTTL output)
 
 pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.
 
@@ -117,9 +124,16 @@ pipelinectl dlq redrive: move dead-lettered messages back once their cause is fi
   Messages the consumer dead-lettered as bad input (any DeadLetterReason: invalid_input,
   payload_mismatch, value_missing, ...) can never succeed unchanged: they stay in the DLQ
   unless --include-invalid.
+  A redrive is safe while the idempotency records live: a message whose effect completed
+  is acknowledged as a duplicate. A message first sent more than the record TTL (less 1h)
+  ago may have outlived its record, and would run its effect again: it stays in the DLQ,
+  named, unless --include-expired. Without a known TTL (no RecordTTL output and no
+  --record-ttl) ages are not checked, and the run says so.
 
   Standard queue: SQS's message move task (StartMessageMoveTask), waited for and reported,
-  when every message moves; with messages to leave behind, receive, send, delete.
+  when every message moves and the scan saw them all; else receive, send, delete (a copy
+  carries the first send's time in a FirstSentTimestamp attribute, where SQS's limit of
+  10 attributes leaves room, so its age still counts from the first send).
   FIFO queue: the move task where the server supports it, else receive, send with the
   original group id and a deduplication id derived from the message id, delete only after
   the send succeeded: each group keeps its order and no message is lost, and a copy sent
@@ -130,6 +144,9 @@ pipelinectl dlq redrive: move dead-lettered messages back once their cause is fi
   --rate N           at most N messages per second (default: the move task's own rate)
   --include-invalid  move bad-input messages too (the consumer dead-letters them again
                      unless the producer or the key configuration was fixed)
+  --include-expired  move messages older than the record TTL too, each named with a
+                     WARNING: one whose effect had completed runs it again
+  --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL (default: the RecordTTL output)
   --to QUEUE_URL     another destination of the same queue type
   --wait D           how long to wait for a move task (default 15m)
 `

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,15 +104,22 @@ func newPipe(t *testing.T, fifo bool) *pipe {
 	if err := ddbSrv.CreateTable(ctx, p.table, "id", ""); err != nil {
 		t.Fatal(err)
 	}
+	p.outputs = filepath.Join(t.TempDir(), "outputs.json")
+	p.writeOutputs(t, "600h0m0s") // the reference stack's default record TTL
+	return p
+}
+
+// writeOutputs writes the outputs file as 'cdk deploy --outputs-file' would, with the
+// consumer's record TTL.
+func (p *pipe) writeOutputs(t *testing.T, recordTTL string) {
+	t.Helper()
 	b, _ := json.Marshal(map[string]map[string]string{p.stack: {
 		p.name + "QueueUrl": p.queueURL, p.name + "DeadLetterQueueUrl": p.dlqURL,
-		p.name + "ConsumerFunctionName": "consumer", "IdempotencyTableName": p.table,
+		p.name + "ConsumerFunctionName": "consumer", p.name + "RecordTTL": recordTTL, "IdempotencyTableName": p.table,
 	}})
-	p.outputs = filepath.Join(t.TempDir(), "outputs.json")
 	if err := os.WriteFile(p.outputs, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
 
 // ctl runs pipelinectl with args and returns its exit code, stdout and stderr.
@@ -148,15 +156,25 @@ type consumer struct {
 	effects []string // keys, in the order their effects ran
 	poison  map[string]bool
 	fixed   atomic.Bool
+	// lostDeletes are keys whose messages are never deleted although their records complete:
+	// the invocation timed out after them (a later record of its batch hung), so the event
+	// source mapping deleted nothing. Until cleared, they go round to the DLQ COMPLETED.
+	lostDeletes sync.Map
 }
 
 func newConsumer(t *testing.T, p *pipe, poison ...string) *consumer {
+	return newConsumerEnv(t, p, nil, poison...)
+}
+
+// newConsumerEnv is newConsumer with extra environment (e.g. a short IDEMPOTENCY_RECORD_TTL).
+func newConsumerEnv(t *testing.T, p *pipe, extra map[string]string, poison ...string) *consumer {
 	c := &consumer{p: p, poison: map[string]bool{}}
 	for _, k := range poison {
 		c.poison[k] = true
 	}
 	env := map[string]string{"IDEMPOTENCY_TABLE_NAME": p.table, "IDEMPOTENCY_KEY_PREFIX": p.name, "DEAD_LETTER_QUEUE_URL": p.dlqURL,
 		"AWS_REGION": sqslocal.Region, "IDEMPOTENCY_VALIDATE_PAYLOAD": "true"}
+	maps.Copy(env, extra)
 	c.handler = consume.Init(func(consume.Env) (consume.Effect, error) {
 		return func(ctx context.Context, msg consume.Message) ([]byte, error) {
 			if c.poison[msg.Key] && !c.fixed.Load() {
@@ -225,6 +243,9 @@ func (c *consumer) drain(t *testing.T) {
 			failed[f.ItemIdentifier] = true
 		}
 		for _, m := range out.Messages {
+			if _, lost := c.lostDeletes.Load(keyOf(aws.ToString(m.Body))); lost {
+				continue
+			}
 			if !failed[aws.ToString(m.MessageId)] {
 				if _, err := api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.p.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 					t.Fatal(err)
@@ -263,6 +284,15 @@ func (p *pipe) send(t *testing.T, group string, keys ...string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// keyOf is the idempotency key of a body p.send wrote, "" for bad input.
+func keyOf(body string) string {
+	var b struct {
+		Key string `json:"idempotencyKey"`
+	}
+	_ = json.Unmarshal([]byte(body), &b)
+	return b.Key
 }
 
 func wantContains(t *testing.T, what, got string, wants ...string) {
@@ -304,7 +334,7 @@ func TestStandardInspectRedriveRecord(t *testing.T) {
 	}
 
 	out = mustCtl(t, p.args("dlq", "redrive")...)
-	wantContains(t, "dry run", out, "scanned      3: 2 to move, 1 to leave (bad input)", "Dry run: nothing moved")
+	wantContains(t, "dry run", out, "scanned      3: 2 to move, 1 to leave (1 bad input, 0 older than the record TTL)", "Dry run: nothing moved")
 	if q := queueCounts(t, p.dlqURL); q != [2]int64{3, 0} {
 		t.Errorf("DLQ after the dry run = %v, want [3 0]", q)
 	}
@@ -365,7 +395,7 @@ func TestFifoInspectRedriveRecord(t *testing.T) {
 	}
 
 	out = mustCtl(t, p.args("dlq", "redrive")...)
-	wantContains(t, "dry run", out, "scanned      4: 3 to move, 1 to leave (bad input)", "Dry run: nothing moved")
+	wantContains(t, "dry run", out, "scanned      4: 3 to move, 1 to leave (1 bad input, 0 older than the record TTL)", "Dry run: nothing moved")
 
 	c.fixed.Store(true)
 	out = mustCtl(t, p.args("dlq", "redrive", "--yes")...)
@@ -401,5 +431,88 @@ func TestFifoRedriveAll(t *testing.T) {
 	}
 	if !slices.Equal(g1, []string{"a1", "a2"}) || !slices.Equal(g2, []string{"b1", "b2"}) {
 		t.Errorf("effects = %v, want a1 a2 and b1 b2 in order, each once", got)
+	}
+}
+
+// A message whose effect completed but whose delete was lost (the invocation timed out later
+// in its batch) goes round to the DLQ with a COMPLETED record. Redriven after that record
+// expired, it would run its effect a second time: the redrive refuses it by its age, names
+// it, and moves it only with --include-expired, which shows the second run it guards against.
+func TestRedriveRefusesMessagesOlderThanTheRecordTTL(t *testing.T) {
+	p := newPipe(t, false)
+	const ttl = 2 * time.Second
+	p.writeOutputs(t, ttl.String())
+	c := newConsumerEnv(t, p, map[string]string{"IDEMPOTENCY_RECORD_TTL": ttl.String(), "IDEMPOTENCY_LOCK_CAP": "1s"})
+	c.lostDeletes.Store("done", true)
+	p.send(t, "", "done")
+	c.drain(t)
+	if got := c.ran(); !slices.Equal(got, []string{"done"}) {
+		t.Fatalf("effects = %v, want [done]: it completed once, then its copies were duplicates", got)
+	}
+	if q := queueCounts(t, p.dlqURL); q != [2]int64{1, 0} {
+		t.Fatalf("DLQ = %v, want [1 0]: the completed message, dead-lettered by the redrive policy", q)
+	}
+	out := mustCtl(t, p.args("record", "get", "done")...)
+	wantContains(t, "record get", out, "status   COMPLETED")
+
+	// Past the record's expiry (whole seconds, so up to 1 s more): the store treats it as absent.
+	start := time.Now()
+	time.Sleep(ttl + 1500*time.Millisecond)
+	t.Logf("waited %s for the record to expire", time.Since(start).Round(time.Millisecond))
+	c.lostDeletes.Clear()
+
+	out = mustCtl(t, p.args("dlq", "inspect")...)
+	wantContains(t, "inspect", out, "record TTL   2s (output StandardRecordTTL of stack "+p.stack+" in "+p.outputs+")",
+		"1 stay: older than the record TTL (--include-expired moves them)", "1 messages are older than the record TTL 2s less 1h0m0s")
+	out = mustCtl(t, p.args("dlq", "redrive", "--yes")...)
+	wantContains(t, "redrive", out, "scanned      1: 0 to move, 1 to leave (0 bad input, 1 older than the record TTL)",
+		"older than the record TTL: ", ": stays", "method       receive, send, delete",
+		"moved 0; left in the DLQ: 1 visible, 0 in flight (1 older than the record TTL kept: --include-expired moves them")
+	c.drain(t)
+	if got := c.ran(); count(got, "done") != 1 {
+		t.Fatalf("effects after the refused redrive = %v, want done once", got)
+	}
+
+	// What the check prevents: moved anyway, the expired record no longer stops a second run.
+	out = mustCtl(t, p.args("dlq", "redrive", "--yes", "--include-expired")...)
+	wantContains(t, "redrive --include-expired", out, "WARNING: moves (--include-expired)", "moved 1; left in the DLQ: 0 visible")
+	c.drain(t)
+	if got := c.ran(); count(got, "done") != 2 {
+		t.Errorf("effects after --include-expired = %v, want done twice (the record had expired)", got)
+	}
+}
+
+// Without a known record TTL the ages go unchecked, and both commands say so.
+func TestUnknownRecordTTLIsSaid(t *testing.T) {
+	p := newPipe(t, false)
+	out := mustCtl(t, "dlq", "inspect", "--queue-url", p.dlqURL)
+	wantContains(t, "inspect --queue-url", out, "record TTL   UNKNOWN (no output RecordTTL; give --record-ttl")
+	out = mustCtl(t, "dlq", "redrive", "--queue-url", p.dlqURL, "--to", p.queueURL)
+	wantContains(t, "redrive --queue-url", out, "message ages are NOT checked")
+	out = mustCtl(t, "dlq", "inspect", "--queue-url", p.dlqURL, "--record-ttl", "72h")
+	wantContains(t, "inspect --record-ttl", out, "record TTL   72h0m0s (--record-ttl)")
+}
+
+// A message redriven by receive, send, delete carries its first send's time: its age still
+// counts from there when it comes back to the DLQ.
+func TestRedriveCarriesFirstSent(t *testing.T) {
+	p := newPipe(t, false)
+	c := newConsumer(t, p, "k1")
+	p.send(t, "", "k1")
+	c.drain(t)
+	peeked, err := peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
+	if err != nil || len(peeked) != 1 {
+		t.Fatalf("DLQ scan: %d messages, %v", len(peeked), err)
+	}
+	first := sent(peeked[0])
+	time.Sleep(1100 * time.Millisecond) // SentTimestamp has millisecond resolution; make the resend's clearly later
+	mustCtl(t, append(p.args("dlq", "redrive", "--yes"), "--include-invalid", "--max", "1")...) // --max 1: the scan cannot vouch for all, receive path
+	c.drain(t) // k1 still poisoned: back to the DLQ, as a new message
+	peeked, err = peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
+	if err != nil || len(peeked) != 1 {
+		t.Fatalf("DLQ scan after the round: %d messages, %v", len(peeked), err)
+	}
+	if got := firstSent(peeked[0]); !got.Equal(first) || !sent(peeked[0]).After(first) {
+		t.Errorf("first sent %s (sent %s), want the original %s", got, sent(peeked[0]), first)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,6 +106,38 @@ func group(m types.Message) string { return sysAttr(m, types.MessageSystemAttrib
 func sent(m types.Message) time.Time {
 	ms, _ := strconv.ParseInt(sysAttr(m, types.MessageSystemAttributeNameSentTimestamp), 10, 64)
 	return time.UnixMilli(ms)
+}
+
+// attrFirstSent carries a message's first SentTimestamp (epoch milliseconds) through the
+// redrives that send it as a new message, whose own SentTimestamp starts again: the age
+// checked against the record TTL is the age of the first send.
+const attrFirstSent = "FirstSentTimestamp"
+
+// firstSent is when m was first sent: its FirstSentTimestamp attribute or its
+// SentTimestamp, whichever is earlier.
+func firstSent(m types.Message) time.Time {
+	t := sent(m)
+	if a, ok := m.MessageAttributes[attrFirstSent]; ok && a.StringValue != nil {
+		if ms, err := strconv.ParseInt(*a.StringValue, 10, 64); err == nil && time.UnixMilli(ms).Before(t) {
+			t = time.UnixMilli(ms)
+		}
+	}
+	return t
+}
+
+// withFirstSent is m's attributes with FirstSentTimestamp added when m has none and SQS's
+// limit of 10 leaves room (without room the copy's age starts again: said in the docs).
+func withFirstSent(m types.Message) map[string]types.MessageAttributeValue {
+	if _, ok := m.MessageAttributes[attrFirstSent]; ok || len(m.MessageAttributes) >= 10 {
+		return m.MessageAttributes
+	}
+	attrs := maps.Clone(m.MessageAttributes)
+	if attrs == nil {
+		attrs = map[string]types.MessageAttributeValue{}
+	}
+	attrs[attrFirstSent] = types.MessageAttributeValue{DataType: aws.String("Number"),
+		StringValue: aws.String(strconv.FormatInt(firstSent(m).UnixMilli(), 10))}
+	return attrs
 }
 
 // receive is one ReceiveMessage with every attribute, holding what it returns invisible for

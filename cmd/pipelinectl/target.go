@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -25,6 +26,7 @@ const (
 	outQueueURL    = "QueueUrl"
 	outDLQURL      = "DeadLetterQueueUrl"
 	outTableName   = "IdempotencyTableName"
+	outRecordTTL   = "RecordTTL"
 	defaultMaxScan = 1000
 )
 
@@ -34,6 +36,7 @@ type common struct {
 	queueURL, table          string
 	region, profile          string
 	endpoint                 string
+	recordTTL                time.Duration // dlq commands only
 }
 
 // newFlags returns a flag set with the common flags; help is what -h prints.
@@ -204,6 +207,10 @@ func (c *common) pipelineDLQ(outputs map[string]string, from string) (string, er
 type dlqTarget struct {
 	dlqURL    string
 	sourceURL string // the pipeline's queue, "" when unknown
+	// recordTTL is how long the consumer keeps completed records (--record-ttl, else the
+	// pipeline's RecordTTL output); 0 when unknown. ttlFrom says where it came from.
+	recordTTL time.Duration
+	ttlFrom   string
 }
 
 func (c *common) dlq(ctx context.Context, cl *clients) (dlqTarget, error) {
@@ -227,6 +234,16 @@ func (c *common) dlq(ctx context.Context, cl *clients) (dlqTarget, error) {
 	}
 	if t.dlqURL == "" {
 		return dlqTarget{}, usagef("which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url")
+	}
+	switch v, ok := outputs[c.pipeline+outRecordTTL]; {
+	case c.recordTTL > 0:
+		t.recordTTL, t.ttlFrom = c.recordTTL, "--record-ttl"
+	case ok && c.pipeline != "":
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return dlqTarget{}, fmt.Errorf("%s: output %s%s is %q, not a duration; give --record-ttl", from, c.pipeline, outRecordTTL, v)
+		}
+		t.recordTTL, t.ttlFrom = d, fmt.Sprintf("output %s%s of %s", c.pipeline, outRecordTTL, from)
 	}
 	return t, nil
 }
