@@ -516,3 +516,47 @@ func TestRedriveCarriesFirstSent(t *testing.T) {
 		t.Errorf("first sent %s (sent %s), want the original %s", got, sent(peeked[0]), first)
 	}
 }
+
+// SQS allows 10 message attributes. Bad input dead-lettered by the real consumer on
+// ElasticMQ: with 9 of its own, the one free slot is DeadLetterReason with the source id at
+// its end; with 10, the copy keeps exactly its own, and dlq inspect can only group it under
+// "redrive policy" (the README says so, and what to deduplicate on).
+func TestDeadLetterAttributesWithNineAndTenOfTheMessagesOwn(t *testing.T) {
+	p := newPipe(t, false)
+	c := newConsumer(t, p)
+	ids := map[int]string{}
+	for _, n := range []int{9, 10} {
+		attrs := map[string]sqstypes.MessageAttributeValue{}
+		for i := range n {
+			attrs[fmt.Sprintf("a%d", i)] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("v")}
+		}
+		out, err := sqsSrv.Client().SendMessage(t.Context(), &sqs.SendMessageInput{
+			QueueUrl: aws.String(p.queueURL), MessageBody: aws.String(fmt.Sprintf(`{"no":"key","n":%d}`, n)), MessageAttributes: attrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[n] = aws.ToString(out.MessageId)
+	}
+	c.drain(t)
+	msgs, err := peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("DLQ scan: %d messages, %v; want the 2 bad ones", len(msgs), err)
+	}
+	for _, m := range msgs {
+		n := len(m.MessageAttributes)
+		_, hasSource := m.MessageAttributes[consume.AttrSourceMessageID]
+		reason := aws.ToString(m.MessageAttributes[consume.AttrDeadLetterReason].StringValue)
+		switch {
+		case strings.Contains(aws.ToString(m.Body), `"n":9`):
+			if n != 10 || hasSource || !strings.HasPrefix(reason, "value_missing: ") || !strings.HasSuffix(reason, "(source message "+ids[9]+")") {
+				t.Errorf("9 of its own: %d attributes, SourceMessageId %v, DeadLetterReason %q; want 10, none, the reason ending in the source id", n, hasSource, reason)
+			}
+		default:
+			if n != 10 || hasSource || reason != "" {
+				t.Errorf("10 of its own: %d attributes, SourceMessageId %v, DeadLetterReason %q; want its own 10 only", n, hasSource, reason)
+			}
+		}
+	}
+	out := mustCtl(t, p.args("dlq", "inspect")...)
+	wantContains(t, "inspect", out, "redrive policy  1", "value_missing   1")
+}
