@@ -29,7 +29,8 @@ const (
 	taskPoll       = time.Second
 	defaultTaskMax = 15 * time.Minute
 	// recordMargin is how long before a record can expire a redrive stops relying on it:
-	// the redriven copy must reach the consumer while the record still answers.
+	// the redriven copy must reach the consumer while the record still answers. Half the
+	// TTL for a TTL under 2h.
 	recordMargin = time.Hour
 )
 
@@ -52,14 +53,17 @@ func checkRecordTTL(c *common) error {
 // less recordMargin still finds its record (a duplicate is acknowledged, not run again).
 // An unknown TTL (0) checks nothing.
 func outlivesRecord(m types.Message, ttl time.Duration, now time.Time) bool {
-	return ttl > 0 && !now.Before(firstSent(m).Add(ttl-recordMargin))
+	return ttl > 0 && !now.Before(firstSent(m).Add(safeAge(ttl)))
 }
+
+// safeAge is the age up to which a message still finds its record: the TTL less the margin.
+func safeAge(ttl time.Duration) time.Duration { return ttl - min(recordMargin, ttl/2) }
 
 // printRecordTTL says which TTL the ages are checked against, or loudly that they are not.
 func printRecordTTL(w io.Writer, t dlqTarget, pipeline string) {
 	if t.recordTTL > 0 {
 		fmt.Fprintf(w, "record TTL   %s (%s): a message first sent more than %s ago may have outlived its record\n",
-			t.recordTTL, t.ttlFrom, t.recordTTL-recordMargin)
+			t.recordTTL, t.ttlFrom, safeAge(t.recordTTL))
 		return
 	}
 	fmt.Fprintf(w, "record TTL   UNKNOWN (no output %s%s; give --record-ttl, the consumer's IDEMPOTENCY_RECORD_TTL): message ages are NOT checked, "+
@@ -138,18 +142,20 @@ func dlqInspect(ctx context.Context, args []string, stdout io.Writer, connect co
 			}
 		}
 		what := "moves"
-		if g.reason != reasonRedrivePolicy {
+		switch {
+		case g.reason != reasonRedrivePolicy:
 			what = "stays (bad input; --include-invalid moves it)"
-		}
-		if old > 0 {
-			what += fmt.Sprintf("; %d stay: older than the record TTL (--include-expired moves them)", old)
+		case old == len(g.msgs):
+			what = "stays (older than the record TTL; --include-expired moves it)"
+		case old > 0:
+			what = fmt.Sprintf("moves; %d stay: older than the record TTL (--include-expired moves them)", old)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s (%s ago)\t%s\n", g.reason, len(g.msgs), g.oldest.UTC().Format(time.RFC3339), now.Sub(g.oldest).Round(time.Second), what)
 	}
 	tw.Flush()
 	if len(outlived) > 0 {
-		fmt.Fprintf(stdout, "\n%d messages are older than the record TTL %s less %s: if their effect completed before they were dead-lettered, "+
-			"their records may have expired and a redrive runs the effect again:\n", len(outlived), t.recordTTL, recordMargin)
+		fmt.Fprintf(stdout, "\nOlder than the record TTL %s (first sent more than %s ago), %d: if a message's effect completed before it was dead-lettered, "+
+			"its record may have expired and a redrive runs the effect again:\n", t.recordTTL, safeAge(t.recordTTL), len(outlived))
 		for _, m := range outlived {
 			fmt.Fprintf(stdout, "  %s  first sent %s (%s ago)\n", aws.ToString(m.MessageId), firstSent(m).UTC().Format(time.RFC3339), now.Sub(firstSent(m)).Round(time.Second))
 		}
@@ -319,11 +325,24 @@ func dlqRedrive(ctx context.Context, args []string, stdout io.Writer, connect co
 	printRecordTTL(stdout, t, c.pipeline)
 	fmt.Fprintf(stdout, "scanned      %d: %d to move, %d to leave (%d bad input, %d older than the record TTL)\n", len(msgs), moves, stays, bad, old)
 	for _, g := range byReason(msgs) {
-		verb := "move"
 		if g.reason != reasonRedrivePolicy && !*includeInvalid {
-			verb = "stay"
+			fmt.Fprintf(stdout, "  %-22s %d stay\n", g.reason, len(g.msgs))
+			continue
 		}
-		fmt.Fprintf(stdout, "  %-22s %d %s\n", g.reason, len(g.msgs), verb)
+		old := 0
+		for _, m := range g.msgs {
+			if outlivesRecord(m, t.recordTTL, now) && !*includeExpired {
+				old++
+			}
+		}
+		switch {
+		case old == 0:
+			fmt.Fprintf(stdout, "  %-22s %d move\n", g.reason, len(g.msgs))
+		case old == len(g.msgs):
+			fmt.Fprintf(stdout, "  %-22s %d stay (older than the record TTL)\n", g.reason, old)
+		default:
+			fmt.Fprintf(stdout, "  %-22s %d move, %d stay (older than the record TTL)\n", g.reason, len(g.msgs)-old, old)
+		}
 	}
 	for _, m := range outlived {
 		verb := "stays"
