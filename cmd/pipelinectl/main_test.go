@@ -506,8 +506,10 @@ func TestRedriveCarriesFirstSent(t *testing.T) {
 		t.Fatalf("DLQ scan: %d messages, %v", len(peeked), err)
 	}
 	first := sent(peeked[0])
-	time.Sleep(1100 * time.Millisecond) // SentTimestamp has millisecond resolution; make the resend's clearly later
-	mustCtl(t, append(p.args("dlq", "redrive", "--yes"), "--include-invalid", "--max", "1")...) // --max 1: the scan cannot vouch for all, receive path
+	// SentTimestamp has millisecond resolution: make the resend's clearly later.
+	time.Sleep(1100 * time.Millisecond)
+	// --max 1: the scan cannot vouch for every message, so the receive path moves it.
+	mustCtl(t, append(p.args("dlq", "redrive", "--yes"), "--include-invalid", "--max", "1")...)
 	c.drain(t) // k1 still poisoned: back to the DLQ, as a new message
 	peeked, err = peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
 	if err != nil || len(peeked) != 1 {
