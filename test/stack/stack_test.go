@@ -198,6 +198,18 @@ func TestOutputs(t *testing.T) {
 	for _, name := range []string{"StandardQueueUrl", "StandardDeadLetterQueueUrl", "FifoQueueUrl", "FifoDeadLetterQueueUrl", "IdempotencyTableName", "AlarmTopicArn", "DashboardName"} {
 		template.HasOutput(jsii.String(name), assertions.Match_ObjectLike(&map[string]any{"Value": assertions.Match_AnyValue()}))
 	}
+	// pipelinectl checks message ages against these: each is its consumer's IDEMPOTENCY_RECORD_TTL.
+	for _, p := range []string{"Standard", "Fifo"} {
+		template.HasOutput(jsii.String(p+"RecordTTL"), assertions.Match_ObjectLike(&map[string]any{"Value": "600h0m0s"}))
+		fns := template.FindResources(jsii.String("AWS::Lambda::Function"), assertions.Match_ObjectLike(&map[string]any{
+			"Properties": map[string]any{"Environment": map[string]any{"Variables": map[string]any{
+				"IDEMPOTENCY_KEY_PREFIX": p, "IDEMPOTENCY_RECORD_TTL": "600h0m0s",
+			}}},
+		}))
+		if len(*fns) != 1 {
+			t.Errorf("%s: %d consumer functions with IDEMPOTENCY_RECORD_TTL 600h0m0s, want 1", p, len(*fns))
+		}
+	}
 }
 
 func TestConfigFromContextRejectsBadValues(t *testing.T) {
