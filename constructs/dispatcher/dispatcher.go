@@ -59,6 +59,7 @@ package dispatcher
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -84,6 +85,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/dispatcher/limits"
+	"github.com/idempotent-sqs/pipeline/internal/awscron"
 )
 
 // Target is the queue the dispatcher sends to. constructs/queue's ProcessingQueue
@@ -497,7 +499,7 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	if !gofn.IsToken(s.jobName) && !jobNamePattern.MatchString(s.jobName) {
 		p.Add("JobName", strconv.Quote(s.jobName), "use 1 to 64 letters, digits, '.', '_' or '-' (the default is the construct id)")
 	}
-	if problem := checkCron(s.cron); !gofn.IsToken(s.cron) && problem != "" {
+	if problem := checkCron(s.cron, time.Now()); !gofn.IsToken(s.cron) && problem != "" {
 		p.Add("Cron", strconv.Quote(s.cron), problem)
 	}
 	if _, err := time.LoadLocation(s.timeZone); !gofn.IsToken(s.timeZone) && (err != nil || s.timeZone == "Local") {
@@ -639,17 +641,31 @@ func checkItems(p *validate.Problems, items []WorkItem, fifo bool) []any {
 	return out
 }
 
-// checkCron returns why cron is not AWS's 6-field form, or "".
-func checkCron(cron string) string {
+// checkCron returns why Scheduler would refuse cron, or why it would never run after now, or
+// "". It evaluates the cron as Scheduler documents it (internal/awscron, the evaluator the
+// dispatcher's key tests generate occurrences with), so a cron that fails here would fail the
+// deploy as a stack rollback.
+func checkCron(cron string, now time.Time) string {
 	if strings.HasPrefix(cron, "cron(") {
 		return `give the six fields without the "cron(...)" wrapper, e.g. "0 * * * ? *"`
 	}
-	fields := strings.Fields(cron)
-	if len(fields) != 6 {
-		return fmt.Sprintf("has %d fields; use six: minutes hours day-of-month month day-of-week year, e.g. \"0 * * * ? *\"", len(fields))
-	}
-	if (fields[2] == "?") == (fields[4] == "?") {
+	c, err := awscron.Parse(cron)
+	var e *awscron.Error
+	switch {
+	case errors.As(err, &e) && e.Field == "fields":
+		return fmt.Sprintf("has %d fields; use six: minutes hours day-of-month month day-of-week year, e.g. \"0 * * * ? *\"", len(strings.Fields(cron)))
+	case errors.As(err, &e) && e.Field == "day fields":
 		return `set exactly one of day-of-month (3rd field) and day-of-week (5th field) to "?"`
+	case errors.As(err, &e):
+		return fmt.Sprintf("%s field: %v; use AWS's cron syntax (minutes 0-59, hours 0-23, day-of-month 1-31, L, LW or nW, month 1-12 or JAN-DEC, "+
+			"day-of-week 1-7 or SUN-SAT, L, nL or n#k, year 1970-%d), e.g. \"0 2 ? * MON-FRI *\"; "+
+			"a form Scheduler documents that this check does not know can be given as a token (a CfnParameter's value), which skips it",
+			e.Field, e.Err, awscron.MaxYear)
+	case err != nil:
+		return err.Error()
+	case !c.RunsOnOrAfter(now):
+		return fmt.Sprintf("never runs: no date from %s to the end of %d matches it (a day a month does not have, or past years); fix the day, month or year field",
+			now.UTC().Format(time.DateOnly), awscron.MaxYear)
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/internal/awscron"
 )
 
 func civilDate(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
@@ -23,9 +24,9 @@ func mustLoad(t testing.TB, zone string) *time.Location {
 	return loc
 }
 
-func mustCron(t testing.TB, expr string) *awsCron {
+func mustCron(t testing.TB, expr string) *awscron.Cron {
 	t.Helper()
-	c, err := parseAWSCron(expr)
+	c, err := awscron.Parse(expr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,54 +47,54 @@ func TestAWSCronOccurrences(t *testing.T) {
 	cases := []struct {
 		name, cron, zone string
 		from, to         time.Time
-		pick             ambiguity
+		pick             awscron.Ambiguity
 		want             []string
 	}{
-		{"Berlin 02:30 skipped on the spring-forward day", "30 2 * * ? *", "Europe/Berlin", civilDate(2025, 3, 29), civilDate(2025, 4, 1), firstInstant,
+		{"Berlin 02:30 skipped on the spring-forward day", "30 2 * * ? *", "Europe/Berlin", civilDate(2025, 3, 29), civilDate(2025, 4, 1), awscron.FirstInstant,
 			[]string{"2025-03-29T01:30:00Z", "2025-03-31T00:30:00Z"}},
-		{"Berlin 02:30 once on the fall-back day (first)", "30 2 * * ? *", "Europe/Berlin", civilDate(2025, 10, 25), civilDate(2025, 10, 28), firstInstant,
+		{"Berlin 02:30 once on the fall-back day (first)", "30 2 * * ? *", "Europe/Berlin", civilDate(2025, 10, 25), civilDate(2025, 10, 28), awscron.FirstInstant,
 			[]string{"2025-10-25T00:30:00Z", "2025-10-26T00:30:00Z", "2025-10-27T01:30:00Z"}},
-		{"Berlin 02:30 once on the fall-back day (second)", "30 2 * * ? *", "Europe/Berlin", civilDate(2025, 10, 26), civilDate(2025, 10, 27), secondInstant,
+		{"Berlin 02:30 once on the fall-back day (second)", "30 2 * * ? *", "Europe/Berlin", civilDate(2025, 10, 26), civilDate(2025, 10, 27), awscron.SecondInstant,
 			[]string{"2025-10-26T01:30:00Z"}},
-		{"Berlin 01:30 around spring forward (the regression pair)", "30 1 * * ? *", "Europe/Berlin", civilDate(2025, 3, 30), civilDate(2025, 4, 1), firstInstant,
+		{"Berlin 01:30 around spring forward (the regression pair)", "30 1 * * ? *", "Europe/Berlin", civilDate(2025, 3, 30), civilDate(2025, 4, 1), awscron.FirstInstant,
 			[]string{"2025-03-30T00:30:00Z", "2025-03-30T23:30:00Z"}},
-		{"New York hours 1-3 on the spring-forward day", "0 1-3 * * ? *", "America/New_York", civilDate(2025, 3, 9), civilDate(2025, 3, 10), firstInstant,
+		{"New York hours 1-3 on the spring-forward day", "0 1-3 * * ? *", "America/New_York", civilDate(2025, 3, 9), civilDate(2025, 3, 10), awscron.FirstInstant,
 			[]string{"2025-03-09T06:00:00Z", "2025-03-09T07:00:00Z"}}, // 02:00 does not exist
-		{"New York hours 1-3 on the fall-back day", "0 1-3 * * ? *", "America/New_York", civilDate(2025, 11, 2), civilDate(2025, 11, 3), firstInstant,
+		{"New York hours 1-3 on the fall-back day", "0 1-3 * * ? *", "America/New_York", civilDate(2025, 11, 2), civilDate(2025, 11, 3), awscron.FirstInstant,
 			[]string{"2025-11-02T05:00:00Z", "2025-11-02T07:00:00Z", "2025-11-02T08:00:00Z"}}, // 01:00 once
-		{"Sydney 02:30 skipped in October", "30 2 * * ? *", "Australia/Sydney", civilDate(2025, 10, 4), civilDate(2025, 10, 6), firstInstant,
+		{"Sydney 02:30 skipped in October", "30 2 * * ? *", "Australia/Sydney", civilDate(2025, 10, 4), civilDate(2025, 10, 6), awscron.FirstInstant,
 			[]string{"2025-10-03T16:30:00Z"}},
-		{"Lord Howe: half-hour shift, 02:00-02:29 do not exist", "0/15 2 * * ? *", "Australia/Lord_Howe", civilDate(2025, 10, 5), civilDate(2025, 10, 6), firstInstant,
+		{"Lord Howe: half-hour shift, 02:00-02:29 do not exist", "0/15 2 * * ? *", "Australia/Lord_Howe", civilDate(2025, 10, 5), civilDate(2025, 10, 6), awscron.FirstInstant,
 			[]string{"2025-10-04T15:30:00Z", "2025-10-04T15:45:00Z"}},
-		{"Lord Howe: 01:45 twice, half an hour apart (second)", "45 1 * * ? *", "Australia/Lord_Howe", civilDate(2025, 4, 6), civilDate(2025, 4, 7), secondInstant,
+		{"Lord Howe: 01:45 twice, half an hour apart (second)", "45 1 * * ? *", "Australia/Lord_Howe", civilDate(2025, 4, 6), civilDate(2025, 4, 7), awscron.SecondInstant,
 			[]string{"2025-04-05T15:15:00Z"}},
-		{"Kolkata: 30-minute offset", "0 0 1 * ? *", "Asia/Kolkata", civilDate(2025, 1, 1), civilDate(2025, 3, 1), firstInstant,
+		{"Kolkata: 30-minute offset", "0 0 1 * ? *", "Asia/Kolkata", civilDate(2025, 1, 1), civilDate(2025, 3, 1), awscron.FirstInstant,
 			[]string{"2024-12-31T18:30:00Z", "2025-01-31T18:30:00Z"}},
-		{"last day of the month", "0 3 L * ? *", "UTC", civilDate(2025, 1, 1), civilDate(2025, 4, 1), firstInstant,
+		{"last day of the month", "0 3 L * ? *", "UTC", civilDate(2025, 1, 1), civilDate(2025, 4, 1), awscron.FirstInstant,
 			[]string{"2025-01-31T03:00:00Z", "2025-02-28T03:00:00Z", "2025-03-31T03:00:00Z"}},
-		{"last weekday of the month", "45 23 LW * ? *", "UTC", civilDate(2025, 8, 1), civilDate(2025, 9, 1), firstInstant,
+		{"last weekday of the month", "45 23 LW * ? *", "UTC", civilDate(2025, 8, 1), civilDate(2025, 9, 1), awscron.FirstInstant,
 			[]string{"2025-08-29T23:45:00Z"}}, // the 31st is a Sunday
-		{"nearest weekday, not crossing the month", "0 8 1W * ? *", "UTC", civilDate(2025, 2, 1), civilDate(2025, 3, 1), firstInstant,
+		{"nearest weekday, not crossing the month", "0 8 1W * ? *", "UTC", civilDate(2025, 2, 1), civilDate(2025, 3, 1), awscron.FirstInstant,
 			[]string{"2025-02-03T08:00:00Z"}}, // the 1st is a Saturday: Monday the 3rd
-		{"nearest weekday of a Saturday and a Sunday", "0 8 15W * ? *", "UTC", civilDate(2025, 3, 1), civilDate(2025, 7, 1), firstInstant,
+		{"nearest weekday of a Saturday and a Sunday", "0 8 15W * ? *", "UTC", civilDate(2025, 3, 1), civilDate(2025, 7, 1), awscron.FirstInstant,
 			[]string{"2025-03-14T08:00:00Z", "2025-04-15T08:00:00Z", "2025-05-15T08:00:00Z", "2025-06-16T08:00:00Z"}},
-		{"last Friday", "0 9 ? * 6L *", "UTC", civilDate(2025, 1, 1), civilDate(2025, 3, 1), firstInstant,
+		{"last Friday", "0 9 ? * 6L *", "UTC", civilDate(2025, 1, 1), civilDate(2025, 3, 1), awscron.FirstInstant,
 			[]string{"2025-01-31T09:00:00Z", "2025-02-28T09:00:00Z"}},
-		{"second Tuesday", "0 9 ? * TUE#2 *", "UTC", civilDate(2025, 1, 1), civilDate(2025, 3, 1), firstInstant,
+		{"second Tuesday", "0 9 ? * TUE#2 *", "UTC", civilDate(2025, 1, 1), civilDate(2025, 3, 1), awscron.FirstInstant,
 			[]string{"2025-01-14T09:00:00Z", "2025-02-11T09:00:00Z"}},
-		{"L in day-of-week is Saturday", "0 9 ? * L *", "UTC", civilDate(2025, 3, 1), civilDate(2025, 3, 9), firstInstant,
+		{"L in day-of-week is Saturday", "0 9 ? * L *", "UTC", civilDate(2025, 3, 1), civilDate(2025, 3, 9), awscron.FirstInstant,
 			[]string{"2025-03-01T09:00:00Z", "2025-03-08T09:00:00Z"}},
-		{"weekdays by name", "0 2 ? * MON-FRI *", "UTC", civilDate(2025, 3, 7), civilDate(2025, 3, 11), firstInstant,
+		{"weekdays by name", "0 2 ? * MON-FRI *", "UTC", civilDate(2025, 3, 7), civilDate(2025, 3, 11), awscron.FirstInstant,
 			[]string{"2025-03-07T02:00:00Z", "2025-03-10T02:00:00Z"}},
-		{"steps and lists", "5/20,59 10-12/2 ? * 2 *", "UTC", civilDate(2025, 3, 3), civilDate(2025, 3, 4), firstInstant,
+		{"steps and lists", "5/20,59 10-12/2 ? * 2 *", "UTC", civilDate(2025, 3, 3), civilDate(2025, 3, 4), awscron.FirstInstant,
 			[]string{"2025-03-03T10:05:00Z", "2025-03-03T10:25:00Z", "2025-03-03T10:45:00Z", "2025-03-03T10:59:00Z",
 				"2025-03-03T12:05:00Z", "2025-03-03T12:25:00Z", "2025-03-03T12:45:00Z", "2025-03-03T12:59:00Z"}},
-		{"months and years", "0 12 1 JAN,7 ? 2026-2199", "UTC", civilDate(2025, 1, 1), civilDate(2027, 1, 1), firstInstant,
+		{"months and years", "0 12 1 JAN,7 ? 2026-2199", "UTC", civilDate(2025, 1, 1), civilDate(2027, 1, 1), awscron.FirstInstant,
 			[]string{"2026-01-01T12:00:00Z", "2026-07-01T12:00:00Z"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := utcTexts(mustCron(t, c.cron).occurrences(mustLoad(t, c.zone), c.from, c.to, c.pick))
+			got := utcTexts(mustCron(t, c.cron).Occurrences(mustLoad(t, c.zone), c.from, c.to, c.pick))
 			if !slices.Equal(got, c.want) {
 				t.Errorf("cron(%s) %s:\n got %v\nwant %v", c.cron, c.zone, got, c.want)
 			}
@@ -111,37 +112,8 @@ func TestAWSCronOccurrences(t *testing.T) {
 		{"0/30 * * * ? *", "Australia/Lord_Howe", 17519}, // 02:00 skipped in October, 01:30 once in April
 	}
 	for _, c := range counts {
-		if got := len(mustCron(t, c.cron).occurrences(mustLoad(t, c.zone), civilDate(2025, 1, 1), civilDate(2026, 1, 1), firstInstant)); got != c.want {
+		if got := len(mustCron(t, c.cron).Occurrences(mustLoad(t, c.zone), civilDate(2025, 1, 1), civilDate(2026, 1, 1), awscron.FirstInstant)); got != c.want {
 			t.Errorf("cron(%s) %s in 2025: %d occurrences, want %d", c.cron, c.zone, got, c.want)
-		}
-	}
-}
-
-// What the generator cannot evaluate it refuses, instead of producing wrong occurrences.
-func TestAWSCronRejectsWhatItCannotEvaluate(t *testing.T) {
-	for expr, want := range map[string]string{
-		"0 * * * *":           "5 fields",
-		"0 12 * * MON *":      "exactly one of day-of-month",
-		"0 12 ? * ? *":        "exactly one of day-of-month",
-		"0 22-2 * * ? *":      "wrap-around ranges are not supported",
-		"0 12 ? * FRI-MON *":  "wrap-around ranges are not supported",
-		"0 12 L-3 * ? *":      "L and W only as",
-		"0 12 1W,15W * ? *":   "L and W only as",
-		"0 12 ? * 3#1,6#3 *":  "L and # only as",
-		"0 12 ? * 2/2 *":      `no "/" in this field`,
-		"60 12 * * ? *":       `"60" is not a value from 0 to 59`,
-		"0 12 * 13 ? *":       `"13" is not a value from 1 to 12`,
-		"0 12 * * ? 1969":     `"1969" is not a value from 1970 to 2199`,
-		"0/0 12 * * ? *":      `step "0" is not a positive integer`,
-		"x 12 * * ? *":        `"x" is not a value`,
-		"0 12 ? * 8L *":       "L and # only as",
-		"0 12 32W * ? *":      "day 32 is not from 1 to 31",
-		"0 12 ? * MON#6 *":    "L and # only as",
-		"0 12 ? * monday *":   `"monday" is not a value`,
-		"0 12 ? jan * 2025 *": "7 fields",
-	} {
-		if _, err := parseAWSCron(expr); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("parseAWSCron(%q) = %v, want an error with %q", expr, err, want)
 		}
 	}
 }
@@ -253,16 +225,16 @@ func TestOccurrenceKeysProperty(t *testing.T) {
 			c := mustCron(t, expr)
 			pairs++
 			n := 0
-			for _, pick := range []ambiguity{firstInstant, secondInstant} {
+			for _, pick := range []awscron.Ambiguity{awscron.FirstInstant, awscron.SecondInstant} {
 				ranges := [][2]time.Time{{propertyFrom, propertyTo}}
 				switch {
-				case len(c.minutes) > 4: // every few minutes: the change days only
+				case c.MinutesPerHour() > 4: // every few minutes: the change days only
 					ranges = days
-				case !c.hourlyOrCoarser || pick == secondInstant:
+				case !c.HourlyOrCoarser() || pick == awscron.SecondInstant:
 					ranges = weeks
 				}
 				for _, r := range ranges {
-					occs := c.occurrences(loc, r[0], r[1], pick)
+					occs := c.Occurrences(loc, r[0], r[1], pick)
 					n += len(occs)
 					if problems := checkOccurrenceKeys(occs, loc, key); len(problems) > 0 {
 						t.Errorf("cron(%s) %s: %d problems, first: %s", expr, zone, len(problems), strings.Join(problems[:min(3, len(problems))], "; "))
@@ -297,7 +269,7 @@ func TestOccurrenceKeysPropertyCatchesDayPeriod(t *testing.T) {
 	}
 	for _, c := range cases {
 		loc := mustLoad(t, c.zone)
-		problems := checkOccurrenceKeys(mustCron(t, c.cron).occurrences(loc, propertyFrom, propertyTo, firstInstant), loc, dayKey)
+		problems := checkOccurrenceKeys(mustCron(t, c.cron).Occurrences(loc, propertyFrom, propertyTo, awscron.FirstInstant), loc, dayKey)
 		if len(problems) != len(c.want) {
 			t.Errorf("cron(%s) %s with day keys: %d problems %v, want %d", c.cron, c.zone, len(problems), problems, len(c.want))
 			continue

@@ -1,4 +1,24 @@
-package dispatch
+// Package awscron evaluates AWS cron expressions (minutes hours day-of-month month
+// day-of-week year, the form EventBridge Scheduler and constructs/dispatcher take) into the
+// instants Scheduler invokes its target at. The dispatcher construct checks a cron with it at
+// synth (a cron Scheduler would reject, or one that can never run, fails there instead of as a
+// stack rollback), and the dispatcher's key tests generate occurrences with it.
+//
+// It understands the documented syntax:
+//
+//   - every field: single values, "*", lists "a,b", ranges "a-b" (ascending), steps "a/n",
+//     "*/n" and "a-b/n" (not in day-of-week, where AWS documents no "/");
+//   - month names JAN-DEC and day-of-week names SUN-SAT (1 = SUN ... 7 = SAT);
+//   - day-of-month "?", "L" (last day), "LW" (last weekday), "nW" (the weekday nearest day n,
+//     never crossing into another month; no occurrence in a month shorter than n days);
+//   - day-of-week "?", "L" (Saturday, the week's last day), "nL" (the month's last weekday
+//     n), "n#k" (the k-th weekday n of the month);
+//   - exactly one of day-of-month and day-of-week "?" (Scheduler's rule).
+//
+// It rejects, rather than guesses at, what AWS does not document: wrap-around ranges
+// ("FRI-MON", "22-2"), "L-n" offsets, L, W or # inside lists or ranges, "/" in day-of-week,
+// and anything outside a field's range.
+package awscron
 
 import (
 	"fmt"
@@ -9,31 +29,60 @@ import (
 	"time"
 )
 
-// awsCron is an AWS cron expression (minutes hours day-of-month month day-of-week year, as
-// constructs/dispatcher takes it) that tests can evaluate into the instants EventBridge
-// Scheduler would invoke the dispatcher at. It understands the documented syntax:
-//
-//   - every field: single values, "*", lists "a,b", ranges "a-b" (ascending), steps "a/n",
-//     "*/n" and "a-b/n" (not in day-of-week, where AWS documents no "/");
-//   - month names JAN-DEC and day-of-week names SUN-SAT (1 = SUN ... 7 = SAT);
-//   - day-of-month "?", "L" (last day), "LW" (last weekday), "nW" (the weekday nearest day n,
-//     never crossing into another month; no occurrence in a month shorter than n days);
-//   - day-of-week "?", "L" (Saturday, the week's last day), "nL" (the month's last weekday
-//     n), "n#k" (the k-th weekday n of the month);
-//   - exactly one of day-of-month and day-of-week "?" (Scheduler's rule, and the construct's).
-//
-// It rejects, rather than guesses at, what AWS does not document: wrap-around ranges
-// ("FRI-MON", "22-2"), "L-n" offsets, L, W or # inside lists or ranges, "/" in day-of-week,
-// and anything outside a field's range. The construct's own check is looser (six fields, one
-// "?"), so it accepts expressions this evaluator refuses; Scheduler rejects the malformed
-// ones when the stack deploys.
-type awsCron struct {
+// Cron is a parsed AWS cron expression.
+type Cron struct {
 	expr            string
 	minutes, hours  []int // ascending
 	months          []bool
 	years           []bool
 	day             func(date time.Time) bool // date: a civil date, at midnight UTC
 	hourlyOrCoarser bool                      // at most one run per hour
+}
+
+// Error says which field of a cron expression is wrong and why.
+type Error struct {
+	Expr  string
+	Field string // minutes, hours, day-of-month, month, day-of-week, year, "day fields" or "fields"
+	Err   error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("cron %q: %s: %v", e.Expr, e.Field, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// HourlyOrCoarser reports a cron that runs at most once an hour (one minute value).
+func (c *Cron) HourlyOrCoarser() bool { return c.hourlyOrCoarser }
+
+// MinutesPerHour is how many minute values the cron names: its runs in an hour it runs in.
+func (c *Cron) MinutesPerHour() int { return len(c.minutes) }
+
+// String is the expression as parsed.
+func (c *Cron) String() string { return c.expr }
+
+// MaxYear is the last year an AWS cron's year field can name.
+const MaxYear = 2199
+
+// RunsOnOrAfter reports whether c has a date to run on from the civil date of from (in UTC)
+// to the end of MaxYear: false for a cron that can never run again, such as "0 0 30 2 ? *"
+// (February 30th) or a year range wholly in the past. It looks at dates, not times of day:
+// a cron whose only times fall into a daylight-saving gap of its zone on every date it names
+// is not caught (no such cron is useful).
+func (c *Cron) RunsOnOrAfter(from time.Time) bool {
+	date := time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, time.UTC)
+	end := time.Date(MaxYear+1, 1, 1, 0, 0, 0, 0, time.UTC)
+	for ; date.Before(end); date = date.AddDate(0, 0, 1) {
+		if y := date.Year(); !c.years[y] {
+			date = time.Date(y, 12, 31, 0, 0, 0, 0, time.UTC) // skip the year
+			continue
+		}
+		if !c.months[date.Month()] {
+			date = time.Date(date.Year(), date.Month()+1, 0, 0, 0, 0, 0, time.UTC) // skip the month
+			continue
+		}
+		if c.day(date) {
+			return true
+		}
+	}
+	return false
 }
 
 var (
@@ -46,15 +95,15 @@ var (
 	nthWeekdayField     = regexp.MustCompile(`^([1-7]|SUN|MON|TUE|WED|THU|FRI|SAT)#([1-5])$`)
 )
 
-// parseAWSCron parses expr, or says which part it cannot evaluate.
-func parseAWSCron(expr string) (*awsCron, error) {
+// Parse parses expr, or says which field it cannot evaluate (an *Error).
+func Parse(expr string) (*Cron, error) {
 	f := strings.Fields(expr)
 	if len(f) != 6 {
-		return nil, fmt.Errorf("cron %q: %d fields, want 6", expr, len(f))
+		return nil, &Error{Expr: expr, Field: "fields", Err: fmt.Errorf("%d fields, want 6: minutes hours day-of-month month day-of-week year", len(f))}
 	}
-	c := &awsCron{expr: expr}
-	fail := func(field string, e error) (*awsCron, error) {
-		return nil, fmt.Errorf("cron %q: %s: %w", expr, field, e)
+	c := &Cron{expr: expr}
+	fail := func(field string, e error) (*Cron, error) {
+		return nil, &Error{Expr: expr, Field: field, Err: e}
 	}
 	minutes, err := parseSet(f[0], 0, 59, nil, true)
 	if err != nil {
@@ -67,7 +116,7 @@ func parseAWSCron(expr string) (*awsCron, error) {
 	if c.months, err = parseSet(f[3], 1, 12, monthNames, true); err != nil {
 		return fail("month", err)
 	}
-	if c.years, err = parseSet(f[5], 1970, 2199, nil, true); err != nil {
+	if c.years, err = parseSet(f[5], 1970, MaxYear, nil, true); err != nil {
 		return fail("year", err)
 	}
 	c.minutes, c.hours = members(minutes), members(hours)
@@ -228,20 +277,20 @@ func dayOfWeek(field string) (func(time.Time) bool, error) {
 	return func(d time.Time) bool { return set[weekdayNumber(d)] }, nil
 }
 
-// ambiguity picks which instant runs for a local time that occurs twice (a fall-back change).
-// Scheduler documents only that such a time "runs only once"; the tests try both choices.
-type ambiguity int
+// Ambiguity picks which instant runs for a local time that occurs twice (a fall-back change).
+// Scheduler documents only that such a time "runs only once"; tests try both choices.
+type Ambiguity int
 
 const (
-	firstInstant ambiguity = iota
-	secondInstant
+	FirstInstant Ambiguity = iota
+	SecondInstant
 )
 
-// occurrences returns, in order, the instants at which Scheduler invokes the target for c in
+// Occurrences returns, in order, the instants at which Scheduler invokes the target for c in
 // loc on the local dates [from, to) (civil dates at midnight UTC), by its documented
 // daylight-saving rules: a local time that does not exist (spring forward) is skipped, and one
 // that occurs twice (fall back) runs once, at the instant pick chooses.
-func (c *awsCron) occurrences(loc *time.Location, from, to time.Time, pick ambiguity) []time.Time {
+func (c *Cron) Occurrences(loc *time.Location, from, to time.Time, pick Ambiguity) []time.Time {
 	var out []time.Time
 	for date := from; date.Before(to); date = date.AddDate(0, 0, 1) {
 		if y := date.Year(); y >= len(c.years) || !c.years[y] || !c.months[date.Month()] || !c.day(date) {
@@ -262,7 +311,7 @@ func (c *awsCron) occurrences(loc *time.Location, from, to time.Time, pick ambig
 // when the reading does not exist there, else its instant (the one pick chooses when it
 // exists twice). Every offset that can apply is the offset just before or just after a
 // change within a day of the reading, so trying those three finds every instant.
-func localInstant(wall time.Time, loc *time.Location, pick ambiguity) (time.Time, bool) {
+func localInstant(wall time.Time, loc *time.Location, pick Ambiguity) (time.Time, bool) {
 	var hits []time.Time
 	for _, probe := range [...]time.Time{wall.Add(-26 * time.Hour), wall, wall.Add(26 * time.Hour)} {
 		_, offset := probe.In(loc).Zone()
@@ -277,7 +326,7 @@ func localInstant(wall time.Time, loc *time.Location, pick ambiguity) (time.Time
 		return time.Time{}, false
 	}
 	slices.SortFunc(hits, time.Time.Compare)
-	if pick == secondInstant {
+	if pick == SecondInstant {
 		return hits[len(hits)-1], true
 	}
 	return hits[0], true
