@@ -163,7 +163,10 @@ type ScheduledDispatcherProps struct {
 	JobName string
 	// Cron is the schedule in AWS's 6-field form (minutes hours day-of-month month
 	// day-of-week year), exactly one of day-of-month and day-of-week "?", without the
-	// "cron(...)" wrapper. May be a token (then unchecked). Default "0 * * * ? *" (hourly).
+	// "cron(...)" wrapper. Checked at synth as Scheduler documents the syntax: each field's
+	// range, the ?/L/W/# rules, and at least one date to run on from today. May be a token
+	// (then unchecked: the escape hatch for a form the check does not know).
+	// Default "0 * * * ? *" (hourly).
 	Cron string
 	// TimeZone is the IANA time zone the cron is evaluated in. May be a token (then
 	// unchecked). Default "UTC".
