@@ -159,10 +159,19 @@ app: synth-tools
 	@$(STEP) "compiling the CDK app" "first time 2-10 min depending on the machine, afterwards seconds" -- \
 	  $(GO) build ./stacks ./stacks/app
 
+# A synth contacts no AWS endpoint. The CDK CLI calls STS GetCallerIdentity on every synth that
+# finds credentials, to fill CDK_DEFAULT_ACCOUNT, which this app does not use (pin an account
+# with -c account=...): the synths below run it with the credential chain emptied (no keys,
+# profiles, container or web-identity credentials, no instance metadata). diff, deploy and
+# destroy keep your credentials.
+CDK_OFFLINE := env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
+  -u AWS_CONTAINER_CREDENTIALS_RELATIVE_URI -u AWS_CONTAINER_CREDENTIALS_FULL_URI -u AWS_WEB_IDENTITY_TOKEN_FILE \
+  AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true $(CDK)
+
 .PHONY: synth
-synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); needs Go and Node only
+synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); needs Go and Node only; contacts no AWS endpoint
 	@$(STEP) "synthesizing: builds both Go Lambdas for linux/arm64, runs cdk-nag" "first time about 1 min, afterwards about 15 s" -- \
-	  $(CDK) synth --quiet
+	  $(CDK_OFFLINE) synth --quiet
 	@ls cdk.out/*.template.json
 	@$(GO) run ./stacks/review -out cdk.out/review.md cdk.out
 	@echo "reviewer's report of this synth: cdk.out/review.md (make review updates docs/review.md and shows what changed)"
@@ -190,7 +199,7 @@ examples: examples-synth ## the worked examples (examples/): vet and test their 
 	  sh -c 'cd examples && GOFLAGS=-trimpath $(GO) vet ./... && GOFLAGS=-trimpath $(GO) test -count=1 ./...'
 examples-synth: app
 	@$(STEP) "synthesizing examples/orders with GOFLAGS=-trimpath (bundles its own consumer)" "about 40 s" -- \
-	  sh -c 'cd examples/orders && GOFLAGS=-trimpath $(CDK) synth --quiet -o $(EXAMPLES_ORDERS_ASSEMBLY) >/dev/null'
+	  sh -c 'cd examples/orders && GOFLAGS=-trimpath $(CDK_OFFLINE) synth --quiet -o $(EXAMPLES_ORDERS_ASSEMBLY) >/dev/null'
 
 # Budgets are execution counts, not durations. With a duration, Go before 1.27 can fail a clean
 # run with a bare "context deadline exceeded" when the deadline fires: the coordinator checks
@@ -235,7 +244,7 @@ diagram: synth ## redraw docs/architecture.md from the synthesized templates
 .PHONY: e2e-synth
 e2e-synth: app
 	@$(STEP) "synthesizing the e2e assembly (3 s consumer timeout)" "about 30 s" -- \
-	  $(CDK) synth --quiet $(E2E_CONTEXT) -o $(E2E_ASSEMBLY)
+	  $(CDK_OFFLINE) synth --quiet $(E2E_CONTEXT) -o $(E2E_ASSEMBLY)
 
 .PHONY: e2e
 e2e: e2e-synth examples-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template: every scenario, a short soak, the orders example

@@ -3,7 +3,6 @@ package stacks
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -37,8 +36,11 @@ type Config struct {
 	ConsumerTimeout time.Duration
 	// VisibilityTimeout of both processing queues. Default 6 x ConsumerTimeout.
 	VisibilityTimeout time.Duration
-	// Account and Region pin the stack's environment. Default: the CLI's
-	// CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION, or environment-agnostic without them.
+	// Account and Region pin the stack's environment (context keys account and region).
+	// Default: environment-agnostic, so the template is the same whoever synthesizes it,
+	// and a deploy goes to the account and region of the deploying credentials. The CLI's
+	// CDK_DEFAULT_ACCOUNT (which it fills by calling STS GetCallerIdentity when it finds
+	// credentials) and CDK_DEFAULT_REGION are not used.
 	Account, Region string
 }
 
@@ -54,12 +56,18 @@ const (
 	ContextTimeZone          = "timezone"
 	ContextConsumerTimeout   = "consumerTimeout"
 	ContextVisibilityTimeout = "visibilityTimeout"
+	ContextAccount           = "account"
+	ContextRegion            = "region"
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextAccount, ContextRegion}
 
-var stagePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
+var (
+	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
+	accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
+	regionPattern  = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+)
 
 // ConfigFromContext reads Config from the app's context, reporting every bad value at once.
 func ConfigFromContext(app awscdk.App) (Config, error) {
@@ -78,8 +86,8 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 		// Monitoring validates both (format, and both or neither).
 		SlackWorkspaceID: str(ContextSlackWorkspace),
 		SlackChannelID:   str(ContextSlackChannel),
-		Account:          os.Getenv("CDK_DEFAULT_ACCOUNT"),
-		Region:           os.Getenv("CDK_DEFAULT_REGION"),
+		Account:          str(ContextAccount),
+		Region:           str(ContextRegion),
 	}
 	var errs []string
 	list := func(key string) []string {
@@ -108,6 +116,12 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 	cfg = cfg.withDefaults()
 	if !stagePattern.MatchString(cfg.Stage) {
 		errs = append(errs, fmt.Sprintf("context stage: got %q; use a letter then up to 31 letters, digits or hyphens", cfg.Stage))
+	}
+	if cfg.Account != "" && !accountPattern.MatchString(cfg.Account) {
+		errs = append(errs, fmt.Sprintf("context account: got %q; use the 12-digit AWS account id, or leave it out for an environment-agnostic stack", cfg.Account))
+	}
+	if cfg.Region != "" && !regionPattern.MatchString(cfg.Region) {
+		errs = append(errs, fmt.Sprintf("context region: got %q; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack", cfg.Region))
 	}
 	if len(errs) > 0 {
 		sort.Strings(errs) // map iteration above is unordered

@@ -14,12 +14,15 @@
 //	timezone           IANA time zone of the schedule                       (default "UTC")
 //	consumerTimeout    the consumer functions' timeout, a Go duration       (default 30s)
 //	visibilityTimeout  both processing queues' visibility timeout           (default 6 x consumerTimeout)
+//	account            12-digit account id the stack is pinned to           (default none: environment-agnostic)
+//	region             region the stack is pinned to, e.g. eu-west-1        (default none: environment-agnostic)
 //
 // cdk.json also turns the CDK CLI's telemetry (context key cli-telemetry), its notices and
 // version reporting (the AWS::CDK::Metadata resource) off; see the README to turn them on.
 //
-// The account and region come from the CLI's environment (CDK_DEFAULT_ACCOUNT,
-// CDK_DEFAULT_REGION); without them the stack is environment-agnostic.
+// Without account and region the stack is environment-agnostic: the template is the same
+// whoever synthesizes it, and a deploy goes to the deploying credentials' account and region.
+// The app ignores the CLI's CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION.
 package main
 
 import (

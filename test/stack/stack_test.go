@@ -214,7 +214,7 @@ func TestOutputs(t *testing.T) {
 
 func TestConfigFromContextRejectsBadValues(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
-		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m",
+		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m", "account": "12345", "region": "Frankfurt",
 	}})
 	_, err := stacks.ConfigFromContext(app)
 	if err == nil {
@@ -224,6 +224,8 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 		`context consumerTimeout: got "soon"; use a positive Go duration such as 30s or 5m`,
 		`context visibilityTimeout: got "-1m"; use a positive Go duration such as 30s or 5m`,
 		`context stage: got "9lives"; use a letter then up to 31 letters, digits or hyphens`,
+		`context account: got "12345"; use the 12-digit AWS account id, or leave it out for an environment-agnostic stack`,
+		`context region: got "Frankfurt"; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -251,6 +253,28 @@ func TestConfigFromContextDefaultsAndEmails(t *testing.T) {
 	}
 	if cfg.SlackWorkspaceID != "T0123ABCD" || cfg.SlackChannelID != "C0123ABCD" {
 		t.Errorf("Slack = %q/%q", cfg.SlackWorkspaceID, cfg.SlackChannelID)
+	}
+}
+
+// The stack is environment-agnostic unless context pins it: the CLI's CDK_DEFAULT_ACCOUNT
+// (from an STS call on any synth that finds credentials) and CDK_DEFAULT_REGION do not reach
+// the template, so it is the same whoever synthesizes it.
+func TestAccountAndRegionOnlyFromContext(t *testing.T) {
+	t.Setenv("CDK_DEFAULT_ACCOUNT", "111122223333")
+	t.Setenv("CDK_DEFAULT_REGION", "ap-south-1")
+	cfg, err := stacks.ConfigFromContext(awscdk.NewApp(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Account != "" || cfg.Region != "" {
+		t.Errorf("without context: Account %q, Region %q; want both empty (environment-agnostic)", cfg.Account, cfg.Region)
+	}
+	cfg, err = stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"account": "123456789012", "region": "eu-west-1"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Account != "123456789012" || cfg.Region != "eu-west-1" {
+		t.Errorf("with context: Account %q, Region %q; want 123456789012, eu-west-1", cfg.Account, cfg.Region)
 	}
 }
 
