@@ -18,7 +18,7 @@ const (
 	MetricDuplicate         = "Duplicate"         // consumer: already completed, side effect skipped
 	MetricInFlightElsewhere = "InFlightElsewhere" // consumer: another live owner holds the lock
 	MetricFailed            = "Failed"            // consumer: record reported as a batch item failure
-	MetricLockTakenOver     = "LockTakenOver"     // consumer: our lock expired and was taken over
+	MetricLockTakenOver     = "LockTakenOver"     // consumer: this attempt took over a lapsed lock (counted by the taker, not the one that lost it)
 	MetricInvalidInput      = "InvalidInput"      // consumer: bad body, missing key, oversize, key reused for other content
 	MetricDeadLettered      = "DeadLettered"      // consumer: moved to the DLQ at once (can never succeed)
 	MetricResultDropped     = "ResultDropped"     // consumer: effect's result too large to store; record completed without it
