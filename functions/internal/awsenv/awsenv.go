@@ -12,14 +12,21 @@
 //   - AWS_ENDPOINT_URL_<SERVICE> (for example AWS_ENDPOINT_URL_DYNAMODB), else
 //     AWS_ENDPOINT_URL: the endpoint override for local runs (DynamoDB Local, an SQS-compatible
 //     server), ignored when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is "true", as in the SDK.
+//   - AWS_USE_FIPS_ENDPOINT and AWS_USE_DUALSTACK_ENDPOINT ("true" or "false"): the FIPS 140
+//     and dual-stack (IPv6) endpoints, as the SDK reads them. They are security and network
+//     settings a regulated deployment relies on, so they are honoured, never ignored.
 //   - AWS_EXECUTION_ENV: the execution environment reported in the User-Agent, as the SDK does.
+//
+// Refused, with an error naming it (the function would otherwise run without it, silently):
+// AWS_CA_BUNDLE (a custom certificate authority for TLS).
 //
 // Behaviour that differs from config.LoadDefaultConfig, on purpose: no shared config or
 // credentials file (~/.aws/config, AWS_PROFILE, AWS_CONFIG_FILE), no SSO, web identity,
-// process, container or IMDS credentials, and none of the SDK's other tuning variables
-// (AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, AWS_CA_BUNDLE, AWS_USE_FIPS_ENDPOINT, ...). The retryer
-// and the HTTP client are the service client's defaults. Outside Lambda, export the region
-// and credentials (for example `aws configure export-credentials --format env`).
+// process, container or IMDS credentials, and none of the SDK's tuning variables
+// (AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, ...: the idempotency store and the dispatcher retry on
+// their own terms, see their packages). The retryer and the HTTP client are the service
+// client's defaults. Outside Lambda, export the region and credentials (for example
+// `aws configure export-credentials --format env`).
 package awsenv
 
 import (
@@ -43,6 +50,9 @@ const (
 	EnvEndpointURL          = "AWS_ENDPOINT_URL"
 	EnvIgnoreEndpointURLs   = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
 	EnvExecutionEnvironment = "AWS_EXECUTION_ENV"
+	EnvUseFIPSEndpoint      = "AWS_USE_FIPS_ENDPOINT"
+	EnvUseDualStackEndpoint = "AWS_USE_DUALSTACK_ENDPOINT"
+	EnvCABundle             = "AWS_CA_BUNDLE"
 )
 
 // Service identifiers for Load: the suffix of the service's AWS_ENDPOINT_URL_<SERVICE>
@@ -107,6 +117,26 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 		cfg.RuntimeEnvironment.EnvironmentIdentifier = aws.ExecutionEnvironmentID(env)
 	}
 
+	var ep endpointSettings
+	for _, v := range []struct {
+		name string
+		dst  *bool
+	}{{EnvUseFIPSEndpoint, &ep.fips}, {EnvUseDualStackEndpoint, &ep.dualStack}} {
+		switch value := strings.ToLower(get(v.name)); value {
+		case "":
+		case "true", "false":
+			*v.dst = value == "true"
+		default:
+			problems = append(problems, fmt.Sprintf("%s=%q: want true or false", v.name, get(v.name)))
+		}
+	}
+	// The service clients read these two from the config sources, as from the SDK's loader.
+	cfg.ConfigSources = []any{ep}
+	if v := get(EnvCABundle); v != "" {
+		problems = append(problems, fmt.Sprintf("%s=%q: a custom certificate bundle is not supported by this function's AWS client "+
+			"(it would connect without it); remove it, or build your function's clients with config.LoadDefaultConfig", EnvCABundle, v))
+	}
+
 	if len(problems) > 0 {
 		return aws.Config{}, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
 	}
@@ -136,6 +166,24 @@ func endpointFor(get func(string) string, service string) (string, error) {
 		return "", fmt.Errorf("%s=%q is not an http(s) URL with a host (for example http://127.0.0.1:8000)", name, value)
 	}
 	return value, nil
+}
+
+// endpointSettings gives the service clients AWS_USE_FIPS_ENDPOINT and
+// AWS_USE_DUALSTACK_ENDPOINT (the interfaces of the SDK's config sources).
+type endpointSettings struct{ fips, dualStack bool }
+
+func (e endpointSettings) GetUseFIPSEndpoint(context.Context) (aws.FIPSEndpointState, bool, error) {
+	if e.fips {
+		return aws.FIPSEndpointStateEnabled, true, nil
+	}
+	return aws.FIPSEndpointStateDisabled, true, nil
+}
+
+func (e endpointSettings) GetUseDualStackEndpoint(context.Context) (aws.DualStackEndpointState, bool, error) {
+	if e.dualStack {
+		return aws.DualStackEndpointStateEnabled, true, nil
+	}
+	return aws.DualStackEndpointStateDisabled, true, nil
 }
 
 // staticCredentials is the provider for credentials that do not change while the process

@@ -118,6 +118,12 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 			want: []string{`AWS_ENDPOINT_URL_DYNAMODB="127.0.0.1:8000" is not an http(s) URL`}},
 		{name: "generic endpoint without host", service: SQS, env: lambdaEnv(map[string]string{EnvEndpointURL: "http://"}),
 			want: []string{`AWS_ENDPOINT_URL="http://" is not an http(s) URL`}},
+		{name: "FIPS not a boolean", env: lambdaEnv(map[string]string{EnvUseFIPSEndpoint: "yes"}),
+			want: []string{`AWS_USE_FIPS_ENDPOINT="yes": want true or false`}},
+		{name: "dual-stack not a boolean", env: lambdaEnv(map[string]string{EnvUseDualStackEndpoint: "1"}),
+			want: []string{`AWS_USE_DUALSTACK_ENDPOINT="1": want true or false`}},
+		{name: "CA bundle refused, not ignored", env: lambdaEnv(map[string]string{EnvCABundle: "/opt/ca.pem"}),
+			want: []string{`AWS_CA_BUNDLE="/opt/ca.pem": a custom certificate bundle is not supported by this function's AWS client (it would connect without it)`}},
 		{name: "empty environment: every problem at once", service: SQS, env: map[string]string{},
 			want: []string{"AWS_REGION is not set", "AWS_ACCESS_KEY_ID is not set", "AWS_SECRET_ACCESS_KEY is not set"}},
 	} {
@@ -189,5 +195,50 @@ func TestSDKClientsUseTheEnvironment(t *testing.T) {
 		if tok := rec.reqs[i].Header.Get("X-Amz-Security-Token"); tok != "token" {
 			t.Errorf("%s request session token = %q", svc, tok)
 		}
+	}
+}
+
+// hostRecorder is an HTTP client that keeps the host of each request and fails it, so the
+// endpoint an SDK client resolves is seen without any network.
+type hostRecorder struct{ hosts []string }
+
+func (h *hostRecorder) Do(req *http.Request) (*http.Response, error) {
+	h.hosts = append(h.hosts, req.URL.Host)
+	return nil, errors.New("recorded")
+}
+
+// AWS_USE_FIPS_ENDPOINT and AWS_USE_DUALSTACK_ENDPOINT reach the service clients' endpoint
+// resolution, as with the SDK's own loader: a FIPS setting given through the construct's
+// Environment is honoured, not silently ignored.
+func TestFIPSAndDualStackEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		env           map[string]string
+		dynamo, queue string
+	}{
+		{"regional", map[string]string{}, "dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com"},
+		{"FIPS", map[string]string{EnvUseFIPSEndpoint: "true"}, "dynamodb-fips.eu-west-1.amazonaws.com", "sqs-fips.eu-west-1.amazonaws.com"},
+		{"FIPS false", map[string]string{EnvUseFIPSEndpoint: "FALSE"}, "dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com"},
+		{"dual-stack", map[string]string{EnvUseDualStackEndpoint: "true"}, "dynamodb.eu-west-1.api.aws", "sqs.eu-west-1.api.aws"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			rec := &hostRecorder{}
+			ddbCfg, err := Load(lookupFrom(lambdaEnv(tc.env)), DynamoDB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ddbCfg.HTTPClient = rec
+			_, _ = dynamodb.NewFromConfig(ddbCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }).ListTables(ctx, &dynamodb.ListTablesInput{})
+			sqsCfg, err := Load(lookupFrom(lambdaEnv(tc.env)), SQS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sqsCfg.HTTPClient = rec
+			_, _ = sqs.NewFromConfig(sqsCfg, func(o *sqs.Options) { o.RetryMaxAttempts = 1 }).ListQueues(ctx, &sqs.ListQueuesInput{})
+			if len(rec.hosts) != 2 || rec.hosts[0] != tc.dynamo || rec.hosts[1] != tc.queue {
+				t.Errorf("hosts = %q, want [%s %s]", rec.hosts, tc.dynamo, tc.queue)
+			}
+		})
 	}
 }
