@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,9 @@ func run(m *testing.M) int {
 	fmt.Printf("e2e: template %s from %s; SQS server %s at %s; DynamoDB Local at %s; %d alarms and %d composite alarms evaluated on an alarm clock %dx the wall clock\n",
 		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint(), len(tmpl.Alarms), len(tmpl.Composites), AlarmTimeScale)
 	code := m.Run()
+	if ctlBin != "" && ctlErr == nil {
+		os.RemoveAll(filepath.Dir(ctlBin)) // the pipelinectl a scenario built
+	}
 	printAlarmTable(tmpl)
 	return code
 }
@@ -174,10 +178,18 @@ func (w *world) pipeline(fifo bool) Pipeline {
 // template's environment and the local endpoints.
 func (w *world) env(function string, output func([]byte)) *lambdart.Env {
 	w.t.Helper()
+	return w.envWith(function, output, nil)
+}
+
+// envWith is env with some of the template's variables overridden (a scenario that needs,
+// say, a record TTL of seconds).
+func (w *world) envWith(function string, output func([]byte), overrides map[string]string) *lambdart.Env {
+	w.t.Helper()
 	vars, err := w.d.Env(function)
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	maps.Copy(vars, overrides)
 	f := w.d.Template.Functions[function]
 	bin, err := f.Binary()
 	if err != nil {
