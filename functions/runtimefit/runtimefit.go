@@ -30,6 +30,7 @@ package runtimefit
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -45,17 +46,28 @@ const MBPerVCPU = 1769
 const GOGC = 400
 
 // Procs returns the GOMAXPROCS for a function of memoryMB on a machine with ncpu logical
-// CPUs: the vCPUs its share amounts to, rounded up, at least 1 and at most ncpu.
+// CPUs: the vCPUs its share amounts to, rounded up, at least 1 and at most ncpu. Any input
+// gives a usable value: 1 for a memoryMB or ncpu below 1, and no overflow near math.MaxInt.
 func Procs(memoryMB, ncpu int) int {
-	procs := (memoryMB + MBPerVCPU - 1) / MBPerVCPU
+	procs := memoryMB / MBPerVCPU // rounded up below, without memoryMB + MBPerVCPU - 1 overflowing
+	if memoryMB%MBPerVCPU > 0 {
+		procs++
+	}
 	return max(1, min(procs, ncpu))
 }
 
 // MemoryLimit returns the soft memory limit for a function of memoryMB, in bytes: half its
 // memory (Lambda's MB are MiB). The other half is for what the Go runtime's limit does not
-// count (the binary, thread stacks, the kernel's buffers) and for a Lambda extension.
+// count (the binary, thread stacks, the kernel's buffers) and for a Lambda extension. Any
+// input gives a usable limit: math.MaxInt64 (no limit) for a memoryMB below 1 or one whose
+// half does not fit in an int64, never 0 or a negative value (debug.SetMemoryLimit(0) would
+// make the collector run without pause).
 func MemoryLimit(memoryMB int) int64 {
-	return int64(memoryMB) << 20 / 2
+	const halfMiB = 1 << 19
+	if memoryMB < 1 || int64(memoryMB) > math.MaxInt64/halfMiB {
+		return math.MaxInt64
+	}
+	return int64(memoryMB) * halfMiB
 }
 
 // Fit is what Apply did. A setting Apply left alone keeps the runtime's value, and Skipped

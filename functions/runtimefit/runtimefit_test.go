@@ -22,6 +22,15 @@ func TestProcs(t *testing.T) {
 		{10240, 8, 6},
 		{1, 2, 1},
 		{4096, 1, 1},
+		// Any input gives a usable value (the function is exported and documented as such).
+		{0, 2, 1},
+		{-1, 2, 1},
+		{math.MinInt, 2, 1},
+		{math.MaxInt, 4, 4}, // overflowed to 1 when rounding up added MBPerVCPU - 1
+		{math.MaxInt - 1, 4, 4},
+		{math.MaxInt, math.MaxInt, math.MaxInt/MBPerVCPU + 1},
+		{1769, 0, 1},
+		{1769, -3, 1},
 	} {
 		if got := Procs(c.mb, c.ncpu); got != c.want {
 			t.Errorf("Procs(%d MB, %d CPUs) = %d, want %d", c.mb, c.ncpu, got, c.want)
@@ -30,7 +39,15 @@ func TestProcs(t *testing.T) {
 }
 
 func TestMemoryLimit(t *testing.T) {
-	for mb, want := range map[int]int64{128: 64 << 20, 256: 128 << 20, 10240: 5120 << 20} {
+	for mb, want := range map[int]int64{
+		128: 64 << 20, 256: 128 << 20, 10240: 5120 << 20, 1: 1 << 19,
+		// Never 0 or negative, which debug.SetMemoryLimit would take as "collect all the time"
+		// or ignore: no limit for a size that is not positive or too large to halve in bytes.
+		0: math.MaxInt64, -1: math.MaxInt64, math.MinInt: math.MaxInt64,
+		1<<44 - 1:   (1<<44 - 1) << 19, // the largest whose half fits: MaxInt64 rounded down to 512 KiB
+		1 << 44:     math.MaxInt64,     // wrapped to 0 with << 20
+		math.MaxInt: math.MaxInt64,
+	} {
 		if got := MemoryLimit(mb); got != want {
 			t.Errorf("MemoryLimit(%d) = %d, want %d", mb, got, want)
 		}
