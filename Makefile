@@ -46,9 +46,10 @@ FAUXQS_STAMP := $(FAUXQS_DIR)/.installed
 ELASTICMQ_STAMP := $(ELASTICMQ_DIR)/.installed
 MOTO_STAMP := $(MOTO_VENV)/.installed
 # The e2e suite deploys this assembly: the stack synthesized with a 3 s consumer timeout, so a
-# visibility timeout (6x) is 18 s and a poison message reaches its DLQ in about 1.5 minutes.
+# visibility timeout (6x) is 18 s and a poison message reaches its DLQ in about 1.5 minutes;
+# and with queues that take SQS's largest messages (1 MiB), which the consumers then accept.
 E2E_ASSEMBLY := $(ROOT)/cdk.out.e2e
-E2E_CONTEXT := -c stage=e2e -c consumerTimeout=3s
+E2E_CONTEXT := -c stage=e2e -c consumerTimeout=3s -c maxMessageSize=1048576
 # The worked examples (examples/, a module of their own): the orders app's assembly, which the
 # e2e suite deploys to run the example's own consumer.
 EXAMPLES_ORDERS_ASSEMBLY := $(ROOT)/examples/orders/cdk.out

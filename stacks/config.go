@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type Config struct {
 	ConsumerTimeout time.Duration
 	// VisibilityTimeout of both processing queues. Default 6 x ConsumerTimeout.
 	VisibilityTimeout time.Duration
+	// MaxMessageSize of both processing queues (and their DLQs), in bytes, which the
+	// consumers take as MAX_BODY_BYTES. Default 262144 (SQS's default); up to 1048576.
+	MaxMessageSize int
 	// Account and Region pin the stack's environment (context keys account and region).
 	// Default: environment-agnostic, so the template is the same whoever synthesizes it,
 	// and a deploy goes to the account and region of the deploying credentials. The CLI's
@@ -56,12 +60,13 @@ const (
 	ContextTimeZone          = "timezone"
 	ContextConsumerTimeout   = "consumerTimeout"
 	ContextVisibilityTimeout = "visibilityTimeout"
+	ContextMaxMessageSize    = "maxMessageSize"
 	ContextAccount           = "account"
 	ContextRegion            = "region"
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextAccount, ContextRegion}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextAccount, ContextRegion}
 
 var (
 	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
@@ -112,6 +117,14 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 			}
 			*dst = d
 		}
+	}
+	if s := str(ContextMaxMessageSize); s != "" {
+		// The queue construct checks the range, naming the prop; here only that it is a number.
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("context %s: got %q; use a whole number of bytes from 1024 to 1048576", ContextMaxMessageSize, s))
+		}
+		cfg.MaxMessageSize = n
 	}
 	cfg = cfg.withDefaults()
 	if !stagePattern.MatchString(cfg.Stage) {

@@ -77,7 +77,7 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 			Fifo:       fifo,
 			Table:      s.table,
 			Monitoring: s.monitoring,
-			Queue:      &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout},
+			Queue:      &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
 			Consumer:   &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout},
 			Dispatcher: &dispatcher.ScheduledDispatcherProps{
 				JobName:  name + "-job",

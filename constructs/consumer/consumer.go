@@ -50,6 +50,7 @@ package consumer
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -141,6 +142,14 @@ const (
 type DeadLetterRetentionSource interface {
 	Source
 	DeadLetterRetentionPeriod() time.Duration
+}
+
+// MessageSizeSource is a Source that reports the largest message its queue accepts, in
+// bytes (constructs/queue's ProcessingQueue does): the consumer's MAX_BODY_BYTES, so no
+// message the queue takes is dead-lettered as oversize. Without it, SQS's default, 262,144.
+type MessageSizeSource interface {
+	Source
+	MaxMessageSize() int
 }
 
 // deadLetterRetention is how long q's DLQ can keep a message: its own report, SQS's maximum
@@ -269,7 +278,8 @@ type IdempotentConsumerProps struct {
 	// LogRemovalPolicy of the log group. Default RETAIN.
 	LogRemovalPolicy awscdk.RemovalPolicy
 	// Environment adds variables (your effect's own settings), or overrides the tunables
-	// LOG_LEVEL, METRICS_NAMESPACE, MAX_BODY_BYTES and BATCH_DEADLINE_MARGIN. Setting a
+	// LOG_LEVEL, METRICS_NAMESPACE, MAX_BODY_BYTES (default: the queue's MaxMessageSize, see
+	// MessageSizeSource) and BATCH_DEADLINE_MARGIN. Setting a
 	// variable the props own (IDEMPOTENCY_*, including IDEMPOTENCY_PARTITION_KEY, which comes
 	// from Table; DEAD_LETTER_QUEUE_URL; BATCH_CONCURRENCY) is a validation error. Values may
 	// be tokens. Default none.
@@ -532,7 +542,11 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 		s.deadLetter = dl.DeadLetterQueue()
 		owned["DEAD_LETTER_QUEUE_URL"] = *s.deadLetter.QueueUrl()
 	}
-	s.env = gofn.Environment(p, owned, tunableDefaults, props.Environment)
+	tunables := maps.Clone(tunableDefaults)
+	if q, ok := props.Queue.(MessageSizeSource); ok && q.MaxMessageSize() > 0 {
+		tunables["MAX_BODY_BYTES"] = strconv.Itoa(q.MaxMessageSize())
+	}
+	s.env = gofn.Environment(p, owned, tunables, props.Environment)
 	s.fn.Environment = s.env
 	p.Check()
 	return s

@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 	standardQueue = newFakeQueue(stack, "StandardQueue", false, 3*time.Minute, 4*24*time.Hour)
 	fifoQueue = newFakeQueue(stack, "FifoQueue", true, 6*time.Minute, 14*24*time.Hour)
 	tunedQueue = newFakeQueue(stack, "TunedQueue", false, 10*time.Minute, 7*24*time.Hour)
+	fifoQueue.maxMessage, tunedQueue.maxMessage = 1<<20, 1<<20 // SQS's largest: the consumer takes what the queue takes
 
 	standard = consumer.NewIdempotentConsumer(stack, "Standard", &consumer.IdempotentConsumerProps{
 		Queue: standardQueue, Table: simpleTable,
@@ -56,6 +57,7 @@ func TestMain(m *testing.M) {
 		MaxConcurrency: 50, KeyPrefix: "orders-v2", RecordTTL: 48 * time.Hour, AllowShortRecordTTL: true, DisablePayloadValidation: true,
 		CacheSize: 500, BatchConcurrency: 25, LogRetention: awslogs.RetentionDays_TWO_WEEKS,
 		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeadLettering: true,
+		Environment: map[string]string{"MAX_BODY_BYTES": "65536"}, // below the queue's: the user's wins
 	})
 
 	template = assertions.Template_FromStack(stack, nil)
@@ -147,7 +149,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 			"IDEMPOTENCY_DISABLED":         "false",
 			"BATCH_CONCURRENCY":            "10",
 			"BATCH_DEADLINE_MARGIN":        "2s",
-			"MAX_BODY_BYTES":               "262144",
+			"MAX_BODY_BYTES":               "1048576", // the queue's MaxMessageSize
 			"METRICS_NAMESPACE":            "IdempotentSQS",
 			"LOG_LEVEL":                    "DEBUG",
 			"FEATURE_X":                    "on",
@@ -164,7 +166,7 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 			"IDEMPOTENCY_DISABLED":         "false",
 			"BATCH_CONCURRENCY":            "25",
 			"BATCH_DEADLINE_MARGIN":        "2s",
-			"MAX_BODY_BYTES":               "262144",
+			"MAX_BODY_BYTES":               "65536", // Environment wins over the queue's 1 MiB
 			"METRICS_NAMESPACE":            "IdempotentSQS",
 			"LOG_LEVEL":                    "INFO",
 		}},

@@ -23,6 +23,7 @@ type fakeQueue struct {
 	fifo       bool
 	visibility time.Duration
 	retention  time.Duration
+	maxMessage int // bytes; 0: not reported (SQS's default)
 }
 
 func (q *fakeQueue) Queue() awssqs.IQueue             { return q.queue }
@@ -31,12 +32,15 @@ func (q *fakeQueue) VisibilityTimeout() time.Duration { return q.visibility }
 func (q *fakeQueue) RetentionPeriod() time.Duration   { return q.retention }
 func (q *fakeQueue) DeadLetterQueue() awssqs.IQueue   { return q.dlq }
 
+func (q *fakeQueue) MaxMessageSize() int { return q.maxMessage }
+
 // DeadLetterRetentionPeriod is the fake DLQ's 14 days.
 func (q *fakeQueue) DeadLetterRetentionPeriod() time.Duration { return 14 * 24 * time.Hour }
 
 var (
 	_ consumer.DeadLetterSource          = (*fakeQueue)(nil)
 	_ consumer.DeadLetterRetentionSource = (*fakeQueue)(nil)
+	_ consumer.MessageSizeSource         = (*fakeQueue)(nil)
 )
 
 func newFakeQueue(scope constructs.Construct, id string, fifo bool, visibility, retention time.Duration) *fakeQueue {

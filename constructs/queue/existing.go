@@ -67,6 +67,12 @@ type ExistingProcessingQueueProps struct {
 	// DLQ's own, so the records it implies are long enough whatever the DLQ keeps.
 	DeadLetterRetentionPeriod time.Duration
 
+	// MaxMessageSize is the source queue's maximum message size in bytes (1,024 to
+	// 1,048,576), which the consumer takes as its MAX_BODY_BYTES: give it when the queue
+	// accepts more than SQS's default, or larger messages are dead-lettered as oversize.
+	// Default: 0, taken as 262,144 (SQS's default).
+	MaxMessageSize int
+
 	// MaxReceiveCount is the source queue's redrive maxReceiveCount (1 to 1000), reported by
 	// the result's MaxReceiveCount for alarms and documentation.
 	// Default: 0 (not given; MaxReceiveCount reports 0).
@@ -127,6 +133,9 @@ func ImportProcessingQueue(scope constructs.Construct, id string, props *Existin
 	requiredDuration(v, "RetentionPeriod", p.RetentionPeriod, minRetention, maxRetention)
 	if p.DeadLetterRetentionPeriod != 0 {
 		durationIn(v, "DeadLetterRetentionPeriod", p.DeadLetterRetentionPeriod, minRetention, maxRetention)
+	}
+	if p.MaxMessageSize != 0 {
+		checkMessageSize(v, p.MaxMessageSize, "0 means SQS's default, 262144")
 	}
 	if p.MaxReceiveCount < 0 || p.MaxReceiveCount > maxMaxReceiveCount {
 		v.Add("MaxReceiveCount", p.MaxReceiveCount, fmt.Sprintf("must be 1 to %d, the queue's redrive maxReceiveCount (0: not given)", maxMaxReceiveCount))
@@ -260,3 +269,9 @@ func (q *existingQueue) DeadLetterRetentionPeriod() time.Duration {
 	return orDefault(q.p.DeadLetterRetentionPeriod, maxRetention)
 }
 func (q *existingQueue) MaxReceiveCount() int { return q.p.MaxReceiveCount }
+func (q *existingQueue) MaxMessageSize() int {
+	if q.p.MaxMessageSize == 0 {
+		return DefaultMaxMessageSize
+	}
+	return q.p.MaxMessageSize
+}

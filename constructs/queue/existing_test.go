@@ -113,6 +113,9 @@ func TestImportAccessors(t *testing.T) {
 				t.Errorf("Fifo, VisibilityTimeout, RetentionPeriod, MaxReceiveCount = %v, %v, %v, %d; want %v, %v, %v, %d",
 					q.Fifo(), q.VisibilityTimeout(), q.RetentionPeriod(), q.MaxReceiveCount(), tt.fifo, tt.visibility, tt.retention, tt.maxReceive)
 			}
+			if got := q.MaxMessageSize(); got != DefaultMaxMessageSize {
+				t.Errorf("MaxMessageSize = %d, want SQS's default %d when not given", got, DefaultMaxMessageSize)
+			}
 			if got := q.DeadLetterRetentionPeriod(); got != 14*24*time.Hour {
 				t.Errorf("DeadLetterRetentionPeriod = %v, want SQS's maximum 336h when not given", got)
 			}
@@ -213,6 +216,8 @@ func TestImportValidation(t *testing.T) {
 			[]string{"VisibilityTimeout: got 1.5s; SQS takes whole seconds"}},
 		{"DLQ retention above 14 days", valid(ExistingProcessingQueueProps{DeadLetterRetentionPeriod: 15 * 24 * time.Hour}),
 			[]string{"DeadLetterRetentionPeriod: got 360h0m0s; must be between 1m0s and 336h0m0s (0 means the default)"}},
+		{"message size above SQS's 1 MiB", valid(ExistingProcessingQueueProps{MaxMessageSize: 2 << 20}),
+			[]string{"MaxMessageSize: got 2097152; SQS takes 1024 to 1048576 bytes (1 KiB to 1 MiB; 0 means SQS's default, 262144)"}},
 		{"max receive count", valid(ExistingProcessingQueueProps{MaxReceiveCount: 1001}),
 			[]string{"MaxReceiveCount: got 1001; must be 1 to 1000, the queue's redrive maxReceiveCount (0: not given)"}},
 	}

@@ -79,6 +79,7 @@ func TestMain(m *testing.M) {
 			VisibilityTimeout:         15 * time.Minute,
 			RetentionPeriod:           7 * 24 * time.Hour,
 			DeadLetterRetentionPeriod: 14 * 24 * time.Hour,
+			MaxMessageSize:            1 << 20,
 			EncryptionKey:             key,
 		}
 	})

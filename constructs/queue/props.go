@@ -60,6 +60,13 @@ type ProcessingQueueProps struct {
 	// Default: 5.
 	MaxReceiveCount int
 
+	// MaxMessageSize is the largest message, in bytes, both queues accept (1,024 to
+	// 1,048,576: SQS takes up to 1 MiB). The consumer construct reads it as its
+	// MAX_BODY_BYTES, so what the queue accepts is never dead-lettered as oversize; the DLQ
+	// takes the same, since the consumer copies bad input there.
+	// Default: 262,144 (256 KiB, SQS's default).
+	MaxMessageSize int
+
 	// ContentBasedDeduplication lets SQS derive the deduplication id from the body (SHA-256)
 	// when a sender gives none. FIFO only: an error on a standard queue.
 	// Default: false (senders give MessageDeduplicationId, as the dispatcher does).
@@ -91,6 +98,7 @@ const (
 	DefaultRetentionPeriod           = 4 * 24 * time.Hour
 	DefaultDeadLetterRetentionPeriod = 14 * 24 * time.Hour
 	DefaultMaxReceiveCount           = 5
+	DefaultMaxMessageSize            = 256 * 1024
 	// VisibilityFactor is how many consumer timeouts the visibility timeout covers by
 	// default and at least: AWS's rule for a Lambda SQS event source.
 	VisibilityFactor = 6
@@ -103,6 +111,8 @@ const (
 	minRetention         = time.Minute
 	maxRetention         = 14 * 24 * time.Hour
 	maxMaxReceiveCount   = 1000
+	minMessageSize       = 1024
+	maxMessageSize       = 1024 * 1024
 	maxQueueNameLength   = 80
 	fifoSuffix           = ".fifo"
 )
@@ -118,6 +128,7 @@ type settings struct {
 	retentionPeriod           time.Duration
 	deadLetterRetention       time.Duration
 	maxReceiveCount           int
+	maxMessageSize            int
 	contentBasedDeduplication bool
 	highThroughput            bool
 	encryptionKey             awskms.IKey
@@ -138,6 +149,7 @@ func resolve(scope constructs.Construct, id string, props *ProcessingQueueProps)
 		retentionPeriod:           orDefault(p.RetentionPeriod, DefaultRetentionPeriod),
 		deadLetterRetention:       orDefault(p.DeadLetterRetentionPeriod, DefaultDeadLetterRetentionPeriod),
 		maxReceiveCount:           p.MaxReceiveCount,
+		maxMessageSize:            p.MaxMessageSize,
 		contentBasedDeduplication: p.ContentBasedDeduplication,
 		highThroughput:            p.HighThroughput,
 		encryptionKey:             p.EncryptionKey,
@@ -148,6 +160,9 @@ func resolve(scope constructs.Construct, id string, props *ProcessingQueueProps)
 	}
 	if s.maxReceiveCount == 0 {
 		s.maxReceiveCount = DefaultMaxReceiveCount
+	}
+	if s.maxMessageSize == 0 {
+		s.maxMessageSize = DefaultMaxMessageSize
 	}
 	s.visibilityTimeout = orDefault(p.VisibilityTimeout, VisibilityFactor*s.consumerTimeout)
 	if s.fifo && s.queueName != "" && !validate.Unresolved(s.queueName) && !strings.HasSuffix(s.queueName, fifoSuffix) {
@@ -188,6 +203,7 @@ func (s settings) check(v *validate.Problems, p ProcessingQueueProps) {
 	if s.maxReceiveCount < 1 || s.maxReceiveCount > maxMaxReceiveCount {
 		v.Add("MaxReceiveCount", s.maxReceiveCount, fmt.Sprintf("must be 1 to %d (0 means the default, %d)", maxMaxReceiveCount, DefaultMaxReceiveCount))
 	}
+	checkMessageSize(v, s.maxMessageSize, "0 means the default, 262144")
 	if !s.fifo && p.ContentBasedDeduplication {
 		v.Add("ContentBasedDeduplication", true, "only FIFO queues deduplicate; set Fifo: true or drop it")
 	}
@@ -223,6 +239,13 @@ func durationIn(v *validate.Problems, prop string, d, lo, hi time.Duration) {
 		v.Add(prop, d, fmt.Sprintf("must be between %v and %v (0 means the default)", lo, hi))
 	case d%time.Second != 0:
 		v.Add(prop, d, "must be whole seconds; round it")
+	}
+}
+
+// checkMessageSize reports a MaxMessageSize SQS would refuse.
+func checkMessageSize(v *validate.Problems, size int, zero string) {
+	if size < minMessageSize || size > maxMessageSize {
+		v.Add("MaxMessageSize", size, fmt.Sprintf("SQS takes 1024 to 1048576 bytes (1 KiB to 1 MiB; %s)", zero))
 	}
 }
 

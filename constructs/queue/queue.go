@@ -30,6 +30,9 @@ type ProcessingQueue interface {
 	// completed idempotency records at least the source's and the DLQ's retention together,
 	// so a message redriven from the DLQ still finds its record.
 	DeadLetterRetentionPeriod() time.Duration
+	// MaxMessageSize is the largest message the source queue accepts, in bytes: the
+	// consumer's MAX_BODY_BYTES.
+	MaxMessageSize() int
 	// MaxReceiveCount is the number of receives before a message moves to the DLQ; 0 for
 	// an imported queue whose ExistingProcessingQueueProps.MaxReceiveCount was not given.
 	MaxReceiveCount() int
@@ -108,6 +111,8 @@ func (s settings) commonQueueProps() awssqs.QueueProps {
 	p := awssqs.QueueProps{
 		EnforceSSL: jsii.Bool(true),
 		Encryption: awssqs.QueueEncryption_SQS_MANAGED,
+		// Stated, not left to SQS's default: the consumer's MAX_BODY_BYTES is this value.
+		MaxMessageSizeBytes: jsii.Number(float64(s.maxMessageSize)),
 	}
 	if s.encryptionKey != nil {
 		p.Encryption = awssqs.QueueEncryption_KMS
@@ -154,3 +159,4 @@ func (q *processingQueue) DeadLetterRetentionPeriod() time.Duration {
 	return q.s.deadLetterRetention
 }
 func (q *processingQueue) MaxReceiveCount() int { return q.s.maxReceiveCount }
+func (q *processingQueue) MaxMessageSize() int  { return q.s.maxMessageSize }

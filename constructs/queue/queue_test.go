@@ -62,6 +62,7 @@ func TestQueueProperties(t *testing.T) {
 			"FifoQueue":                 absent,
 			"ContentBasedDeduplication": absent,
 			"RedrivePolicy":             map[string]any{"maxReceiveCount": 5},
+			"MaximumMessageSize":        262144, // stated: the consumer's MAX_BODY_BYTES is this
 		},
 		dlq: map[string]any{
 			"MessageRetentionPeriod": 1209600,
@@ -69,6 +70,7 @@ func TestQueueProperties(t *testing.T) {
 			"FifoQueue":              absent,
 			"QueueName":              absent,
 			"RedrivePolicy":          absent,
+			"MaximumMessageSize":     262144,
 		},
 	}, {
 		f: &fifo,
@@ -101,11 +103,13 @@ func TestQueueProperties(t *testing.T) {
 			"KmsMasterKeyId":         kmsKeyArn,
 			"SqsManagedSseEnabled":   absent,
 			"FifoQueue":              absent,
+			"MaximumMessageSize":     1048576,
 		},
 		dlq: map[string]any{
 			"MessageRetentionPeriod": 1209600,
 			"KmsMasterKeyId":         kmsKeyArn,
 			"SqsManagedSseEnabled":   absent,
+			"MaximumMessageSize":     1048576, // the DLQ takes what the source does: bad input is copied there
 		},
 	}, {
 		f:   &derived,
@@ -246,6 +250,9 @@ func TestAccessors(t *testing.T) {
 			q := tt.f.q
 			if got := q.DeadLetterRetentionPeriod(); got != tt.dlq {
 				t.Errorf("DeadLetterRetentionPeriod = %v, want %v", got, tt.dlq)
+			}
+			if want := map[*fixture]int{&kms: 1 << 20}[tt.f]; q.MaxMessageSize() != max(want, DefaultMaxMessageSize) {
+				t.Errorf("MaxMessageSize = %d, want %d", q.MaxMessageSize(), max(want, DefaultMaxMessageSize))
 			}
 			if q.Fifo() != tt.fifo || q.VisibilityTimeout() != tt.visibility || q.RetentionPeriod() != tt.retention || q.MaxReceiveCount() != tt.receives {
 				t.Errorf("Fifo, VisibilityTimeout, RetentionPeriod, MaxReceiveCount = %v, %v, %v, %d; want %v, %v, %v, %d",

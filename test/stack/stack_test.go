@@ -214,7 +214,7 @@ func TestOutputs(t *testing.T) {
 
 func TestConfigFromContextRejectsBadValues(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
-		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m", "account": "12345", "region": "Frankfurt",
+		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m", "account": "12345", "region": "Frankfurt", "maxMessageSize": "1MiB",
 	}})
 	_, err := stacks.ConfigFromContext(app)
 	if err == nil {
@@ -224,6 +224,7 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 		`context consumerTimeout: got "soon"; use a positive Go duration such as 30s or 5m`,
 		`context visibilityTimeout: got "-1m"; use a positive Go duration such as 30s or 5m`,
 		`context stage: got "9lives"; use a letter then up to 31 letters, digits or hyphens`,
+		`context maxMessageSize: got "1MiB"; use a whole number of bytes from 1024 to 1048576`,
 		`context account: got "12345"; use the 12-digit AWS account id, or leave it out for an environment-agnostic stack`,
 		`context region: got "Frankfurt"; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack`,
 	} {
