@@ -174,7 +174,7 @@ synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); 
 	@$(STEP) "synthesizing: builds both Go Lambdas for linux/arm64, runs cdk-nag" "first time about 1 min, afterwards about 15 s" -- \
 	  $(CDK_OFFLINE) synth --quiet
 	@ls cdk.out/*.template.json
-	@$(GO) run ./stacks/review -out cdk.out/review.md cdk.out
+	@$(GO) run ./cmd/review -out cdk.out/review.md cdk.out
 	@echo "reviewer's report of this synth: cdk.out/review.md (make review updates docs/review.md and shows what changed)"
 
 # ---------------------------------------------------------------------------- test
@@ -228,17 +228,17 @@ lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized templat
 	checkov --quiet --compact --skip-download --framework cloudformation -d cdk.out
 	@python3 scripts/checkov_skips.py cdk.out
 	@python3 scripts/check_links.py
-	@$(GO) run ./stacks/diagram cdk.out | diff -u docs/architecture.md - \
+	@$(GO) run ./cmd/diagram cdk.out | diff -u docs/architecture.md - \
 	  || { echo "docs/architecture.md is stale: run make diagram"; exit 1; }
-	@$(GO) run ./stacks/review -check -diff docs/review.md cdk.out
+	@$(GO) run ./cmd/review -check -diff docs/review.md cdk.out
 
 .PHONY: review
 review: synth ## write the reviewer's report docs/review.md from cdk.out and print what it changes
-	@$(GO) run ./stacks/review -diff docs/review.md -out docs/review.md cdk.out
+	@$(GO) run ./cmd/review -diff docs/review.md -out docs/review.md cdk.out
 
 .PHONY: diagram
 diagram: synth ## redraw docs/architecture.md from the synthesized templates
-	$(GO) run ./stacks/diagram -out docs/architecture.md cdk.out
+	$(GO) run ./cmd/diagram -out docs/architecture.md cdk.out
 
 # ---------------------------------------------------------------------------- end to end
 

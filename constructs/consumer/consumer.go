@@ -73,7 +73,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
-	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
+	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 

@@ -84,7 +84,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
-	"github.com/idempotent-sqs/pipeline/functions/dispatcher/limits"
+	"github.com/idempotent-sqs/pipeline/functions/dispatch/limits"
 	"github.com/idempotent-sqs/pipeline/internal/awscron"
 )
 
@@ -184,7 +184,7 @@ type ScheduledDispatcherProps struct {
 	// be a token (then unchecked). Default: JobName.
 	DefaultGroup string
 	// SendMaxAttempts is how often the function tries each entry of SendMessageBatch before
-	// failing the invocation. 1 to 10, the function's limit (functions/dispatcher/limits).
+	// failing the invocation. 1 to 10, the function's limit (functions/dispatch/limits).
 	// Default 5.
 	SendMaxAttempts int
 

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idempotent-sqs/pipeline/functions/batch"
-	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
+	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idempotent-sqs/pipeline/functions/consumer/limits"
+	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"

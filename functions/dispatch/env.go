@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/idempotent-sqs/pipeline/functions/dispatcher/limits"
+	"github.com/idempotent-sqs/pipeline/functions/dispatch/limits"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )

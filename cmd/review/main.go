@@ -2,7 +2,7 @@
 // operations reviewer would otherwise dig out of the CloudFormation templates and cdk-nag
 // reports in cdk.out by hand.
 //
-//	go run ./stacks/review [-out docs/review.md] [-diff docs/review.md [-check]] [cdk.out]
+//	go run ./cmd/review [-out docs/review.md] [-diff docs/review.md [-check]] [cdk.out]
 //
 // The report is Markdown, read top-down: a summary line, then per stack the resources by
 // type; every IAM statement as principal -> actions -> resources, with each wildcard in an

@@ -2,7 +2,7 @@
 // from the CloudFormation templates in cdk.out, so the picture in the README is what would
 // be deployed rather than what someone remembered to draw.
 //
-//	go run ./stacks/diagram -out docs/architecture.md cdk.out
+//	go run ./cmd/diagram -out docs/architecture.md cdk.out
 //
 // Nodes are the resources a reader reasons about (queues, functions, tables, schedules,
 // topics, dashboards); edges are the references between them: an event source mapping
