@@ -7,7 +7,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
@@ -15,6 +14,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
+	"github.com/idempotent-sqs/pipeline/internal/nagpacks"
 )
 
 // PipelineStackProps configures the reference stack. Nil props take Config's defaults.
@@ -118,9 +118,9 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 	return s
 }
 
-// Build adds the pipeline stack for cfg to app, with the cdk-nag AwsSolutions and
-// Serverless packs attached (their reports land in cdk.out; an unsuppressed finding is an
-// error annotation, which fails `cdk synth`).
+// Build adds the pipeline stack for cfg to app, with every cdk-nag pack attached
+// (AddNagPacks: their reports land in cdk.out; an unsuppressed finding is an error
+// annotation, which fails `cdk synth`).
 func Build(app awscdk.App, cfg Config) PipelineStack {
 	cfg = cfg.withDefaults()
 	var env *awscdk.Environment
@@ -139,8 +139,12 @@ func Build(app awscdk.App, cfg Config) PipelineStack {
 	})
 	awscdk.Tags_Of(stack).Add(jsii.String("project"), jsii.String("idempotent-sqs-pipeline"), nil)
 	awscdk.Tags_Of(stack).Add(jsii.String("stage"), jsii.String(cfg.Stage), nil)
-	nag := &cdknag.NagPackProps{Verbose: jsii.Bool(true), Reports: jsii.Bool(true)}
-	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(nag), nil)
-	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(nag), nil)
+	AddNagPacks(app, true)
 	return stack
 }
+
+// AddNagPacks attaches every cdk-nag pack a reviewer of this stack runs: AwsSolutions,
+// Serverless, NIST 800-53 R5, PCI DSS 3.2.1 and HIPAA Security. An unsuppressed finding is
+// an error annotation, which fails `cdk synth`; reports writes each pack's CSV report into
+// the cloud assembly. Call it on your own app to hold it to the same packs.
+func AddNagPacks(app awscdk.App, reports bool) { nagpacks.Add(app, reports) }

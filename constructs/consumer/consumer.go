@@ -62,6 +62,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -211,6 +212,11 @@ type IdempotentConsumerProps struct {
 	// raised, towards the dead-letter queue. Default 0: none reserved (MaxConcurrency caps
 	// the function without that risk).
 	ReservedConcurrentExecutions int
+	// LogGroupEncryptionKey is a customer managed key for the function's log group. A key of
+	// this app gets the policy statement that lets CloudWatch Logs use it; an imported key
+	// must have it already (a synth warning says so). Default nil: CloudWatch Logs' own
+	// encryption.
+	LogGroupEncryptionKey awskms.IKey
 
 	// DisableDeadLettering leaves records that can never succeed to the queue's redrive
 	// policy (reported as failed until maxReceiveCount receives) even when Queue has a
@@ -391,11 +397,6 @@ func NewIdempotentConsumer(scope constructs.Construct, id string, props *Idempot
 			}}, jsii.Bool(true))
 		}
 	}
-	cdknag.NagSuppressions_AddResourceSuppressions(c.fn.Function, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("Serverless-LambdaDLQ"),
-		Reason: jsii.String("a function dead-letter queue only receives failed asynchronous invocations; this function is only invoked " +
-			"synchronously by its SQS event source mapping, so failed records return to the queue and move to the queue's redrive DLQ"),
-	}}, jsii.Bool(false))
 	return c
 }
 
@@ -427,7 +428,10 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 				Architecture: props.Architecture, Vpc: props.Vpc, VpcSubnets: props.VpcSubnets,
 				SecurityGroups: props.SecurityGroups, Layers: props.Layers,
 				ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
+				LogGroupEncryptionKey:        props.LogGroupEncryptionKey,
 			},
+			NoDLQReason: "a function dead-letter queue only receives failed asynchronous invocations; this function is only invoked " +
+				"synchronously by its SQS event source mapping, so failed records return to the queue and move to the queue's redrive DLQ",
 		},
 		fifo:              props.Queue.Fifo(),
 		batchSize:         or(props.BatchSize, DefaultBatchSize),

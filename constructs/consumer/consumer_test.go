@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -29,6 +30,8 @@ var (
 	standard, fifo, tuned                consumer.IdempotentConsumer
 	standardQueue, fifoQueue, tunedQueue *fakeQueue
 	simpleTable, compositeTable          *fakeTable
+	logKey                               awskms.Key // tuned's log group key
+	importedKeyStack                     awscdk.Stack
 )
 
 func TestMain(m *testing.M) {
@@ -51,13 +54,22 @@ func TestMain(m *testing.M) {
 		Timeout: time.Minute, BatchSize: 5, TenantSource: "group", KeySource: "attribute:IdempotencyKey",
 		Environment: map[string]string{"LOG_LEVEL": "DEBUG", "FEATURE_X": "on"},
 	})
+	logKey = awskms.NewKey(stack, jsii.String("LogKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	tuned = consumer.NewIdempotentConsumer(stack, "Tuned", &consumer.IdempotentConsumerProps{
-		Queue: tunedQueue, Table: simpleTable,
+		LogGroupEncryptionKey: logKey,
+		Queue:                 tunedQueue, Table: simpleTable,
 		Timeout: 90 * time.Second, MemorySize: 1024, BatchSize: 100, MaxBatchingWindow: 5 * time.Second,
 		MaxConcurrency: 50, KeyPrefix: "orders-v2", RecordTTL: 48 * time.Hour, AllowShortRecordTTL: true, DisablePayloadValidation: true,
 		CacheSize: 500, BatchConcurrency: 25, LogRetention: awslogs.RetentionDays_TWO_WEEKS,
 		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeadLettering: true,
 		Environment: map[string]string{"MAX_BODY_BYTES": "65536"}, // below the queue's: the user's wins
+	})
+
+	// A key imported into the app: CDK cannot add to its policy, so synth warns.
+	importedKeyStack = cdktest.NewStack(app, "ImportedLogKey")
+	consumer.NewIdempotentConsumer(importedKeyStack, "Orders", &consumer.IdempotentConsumerProps{
+		Queue: newFakeQueue(importedKeyStack, "Queue", false, 3*time.Minute, 4*24*time.Hour), Table: newFakeTable(importedKeyStack, "Table", ""),
+		LogGroupEncryptionKey: awskms.Key_FromKeyArn(importedKeyStack, jsii.String("Key"), jsii.String("arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab")),
 	})
 
 	template = assertions.Template_FromStack(stack, nil)
@@ -327,4 +339,45 @@ func TestNag(t *testing.T) {
 	for _, finding := range cdktest.NagFindings(stack) {
 		t.Errorf("unsuppressed cdk-nag finding at %s", finding)
 	}
+}
+
+// LogGroupEncryptionKey encrypts the log group with the key, whose policy lets CloudWatch
+// Logs use it for this account's log groups; that log group carries no checkov skip and no
+// CloudWatchLogGroupEncrypted suppression, which the others (CloudWatch Logs' own key) do.
+func TestLogGroupEncryptionKey(t *testing.T) {
+	keyID := cdktest.LogicalID(stack, logKey)
+	cdktest.Must(t, "log group under the key", func() {
+		template.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{
+			"KmsKeyId": map[string]any{"Fn::GetAtt": []any{keyID, "Arn"}},
+		})
+	})
+	cdktest.Must(t, "the key lets CloudWatch Logs use it", func() {
+		template.HasResourceProperties(jsii.String("AWS::KMS::Key"), map[string]any{
+			"KeyPolicy": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+				"Sid":       "CloudWatchLogsUseForLogGroups",
+				"Principal": map[string]any{"Service": "logs.eu-west-1.amazonaws.com"}, // the test stack's region
+				"Condition": map[string]any{"ArnLike": map[string]any{"kms:EncryptionContext:aws:logs:arn": assertions.Match_AnyValue()}},
+			})})},
+		})
+	})
+	for _, c := range []struct {
+		name  string
+		c     consumer.IdempotentConsumer
+		keyed bool
+	}{{"standard", standard, false}, {"tuned", tuned, true}} {
+		id := cdktest.LogicalID(stack, c.c.LogGroup())
+		skips := cdktest.CheckovSkips(template, id)
+		if hasSkip := slices.ContainsFunc(skips, func(s string) bool { return strings.HasPrefix(s, "CKV_AWS_158") }); hasSkip == c.keyed {
+			t.Errorf("%s log group: checkov skips %v; want CKV_AWS_158 skipped only without a key", c.name, skips)
+		}
+	}
+}
+
+// An imported LogGroupEncryptionKey has a policy CDK cannot change: synth warns what it must
+// allow, or the log group's creation fails at deploy.
+func TestImportedLogGroupKeyWarns(t *testing.T) {
+	cdktest.Must(t, "warning", func() {
+		assertions.Annotations_FromStack(importedKeyStack).HasWarning(jsii.String("/ImportedLogKey/Orders"),
+			assertions.Match_StringLikeRegexp(jsii.String("LogGroupEncryptionKey is an imported key: its key policy must let logs.<region>.amazonaws.com use it")))
+	})
 }

@@ -82,6 +82,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/dispatch/limits"
@@ -212,12 +213,16 @@ type ScheduledDispatcherProps struct {
 	//   - Layers: at most 5.
 	//   - ReservedConcurrentExecutions: 0 (default) reserves none. A run is one invocation,
 	//     more only while Lambda retries, so 1 or 2 suffice.
+	//   - LogGroupEncryptionKey: a customer managed key for the log group (default nil:
+	//     CloudWatch Logs' own encryption); a key of this app gets the policy statement that
+	//     lets CloudWatch Logs use it, an imported key must have it (a synth warning says so).
 	Architecture                 awslambda.Architecture
 	Vpc                          awsec2.IVpc
 	VpcSubnets                   *awsec2.SubnetSelection
 	SecurityGroups               []awsec2.ISecurityGroup
 	Layers                       []awslambda.ILayerVersion
 	ReservedConcurrentExecutions int
+	LogGroupEncryptionKey        awskms.IKey
 
 	// ScheduleGroup is the EventBridge Scheduler schedule group the schedule is created in.
 	// Scheduler's metrics are per group, so alarms on a group shared with other schedules
@@ -338,11 +343,6 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 	d.fn = gofn.New(d, s.fn)
 	sqsgrant.Send(d.failureQueue, props.EncryptionKey, d.fn.Function, sqsgrant.SendActions...)
 	sqsgrant.Send(props.Queue.Queue(), props.Queue.Queue().EncryptionMasterKey(), d.fn.Function, sqsgrant.SendActions...)
-	cdknag.NagSuppressions_AddResourceSuppressions(d.fn.Function, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("Serverless-LambdaDLQ"),
-		Reason: jsii.String("failed asynchronous invocations go to an on-failure destination (EventInvokeConfig -> FailureQueue), which also " +
-			"records the error; a DeadLetterConfig as well would deliver each failure twice"),
-	}}, jsii.Bool(false))
 
 	var ownGroup awsscheduler.ScheduleGroup
 	d.group = props.ScheduleGroup
@@ -383,6 +383,7 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 			"and aliases); the wildcard covers qualifiers of this one function only"),
 		AppliesTo: &[]any{"Resource::<" + fnID + ".Arn>:*"},
 	}}, jsii.Bool(true))
+	nag.Suppress(role, true, gofn.WhyRolePolicy, nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
 	return d
 }
 
@@ -486,7 +487,10 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 				Architecture: props.Architecture, Vpc: props.Vpc, VpcSubnets: props.VpcSubnets,
 				SecurityGroups: props.SecurityGroups, Layers: props.Layers,
 				ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
+				LogGroupEncryptionKey:        props.LogGroupEncryptionKey,
 			},
+			NoDLQReason: "failed asynchronous invocations go to an on-failure destination (EventInvokeConfig -> FailureQueue, alarmed), " +
+				"which also records the error; a DeadLetterConfig as well would deliver each failure twice",
 		},
 		jobName:               or(props.JobName, id),
 		cron:                  or(props.Cron, DefaultCron),

@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 	"os"
 	"testing"
 	"time"
@@ -157,6 +158,7 @@ func buildPipeline(app awscdk.App, id string, props func(awscdk.Stack) *Pipeline
 		Reason:    jsii.String("The Scheduler Lambda target grants lambda:InvokeFunction on the function and its versions/aliases (<arn>:*); the wildcard is limited to this one function."),
 		AppliesTo: &[]any{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::<Dispatcher[0-9A-F]{8}\.Arn>:\*$/`)}},
 	}}, jsii.Bool(true))
+	nag.Suppress(schedulerRole, true, "test fixture: a stand-in for the user's own schedule role", nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
 	// These queues receive messages from SQS redrive, Scheduler or Lambda, never from a
 	// consumer, so a redrive policy (a DLQ for the DLQ) would only move the problem. They are
 	// alarmed at depth >= 1 instead.
@@ -183,6 +185,7 @@ func buildPipeline(app awscdk.App, id string, props func(awscdk.Stack) *Pipeline
 		},
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
+	nag.Suppress(f.table, false, "test fixture: a stand-in for the user's own table, which monitoring only watches", nag.IDs("DynamoDBInBackupPlan", nag.NIST, nag.HIPAA)...)
 
 	f.mon = NewPipelineMonitoring(stack, "Monitoring", props(stack))
 	f.queueAlarms = f.mon.WatchQueue("Orders", f.source, f.dlq)
@@ -220,7 +223,12 @@ func newFunction(scope constructs.Construct, id string, dlq awssqs.IQueue) awsla
 		Reason:    jsii.String("Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions."),
 		AppliesTo: &[]any{jsii.String("Resource::*")},
 	}}, jsii.Bool(true))
-	return awslambda.NewFunction(scope, jsii.String(id), &awslambda.FunctionProps{
+	// The compliance packs' rules on a function are its owner's choices (network, reserved
+	// concurrency, log key, a DLQ for one invoked synchronously): monitoring only watches it.
+	const fixture = "test fixture: a stand-in for the user's own function, which monitoring only watches"
+	nag.Suppress(logs, false, fixture, nag.IDs("CloudWatchLogGroupEncrypted", nag.Compliance...)...)
+	nag.Suppress(role, true, fixture, nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
+	fn := awslambda.NewFunction(scope, jsii.String(id), &awslambda.FunctionProps{
 		Runtime:         awslambda.Runtime_NODEJS_24_X(),
 		Architecture:    awslambda.Architecture_ARM_64(),
 		Handler:         jsii.String("index.handler"),
@@ -232,6 +240,12 @@ func newFunction(scope constructs.Construct, id string, dlq awssqs.IQueue) awsla
 		MemorySize:      jsii.Number(256),
 		DeadLetterQueue: dlq,
 	})
+	ids := append(nag.IDs("LambdaInsideVPC", nag.Compliance...), nag.IDs("LambdaConcurrency", nag.NIST, nag.HIPAA)...)
+	if dlq == nil {
+		ids = append(ids, nag.IDs("LambdaDLQ", nag.NIST, nag.HIPAA)...)
+	}
+	nag.Suppress(fn, false, fixture, ids...)
+	return fn
 }
 
 func newSchedule(scope constructs.Construct, id string, fn awslambda.IFunction, dlq awssqs.IQueue, group awsscheduler.IScheduleGroup, role awsiam.IRole) awsscheduler.Schedule {

@@ -2,13 +2,17 @@ package table
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsbackup"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 )
 
 // IdempotencyTable is the DynamoDB table of idempotency records.
@@ -67,7 +71,42 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 	if s.logicalID != "" {
 		t.table.Node().DefaultChild().(awscdk.CfnResource).OverrideLogicalId(jsii.String(s.logicalID))
 	}
+	switch {
+	case s.backupRetention > 0:
+		t.backup(s)
+	case s.pointInTimeRecovery:
+		nag.Suppress(t.table, false, "point-in-time recovery is on: continuous backups with 35 days of restore points (AwsSolutions-DDB3 "+
+			"holds); the records it protects expire with their TTL and are rebuilt by processing again; an AWS Backup plan adds copies in a "+
+			"separate vault at backup storage prices: set BackupRetention (the hardened profile does)",
+			nag.IDs("DynamoDBInBackupPlan", nag.NIST, nag.HIPAA)...)
+	}
 	return t
+}
+
+// backup puts the table in an AWS Backup plan of its own: a daily backup kept
+// s.backupRetention, in a vault of its own that outlives the stack.
+func (t *idempotencyTable) backup(s settings) {
+	vault := awsbackup.NewBackupVault(t, jsii.String("BackupVault"), &awsbackup.BackupVaultProps{
+		EncryptionKey: s.encryptionKey,
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	plan := awsbackup.NewBackupPlan(t, jsii.String("BackupPlan"), &awsbackup.BackupPlanProps{
+		BackupVault: vault,
+		BackupPlanRules: &[]awsbackup.BackupPlanRule{awsbackup.NewBackupPlanRule(&awsbackup.BackupPlanRuleProps{
+			RuleName:           jsii.String("Daily"),
+			ScheduleExpression: awsevents.Schedule_Cron(&awsevents.CronOptions{Hour: jsii.String("3"), Minute: jsii.String("0")}),
+			DeleteAfter:        awscdk.Duration_Days(jsii.Number(s.backupRetention.Hours() / 24)),
+		})},
+	})
+	selection := plan.AddSelection(jsii.String("Table"), &awsbackup.BackupSelectionOptions{
+		Resources: &[]awsbackup.BackupResource{awsbackup.BackupResource_FromDynamoDbTable(t.table)},
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(selection, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-IAM4"),
+		Reason: jsii.String("the role AWS Backup assumes for this selection has AWS's AWSBackupServiceRolePolicyForBackup, the service role " +
+			"policy AWS maintains for what a backup job does on each resource type; the selection limits the plan to this one table"),
+		AppliesTo: &[]any{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup"},
+	}}, jsii.Bool(true))
 }
 
 // tableProps is the one place settings become jsii props.

@@ -20,8 +20,37 @@ func TestResourceCounts(t *testing.T) {
 				keys = 1 // the fixture's own key; the construct creates none
 			}
 			cdktest.Must(t, "keys", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(float64(keys))) })
+			plans := 0
+			if f.props != nil && f.props.BackupRetention > 0 {
+				plans = 1
+			}
+			cdktest.Must(t, "backup plans", func() { f.tmpl.ResourceCountIs(jsii.String("AWS::Backup::BackupPlan"), jsii.Number(float64(plans))) })
 		})
 	}
+}
+
+// BackupRetention puts the table in an AWS Backup plan of its own: a daily rule kept that
+// long, in a retained vault under the table's key, selecting exactly this table.
+func TestBackupPlan(t *testing.T) {
+	f := custom
+	cdktest.Must(t, "daily rule kept 90 days", func() {
+		f.tmpl.HasResourceProperties(jsii.String("AWS::Backup::BackupPlan"), map[string]any{"BackupPlan": map[string]any{
+			"BackupPlanRule": []any{assertions.Match_ObjectLike(&map[string]any{
+				"RuleName": "Daily", "ScheduleExpression": "cron(0 3 * * ? *)", "Lifecycle": map[string]any{"DeleteAfterDays": 90},
+			})},
+		}})
+	})
+	cdktest.Must(t, "vault under the table's key, retained", func() {
+		f.tmpl.HasResource(jsii.String("AWS::Backup::BackupVault"), map[string]any{
+			"Properties":     assertions.Match_ObjectLike(&map[string]any{"EncryptionKeyArn": map[string]any{"Fn::GetAtt": []any{cdktest.LogicalID(f.stack, f.key), "Arn"}}}),
+			"DeletionPolicy": "Retain",
+		})
+	})
+	cdktest.Must(t, "selection of this table", func() {
+		f.tmpl.HasResourceProperties(jsii.String("AWS::Backup::BackupSelection"), map[string]any{"BackupSelection": assertions.Match_ObjectLike(&map[string]any{
+			"Resources": []any{map[string]any{"Fn::GetAtt": []any{cdktest.LogicalID(f.stack, f.t.Table()), "Arn"}}},
+		})})
+	})
 }
 
 func TestTableResource(t *testing.T) {

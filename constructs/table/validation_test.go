@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
@@ -20,6 +21,10 @@ func TestValidation(t *testing.T) {
 		want  []string
 	}
 	tests := []validationCase{
+		{"backup retention under a day", IdempotencyTableProps{BackupRetention: time.Hour},
+			[]string{"BackupRetention: got 1h0m0s; use whole days from 24h (1 day) to 876000h (36,500 days, AWS Backup's limit), or 0 for no AWS Backup plan"}},
+		{"backup retention in part days", IdempotencyTableProps{BackupRetention: 36 * time.Hour},
+			[]string{"BackupRetention: got 36h0m0s; use whole days"}},
 		{"table name too short", IdempotencyTableProps{TableName: "ab"},
 			[]string{"TableName", `"ab" (2 characters)`, "3 to 255 characters"}},
 		{"table name too long", IdempotencyTableProps{TableName: strings.Repeat("t", 256)},

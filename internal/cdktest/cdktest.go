@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/internal/nagpacks"
 )
 
 // Env is the fixed account and region test stacks use, so templates are deterministic.
@@ -86,13 +86,10 @@ func containsAll(s string, parts []string) bool {
 	return true
 }
 
-// AddNagPacks attaches the cdk-nag AwsSolutions and Serverless packs to app, as the CDK app
-// does. Call it before the app's first synth (Template_FromStack), or the aspects never run.
-func AddNagPacks(app awscdk.App) {
-	props := &cdknag.NagPackProps{Verbose: jsii.Bool(true)}
-	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(props), nil)
-	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(props), nil)
-}
+// AddNagPacks attaches every cdk-nag pack the CDK app runs (internal/nagpacks: AwsSolutions,
+// Serverless, NIST 800-53 R5, PCI DSS 3.2.1, HIPAA Security), without reports. Call it before
+// the app's first synth (Template_FromStack), or the aspects never run.
+func AddNagPacks(app awscdk.App) { nagpacks.Add(app, false) }
 
 // NagFindings returns "path: message" for every error and warning annotation on stack:
 // with the packs attached, each is an unsuppressed cdk-nag finding (or another synth error).

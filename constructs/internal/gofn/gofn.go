@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdklambdagoalpha/v2"
@@ -32,6 +33,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
 
@@ -81,6 +83,10 @@ type Props struct {
 	// Description of the function.
 	Description string
 
+	// NoDLQReason says why a function dead-letter queue does not apply to this function:
+	// the reason on the cdk-nag LambdaDLQ suppressions (Serverless, NIST, HIPAA).
+	NoDLQReason string
+
 	// Asynchronous invocation settings (the dispatcher); zero values leave Lambda's defaults.
 	OnFailure     awslambda.IDestination
 	RetryAttempts *int
@@ -100,7 +106,8 @@ type Options struct {
 	VpcSubnets                   *awsec2.SubnetSelection // requires Vpc
 	SecurityGroups               []awsec2.ISecurityGroup // requires Vpc
 	Layers                       []awslambda.ILayerVersion
-	ReservedConcurrentExecutions int // 0: none reserved
+	ReservedConcurrentExecutions int         // 0: none reserved
+	LogGroupEncryptionKey        awskms.IKey // nil: CloudWatch Logs' own encryption
 }
 
 // Function is what New built.
@@ -206,10 +213,15 @@ func IsToken(s string) bool {
 // "Resource" (the construct's primary child), the role "ServiceRole", the log group
 // "LogGroup". Call Validate first.
 func New(scope constructs.Construct, p Props) *Function {
-	logGroup := awslogs.NewLogGroup(scope, jsii.String("LogGroup"), &awslogs.LogGroupProps{
+	lgProps := &awslogs.LogGroupProps{
 		Retention:     p.LogRetention,
 		RemovalPolicy: p.LogRemovalPolicy,
-	})
+	}
+	if p.LogGroupEncryptionKey != nil {
+		lgProps.EncryptionKey = p.LogGroupEncryptionKey
+		allowLogs(scope, p.LogGroupEncryptionKey)
+	}
+	logGroup := awslogs.NewLogGroup(scope, jsii.String("LogGroup"), lgProps)
 	// An explicit role instead of the default one: the default attaches the AWS managed
 	// AWSLambdaBasicExecutionRole (logs:* on every log group), which AwsSolutions-IAM4 flags
 	// and which is wider than writing to this one log group.
@@ -302,18 +314,67 @@ func New(scope constructs.Construct, p Props) *Function {
 			AppliesTo: &[]any{"Resource::*"},
 		}}, jsii.Bool(true))
 	}
-	// Each skip only where its reason holds: a function with reserved concurrency or in a VPC
-	// is checked as usual.
+	// Each skip and suppression only where its reason holds: a function with reserved
+	// concurrency, in a VPC, or logging under a customer managed key is checked as usual.
 	skips := []checkov.Skip{checkov.FunctionNoDLQ, checkov.FunctionPlainEnvironment}
 	if p.ReservedConcurrentExecutions == 0 {
 		skips = append(skips, checkov.FunctionNoReservedConcurrency)
+		nag.Suppress(fn, false, whyNoReservedConcurrency, nag.IDs("LambdaConcurrency", nag.NIST, nag.HIPAA)...)
 	}
 	if p.Vpc == nil {
 		skips = append(skips, checkov.FunctionNoVPC)
+		nag.Suppress(fn, false, whyNoVPC, nag.IDs("LambdaInsideVPC", nag.Compliance...)...)
+	}
+	if p.NoDLQReason != "" {
+		nag.Suppress(fn, false, p.NoDLQReason, nag.IDs("LambdaDLQ", nag.Serverless, nag.NIST, nag.HIPAA)...)
 	}
 	checkov.Add(fn, skips...)
-	checkov.Add(logGroup, checkov.LogGroupServiceKey)
+	if p.LogGroupEncryptionKey == nil {
+		checkov.Add(logGroup, checkov.LogGroupServiceKey)
+		nag.Suppress(logGroup, false, whyLogsServiceKey, nag.IDs("CloudWatchLogGroupEncrypted", nag.Compliance...)...)
+	}
+	// The role's grants are its DefaultPolicy, an AWS::IAM::Policy attached to this role alone.
+	nag.Suppress(role, true, WhyRolePolicy, nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
 	return &Function{Function: fn, Role: role, LogGroup: logGroup}
+}
+
+// Reasons of the compliance packs' suppressions on every function, written for a reviewer.
+const (
+	whyNoReservedConcurrency = "no reserved concurrency by default: reserving takes capacity from the account's pool and fails the deploy " +
+		"in accounts whose unreserved concurrency would drop below 100; the SQS event source's MaximumConcurrency (the consumer) and one " +
+		"scheduled run per period (the dispatcher) bound what the function uses; set ReservedConcurrentExecutions (the hardened profile does)"
+	whyNoVPC = "outside a VPC by default: the function calls only the DynamoDB and SQS APIs, over TLS with SigV4 and its least-privilege role, " +
+		"and reaches nothing in a private network; a VPC adds interface endpoints at a monthly cost without changing what it can reach; " +
+		"set Vpc (the hardened profile does, with the endpoints it needs)"
+	whyLogsServiceKey = "CloudWatch Logs encrypts every log group at rest (AES-256) with a key it manages; the log lines hold message ids, " +
+		"idempotency keys and outcomes, never bodies; a customer managed key adds key-level access control and audit at $1 a month plus " +
+		"requests: set LogGroupEncryptionKey (the hardened profile does)"
+	// WhyRolePolicy is the reason on the IAMNoInlinePolicy suppressions of a role whose
+	// grants CDK writes as its DefaultPolicy (constructs/dispatcher's schedule role uses it too).
+	WhyRolePolicy = "CDK writes this role's grants as its DefaultPolicy, an AWS::IAM::Policy attached to this one role and scoped to the " +
+		"exact resources it uses (docs/review.md lists each statement); a managed policy could be attached to other principals, which " +
+		"least privilege avoids, and holds the same statements"
+)
+
+// allowLogs lets CloudWatch Logs use key for this account's log groups in this region, as
+// a log group under a customer managed key needs. A key imported into the app has a policy
+// CDK cannot change: the warning says what it must allow.
+func allowLogs(scope constructs.Construct, key awskms.IKey) {
+	stack := awscdk.Stack_Of(scope)
+	res := key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchLogsUseForLogGroups"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("logs."+*stack.Region()+".amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:Encrypt", "kms:Decrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:GenerateDataKey", "kms:GenerateDataKeyWithoutPlaintext", "kms:DescribeKey"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]any{"ArnLike": map[string]any{"kms:EncryptionContext:aws:logs:arn": stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("logs"), Resource: jsii.String("log-group"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+		})}},
+	}), jsii.Bool(true))
+	if !*res.StatementAdded {
+		awscdk.Annotations_Of(scope).AddWarningV2(jsii.String("@idempotent-sqs/pipeline:log-group-key-policy"), jsii.String(
+			"LogGroupEncryptionKey is an imported key: its key policy must let logs.<region>.amazonaws.com use it (kms:Encrypt, kms:Decrypt, "+
+				"kms:ReEncrypt*, kms:GenerateDataKey*, kms:DescribeKey) for this account's log groups, or creating the log group fails"))
+	}
 }
 
 // envName is Lambda's rule for environment variable names.
