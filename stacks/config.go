@@ -40,6 +40,10 @@ type Config struct {
 	// MaxMessageSize of both processing queues (and their DLQs), in bytes, which the
 	// consumers take as MAX_BODY_BYTES. Default 262144 (SQS's default); up to 1048576.
 	MaxMessageSize int
+	// Hardened turns on the pipelines' Hardening (functions in an isolated VPC with the
+	// endpoints they need, log groups under a customer managed key, reserved concurrency,
+	// the table in AWS Backup), for regulated reviews. Default false.
+	Hardened bool
 	// Account and Region pin the stack's environment (context keys account and region).
 	// Default: environment-agnostic, so the template is the same whoever synthesizes it,
 	// and a deploy goes to the account and region of the deploying credentials. The CLI's
@@ -61,12 +65,13 @@ const (
 	ContextConsumerTimeout   = "consumerTimeout"
 	ContextVisibilityTimeout = "visibilityTimeout"
 	ContextMaxMessageSize    = "maxMessageSize"
+	ContextHardened          = "hardened"
 	ContextAccount           = "account"
 	ContextRegion            = "region"
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextAccount, ContextRegion}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextHardened, ContextAccount, ContextRegion}
 
 var (
 	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
@@ -125,6 +130,13 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 			errs = append(errs, fmt.Sprintf("context %s: got %q; use a whole number of bytes from 1024 to 1048576", ContextMaxMessageSize, s))
 		}
 		cfg.MaxMessageSize = n
+	}
+	switch s := str(ContextHardened); s {
+	case "", "false":
+	case "true":
+		cfg.Hardened = true
+	default:
+		errs = append(errs, fmt.Sprintf("context %s: got %q; use true or false", ContextHardened, s))
 	}
 	cfg = cfg.withDefaults()
 	if !stagePattern.MatchString(cfg.Stage) {

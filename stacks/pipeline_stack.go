@@ -5,6 +5,7 @@ package stacks
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -63,7 +64,18 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 	awscdk.NewStack_Override(s, scope, jsii.String(id), &sp)
 	stack := awscdk.Stack(s)
 
-	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", nil)
+	var hardening *pipeline.Hardening
+	var tableProps *table.IdempotencyTableProps
+	if cfg.Hardened {
+		// One key for the log groups and the flow logs, one VPC for both pipelines.
+		logKey := awskms.NewKey(stack, jsii.String("LogKey"), &awskms.KeyProps{
+			EnableKeyRotation: jsii.Bool(true),
+			Description:       jsii.String("Log groups of the idempotent SQS pipelines (hardened)"),
+		})
+		hardening = &pipeline.Hardening{Vpc: pipeline.NewIsolatedVpc(stack, "Vpc", logKey), LogKey: logKey}
+		tableProps = &table.IdempotencyTableProps{BackupRetention: pipeline.DefaultHardenedBackupRetention}
+	}
+	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", tableProps)
 	s.monitoring = monitoring.NewPipelineMonitoring(stack, "Monitoring", &monitoring.PipelineMonitoringProps{
 		AlarmEmails:      cfg.AlarmEmails,
 		TicketEmails:     cfg.TicketEmails,
@@ -79,6 +91,7 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 			Monitoring: s.monitoring,
 			Queue:      &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
 			Consumer:   &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout},
+			Hardening:  hardening,
 			Dispatcher: &dispatcher.ScheduledDispatcherProps{
 				JobName:  name + "-job",
 				Cron:     cfg.Schedule,

@@ -69,6 +69,11 @@ type PipelineProps struct {
 	// Dispatcher configures the scheduled dispatcher. Queue is set by the pipeline.
 	// Default nil: no dispatcher, for queues fed by other producers.
 	Dispatcher *dispatcher.ScheduledDispatcherProps
+	// Hardening turns on the controls regulated reviews ask for that cost money or change
+	// the network (functions in a VPC, log groups under a customer managed key, reserved
+	// concurrency, the table in AWS Backup); see Hardening. A setting a part's own props
+	// make wins. Default nil: off, each with its reason recorded for cdk-nag.
+	Hardening *Hardening
 }
 
 // Pipeline is one dispatcher-queue-consumer chain with its table and alarms.
@@ -113,10 +118,25 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 	p := &pipeline{}
 	constructs.NewConstruct_Override(p, scope, jsii.String(id))
 
+	h := props.Hardening
+	var logKey awskms.IKey
+	if h != nil {
+		logKey = keyFor(h.LogKey, props.EncryptionKey)
+		if logKey == nil {
+			logKey = awskms.NewKey(p, jsii.String("LogKey"), &awskms.KeyProps{
+				EnableKeyRotation: jsii.Bool(true),
+				Description:       jsii.String("Log groups of the functions of " + *p.Node().Path()),
+			})
+		}
+	}
+
 	p.table = props.Table
 	if p.table == nil {
 		tp := props.tableProps()
 		tp.EncryptionKey = keyFor(tp.EncryptionKey, props.EncryptionKey)
+		if h != nil && tp.BackupRetention == 0 {
+			tp.BackupRetention = or(h.BackupRetention, DefaultHardenedBackupRetention)
+		}
 		p.table = table.NewIdempotencyTable(p, "Table", &tp)
 	}
 	p.monitoring = props.Monitoring
@@ -144,6 +164,13 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		// every pipeline; pipelines sharing a table need distinct namespaces.
 		cp.KeyPrefix = id
 	}
+	if h != nil {
+		cp.Vpc, cp.VpcSubnets = h.placement(cp.Vpc, cp.VpcSubnets)
+		cp.LogGroupEncryptionKey = keyFor(cp.LogGroupEncryptionKey, logKey)
+		if cp.ReservedConcurrentExecutions == 0 {
+			cp.ReservedConcurrentExecutions = or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
+		}
+	}
 	p.consumer = consumer.NewIdempotentConsumer(p, "Consumer", &cp)
 
 	label := id
@@ -158,6 +185,13 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		dp := props.dispatcherProps()
 		dp.Queue = p.queue
 		dp.EncryptionKey = keyFor(dp.EncryptionKey, props.EncryptionKey)
+		if h != nil {
+			dp.Vpc, dp.VpcSubnets = h.placement(dp.Vpc, dp.VpcSubnets)
+			dp.LogGroupEncryptionKey = keyFor(dp.LogGroupEncryptionKey, logKey)
+			if dp.ReservedConcurrentExecutions == 0 {
+				dp.ReservedConcurrentExecutions = DispatcherReservedConcurrency
+			}
+		}
 		p.dispatcher = dispatcher.NewScheduledDispatcher(p, "Dispatcher", &dp)
 		p.monitoring.WatchDispatcher(label, p.dispatcher.Function(), p.dispatcher.Schedule(),
 			p.dispatcher.ScheduleDeadLetterQueue(), p.dispatcher.FailureQueue())
@@ -218,6 +252,9 @@ func (props *PipelineProps) consumerProps() consumer.IdempotentConsumerProps {
 // check rejects combinations the pipeline cannot honour; the parts validate their own props.
 func check(scope constructs.Construct, id string, props *PipelineProps, qp queue.ProcessingQueueProps, cp consumer.IdempotentConsumerProps) {
 	v := validate.NewIn(constructKind, scope, id)
+	if props.Hardening != nil {
+		props.Hardening.check(v)
+	}
 	if props.Table != nil && props.TableProps != nil {
 		v.Addf("Table", "both Table and TableProps are set; give an existing table or props for a new one, not both")
 	}

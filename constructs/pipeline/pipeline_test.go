@@ -71,6 +71,8 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"ExistingQueue:", "give an existing queue or props for a new one, not both"}},
 		{"fifo pipeline on a standard queue", &pipeline.PipelineProps{ExistingQueue: existing, Fifo: true},
 			[]string{"Fifo: got true", "ExistingQueue is a standard queue"}},
+		{"hardening without a VPC", &pipeline.PipelineProps{Hardening: &pipeline.Hardening{}},
+			[]string{"Hardening.Vpc: got nil; give the VPC the functions run in (pipeline.NewIsolatedVpc makes one with the endpoints they need)"}},
 		{"dispatcher wired by hand", &pipeline.PipelineProps{Dispatcher: &dispatcher.ScheduledDispatcherProps{Queue: queue.NewProcessingQueue(stack, "Other", nil)}},
 			[]string{"Dispatcher.Queue:", "the pipeline wires its own queue"}},
 	} {

@@ -24,6 +24,12 @@ import (
 )
 
 var (
+	// hardened is the stage with the pipelines' Hardening, synthesized in the same app.
+	hardened         awscdk.Stack
+	hardenedTemplate assertions.Template
+)
+
+var (
 	stack    stacks.PipelineStack
 	template assertions.Template
 	// resources is the synthesized template's Resources section, for queries Match cannot
@@ -37,7 +43,9 @@ var (
 func TestMain(m *testing.M) {
 	app := cdktest.NewApp()
 	stack = stacks.Build(app, stacks.Config{Account: "123456789012", Region: "eu-west-1"})
+	hardened = stacks.Build(app, stacks.Config{Stage: "hardened", Hardened: true, Account: "123456789012", Region: "eu-west-1"})
 	template = assertions.Template_FromStack(stack, nil)
+	hardenedTemplate = assertions.Template_FromStack(hardened, nil)
 	b, err := json.Marshal(template.ToJSON())
 	if err == nil {
 		var t struct {
@@ -53,9 +61,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// All five cdk-nag packs (AwsSolutions, Serverless, NIST 800-53 R5, PCI DSS 3.2.1, HIPAA
+// Security), on the default and the hardened stage.
 func TestNoUnsuppressedNagFindings(t *testing.T) {
-	for _, finding := range cdktest.NagFindings(stack) {
-		t.Errorf("cdk-nag: %s", finding)
+	for _, s := range []awscdk.Stack{stack, hardened} {
+		for _, finding := range cdktest.NagFindings(s) {
+			t.Errorf("cdk-nag: %s", finding)
+		}
 	}
 }
 
@@ -393,5 +405,54 @@ func TestEveryAlarmLinksARunbookSection(t *testing.T) {
 	}
 	if n < 30 {
 		t.Errorf("checked %d alarms; the reference stack has 29 and a composite", n)
+	}
+}
+
+// The hardened stage turns on what the compliance packs ask for that the default leaves off
+// with a reason: every function of the pipelines in the isolated VPC with reserved
+// concurrency and its log group under the customer managed key, the table in AWS Backup, and
+// the endpoints the functions need (no NAT, no internet gateway).
+func TestHardenedStage(t *testing.T) {
+	h := hardenedTemplate
+	fns := *h.FindResources(jsii.String("AWS::Lambda::Function"), assertions.Match_ObjectLike(&map[string]any{
+		"Properties": map[string]any{"Runtime": "provided.al2023"},
+	}))
+	if len(fns) != 4 {
+		t.Fatalf("%d Go functions, want 4 (two consumers, two dispatchers)", len(fns))
+	}
+	for id, fn := range fns {
+		p := (*fn)["Properties"].(map[string]any)
+		if _, ok := p["VpcConfig"]; !ok {
+			t.Errorf("%s: no VpcConfig", id)
+		}
+		if _, ok := p["ReservedConcurrentExecutions"]; !ok {
+			t.Errorf("%s: no ReservedConcurrentExecutions", id)
+		}
+	}
+	logGroups := *h.FindResources(jsii.String("AWS::Logs::LogGroup"), nil)
+	for id, lg := range logGroups {
+		if _, ok := (*lg)["Properties"].(map[string]any)["KmsKeyId"]; !ok {
+			t.Errorf("log group %s is not under the customer managed key", id)
+		}
+	}
+	for typ, n := range map[string]int{
+		"AWS::Backup::BackupPlan": 1, "AWS::EC2::NatGateway": 0, "AWS::EC2::InternetGateway": 0,
+		"AWS::EC2::VPCEndpoint": 2, "AWS::EC2::FlowLog": 1,
+	} {
+		cdktest.Must(t, typ, func() { h.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n))) })
+	}
+	// The default stage has none of it.
+	cdktest.Must(t, "default: no VPC", func() { template.ResourceCountIs(jsii.String("AWS::EC2::VPC"), jsii.Number(0)) })
+	cdktest.Must(t, "default: no backup plan", func() { template.ResourceCountIs(jsii.String("AWS::Backup::BackupPlan"), jsii.Number(0)) })
+}
+
+func TestHardenedContext(t *testing.T) {
+	cfg, err := stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"hardened": "true"}}))
+	if err != nil || !cfg.Hardened {
+		t.Errorf("hardened=true: Hardened %v, err %v", cfg.Hardened, err)
+	}
+	_, err = stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"hardened": "yes"}}))
+	if err == nil || !strings.Contains(err.Error(), `context hardened: got "yes"; use true or false`) {
+		t.Errorf("hardened=yes: err %v", err)
 	}
 }
