@@ -9,14 +9,20 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/stacks"
 )
 
 // templates are both stages' stacks, synthesized once (bundling skipped: `cdk synth` in
-// this directory builds the functions).
-var templates = map[string]map[string]any{}
+// this directory builds the functions), with every cdk-nag pack the reference app runs.
+var (
+	templates = map[string]map[string]any{}
+	stages    = map[string]awscdk.Stack{}
+)
 
 func TestMain(m *testing.M) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"aws:cdk:bundling-stacks": []string{}}})
+	stacks.AddNagPacks(app, false)
 	for _, stage := range []struct {
 		id  string
 		cfg StageConfig
@@ -24,6 +30,7 @@ func TestMain(m *testing.M) {
 		s := NewPipelineStage(app, stage.id, stage.cfg)
 		stack := s.Node().FindChild(jsii.String("Pipeline")).(awscdk.Stack)
 		templates[stage.id] = *assertions.Template_FromStack(stack, nil).ToJSON()
+		stages[stage.id] = stack
 	}
 	os.Exit(m.Run())
 }
@@ -131,6 +138,17 @@ func TestOnlyDevTableIsDisposable(t *testing.T) {
 				t.Errorf("%s table %s: DeletionPolicy %v, DeletionProtectionEnabled %v; want %s, %v",
 					stage, id, tb["DeletionPolicy"], props(tb)["DeletionProtectionEnabled"], want.policy, want.protection)
 			}
+		}
+	}
+}
+
+// Both stages pass all five cdk-nag packs (AwsSolutions, Serverless, NIST 800-53 R5, PCI DSS
+// 3.2.1, HIPAA Security) with no finding left: neither errors nor warnings.
+func TestNagFindsNothing(t *testing.T) {
+	for id, stack := range stages {
+		a := assertions.Annotations_FromStack(stack)
+		for _, m := range append(*a.FindError(jsii.String("*"), assertions.Match_AnyValue()), *a.FindWarning(jsii.String("*"), assertions.Match_AnyValue())...) {
+			t.Errorf("%s: cdk-nag at %s: %v", id, *m.Id, m.Entry.Data)
 		}
 	}
 }

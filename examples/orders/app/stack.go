@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
@@ -49,6 +50,13 @@ func NewOrdersStack(scope constructs.Construct, id string, props *OrdersStackPro
 		DeletionProtection: jsii.Bool(true),
 		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
 	})
+	// The compliance packs ask for every table in AWS Backup. Your own resources are yours to
+	// decide: back the table up (as table.IdempotencyTableProps.BackupRetention does for the
+	// idempotency table), or record why not, where a reviewer reads it.
+	cdknag.NagSuppressions_AddResourceSuppressions(orders, &[]*cdknag.NagPackSuppression{
+		{Id: jsii.String("NIST.800.53.R5-DynamoDBInBackupPlan"), Reason: jsii.String(ordersBackupReason)},
+		{Id: jsii.String("HIPAA.Security-DynamoDBInBackupPlan"), Reason: jsii.String(ordersBackupReason)},
+	}, jsii.Bool(false))
 	p := pipeline.NewPipeline(stack, "Orders", &pipeline.PipelineProps{
 		Table: table.ImportIdempotencyTable(stack, "Idempotency", &table.ExistingIdempotencyTableProps{
 			TableName: props.IdempotencyTableName,
@@ -65,3 +73,7 @@ func NewOrdersStack(scope constructs.Construct, id string, props *OrdersStackPro
 	orders.Grant(p.Consumer().Function(), jsii.String("dynamodb:UpdateItem"))
 	return &OrdersStack{Stack: stack, Pipeline: p, Orders: orders}
 }
+
+// ordersBackupReason is the example's reason for its orders table outside AWS Backup.
+const ordersBackupReason = "example: point-in-time recovery is on (35 days of restore points); in a regulated account, select this table in " +
+	"your AWS Backup plan instead of suppressing the rule"
