@@ -17,6 +17,8 @@ type stackReview struct {
 	Alarms     []alarm
 	NagRan     bool
 	NagCounts  map[string]int
+	// PackCounts are the rule verdicts per cdk-nag pack: pack -> compliance -> count.
+	PackCounts map[string]map[string]int
 	Findings   []stackNagRow
 	Suppressed []skip
 	Idle       []skip
@@ -29,7 +31,7 @@ func reviewStack(a *assembly, s *stack) stackReview {
 	r := stackReview{
 		stack: s, Types: map[string]int{}, Statements: statements(s),
 		Encryption: encryptions(s), Retention: retentions(s), Alarms: alarms(s),
-		NagRan: a.NagReports > 0, NagCounts: map[string]int{}, Findings: nagFindings(rows),
+		NagRan: a.NagReports > 0, NagCounts: map[string]int{}, PackCounts: map[string]map[string]int{}, Findings: nagFindings(rows),
 		Suppressed: nagSuppressions(rows), Idle: idleNagSuppressions(s, rows),
 		Checkov: checkovSkips(s), CfnLint: cfnLintSkips(s),
 	}
@@ -39,6 +41,10 @@ func reviewStack(a *assembly, s *stack) stackReview {
 	}
 	for _, row := range rows {
 		r.NagCounts[row.Compliance]++
+		if r.PackCounts[pack(row.Rule)] == nil {
+			r.PackCounts[pack(row.Rule)] = map[string]int{}
+		}
+		r.PackCounts[pack(row.Rule)][row.Compliance]++
 	}
 	return r
 }
@@ -282,10 +288,25 @@ func (r stackReview) render(p printer) {
 			counts = append(counts, fmt.Sprintf("%s %d", strings.ToLower(c), r.NagCounts[c]))
 		}
 		p("Rule verdicts on this stack's resources: %s.\n\n", orDefault(strings.Join(counts, ", "), "none"))
+		var packs [][]string
+		for _, name := range sortedKeys(r.PackCounts) {
+			c := r.PackCounts[name]
+			unanswered := 0
+			for verdict, n := range c {
+				switch verdict {
+				case "Compliant", "Suppressed", "N/A", "Not Applicable":
+				default:
+					unanswered += n
+				}
+			}
+			packs = append(packs, []string{name, fmt.Sprint(c["Compliant"]), fmt.Sprint(c["Suppressed"]), fmt.Sprint(unanswered)})
+		}
+		table(p, "No pack ran.", []string{"Pack", "Compliant", "Suppressed", "Unsuppressed"}, packs)
 		p("#### Unsuppressed findings\n\n")
 		findingTable(p, r.Findings)
 		p("#### Suppressions\n\n")
-		skipTable(p, r.Suppressed)
+		p("By pack and rule; a compliance pack's rule lists the controls it maps to.\n\n")
+		nagSkipTable(p, r.Suppressed)
 		p("#### Idle suppressions\n\n")
 		p("Recorded on a resource where the rule found nothing, e.g. on a role because its default policy\n")
 		p("needs it; harmless today, but each would hide a new finding of its rule on that resource.\n\n")
@@ -319,6 +340,15 @@ func findingTable(p printer, findings []stackNagRow) {
 		rows = append(rows, []string{f.Rule, orDefault(f.ID, f.Path), f.Level, f.Info})
 	}
 	table(p, "None.", []string{"Rule", "Resource", "Level", "Finding"}, rows)
+}
+
+// nagSkipTable is skipTable with the pack and the controls of each rule.
+func nagSkipTable(p printer, skips []skip) {
+	var rows [][]string
+	for _, s := range skips {
+		rows = append(rows, []string{pack(s.Rule), s.Rule, orDefault(s.Controls, "-"), strings.Join(s.IDs, "<br>"), orDefault(s.Reason, "**no reason recorded**")})
+	}
+	table(p, "None.", []string{"Pack", "Rule", "Controls", "Resources", "Reason"}, rows)
 }
 
 func skipTable(p printer, skips []skip) {

@@ -237,7 +237,7 @@ func TestSuppressionsAndSkipsWithTheirReasons(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 	for _, c := range []struct{ what, got, want string }{
-		{"nag suppressions", show(nagSuppressions(rows)), "AwsSolutions-IAM5 AppPolicy: [Resource::*] X-Ray needs *\nServerless-LambdaDLQ Fn: no async invocations"},
+		{"nag suppressions", show(nagSuppressions(rows)), "AwsSolutions-IAM5 AppPolicy: [Resource::*] X-Ray needs *\nNIST.800.53.R5-LambdaDLQ Fn: no async invocations\nServerless-LambdaDLQ Fn: no async invocations"},
 		{"idle suppressions", show(idleNagSuppressions(s, rows)), "AwsSolutions-IAM5 AppRole: [Resource::*] X-Ray needs *"},
 		{"checkov", show(checkovSkips(s)), "CKV_AWS_116 Fn: no async invocations\nCKV_AWS_158 LogsPlain: service key\nCKV_AWS_27 QueueSse: SSE-SQS\nCKV_AWS_66 LogsPlain: retention is the default"},
 		{"cfn-lint", show(cfnLintSkips(s)), "E3012 LogsPlain: \nW3005 LogsPlain: "},
@@ -245,6 +245,17 @@ func TestSuppressionsAndSkipsWithTheirReasons(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s:\n%s\nwant:\n%s", c.what, c.got, c.want)
 		}
+	}
+	// A compliance pack's suppression carries the controls its rule maps to; the verdicts
+	// are counted per pack.
+	for _, k := range nagSuppressions(rows) {
+		want := map[string]string{"NIST.800.53.R5-LambdaDLQ": "AU-12(3), AU-14a, CA-7b, SI-4(12)"}[k.Rule]
+		if k.Controls != want {
+			t.Errorf("%s: controls %q, want %q", k.Rule, k.Controls, want)
+		}
+	}
+	if got := reviewStack(a, s).PackCounts["NIST.800.53.R5"]; got["Suppressed"] != 1 || got["Compliant"] != 1 {
+		t.Errorf("NIST.800.53.R5 verdicts = %v, want 1 suppressed and 1 compliant", got)
 	}
 	f := nagFindings(rows)
 	if len(f) != 1 || f[0].Rule != "AwsSolutions-SQS4" || f[0].ID != "QueuePlain" {
@@ -268,7 +279,7 @@ func TestReportSummarisesFirstAndIsDeterministic(t *testing.T) {
 	summary := out[strings.Index(out, "## Summary"):strings.Index(out, "## Fixture")]
 	for _, want := range []string{
 		"- 25 resources in 1 stack\n",
-		"- cdk-nag: 1 unsuppressed finding; 2 suppressions with reasons, 1 idle (suppressing no finding)\n",
+		"- cdk-nag: 1 unsuppressed finding; 3 suppressions with reasons, 1 idle (suppressing no finding)\n",
 		"- checkov: 4 skips with reasons; cfn-lint: 2 skips\n",
 		"- IAM: 13 statements, 6 statements with a wildcard in an Allow, 2 of them accepted by a cdk-nag suppression\n",
 		"- 13 data stores, 2 unencrypted\n",

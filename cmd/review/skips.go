@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"sort"
 	"strings"
 
@@ -12,6 +13,9 @@ import (
 type skip struct {
 	Rule, Reason string
 	IDs          []string
+	// Controls are the framework controls a cdk-nag compliance rule maps to (its report's
+	// "Control IDs"), so a reviewer maps a suppression to their framework; "" otherwise.
+	Controls string
 }
 
 // groupSkips merges entries with the same rule and reason, sorting rules and resources.
@@ -22,7 +26,7 @@ func groupSkips(entries []skip) []skip {
 		k := [2]string{e.Rule, e.Reason}
 		g, ok := byKey[k]
 		if !ok {
-			g = &skip{Rule: e.Rule, Reason: e.Reason}
+			g = &skip{Rule: e.Rule, Reason: e.Reason, Controls: e.Controls}
 			byKey[k] = g
 			out = append(out, g)
 		}
@@ -48,7 +52,7 @@ func checkovSkips(s *stack) []skip {
 	var entries []skip
 	for _, id := range s.IDs {
 		for _, sk := range list(cfn.Dig(s.Resources[id].Metadata, "checkov", "skip")) {
-			entries = append(entries, skip{show(cfn.Dig(sk, "id")), show(cfn.Dig(sk, "comment")), []string{id}})
+			entries = append(entries, skip{Rule: show(cfn.Dig(sk, "id")), Reason: show(cfn.Dig(sk, "comment")), IDs: []string{id}})
 		}
 	}
 	return groupSkips(entries)
@@ -60,7 +64,7 @@ func cfnLintSkips(s *stack) []skip {
 	var entries []skip
 	for _, id := range s.IDs {
 		for _, c := range list(cfn.Dig(s.Resources[id].Metadata, "cfn-lint", "config", "ignore_checks")) {
-			entries = append(entries, skip{show(c), "", []string{id}})
+			entries = append(entries, skip{Rule: show(c), IDs: []string{id}})
 		}
 	}
 	return groupSkips(entries)
@@ -72,10 +76,27 @@ func nagSuppressions(rows []stackNagRow) []skip {
 	var entries []skip
 	for _, r := range rows {
 		if r.Compliance == "Suppressed" {
-			entries = append(entries, skip{r.Rule, r.Reason, []string{orDefault(r.ID, r.Path)}})
+			entries = append(entries, skip{r.Rule, r.Reason, []string{orDefault(r.ID, r.Path)}, controls(r.Info)})
 		}
 	}
 	return groupSkips(entries)
+}
+
+// controlIDs finds the control ids in a compliance rule's info: "... - (Control IDs: AC-2, AC-3). ..."
+var controlIDs = regexp.MustCompile(`\(Control IDs?: ((?:[^()]|\([^()]*\))*)\)`)
+
+// controls returns the framework control ids a rule's info names, or "".
+func controls(info string) string {
+	if m := controlIDs.FindStringSubmatch(info); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// pack is the cdk-nag pack of a rule id: what precedes the first "-" ("NIST.800.53.R5").
+func pack(rule string) string {
+	p, _, _ := strings.Cut(rule, "-")
+	return p
 }
 
 // nagFindings returns the rows that are neither compliant, suppressed nor not applicable:
@@ -113,7 +134,7 @@ func idleNagSuppressions(s *stack, rows []stackNagRow) []skip {
 			if a := showAll(cfn.Dig(sup, "applies_to")); len(a) > 0 {
 				reason = "[" + strings.Join(a, ", ") + "] " + reason
 			}
-			entries = append(entries, skip{rule, reason, []string{id}})
+			entries = append(entries, skip{Rule: rule, Reason: reason, IDs: []string{id}})
 		}
 	}
 	return groupSkips(entries)
