@@ -10,6 +10,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
@@ -115,5 +116,13 @@ func NewIsolatedVpc(scope constructs.Construct, id string, key awskms.IKey) awse
 	// attribute is not something a reviewer or cdk-nag can read).
 	sqs.Connections().AllowFrom(awsec2.Peer_Ipv4(jsii.String(isolatedVpcCidr)), awsec2.Port_Tcp(jsii.Number(443)),
 		jsii.String("HTTPS to SQS from the VPC's functions"))
+	// CDK adds, at stack level, the provider function of the custom resource that strips the
+	// default security group's rules: checkov checks it as any function.
+	stack := awscdk.Stack_Of(vpc)
+	if provider, ok := stack.Node().TryFindChild(jsii.String("Custom::VpcRestrictDefaultSGCustomResourceProvider")).(constructs.IConstruct); ok && provider != nil {
+		if handler, ok := provider.Node().TryFindChild(jsii.String("Handler")).(awscdk.CfnResource); ok {
+			checkov.Add(handler, checkov.CDKProviderDLQ, checkov.CDKProviderConcurrency, checkov.CDKProviderVPC)
+		}
+	}
 	return vpc
 }

@@ -90,6 +90,9 @@ func (t *idempotencyTable) backup(s settings) {
 		EncryptionKey: s.encryptionKey,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+	if s.encryptionKey == nil {
+		checkov.Add(vault, checkov.BackupVaultAWSManagedKey)
+	}
 	plan := awsbackup.NewBackupPlan(t, jsii.String("BackupPlan"), &awsbackup.BackupPlanProps{
 		BackupVault: vault,
 		BackupPlanRules: &[]awsbackup.BackupPlanRule{awsbackup.NewBackupPlanRule(&awsbackup.BackupPlanRuleProps{

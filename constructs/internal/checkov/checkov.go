@@ -36,6 +36,14 @@ var (
 	FunctionNoVPC = Skip{"CKV_AWS_117", "The function calls only regional AWS APIs (SQS, DynamoDB, CloudWatch Logs); there is no private resource to reach, so a VPC would add NAT cost and cold start for nothing."}
 	// FunctionPlainEnvironment: the environment holds configuration, no secrets.
 	FunctionPlainEnvironment = Skip{"CKV_AWS_173", "Environment variables hold configuration only (table and queue names, durations), never secrets, so a customer managed key for them protects nothing."}
+	// NetworkInterfaceActions: the role of a function in a VPC may manage network interfaces.
+	NetworkInterfaceActions = Skip{"CKV_AWS_111", "A function in a VPC creates, describes and deletes its network interfaces; Lambda calls these EC2 actions before the interfaces exist, so they cannot be scoped to resources (AWS's own AWSLambdaVPCAccessExecutionRole uses * too). Every other write of this policy is scoped to a resource."}
+	// BackupVaultAWSManagedKey: the vault is encrypted with AWS Backup's managed key.
+	BackupVaultAWSManagedKey = Skip{"CKV_AWS_166", "Encrypted with AWS Backup's managed key because the table has none of its own; give the table an EncryptionKey and its backup vault uses it."}
+	// CDKProvider: a CDK custom resource provider function (not this project's code).
+	CDKProviderDLQ         = Skip{"CKV_AWS_116", "CDK's custom resource provider: CloudFormation invokes it synchronously at deploy and reports a failure as a failed stack operation; a DLQ never fires."}
+	CDKProviderConcurrency = Skip{"CKV_AWS_115", "CDK's custom resource provider runs once per stack operation; reserving concurrency for it would only take capacity from the account."}
+	CDKProviderVPC         = Skip{"CKV_AWS_117", "CDK's custom resource provider calls only the EC2 API at deploy time to remove the default security group's rules; it reaches nothing in the VPC."}
 	// LogGroupServiceKey: the log group is encrypted with CloudWatch Logs' service key.
 	LogGroupServiceKey = Skip{"CKV_AWS_158", "Encrypted by CloudWatch Logs with its service key; the logs hold message ids, idempotency keys and outcomes, not message bodies."}
 )

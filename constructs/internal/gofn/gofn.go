@@ -335,6 +335,9 @@ func New(scope constructs.Construct, p Props) *Function {
 	}
 	// The role's grants are its DefaultPolicy, an AWS::IAM::Policy attached to this role alone.
 	nag.Suppress(role, true, WhyRolePolicy, nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
+	if p.Vpc != nil {
+		checkov.Add(role.Node().FindChild(jsii.String("DefaultPolicy")), checkov.NetworkInterfaceActions)
+	}
 	return &Function{Function: fn, Role: role, LogGroup: logGroup}
 }
 
