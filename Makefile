@@ -49,6 +49,8 @@ MOTO_STAMP := $(MOTO_VENV)/.installed
 # visibility timeout (6x) is 18 s and a poison message reaches its DLQ in about 1.5 minutes;
 # and with queues that take SQS's largest messages (1 MiB), which the consumers then accept.
 E2E_ASSEMBLY := $(ROOT)/cdk.out.e2e
+# The reference app's hardened stage (-c hardened=true), which make lint checks too.
+HARDENED_ASSEMBLY := $(ROOT)/cdk.out.hardened
 E2E_CONTEXT := -c stage=e2e -c consumerTimeout=3s -c maxMessageSize=1048576
 # The worked examples (examples/, a module of their own): the orders app's assembly, which the
 # e2e suite deploys to run the example's own consumer.
@@ -221,7 +223,7 @@ fuzz: ## run every fuzz target for its execution count (about 10 s each), or for
 	done
 
 .PHONY: lint
-lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template; the diagram and the reviewer's report are current; Markdown links resolve
+lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template (the default and the hardened stage); the diagram and the reviewer's report are current; Markdown links resolve
 	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
 	@# No global skip list: each skip is recorded on its resource with the reason
 	@# (constructs/internal/checkov), so checkov counts it as skipped and the line after says why.
@@ -231,6 +233,11 @@ lint: synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized templat
 	@$(GO) run ./cmd/diagram cdk.out | diff -u docs/architecture.md - \
 	  || { echo "docs/architecture.md is stale: run make diagram"; exit 1; }
 	@$(GO) run ./cmd/review -check -diff docs/review.md cdk.out
+	@# The hardened stage (docs/compliance.md): its own assembly, the same linters.
+	@$(STEP) "synthesizing the hardened stage (-c hardened=true)" "about 40 s" -- \
+	  $(CDK_OFFLINE) synth --quiet -c stage=hardened -c hardened=true -o $(HARDENED_ASSEMBLY)
+	cfn-lint --non-zero-exit-code informational -- $(HARDENED_ASSEMBLY)/*.template.json
+	checkov --quiet --compact --skip-download --framework cloudformation -d $(HARDENED_ASSEMBLY)
 
 .PHONY: review
 review: synth ## write the reviewer's report docs/review.md from cdk.out and print what it changes
@@ -286,4 +293,4 @@ destroy: app ## cdk destroy (the idempotency table is retained by default)
 
 .PHONY: clean
 clean:
-	rm -rf cdk.out $(E2E_ASSEMBLY) $(EXAMPLES_ORDERS_ASSEMBLY) bin
+	rm -rf cdk.out $(E2E_ASSEMBLY) $(HARDENED_ASSEMBLY) $(EXAMPLES_ORDERS_ASSEMBLY) bin
