@@ -351,12 +351,15 @@ func TestLogGroupEncryptionKey(t *testing.T) {
 			"KmsKeyId": map[string]any{"Fn::GetAtt": []any{keyID, "Arn"}},
 		})
 	})
-	cdktest.Must(t, "the key lets CloudWatch Logs use it", func() {
+	// For this log group only: CloudFormation names it <stack name>-<logical id>-<suffix>.
+	logGroupID := cdktest.LogicalID(stack, tuned.LogGroup())
+	cdktest.Must(t, "the key lets CloudWatch Logs use it for tuned's log group", func() {
 		template.HasResourceProperties(jsii.String("AWS::KMS::Key"), map[string]any{
 			"KeyPolicy": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
-				"Sid":       "CloudWatchLogsUseForLogGroups",
 				"Principal": map[string]any{"Service": "logs.eu-west-1.amazonaws.com"}, // the test stack's region
-				"Condition": map[string]any{"ArnLike": map[string]any{"kms:EncryptionContext:aws:logs:arn": assertions.Match_AnyValue()}},
+				"Condition": map[string]any{"ArnLike": map[string]any{"kms:EncryptionContext:aws:logs:arn": map[string]any{"Fn::Join": []any{"", []any{
+					"arn:", map[string]any{"Ref": "AWS::Partition"}, ":logs:eu-west-1:123456789012:log-group:" + *stack.StackName() + "-" + logGroupID + "-*",
+				}}}}},
 			})})},
 		})
 	})

@@ -383,7 +383,7 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 			"and aliases); the wildcard covers qualifiers of this one function only"),
 		AppliesTo: &[]any{"Resource::<" + fnID + ".Arn>:*"},
 	}}, jsii.Bool(true))
-	nag.Suppress(role, true, gofn.WhyRolePolicy, nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
+	nag.SuppressRolePolicy(role, gofn.WhyRolePolicy, nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
 	return d
 }
 

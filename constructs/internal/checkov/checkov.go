@@ -33,7 +33,7 @@ var (
 	// FunctionNoReservedConcurrency: concurrency is bounded elsewhere.
 	FunctionNoReservedConcurrency = Skip{"CKV_AWS_115", "A consumer's concurrency is capped by its event source mapping's MaximumConcurrency, which, unlike reserved concurrency, does not throttle SQS polling into extra receives; a dispatcher runs once per schedule tick."}
 	// FunctionNoVPC: the function reaches only regional AWS APIs.
-	FunctionNoVPC = Skip{"CKV_AWS_117", "The function calls only regional AWS APIs (SQS, DynamoDB, CloudWatch Logs); there is no private resource to reach, so a VPC would add NAT cost and cold start for nothing."}
+	FunctionNoVPC = Skip{"CKV_AWS_117", "The function calls only the SQS and DynamoDB APIs, over TLS (its logs reach CloudWatch through Lambda, not through its network); there is no private resource to reach, so a VPC would add interface endpoints at a monthly cost without changing what it can reach. Vpc puts it in one (the hardened profile does, with the endpoints it needs)."}
 	// FunctionPlainEnvironment: the environment holds configuration, no secrets.
 	FunctionPlainEnvironment = Skip{"CKV_AWS_173", "Environment variables hold configuration only (table and queue names, durations), never secrets, so a customer managed key for them protects nothing."}
 	// NetworkInterfaceActions: the role of a function in a VPC may manage network interfaces.

@@ -33,6 +33,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/logkey"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
@@ -219,9 +220,12 @@ func New(scope constructs.Construct, p Props) *Function {
 	}
 	if p.LogGroupEncryptionKey != nil {
 		lgProps.EncryptionKey = p.LogGroupEncryptionKey
-		allowLogs(scope, p.LogGroupEncryptionKey)
 	}
 	logGroup := awslogs.NewLogGroup(scope, jsii.String("LogGroup"), lgProps)
+	if p.LogGroupEncryptionKey != nil && !logkey.Allow(logGroup, p.LogGroupEncryptionKey) {
+		awscdk.Annotations_Of(scope).AddWarningV2(jsii.String("@idempotent-sqs/pipeline:log-group-key-policy"),
+			jsii.String("LogGroupEncryptionKey is an imported key: "+logkey.Requirement))
+	}
 	// An explicit role instead of the default one: the default attaches the AWS managed
 	// AWSLambdaBasicExecutionRole (logs:* on every log group), which AwsSolutions-IAM4 flags
 	// and which is wider than writing to this one log group.
@@ -333,8 +337,9 @@ func New(scope constructs.Construct, p Props) *Function {
 		checkov.Add(logGroup, checkov.LogGroupServiceKey)
 		nag.Suppress(logGroup, false, whyLogsServiceKey, nag.IDs("CloudWatchLogGroupEncrypted", nag.Compliance...)...)
 	}
-	// The role's grants are its DefaultPolicy, an AWS::IAM::Policy attached to this role alone.
-	nag.Suppress(role, true, WhyRolePolicy, nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
+	// The role's grants are its DefaultPolicy, an AWS::IAM::Policy attached to this role alone
+	// (it exists: the log group grant above is its first statement).
+	nag.SuppressRolePolicy(role, WhyRolePolicy, nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
 	if p.Vpc != nil {
 		checkov.Add(role.Node().FindChild(jsii.String("DefaultPolicy")), checkov.NetworkInterfaceActions)
 	}
@@ -352,33 +357,15 @@ const (
 	whyLogsServiceKey = "CloudWatch Logs encrypts every log group at rest (AES-256) with a key it manages; the log lines hold message ids, " +
 		"idempotency keys and outcomes, never bodies; a customer managed key adds key-level access control and audit at $1 a month plus " +
 		"requests: set LogGroupEncryptionKey (the hardened profile does)"
-	// WhyRolePolicy is the reason on the IAMNoInlinePolicy suppressions of a role whose
-	// grants CDK writes as its DefaultPolicy (constructs/dispatcher's schedule role uses it too).
-	WhyRolePolicy = "CDK writes this role's grants as its DefaultPolicy, an AWS::IAM::Policy attached to this one role and scoped to the " +
-		"exact resources it uses (docs/review.md lists each statement); a managed policy could be attached to other principals, which " +
-		"least privilege avoids, and holds the same statements"
+	// WhyRolePolicy is the reason on the IAMNoInlinePolicy suppressions of a role's
+	// DefaultPolicy, where CDK writes the role's grants (constructs/dispatcher's schedule role
+	// uses it too). The rule's rationale is what managed policies offer: reuse, versions and
+	// rollback; the reason says where this policy gets the last two and why it wants no reuse.
+	WhyRolePolicy = "CDK writes the role's grants as this AWS::IAM::Policy (its DefaultPolicy), attached to that one role; its " +
+		"statements name this stack's resources wherever the service supports resource-level permissions (docs/review.md lists each " +
+		"one), and the policy is versioned and rolled back with the stack's template; a customer managed policy would hold the same " +
+		"statements and could also be attached to other principals, which least privilege avoids"
 )
-
-// allowLogs lets CloudWatch Logs use key for this account's log groups in this region, as
-// a log group under a customer managed key needs. A key imported into the app has a policy
-// CDK cannot change: the warning says what it must allow.
-func allowLogs(scope constructs.Construct, key awskms.IKey) {
-	stack := awscdk.Stack_Of(scope)
-	res := key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("CloudWatchLogsUseForLogGroups"),
-		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("logs."+*stack.Region()+".amazonaws.com"), nil)},
-		Actions:    jsii.Strings("kms:Encrypt", "kms:Decrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:GenerateDataKey", "kms:GenerateDataKeyWithoutPlaintext", "kms:DescribeKey"),
-		Resources:  jsii.Strings("*"),
-		Conditions: &map[string]any{"ArnLike": map[string]any{"kms:EncryptionContext:aws:logs:arn": stack.FormatArn(&awscdk.ArnComponents{
-			Service: jsii.String("logs"), Resource: jsii.String("log-group"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
-		})}},
-	}), jsii.Bool(true))
-	if !*res.StatementAdded {
-		awscdk.Annotations_Of(scope).AddWarningV2(jsii.String("@idempotent-sqs/pipeline:log-group-key-policy"), jsii.String(
-			"LogGroupEncryptionKey is an imported key: its key policy must let logs.<region>.amazonaws.com use it (kms:Encrypt, kms:Decrypt, "+
-				"kms:ReEncrypt*, kms:GenerateDataKey*, kms:DescribeKey) for this account's log groups, or creating the log group fails"))
-	}
-}
 
 // envName is Lambda's rule for environment variable names.
 var envName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]*$`)

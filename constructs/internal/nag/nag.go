@@ -40,3 +40,14 @@ func Suppress(c constructs.IConstruct, children bool, reason string, ids ...stri
 	}
 	cdknag.NagSuppressions_AddResourceSuppressions(c, &s, jsii.Bool(children))
 }
+
+// SuppressRolePolicy records the suppressions on role's DefaultPolicy, the AWS::IAM::Policy
+// CDK writes its grants into, and not on the role: a rule that finds nothing on the role
+// (IAMNoInlinePolicy checks a role's own Policies) would otherwise carry an idle suppression
+// there that hides a later finding. Call it after the role's first grant; a role without a
+// DefaultPolicy has no policy to suppress anything on.
+func SuppressRolePolicy(role constructs.IConstruct, reason string, ids ...string) {
+	if policy := role.Node().TryFindChild(jsii.String("DefaultPolicy")); policy != nil {
+		Suppress(policy, true, reason, ids...)
+	}
+}
