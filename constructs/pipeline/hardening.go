@@ -11,6 +11,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/logkey"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
@@ -20,13 +21,18 @@ import (
 // money or change the network, so the defaults leave them off with a written reason:
 //
 //   - the consumer and dispatcher run in Vpc's subnets (NewIsolatedVpc makes one whose
-//     isolated subnets reach DynamoDB and SQS through endpoints, and nothing else);
-//   - their log groups are encrypted with a customer managed key;
+//     isolated subnets reach DynamoDB and SQS through endpoints, and nothing else), in a
+//     security group of the pipeline that allows outbound HTTPS only and no inbound traffic;
+//   - their log groups are encrypted with a customer managed key whose policy lets
+//     CloudWatch Logs use it for those log groups only;
 //   - each has reserved concurrency (the consumer its MaxConcurrency, the dispatcher
 //     DispatcherReservedConcurrency), so neither can starve or be starved by other functions;
 //   - the table the pipeline creates is in an AWS Backup plan.
 //
-// docs/review.md states what it costs a month.
+// The data stores' encryption is PipelineProps.EncryptionKey's: set it as well for a
+// customer managed key on the table, the queues and the backups (the reference app's
+// hardened stage does). A part's own props win over these settings: a consumer given its
+// own Vpc keeps its own SecurityGroups. docs/compliance.md states what it costs a month.
 type Hardening struct {
 	// Vpc the functions run in. It must reach DynamoDB and SQS: gateway and interface
 	// endpoints (NewIsolatedVpc) or a NAT gateway. Required.
@@ -36,8 +42,9 @@ type Hardening struct {
 	// LogKey encrypts the functions' log groups. Default: PipelineProps.EncryptionKey, else
 	// a new key (rotation on) for this pipeline.
 	LogKey awskms.IKey
-	// BackupRetention of the daily AWS Backup of the table the pipeline creates (an existing
-	// Table keeps its own backups). Default DefaultHardenedBackupRetention.
+	// BackupRetention of the daily AWS Backup of the table the pipeline creates: whole days
+	// from 1 to 36,500 (AWS Backup's limit). An existing Table keeps its own backups, so
+	// setting this with Table is an error. Default DefaultHardenedBackupRetention.
 	BackupRetention time.Duration
 }
 
@@ -67,10 +74,34 @@ func or[T comparable](v, def T) T {
 	return v
 }
 
-func (h *Hardening) check(v *validate.Problems) {
+// maxBackupRetention is AWS Backup's longest retention, 36,500 days.
+const maxBackupRetention = 36500 * 24 * time.Hour
+
+func (h *Hardening) check(v *validate.Problems, props *PipelineProps) {
 	if h.Vpc == nil {
 		v.Add("Hardening.Vpc", "nil", "give the VPC the functions run in (pipeline.NewIsolatedVpc makes one with the endpoints they need)")
 	}
+	if r := h.BackupRetention; r != 0 && (r < 24*time.Hour || r > maxBackupRetention || r%(24*time.Hour) != 0) {
+		v.Add("Hardening.BackupRetention", r, "use whole days from 24h (1 day) to 876000h (36,500 days, AWS Backup's limit), or leave it 0 for the default 35 days")
+	}
+	if h.BackupRetention != 0 && props.Table != nil {
+		v.Add("Hardening.BackupRetention", h.BackupRetention, "Table is an existing table, whose backups are its owner's: leave BackupRetention 0, "+
+			"or set BackupRetention in the IdempotencyTableProps of the table where it is created")
+	}
+}
+
+// securityGroup is the security group of the pipeline's functions in the hardened VPC: no
+// inbound rule (nothing calls them over the network), outbound HTTPS only, which is all the
+// AWS APIs they call need. In NewIsolatedVpc's subnets HTTPS reaches only its endpoints;
+// DNS goes to the VPC's resolver, which security groups do not filter.
+func (h *Hardening) securityGroup(p constructs.Construct) awsec2.ISecurityGroup {
+	sg := awsec2.NewSecurityGroup(p, jsii.String("FunctionSecurityGroup"), &awsec2.SecurityGroupProps{
+		Vpc:              h.Vpc,
+		Description:      jsii.String("Functions of " + *p.Node().Path() + ": outbound HTTPS to the AWS APIs they call, no inbound"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	sg.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("HTTPS to DynamoDB and SQS (their endpoints in an isolated VPC)"), nil)
+	return sg
 }
 
 // isolatedVpcCidr is NewIsolatedVpc's address range.
@@ -79,7 +110,12 @@ const isolatedVpcCidr = "10.0.0.0/16"
 // NewIsolatedVpc makes a VPC for hardened pipelines: isolated subnets in two availability
 // zones (no internet gateway, no NAT), a DynamoDB gateway endpoint, an SQS interface
 // endpoint, and flow logs of rejected traffic to a log group under key (nil: CloudWatch Logs'
-// own encryption). The functions reach exactly the two services they call.
+// own encryption), whose policy then lets CloudWatch Logs use it for that log group.
+//
+// The functions reach exactly the two services they call. They need no other endpoint:
+// Lambda delivers their logs (and the EMF metrics in them) and their X-Ray segments itself,
+// outside the function's network; they call no KMS API themselves (SQS and DynamoDB use the
+// keys on their behalf) and no STS API (Lambda gives them their role's credentials).
 func NewIsolatedVpc(scope constructs.Construct, id string, key awskms.IKey) awsec2.Vpc {
 	vpc := awsec2.NewVpc(scope, jsii.String(id), &awsec2.VpcProps{
 		IpAddresses: awsec2.IpAddresses_Cidr(jsii.String(isolatedVpcCidr)),
@@ -95,15 +131,22 @@ func NewIsolatedVpc(scope constructs.Construct, id string, key awskms.IKey) awse
 		EncryptionKey: key,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+	if key == nil {
+		nag.Suppress(logs, false, "CloudWatch Logs encrypts the log group with a key it manages; pass a key to NewIsolatedVpc for a customer managed one",
+			nag.IDs("CloudWatchLogGroupEncrypted", nag.Compliance...)...)
+	} else if !logkey.Allow(logs, key) {
+		awscdk.Annotations_Of(vpc).AddWarningV2(jsii.String("@idempotent-sqs/pipeline:log-group-key-policy"),
+			jsii.String("NewIsolatedVpc's key is an imported key: for the flow logs' log group, "+logkey.Requirement))
+	}
 	flowLog := vpc.AddFlowLog(jsii.String("FlowLog"), &awsec2.FlowLogOptions{
 		Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(logs, nil),
 		TrafficType: awsec2.FlowLogTrafficType_REJECT,
 	})
-	nag.Suppress(flowLog, true, "CDK writes the flow log role's grant (logs:CreateLogStream, PutLogEvents, DescribeLogStreams on this log group) "+
-		"as its DefaultPolicy, attached to this one role", nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
-	if key == nil {
-		nag.Suppress(logs, false, "CloudWatch Logs encrypts the log group with a key it manages; pass a key to NewIsolatedVpc for a customer managed one",
-			nag.IDs("CloudWatchLogGroupEncrypted", nag.Compliance...)...)
+	if role, ok := flowLog.Node().TryFindChild(jsii.String("IAMRole")).(constructs.IConstruct); ok && role != nil {
+		nag.SuppressRolePolicy(role, "CDK writes the flow log role's grant (logs:CreateLogStream, PutLogEvents, DescribeLogStreams on this "+
+			"one log group) as this AWS::IAM::Policy, attached to that one role and versioned with the stack's template; a customer "+
+			"managed policy would hold the same statement and could also be attached to other principals",
+			nag.IDs("IAMNoInlinePolicy", nag.Compliance...)...)
 	}
 	vpc.AddGatewayEndpoint(jsii.String("DynamoDB"), &awsec2.GatewayVpcEndpointOptions{
 		Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB(),

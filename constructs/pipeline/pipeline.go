@@ -14,6 +14,7 @@ package pipeline
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -120,6 +121,15 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 
 	h := props.Hardening
 	var logKey awskms.IKey
+	// fnSG is the functions' security group in the hardened VPC, one for both, made when
+	// the first function that takes it is built.
+	var sg awsec2.ISecurityGroup
+	fnSG := func() []awsec2.ISecurityGroup {
+		if sg == nil {
+			sg = h.securityGroup(p)
+		}
+		return []awsec2.ISecurityGroup{sg}
+	}
 	if h != nil {
 		logKey = keyFor(h.LogKey, props.EncryptionKey)
 		if logKey == nil {
@@ -165,6 +175,9 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		cp.KeyPrefix = id
 	}
 	if h != nil {
+		if cp.Vpc == nil && len(cp.SecurityGroups) == 0 {
+			cp.SecurityGroups = fnSG()
+		}
 		cp.Vpc, cp.VpcSubnets = h.placement(cp.Vpc, cp.VpcSubnets)
 		cp.LogGroupEncryptionKey = keyFor(cp.LogGroupEncryptionKey, logKey)
 		if cp.ReservedConcurrentExecutions == 0 {
@@ -186,6 +199,9 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		dp.Queue = p.queue
 		dp.EncryptionKey = keyFor(dp.EncryptionKey, props.EncryptionKey)
 		if h != nil {
+			if dp.Vpc == nil && len(dp.SecurityGroups) == 0 {
+				dp.SecurityGroups = fnSG()
+			}
 			dp.Vpc, dp.VpcSubnets = h.placement(dp.Vpc, dp.VpcSubnets)
 			dp.LogGroupEncryptionKey = keyFor(dp.LogGroupEncryptionKey, logKey)
 			if dp.ReservedConcurrentExecutions == 0 {
@@ -253,7 +269,7 @@ func (props *PipelineProps) consumerProps() consumer.IdempotentConsumerProps {
 func check(scope constructs.Construct, id string, props *PipelineProps, qp queue.ProcessingQueueProps, cp consumer.IdempotentConsumerProps) {
 	v := validate.NewIn(constructKind, scope, id)
 	if props.Hardening != nil {
-		props.Hardening.check(v)
+		props.Hardening.check(v, props)
 	}
 	if props.Table != nil && props.TableProps != nil {
 		v.Addf("Table", "both Table and TableProps are set; give an existing table or props for a new one, not both")

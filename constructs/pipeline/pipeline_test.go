@@ -30,6 +30,7 @@ var (
 func TestMain(m *testing.M) {
 	app = cdktest.NewApp()
 	stack = cdktest.NewStack(app, "PipelineTest")
+	buildNagApp()
 	os.Exit(m.Run())
 }
 
@@ -73,6 +74,13 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"Fifo: got true", "ExistingQueue is a standard queue"}},
 		{"hardening without a VPC", &pipeline.PipelineProps{Hardening: &pipeline.Hardening{}},
 			[]string{"Hardening.Vpc: got nil; give the VPC the functions run in (pipeline.NewIsolatedVpc makes one with the endpoints they need)"}},
+		{"hardening backup retention in hours", &pipeline.PipelineProps{Hardening: &pipeline.Hardening{BackupRetention: 36 * time.Hour}},
+			[]string{"Hardening.BackupRetention: got 36h0m0s; use whole days from 24h (1 day) to 876000h (36,500 days, AWS Backup's limit), or leave it 0 for the default 35 days"}},
+		{"hardening backup retention beyond AWS Backup's limit", &pipeline.PipelineProps{Hardening: &pipeline.Hardening{BackupRetention: 36501 * 24 * time.Hour}},
+			[]string{"Hardening.BackupRetention: got 876024h0m0s; use whole days from 24h (1 day)"}},
+		{"hardening backup retention for an existing table", &pipeline.PipelineProps{Table: shared, Hardening: &pipeline.Hardening{BackupRetention: 7 * 24 * time.Hour}},
+			[]string{"Hardening.BackupRetention: got 168h0m0s; Table is an existing table, whose backups are its owner's: leave BackupRetention 0, " +
+				"or set BackupRetention in the IdempotencyTableProps of the table where it is created"}},
 		{"dispatcher wired by hand", &pipeline.PipelineProps{Dispatcher: &dispatcher.ScheduledDispatcherProps{Queue: queue.NewProcessingQueue(stack, "Other", nil)}},
 			[]string{"Dispatcher.Queue:", "the pipeline wires its own queue"}},
 	} {
