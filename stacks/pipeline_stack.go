@@ -66,14 +66,21 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 
 	var hardening *pipeline.Hardening
 	var tableProps *table.IdempotencyTableProps
+	var dataKey awskms.IKey // nil: each data store's default encryption
 	if cfg.Hardened {
-		// One key for the log groups and the flow logs, one VPC for both pipelines.
+		// One key for the log groups and the flow logs, one VPC for both pipelines, and one
+		// key for the data: the table and its backups, every queue. Two keys, so that who
+		// may read the logs and who may read the data are separate key policies.
 		logKey := awskms.NewKey(stack, jsii.String("LogKey"), &awskms.KeyProps{
 			EnableKeyRotation: jsii.Bool(true),
 			Description:       jsii.String("Log groups of the idempotent SQS pipelines (hardened)"),
 		})
+		dataKey = awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{
+			EnableKeyRotation: jsii.Bool(true),
+			Description:       jsii.String("Idempotency table, its backups and the queues of the idempotent SQS pipelines (hardened)"),
+		})
 		hardening = &pipeline.Hardening{Vpc: pipeline.NewIsolatedVpc(stack, "Vpc", logKey), LogKey: logKey}
-		tableProps = &table.IdempotencyTableProps{BackupRetention: pipeline.DefaultHardenedBackupRetention}
+		tableProps = &table.IdempotencyTableProps{BackupRetention: pipeline.DefaultHardenedBackupRetention, EncryptionKey: dataKey}
 	}
 	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", tableProps)
 	s.monitoring = monitoring.NewPipelineMonitoring(stack, "Monitoring", &monitoring.PipelineMonitoringProps{
@@ -86,12 +93,13 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 
 	build := func(name string, fifo bool, items []dispatcher.WorkItem) pipeline.Pipeline {
 		return pipeline.NewPipeline(stack, name, &pipeline.PipelineProps{
-			Fifo:       fifo,
-			Table:      s.table,
-			Monitoring: s.monitoring,
-			Queue:      &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
-			Consumer:   &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout},
-			Hardening:  hardening,
+			Fifo:          fifo,
+			EncryptionKey: dataKey,
+			Table:         s.table,
+			Monitoring:    s.monitoring,
+			Queue:         &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
+			Consumer:      &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout},
+			Hardening:     hardening,
 			Dispatcher: &dispatcher.ScheduledDispatcherProps{
 				JobName:  name + "-job",
 				Cron:     cfg.Schedule,

@@ -441,9 +441,35 @@ func TestHardenedStage(t *testing.T) {
 	} {
 		cdktest.Must(t, typ, func() { h.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n))) })
 	}
+	// One security group per pipeline for its two functions: outbound HTTPS, nothing inbound.
+	sgs := *h.FindResources(jsii.String("AWS::EC2::SecurityGroup"), assertions.Match_ObjectLike(&map[string]any{
+		"Properties": map[string]any{"GroupDescription": assertions.Match_StringLikeRegexp(jsii.String("^Functions of "))},
+	}))
+	if len(sgs) != 2 {
+		t.Errorf("%d function security groups, want 2 (one per pipeline)", len(sgs))
+	}
+	for id, sg := range sgs {
+		p := (*sg)["Properties"].(map[string]any)
+		if egress := cdktest.JSON(p["SecurityGroupEgress"]); p["SecurityGroupIngress"] != nil || strings.Count(egress, "IpProtocol") != 1 ||
+			!strings.Contains(egress, `"FromPort":443`) {
+			t.Errorf("security group %s: ingress %v, egress %s; want no ingress and HTTPS egress only", id, p["SecurityGroupIngress"], egress)
+		}
+	}
+	// The data (table, backups, every queue) under the stage's data key, not the log key.
+	dataKey := cdktest.LogicalID(hardened, hardened.Node().FindChild(jsii.String("DataKey")))
+	for typ, prop := range map[string]string{
+		"AWS::SQS::Queue": "KmsMasterKeyId", "AWS::DynamoDB::Table": "SSESpecification", "AWS::Backup::BackupVault": "EncryptionKeyArn",
+	} {
+		for id, r := range *h.FindResources(jsii.String(typ), nil) {
+			if got := cdktest.JSON((*r)["Properties"].(map[string]any)[prop]); !strings.Contains(got, `"`+dataKey+`"`) {
+				t.Errorf("%s %s: %s = %s, want the data key %s", typ, id, prop, got, dataKey)
+			}
+		}
+	}
 	// The default stage has none of it.
 	cdktest.Must(t, "default: no VPC", func() { template.ResourceCountIs(jsii.String("AWS::EC2::VPC"), jsii.Number(0)) })
 	cdktest.Must(t, "default: no backup plan", func() { template.ResourceCountIs(jsii.String("AWS::Backup::BackupPlan"), jsii.Number(0)) })
+	cdktest.Must(t, "default: one KMS key (the alarm topics')", func() { template.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(1)) })
 }
 
 func TestHardenedContext(t *testing.T) {
