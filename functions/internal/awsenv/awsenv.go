@@ -12,20 +12,29 @@
 //   - AWS_ENDPOINT_URL_<SERVICE> (for example AWS_ENDPOINT_URL_DYNAMODB), else
 //     AWS_ENDPOINT_URL: the endpoint override for local runs (DynamoDB Local, an SQS-compatible
 //     server), ignored when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is "true", as in the SDK.
-//   - AWS_USE_FIPS_ENDPOINT and AWS_USE_DUALSTACK_ENDPOINT ("true" or "false"): the FIPS 140
-//     and dual-stack (IPv6) endpoints, as the SDK reads them. They are security and network
-//     settings a regulated deployment relies on, so they are honoured, never ignored.
+//   - AWS_USE_FIPS_ENDPOINT and AWS_USE_DUALSTACK_ENDPOINT ("true" or "false", any case): the
+//     FIPS 140 and dual-stack (IPv6) endpoints, as the SDK reads them. They are security and
+//     network settings a regulated deployment relies on, so they are honoured, never ignored.
+//     With an endpoint override they are refused at start: the SDK would fail every call
+//     ("FIPS and custom endpoint are not supported").
+//   - AWS_ACCOUNT_ID_ENDPOINT_MODE ("preferred", "required" or "disabled", as the SDK spells
+//     them): whether DynamoDB uses the account-based endpoint (<account>.ddb.<region>...)
+//     when AWS_ACCOUNT_ID is set. It picks the host the function connects to, so it is
+//     honoured; "required" without AWS_ACCOUNT_ID is refused at start, as every call would fail.
 //   - AWS_EXECUTION_ENV: the execution environment reported in the User-Agent, as the SDK does.
 //
 // Refused, with an error naming it (the function would otherwise run without it, silently):
 // AWS_CA_BUNDLE (a custom certificate authority for TLS).
 //
 // Behaviour that differs from config.LoadDefaultConfig, on purpose: no shared config or
-// credentials file (~/.aws/config, AWS_PROFILE, AWS_CONFIG_FILE), no SSO, web identity,
-// process, container or IMDS credentials, and none of the SDK's tuning variables
-// (AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, ...: the idempotency store and the dispatcher retry on
-// their own terms, see their packages). The retryer and the HTTP client are the service
-// client's defaults. Outside Lambda, export the region and credentials (for example
+// credentials file (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE; so a
+// use_fips_endpoint or ca_bundle written in a profile does not apply: set the variable), no
+// SSO, web identity, process, container or IMDS credentials, and none of the SDK's tuning
+// variables (AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, AWS_DEFAULTS_MODE, AWS_SDK_UA_APP_ID,
+// AWS_ENABLE_ENDPOINT_DISCOVERY, ...: the idempotency store and the dispatcher retry on their
+// own terms, see their packages). The retryer and the HTTP client are the service client's
+// defaults. TestSDKVariables holds each of these statements to config.LoadDefaultConfig.
+// Outside Lambda, export the region and credentials (for example
 // `aws configure export-credentials --format env`).
 package awsenv
 
@@ -52,6 +61,7 @@ const (
 	EnvExecutionEnvironment = "AWS_EXECUTION_ENV"
 	EnvUseFIPSEndpoint      = "AWS_USE_FIPS_ENDPOINT"
 	EnvUseDualStackEndpoint = "AWS_USE_DUALSTACK_ENDPOINT"
+	EnvAccountIDEndpoint    = "AWS_ACCOUNT_ID_ENDPOINT_MODE"
 	EnvCABundle             = "AWS_CA_BUNDLE"
 )
 
@@ -105,7 +115,7 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 	}
 	cfg.Credentials = staticCredentials(creds)
 
-	endpoint, err := endpointFor(get, service)
+	endpointVar, endpoint, err := endpointFor(get, service)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -132,6 +142,30 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 	}
 	// The service clients read these two from the config sources, as from the SDK's loader.
 	cfg.ConfigSources = []any{ep}
+	if endpoint != "" {
+		// The endpoint rules refuse both with a custom endpoint on every call; say it once, here.
+		for _, v := range []struct {
+			name string
+			on   bool
+		}{{EnvUseFIPSEndpoint, ep.fips}, {EnvUseDualStackEndpoint, ep.dualStack}} {
+			if v.on {
+				problems = append(problems, fmt.Sprintf("%s=true with %s=%q: the SDK has no FIPS or dual-stack form of a custom endpoint "+
+					"(every call would fail); unset one of them", v.name, endpointVar, endpoint))
+			}
+		}
+	}
+
+	switch mode := get(EnvAccountIDEndpoint); aws.AccountIDEndpointMode(mode) {
+	case aws.AccountIDEndpointModeUnset, aws.AccountIDEndpointModePreferred, aws.AccountIDEndpointModeDisabled:
+		cfg.AccountIDEndpointMode = aws.AccountIDEndpointMode(mode)
+	case aws.AccountIDEndpointModeRequired:
+		if creds.AccountID == "" {
+			problems = append(problems, fmt.Sprintf("%s=required but %s is not set (every call would fail)", EnvAccountIDEndpoint, EnvAccountID))
+		}
+		cfg.AccountIDEndpointMode = aws.AccountIDEndpointModeRequired
+	default:
+		problems = append(problems, fmt.Sprintf("%s=%q: want preferred, required or disabled", EnvAccountIDEndpoint, mode))
+	}
 	if v := get(EnvCABundle); v != "" {
 		problems = append(problems, fmt.Sprintf("%s=%q: a custom certificate bundle is not supported by this function's AWS client "+
 			"(it would connect without it); remove it, or build your function's clients with config.LoadDefaultConfig", EnvCABundle, v))
@@ -143,14 +177,14 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 	return cfg, nil
 }
 
-// endpointFor returns the endpoint override for service: AWS_ENDPOINT_URL_<SERVICE>, else
-// AWS_ENDPOINT_URL, else "" (the SDK resolves the regional endpoint).
-func endpointFor(get func(string) string, service string) (string, error) {
+// endpointFor returns the endpoint override for service and the variable it came from:
+// AWS_ENDPOINT_URL_<SERVICE>, else AWS_ENDPOINT_URL, else "" (the SDK resolves the regional
+// endpoint).
+func endpointFor(get func(string) string, service string) (name, value string, err error) {
 	if strings.EqualFold(get(EnvIgnoreEndpointURLs), "true") {
-		return "", nil
+		return "", "", nil
 	}
-	name := EnvEndpointURL
-	value := ""
+	name = EnvEndpointURL
 	if service != "" {
 		name = EnvEndpointURL + "_" + strings.ToUpper(strings.ReplaceAll(service, " ", "_"))
 		value = get(name)
@@ -159,13 +193,13 @@ func endpointFor(get func(string) string, service string) (string, error) {
 		name, value = EnvEndpointURL, get(EnvEndpointURL)
 	}
 	if value == "" {
-		return "", nil
+		return "", "", nil
 	}
 	u, err := url.Parse(value)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%s=%q is not an http(s) URL with a host (for example http://127.0.0.1:8000)", name, value)
+		return name, "", fmt.Errorf("%s=%q is not an http(s) URL with a host (for example http://127.0.0.1:8000)", name, value)
 	}
-	return value, nil
+	return name, value, nil
 }
 
 // endpointSettings gives the service clients AWS_USE_FIPS_ENDPOINT and

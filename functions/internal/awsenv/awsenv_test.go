@@ -68,6 +68,12 @@ func TestLoad(t *testing.T) {
 		{name: "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", env: lambdaEnv(map[string]string{
 			EnvEndpointURL: "https://local.test:4566", "AWS_ENDPOINT_URL_DYNAMODB": "not even a URL", EnvIgnoreEndpointURLs: "true"}),
 			service: DynamoDB, region: "eu-west-1", session: "token"},
+		{name: "FIPS with an endpoint override that is ignored", env: lambdaEnv(map[string]string{
+			EnvUseFIPSEndpoint: "true", EnvEndpointURL: "http://127.0.0.1:4566", EnvIgnoreEndpointURLs: "true"}),
+			service: DynamoDB, region: "eu-west-1", session: "token"},
+		{name: "account endpoint required with an account", env: lambdaEnv(map[string]string{
+			EnvAccountIDEndpoint: "required", EnvAccountID: "123456789012"}),
+			service: DynamoDB, region: "eu-west-1", session: "token", account: "123456789012"},
 		{name: "blank values count as unset", env: lambdaEnv(map[string]string{EnvRegion: "  ", "AWS_ENDPOINT_URL_SQS": ""}),
 			service: SQS, region: "eu-west-1", session: "token"},
 	} {
@@ -122,6 +128,16 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 			want: []string{`AWS_USE_FIPS_ENDPOINT="yes": want true or false`}},
 		{name: "dual-stack not a boolean", env: lambdaEnv(map[string]string{EnvUseDualStackEndpoint: "1"}),
 			want: []string{`AWS_USE_DUALSTACK_ENDPOINT="1": want true or false`}},
+		{name: "FIPS with an endpoint override", service: DynamoDB, env: lambdaEnv(map[string]string{
+			EnvUseFIPSEndpoint: "true", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}),
+			want: []string{`AWS_USE_FIPS_ENDPOINT=true with AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:8000"`}},
+		{name: "dual-stack with the generic endpoint override", service: SQS, env: lambdaEnv(map[string]string{
+			EnvUseDualStackEndpoint: "TRUE", EnvEndpointURL: "http://127.0.0.1:9324"}),
+			want: []string{`AWS_USE_DUALSTACK_ENDPOINT=true with AWS_ENDPOINT_URL="http://127.0.0.1:9324"`}},
+		{name: "account endpoint mode not one of the SDK's", env: lambdaEnv(map[string]string{EnvAccountIDEndpoint: "Disabled"}),
+			want: []string{`AWS_ACCOUNT_ID_ENDPOINT_MODE="Disabled": want preferred, required or disabled`}},
+		{name: "account endpoint required without an account", env: lambdaEnv(map[string]string{EnvAccountIDEndpoint: "required"}),
+			want: []string{"AWS_ACCOUNT_ID_ENDPOINT_MODE=required but AWS_ACCOUNT_ID is not set"}},
 		{name: "CA bundle refused, not ignored", env: lambdaEnv(map[string]string{EnvCABundle: "/opt/ca.pem"}),
 			want: []string{`AWS_CA_BUNDLE="/opt/ca.pem": a custom certificate bundle is not supported by this function's AWS client (it would connect without it)`}},
 		{name: "empty environment: every problem at once", service: SQS, env: map[string]string{},
