@@ -13,12 +13,17 @@ import (
 
 // Metric names the pipeline publishes. Alarms and the dashboard refer to these names, so they
 // are part of the contract between the functions and constructs/monitoring.
+//
+// LockTakenOver is counted by the run that takes over a lapsed lock (its owner crashed or
+// timed out, and reports nothing), not by the owner that lost it, and only when that run then
+// processes the record: a takeover whose own effect fails shows in its log line (tookOver)
+// but not in the metric.
 const (
 	MetricProcessed         = "Processed"         // consumer: handler ran and completed
 	MetricDuplicate         = "Duplicate"         // consumer: already completed, side effect skipped
 	MetricInFlightElsewhere = "InFlightElsewhere" // consumer: another live owner holds the lock
 	MetricFailed            = "Failed"            // consumer: record reported as a batch item failure
-	MetricLockTakenOver     = "LockTakenOver"     // consumer: this attempt took over a lapsed lock (counted by the taker, not the one that lost it)
+	MetricLockTakenOver     = "LockTakenOver"     // consumer: this run took over a lapsed lock and processed the record (see above)
 	MetricInvalidInput      = "InvalidInput"      // consumer: bad body, missing key, oversize, key reused for other content
 	MetricDeadLettered      = "DeadLettered"      // consumer: moved to the DLQ at once (can never succeed)
 	MetricResultDropped     = "ResultDropped"     // consumer: effect's result too large to store; record completed without it
