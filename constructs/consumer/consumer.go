@@ -213,9 +213,9 @@ type IdempotentConsumerProps struct {
 	// the function without that risk).
 	ReservedConcurrentExecutions int
 	// LogGroupEncryptionKey is a customer managed key for the function's log group. A key of
-	// this app gets the policy statement that lets CloudWatch Logs use it; an imported key
-	// must have it already (a synth warning says so). Default nil: CloudWatch Logs' own
-	// encryption.
+	// this app gets a policy statement that lets CloudWatch Logs use it for this log group
+	// only; an imported key must allow that already (a synth warning says so). Default nil:
+	// CloudWatch Logs' own encryption.
 	LogGroupEncryptionKey awskms.IKey
 
 	// DisableDeadLettering leaves records that can never succeed to the queue's redrive

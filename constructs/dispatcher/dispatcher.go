@@ -214,8 +214,9 @@ type ScheduledDispatcherProps struct {
 	//   - ReservedConcurrentExecutions: 0 (default) reserves none. A run is one invocation,
 	//     more only while Lambda retries, so 1 or 2 suffice.
 	//   - LogGroupEncryptionKey: a customer managed key for the log group (default nil:
-	//     CloudWatch Logs' own encryption); a key of this app gets the policy statement that
-	//     lets CloudWatch Logs use it, an imported key must have it (a synth warning says so).
+	//     CloudWatch Logs' own encryption); a key of this app gets a policy statement that
+	//     lets CloudWatch Logs use it for this log group only, an imported key must allow that
+	//     already (a synth warning says so).
 	Architecture                 awslambda.Architecture
 	Vpc                          awsec2.IVpc
 	VpcSubnets                   *awsec2.SubnetSelection
