@@ -169,11 +169,15 @@ app: synth-tools
 # A synth contacts no AWS endpoint. The CDK CLI calls STS GetCallerIdentity on every synth that
 # finds credentials, to fill CDK_DEFAULT_ACCOUNT, which this app does not use (pin an account
 # with -c account=...): the synths below run it with the credential chain emptied (no keys,
-# profiles, container or web-identity credentials, no instance metadata). diff, deploy and
-# destroy keep your credentials.
+# profiles, container or web-identity credentials, no instance metadata). At a terminal the CLI
+# also asks registry.npmjs.org once a day whether a newer CLI exists; this one is pinned in
+# package.json, so CDK_DISABLE_VERSION_CHECK turns the question off. diff, deploy and destroy
+# keep your credentials.
+# stacks/app/synth_network_test.go runs the synth recipe against a local stand-in for AWS.
 CDK_OFFLINE := env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
   -u AWS_CONTAINER_CREDENTIALS_RELATIVE_URI -u AWS_CONTAINER_CREDENTIALS_FULL_URI -u AWS_WEB_IDENTITY_TOKEN_FILE \
-  AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true $(CDK)
+  AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true \
+  CDK_DISABLE_VERSION_CHECK=1 $(CDK)
 
 .PHONY: synth
 synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); needs Go and Node only; contacts no AWS endpoint
