@@ -60,8 +60,9 @@ func Procs(memoryMB, ncpu int) int {
 // memory (Lambda's MB are MiB). The other half is for what the Go runtime's limit does not
 // count (the binary, thread stacks, the kernel's buffers) and for a Lambda extension. Any
 // input gives a usable limit: math.MaxInt64 (no limit) for a memoryMB below 1 or one whose
-// half does not fit in an int64, never 0 or a negative value (debug.SetMemoryLimit(0) would
-// make the collector run without pause).
+// half does not fit in an int64 (1<<44 MB, 16 EiB, and up), never 0 or a negative value
+// (debug.SetMemoryLimit(0) would make the collector run without pause, and a negative value
+// would leave the limit unchanged).
 func MemoryLimit(memoryMB int) int64 {
 	const halfMiB = 1 << 19
 	if memoryMB < 1 || int64(memoryMB) > math.MaxInt64/halfMiB {

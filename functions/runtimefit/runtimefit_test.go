@@ -31,6 +31,16 @@ func TestProcs(t *testing.T) {
 		{math.MaxInt, math.MaxInt, math.MaxInt/MBPerVCPU + 1},
 		{1769, 0, 1},
 		{1769, -3, 1},
+		// Around the overflow of memoryMB + MBPerVCPU - 1: the last size that did not wrap,
+		// and the first that did (it gave 1).
+		{math.MaxInt - (MBPerVCPU - 1), 4, 4},
+		{math.MaxInt - (MBPerVCPU - 2), 4, 4},
+		// Rounding at the top of the range: a whole number of vCPUs is not rounded up, one MB
+		// more is.
+		{math.MaxInt / MBPerVCPU * MBPerVCPU, math.MaxInt, math.MaxInt / MBPerVCPU},
+		{math.MaxInt/MBPerVCPU*MBPerVCPU + 1, math.MaxInt, math.MaxInt/MBPerVCPU + 1},
+		{MBPerVCPU + 1, 1, 1}, // more CPU share than the machine has: its CPUs
+		{math.MinInt, math.MinInt, 1},
 	} {
 		if got := Procs(c.mb, c.ncpu); got != c.want {
 			t.Errorf("Procs(%d MB, %d CPUs) = %d, want %d", c.mb, c.ncpu, got, c.want)
@@ -39,17 +49,30 @@ func TestProcs(t *testing.T) {
 }
 
 func TestMemoryLimit(t *testing.T) {
-	for mb, want := range map[int]int64{
-		128: 64 << 20, 256: 128 << 20, 10240: 5120 << 20, 1: 1 << 19,
+	// int64 inputs, so that the cases beyond a 32-bit int still compile there (and are
+	// skipped: MemoryLimit cannot be given them).
+	for _, c := range []struct{ mb, want int64 }{
+		{128, 64 << 20}, {256, 128 << 20}, {10240, 5120 << 20}, // Lambda's smallest and largest sizes
+		{1, 1 << 19},
 		// Never 0 or negative, which debug.SetMemoryLimit would take as "collect all the time"
 		// or ignore: no limit for a size that is not positive or too large to halve in bytes.
-		0: math.MaxInt64, -1: math.MaxInt64, math.MinInt: math.MaxInt64,
-		1<<44 - 1:   (1<<44 - 1) << 19, // the largest whose half fits: MaxInt64 rounded down to 512 KiB
-		1 << 44:     math.MaxInt64,     // wrapped to 0 with << 20
-		math.MaxInt: math.MaxInt64,
+		{0, math.MaxInt64}, {-1, math.MaxInt64}, {math.MinInt, math.MaxInt64},
+		{math.MaxInt32, math.MaxInt32 << 19}, // the largest size a 32-bit int holds
+		// The old memoryMB << 20 / 2 went negative (ignored by SetMemoryLimit) from 1<<43 MB and
+		// wrapped to 0 at 1<<44 MB; the halves still fit an int64 up to 1<<44 - 1.
+		{1<<43 - 1, (1<<43 - 1) << 19},
+		{1 << 43, 1 << 62},
+		{3 << 42, 3 << 61},
+		{1<<44 - 1, (1<<44 - 1) << 19}, // the largest whose half fits: MaxInt64 rounded down to 512 KiB
+		{1 << 44, math.MaxInt64},       // wrapped to 0 with << 20
+		{1<<44 + 1, math.MaxInt64},     // wrapped to 512 KiB: a collection every few allocations
+		{math.MaxInt64, math.MaxInt64},
 	} {
-		if got := MemoryLimit(mb); got != want {
-			t.Errorf("MemoryLimit(%d) = %d, want %d", mb, got, want)
+		if c.mb < math.MinInt || c.mb > math.MaxInt {
+			continue // not an int on this platform
+		}
+		if got := MemoryLimit(int(c.mb)); got != c.want {
+			t.Errorf("MemoryLimit(%d) = %d, want %d", c.mb, got, c.want)
 		}
 	}
 }
