@@ -39,7 +39,7 @@ func TestConsumerAndDispatcherOnAnImportedQueue(t *testing.T) {
 	q := queue.ImportProcessingQueue(stack, "Orders", &queue.ExistingProcessingQueueProps{
 		QueueArn: queueArn, DeadLetterQueueArn: dlqArn,
 		VisibilityTimeout: 6 * time.Minute, RetentionPeriod: 2 * 24 * time.Hour, EncryptionKey: key,
-		MaxMessageSize: 600 * 1024, // neither SQS's default nor the consumer's own
+		MaxMessageSize: 600 * 1024, // the queue takes more than SQS's default
 	})
 	tbl := table.NewIdempotencyTable(stack, "Idempotency", nil)
 	c := consumer.NewIdempotentConsumer(stack, "Consumer", &consumer.IdempotentConsumerProps{Queue: q, Table: tbl, Timeout: time.Minute})
@@ -58,7 +58,7 @@ func TestConsumerAndDispatcherOnAnImportedQueue(t *testing.T) {
 		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 			"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{
 				"DEAD_LETTER_QUEUE_URL": map[string]any{"Fn::Join": []any{"", []any{"https://sqs.eu-west-1.", map[string]any{"Ref": "AWS::URLSuffix"}, "/123456789012/orders-dlq.fifo"}}},
-				"MAX_BODY_BYTES":        "614400", // the imported queue's, not the consumer's 262144
+				"MAX_BODY_BYTES":        "614400", // what the imported queue takes is not oversize
 			})},
 		})
 	})

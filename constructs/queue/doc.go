@@ -5,9 +5,7 @@
 // (enforceSSL), and are of the same type (a FIFO queue gets a FIFO DLQ). The DLQ's
 // redrive-allow policy admits exactly this source queue. The visibility timeout is derived
 // from the consumer's timeout (6x, AWS's guidance for an SQS event source) and validated
-// against it, and the DLQ keeps messages longer than the source does. Both queues take
-// messages up to MaxMessageSize (SQS's default, 1 MiB, unless lowered), stated in the
-// template, and the consumer construct accepts bodies as large (MAX_BODY_BYTES).
+// against it, and the DLQ keeps messages longer than the source does.
 //
 //	q := queue.NewProcessingQueue(stack, "Orders", &queue.ProcessingQueueProps{
 //		Fifo:            true,

@@ -67,15 +67,10 @@ type ExistingProcessingQueueProps struct {
 	// DLQ's own, so the records it implies are long enough whatever the DLQ keeps.
 	DeadLetterRetentionPeriod time.Duration
 
-	// MaxMessageSize is the source queue's MaximumMessageSize in whole bytes (1,024 to
-	// 1,048,576), which the consumer takes as its MAX_BODY_BYTES. The default is SQS's
-	// default for a new queue, which is also its maximum: a queue that takes less never
-	// delivers a larger message, so a value above the queue's own costs nothing, while one
-	// below it would dead-letter what the queue accepts as oversize. Give the queue's own
-	// value for MaxMessageSize to report it, or a lower one for the consumer to refuse
-	// larger bodies. The DLQ must take messages as large: the consumer copies bad input there
-	// whole, and a copy the DLQ refuses leaves the record to the redrive policy.
-	// Default: 0, taken as DefaultMaxMessageSize (1,048,576).
+	// MaxMessageSize is the source queue's maximum message size in bytes (1,024 to
+	// 1,048,576), which the consumer takes as its MAX_BODY_BYTES: give it when the queue
+	// accepts more than SQS's default, or larger messages are dead-lettered as oversize.
+	// Default: 0, taken as 262,144 (SQS's default).
 	MaxMessageSize int
 
 	// MaxReceiveCount is the source queue's redrive maxReceiveCount (1 to 1000), reported by
@@ -140,7 +135,7 @@ func ImportProcessingQueue(scope constructs.Construct, id string, props *Existin
 		durationIn(v, "DeadLetterRetentionPeriod", p.DeadLetterRetentionPeriod, minRetention, maxRetention)
 	}
 	if p.MaxMessageSize != 0 {
-		checkMessageSize(v, p.MaxMessageSize, "give the existing queue's own MaximumMessageSize, or 0 for SQS's default")
+		checkMessageSize(v, p.MaxMessageSize, "0 means SQS's default, 262144")
 	}
 	if p.MaxReceiveCount < 0 || p.MaxReceiveCount > maxMaxReceiveCount {
 		v.Add("MaxReceiveCount", p.MaxReceiveCount, fmt.Sprintf("must be 1 to %d, the queue's redrive maxReceiveCount (0: not given)", maxMaxReceiveCount))

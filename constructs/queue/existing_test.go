@@ -17,7 +17,7 @@ import (
 
 var (
 	// byArn imports a FIFO queue and DLQ of another account by ARN (FIFO read from the
-	// names), with a KMS key for each and SQS's former 256 KiB message size.
+	// names), with a KMS key for each.
 	byArn fixture
 	// byName imports a standard queue and DLQ of the stack's account by name, one key for both.
 	byName fixture
@@ -47,7 +47,6 @@ func newImports(app awscdk.App) {
 			VisibilityTimeout:       6 * time.Minute,
 			RetentionPeriod:         4 * 24 * time.Hour,
 			MaxReceiveCount:         5,
-			MaxMessageSize:          256 * 1024,
 			EncryptionKey:           f.key,
 			DeadLetterEncryptionKey: awskms.Key_FromKeyArn(stack, jsii.String("DeadLetterKey"), jsii.String(otherAccountKey+"-dlq")),
 		}
@@ -90,21 +89,20 @@ func TestImportAccessors(t *testing.T) {
 		fifo                    bool
 		visibility, retention   time.Duration
 		maxReceive              int
-		size                    int
 		queueArn, dlqURL        string
 		queueKey, deadLetterKey string
 	}{{
-		&byArn, true, 6 * time.Minute, 4 * 24 * time.Hour, 5, 256 * 1024,
+		&byArn, true, 6 * time.Minute, 4 * 24 * time.Hour, 5,
 		`"arn:aws:sqs:eu-west-1:210987654321:orders.fifo"`,
 		`{"Fn::Join":["",["https://sqs.eu-west-1.",{"Ref":"AWS::URLSuffix"},"/210987654321/orders-dlq.fifo"]]}`,
 		`"` + otherAccountKey + `"`, `"` + otherAccountKey + `-dlq"`,
 	}, {
-		&byName, false, 3 * time.Minute, 24 * time.Hour, 0, 1 << 20, // not given: SQS's default
+		&byName, false, 3 * time.Minute, 24 * time.Hour, 0,
 		`{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":sqs:eu-west-1:123456789012:orders"]]}`,
 		`{"Fn::Join":["",["https://sqs.eu-west-1.",{"Ref":"AWS::URLSuffix"},"/123456789012/orders-dlq"]]}`,
 		"", "",
 	}, {
-		&byToken, true, 30 * time.Second, 14 * 24 * time.Hour, 0, 1 << 20,
+		&byToken, true, 30 * time.Second, 14 * 24 * time.Hour, 0,
 		`{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":sqs:eu-west-1:123456789012:",{"Ref":"QueueName"}]]}`,
 		"", "null", "null",
 	}}
@@ -115,8 +113,8 @@ func TestImportAccessors(t *testing.T) {
 				t.Errorf("Fifo, VisibilityTimeout, RetentionPeriod, MaxReceiveCount = %v, %v, %v, %d; want %v, %v, %v, %d",
 					q.Fifo(), q.VisibilityTimeout(), q.RetentionPeriod(), q.MaxReceiveCount(), tt.fifo, tt.visibility, tt.retention, tt.maxReceive)
 			}
-			if got := q.MaxMessageSize(); got != tt.size {
-				t.Errorf("MaxMessageSize = %d, want %d", got, tt.size)
+			if got := q.MaxMessageSize(); got != DefaultMaxMessageSize {
+				t.Errorf("MaxMessageSize = %d, want SQS's default %d when not given", got, DefaultMaxMessageSize)
 			}
 			if got := q.DeadLetterRetentionPeriod(); got != 14*24*time.Hour {
 				t.Errorf("DeadLetterRetentionPeriod = %v, want SQS's maximum 336h when not given", got)
@@ -218,12 +216,8 @@ func TestImportValidation(t *testing.T) {
 			[]string{"VisibilityTimeout: got 1.5s; SQS takes whole seconds"}},
 		{"DLQ retention above 14 days", valid(ExistingProcessingQueueProps{DeadLetterRetentionPeriod: 15 * 24 * time.Hour}),
 			[]string{"DeadLetterRetentionPeriod: got 360h0m0s; must be between 1m0s and 336h0m0s (0 means the default)"}},
-		{"message size above SQS's 1 MiB", valid(ExistingProcessingQueueProps{MaxMessageSize: 1<<20 + 1}),
-			[]string{"MaxMessageSize: got 1048577; SQS takes 1024 to 1048576 bytes (1 KiB to 1 MiB); give the existing queue's own MaximumMessageSize, or 0 for SQS's default, 1048576"}},
-		{"message size below 1 KiB", valid(ExistingProcessingQueueProps{MaxMessageSize: 1023}),
-			[]string{"MaxMessageSize: got 1023; SQS takes 1024 to 1048576 bytes"}},
-		{"negative message size", valid(ExistingProcessingQueueProps{MaxMessageSize: -1}),
-			[]string{"MaxMessageSize: got -1; SQS takes 1024 to 1048576 bytes"}},
+		{"message size above SQS's 1 MiB", valid(ExistingProcessingQueueProps{MaxMessageSize: 2 << 20}),
+			[]string{"MaxMessageSize: got 2097152; SQS takes 1024 to 1048576 bytes (1 KiB to 1 MiB; 0 means SQS's default, 262144)"}},
 		{"max receive count", valid(ExistingProcessingQueueProps{MaxReceiveCount: 1001}),
 			[]string{"MaxReceiveCount: got 1001; must be 1 to 1000, the queue's redrive maxReceiveCount (0: not given)"}},
 	}
@@ -243,18 +237,14 @@ func TestImportValidationAccepts(t *testing.T) {
 	stack := cdktest.NewStack(cdktest.NewApp(), "Accepts")
 	param := *awscdk.NewCfnParameter(stack, jsii.String("Arn"), &awscdk.CfnParameterProps{Type: jsii.String("String")}).ValueAsString()
 	for i, p := range []ExistingProcessingQueueProps{
-		{QueueName: strings.Repeat("q", 75) + ".fifo", DeadLetterQueueName: "d.fifo", VisibilityTimeout: 12 * time.Hour, RetentionPeriod: 14 * 24 * time.Hour, MaxReceiveCount: 1000, MaxMessageSize: 1 << 20},
-		{QueueArn: "arn:aws-us-gov:sqs:eu-west-1:123456789012:" + strings.Repeat("q", 80), DeadLetterQueueName: "d", VisibilityTimeout: time.Second, RetentionPeriod: time.Minute, MaxReceiveCount: 1, MaxMessageSize: 1024},
+		{QueueName: strings.Repeat("q", 75) + ".fifo", DeadLetterQueueName: "d.fifo", VisibilityTimeout: 12 * time.Hour, RetentionPeriod: 14 * 24 * time.Hour, MaxReceiveCount: 1000},
+		{QueueArn: "arn:aws-us-gov:sqs:eu-west-1:123456789012:" + strings.Repeat("q", 80), DeadLetterQueueName: "d", VisibilityTimeout: time.Second, RetentionPeriod: time.Minute, MaxReceiveCount: 1},
 		{QueueArn: param, DeadLetterQueueName: "d", VisibilityTimeout: time.Minute, RetentionPeriod: time.Hour},                          // type from the DLQ's name
 		{QueueArn: param, DeadLetterQueueArn: param, Fifo: jsii.Bool(false), VisibilityTimeout: time.Minute, RetentionPeriod: time.Hour}, // type given
 	} {
 		p := p
-		q := ImportProcessingQueue(stack, fmt.Sprintf("Valid%d", i), &p)
-		if q.Fifo() != (i == 0) {
+		if q := ImportProcessingQueue(stack, fmt.Sprintf("Valid%d", i), &p); q.Fifo() != (i == 0) {
 			t.Errorf("case %d: Fifo() = %v", i, q.Fifo())
-		}
-		if p.MaxMessageSize != 0 && q.MaxMessageSize() != p.MaxMessageSize {
-			t.Errorf("case %d: MaxMessageSize() = %d, want %d", i, q.MaxMessageSize(), p.MaxMessageSize)
 		}
 	}
 	agnostic := awscdk.NewStack(cdktest.NewApp(), jsii.String("Agnostic"), nil)

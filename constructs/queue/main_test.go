@@ -32,13 +32,11 @@ type fixture struct {
 var (
 	// standard uses nil props: every default.
 	standard fixture
-	// fifo is a named FIFO queue with every FIFO option and non-default numbers (SQS's
-	// smallest maximum message size among them); its DLQ keeps messages for less time than
-	// the source, which only FIFO allows.
+	// fifo is a named FIFO queue with every FIFO option and non-default numbers; its DLQ
+	// keeps messages for less time than the source, which only FIFO allows.
 	fifo fixture
-	// kms is a standard queue with a customer KMS key, an explicit visibility timeout, SQS's
-	// former 256 KiB message size, and a queue name that is a CloudFormation parameter (an
-	// unresolved token).
+	// kms is a standard queue with a customer KMS key, an explicit visibility timeout and a
+	// queue name that is a CloudFormation parameter (an unresolved token).
 	kms fixture
 	// derived is a FIFO queue without a name, under ids long enough that the derived name
 	// must be trimmed to fit SQS's 80 characters.
@@ -67,7 +65,6 @@ func TestMain(m *testing.M) {
 			RetentionPeriod:           2 * 24 * time.Hour,
 			DeadLetterRetentionPeriod: 24 * time.Hour,
 			MaxReceiveCount:           3,
-			MaxMessageSize:            1024,
 			ContentBasedDeduplication: true,
 			HighThroughput:            true,
 			DeadLetterRemovalPolicy:   awscdk.RemovalPolicy_DESTROY,
@@ -82,7 +79,7 @@ func TestMain(m *testing.M) {
 			VisibilityTimeout:         15 * time.Minute,
 			RetentionPeriod:           7 * 24 * time.Hour,
 			DeadLetterRetentionPeriod: 14 * 24 * time.Hour,
-			MaxMessageSize:            256 * 1024,
+			MaxMessageSize:            1 << 20,
 			EncryptionKey:             key,
 		}
 	})

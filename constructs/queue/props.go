@@ -60,12 +60,11 @@ type ProcessingQueueProps struct {
 	// Default: 5.
 	MaxReceiveCount int
 
-	// MaxMessageSize is the largest message, in whole bytes, both queues accept (1,024 to
-	// 1,048,576: 1 KiB to SQS's 1 MiB), synthesized as MaximumMessageSize on each. The
-	// consumer construct reads it as its MAX_BODY_BYTES, so what the queue accepts is never
-	// dead-lettered as oversize; the DLQ takes the same, since the consumer copies bad input
-	// there whole. Lower it only to make producers' larger messages fail at SendMessage.
-	// Default: 0, taken as DefaultMaxMessageSize (1,048,576, SQS's default for a new queue).
+	// MaxMessageSize is the largest message, in bytes, both queues accept (1,024 to
+	// 1,048,576: SQS takes up to 1 MiB). The consumer construct reads it as its
+	// MAX_BODY_BYTES, so what the queue accepts is never dead-lettered as oversize; the DLQ
+	// takes the same, since the consumer copies bad input there.
+	// Default: 262,144 (256 KiB, SQS's default).
 	MaxMessageSize int
 
 	// ContentBasedDeduplication lets SQS derive the deduplication id from the body (SHA-256)
@@ -99,10 +98,7 @@ const (
 	DefaultRetentionPeriod           = 4 * 24 * time.Hour
 	DefaultDeadLetterRetentionPeriod = 14 * 24 * time.Hour
 	DefaultMaxReceiveCount           = 5
-	// DefaultMaxMessageSize is SQS's default MaximumMessageSize for a new queue, and its
-	// maximum: 1 MiB (256 KiB before SQS raised its limit). It is stated in the template all
-	// the same, so the consumer's MAX_BODY_BYTES and the queue agree whatever SQS's default.
-	DefaultMaxMessageSize = 1024 * 1024
+	DefaultMaxMessageSize            = 256 * 1024
 	// VisibilityFactor is how many consumer timeouts the visibility timeout covers by
 	// default and at least: AWS's rule for a Lambda SQS event source.
 	VisibilityFactor = 6
@@ -207,7 +203,7 @@ func (s settings) check(v *validate.Problems, p ProcessingQueueProps) {
 	if s.maxReceiveCount < 1 || s.maxReceiveCount > maxMaxReceiveCount {
 		v.Add("MaxReceiveCount", s.maxReceiveCount, fmt.Sprintf("must be 1 to %d (0 means the default, %d)", maxMaxReceiveCount, DefaultMaxReceiveCount))
 	}
-	checkMessageSize(v, s.maxMessageSize, "set one in that range, or 0 for the default")
+	checkMessageSize(v, s.maxMessageSize, "0 means the default, 262144")
 	if !s.fifo && p.ContentBasedDeduplication {
 		v.Add("ContentBasedDeduplication", true, "only FIFO queues deduplicate; set Fifo: true or drop it")
 	}
@@ -246,11 +242,10 @@ func durationIn(v *validate.Problems, prop string, d, lo, hi time.Duration) {
 	}
 }
 
-// checkMessageSize reports a MaxMessageSize SQS would refuse; fix says what to give instead.
-// An int is whole bytes already, so only the range needs checking.
-func checkMessageSize(v *validate.Problems, size int, fix string) {
+// checkMessageSize reports a MaxMessageSize SQS would refuse.
+func checkMessageSize(v *validate.Problems, size int, zero string) {
 	if size < minMessageSize || size > maxMessageSize {
-		v.Add("MaxMessageSize", size, fmt.Sprintf("SQS takes %d to %d bytes (1 KiB to 1 MiB); %s, %d", minMessageSize, maxMessageSize, fix, DefaultMaxMessageSize))
+		v.Add("MaxMessageSize", size, fmt.Sprintf("SQS takes 1024 to 1048576 bytes (1 KiB to 1 MiB; %s)", zero))
 	}
 }
 

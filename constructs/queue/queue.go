@@ -30,8 +30,7 @@ type ProcessingQueue interface {
 	// completed idempotency records at least the source's and the DLQ's retention together,
 	// so a message redriven from the DLQ still finds its record.
 	DeadLetterRetentionPeriod() time.Duration
-	// MaxMessageSize is the largest message the source queue accepts, in bytes (the props'
-	// MaxMessageSize, or DefaultMaxMessageSize when it is 0, created or imported): the
+	// MaxMessageSize is the largest message the source queue accepts, in bytes: the
 	// consumer's MAX_BODY_BYTES.
 	MaxMessageSize() int
 	// MaxReceiveCount is the number of receives before a message moves to the DLQ; 0 for

@@ -62,7 +62,7 @@ func TestQueueProperties(t *testing.T) {
 			"FifoQueue":                 absent,
 			"ContentBasedDeduplication": absent,
 			"RedrivePolicy":             map[string]any{"maxReceiveCount": 5},
-			"MaximumMessageSize":        1048576, // SQS's default, stated: the consumer's MAX_BODY_BYTES is this
+			"MaximumMessageSize":        262144, // stated: the consumer's MAX_BODY_BYTES is this
 		},
 		dlq: map[string]any{
 			"MessageRetentionPeriod": 1209600,
@@ -70,7 +70,7 @@ func TestQueueProperties(t *testing.T) {
 			"FifoQueue":              absent,
 			"QueueName":              absent,
 			"RedrivePolicy":          absent,
-			"MaximumMessageSize":     1048576,
+			"MaximumMessageSize":     262144,
 		},
 	}, {
 		f: &fifo,
@@ -84,7 +84,6 @@ func TestQueueProperties(t *testing.T) {
 			"FifoThroughputLimit":       "perMessageGroupId",
 			"SqsManagedSseEnabled":      true,
 			"RedrivePolicy":             map[string]any{"maxReceiveCount": 3},
-			"MaximumMessageSize":        1024,
 		},
 		dlq: map[string]any{
 			"FifoQueue":                 true,
@@ -94,7 +93,6 @@ func TestQueueProperties(t *testing.T) {
 			"FifoThroughputLimit":       "perMessageGroupId",
 			"SqsManagedSseEnabled":      true,
 			"RedrivePolicy":             absent,
-			"MaximumMessageSize":        1024,
 		},
 	}, {
 		f: &kms,
@@ -105,18 +103,18 @@ func TestQueueProperties(t *testing.T) {
 			"KmsMasterKeyId":         kmsKeyArn,
 			"SqsManagedSseEnabled":   absent,
 			"FifoQueue":              absent,
-			"MaximumMessageSize":     262144,
+			"MaximumMessageSize":     1048576,
 		},
 		dlq: map[string]any{
 			"MessageRetentionPeriod": 1209600,
 			"KmsMasterKeyId":         kmsKeyArn,
 			"SqsManagedSseEnabled":   absent,
-			"MaximumMessageSize":     262144, // the DLQ takes what the source does: bad input is copied there
+			"MaximumMessageSize":     1048576, // the DLQ takes what the source does: bad input is copied there
 		},
 	}, {
 		f:   &derived,
-		src: map[string]any{"FifoQueue": true, "VisibilityTimeout": 180, "RedrivePolicy": map[string]any{"maxReceiveCount": 5}, "MaximumMessageSize": 1048576},
-		dlq: map[string]any{"FifoQueue": true, "MessageRetentionPeriod": 1209600, "DeduplicationScope": absent, "MaximumMessageSize": 1048576},
+		src: map[string]any{"FifoQueue": true, "VisibilityTimeout": 180, "RedrivePolicy": map[string]any{"maxReceiveCount": 5}},
+		dlq: map[string]any{"FifoQueue": true, "MessageRetentionPeriod": 1209600, "DeduplicationScope": absent},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.f.name, func(t *testing.T) {
@@ -241,12 +239,11 @@ func TestAccessors(t *testing.T) {
 		retention  time.Duration
 		receives   int
 		dlq        time.Duration
-		size       int
 	}{
-		{&standard, false, 3 * time.Minute, 4 * 24 * time.Hour, 5, 14 * 24 * time.Hour, 1 << 20},
-		{&fifo, true, 6 * time.Minute, 2 * 24 * time.Hour, 3, 24 * time.Hour, 1024},
-		{&kms, false, 15 * time.Minute, 7 * 24 * time.Hour, 5, 14 * 24 * time.Hour, 256 * 1024},
-		{&derived, true, 3 * time.Minute, 4 * 24 * time.Hour, 5, 14 * 24 * time.Hour, 1 << 20},
+		{&standard, false, 3 * time.Minute, 4 * 24 * time.Hour, 5, 14 * 24 * time.Hour},
+		{&fifo, true, 6 * time.Minute, 2 * 24 * time.Hour, 3, 24 * time.Hour},
+		{&kms, false, 15 * time.Minute, 7 * 24 * time.Hour, 5, 14 * 24 * time.Hour},
+		{&derived, true, 3 * time.Minute, 4 * 24 * time.Hour, 5, 14 * 24 * time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.f.name, func(t *testing.T) {
@@ -254,8 +251,8 @@ func TestAccessors(t *testing.T) {
 			if got := q.DeadLetterRetentionPeriod(); got != tt.dlq {
 				t.Errorf("DeadLetterRetentionPeriod = %v, want %v", got, tt.dlq)
 			}
-			if got := q.MaxMessageSize(); got != tt.size {
-				t.Errorf("MaxMessageSize = %d, want %d", got, tt.size)
+			if want := map[*fixture]int{&kms: 1 << 20}[tt.f]; q.MaxMessageSize() != max(want, DefaultMaxMessageSize) {
+				t.Errorf("MaxMessageSize = %d, want %d", q.MaxMessageSize(), max(want, DefaultMaxMessageSize))
 			}
 			if q.Fifo() != tt.fifo || q.VisibilityTimeout() != tt.visibility || q.RetentionPeriod() != tt.retention || q.MaxReceiveCount() != tt.receives {
 				t.Errorf("Fifo, VisibilityTimeout, RetentionPeriod, MaxReceiveCount = %v, %v, %v, %d; want %v, %v, %v, %d",
