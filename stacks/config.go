@@ -38,7 +38,7 @@ type Config struct {
 	// VisibilityTimeout of both processing queues. Default 6 x ConsumerTimeout.
 	VisibilityTimeout time.Duration
 	// MaxMessageSize of both processing queues (and their DLQs), in bytes, which the
-	// consumers take as MAX_BODY_BYTES. Default 262144 (SQS's default); up to 1048576.
+	// consumers take as MAX_BODY_BYTES. Default 262144; up to 1048576.
 	MaxMessageSize int
 	// Hardened turns on the pipelines' Hardening (functions in an isolated VPC with the
 	// endpoints they need, log groups under a customer managed key, reserved concurrency,

@@ -147,7 +147,7 @@ type DeadLetterRetentionSource interface {
 
 // MessageSizeSource is a Source that reports the largest message its queue accepts, in
 // bytes (constructs/queue's ProcessingQueue does): the consumer's MAX_BODY_BYTES, so no
-// message the queue takes is dead-lettered as oversize. Without it, SQS's default, 262,144.
+// message the queue takes is dead-lettered as oversize. Without it, 262,144.
 type MessageSizeSource interface {
 	Source
 	MaxMessageSize() int

@@ -69,8 +69,9 @@ type ExistingProcessingQueueProps struct {
 
 	// MaxMessageSize is the source queue's maximum message size in bytes (1,024 to
 	// 1,048,576), which the consumer takes as its MAX_BODY_BYTES: give it when the queue
-	// accepts more than SQS's default, or larger messages are dead-lettered as oversize.
-	// Default: 0, taken as 262,144 (SQS's default).
+	// accepts more than 262,144 bytes, or larger messages are dead-lettered as oversize (SQS
+	// now creates queues with 1 MiB by default: check the queue's MaximumMessageSize).
+	// Default: 0, taken as 262,144.
 	MaxMessageSize int
 
 	// MaxReceiveCount is the source queue's redrive maxReceiveCount (1 to 1000), reported by
@@ -135,7 +136,7 @@ func ImportProcessingQueue(scope constructs.Construct, id string, props *Existin
 		durationIn(v, "DeadLetterRetentionPeriod", p.DeadLetterRetentionPeriod, minRetention, maxRetention)
 	}
 	if p.MaxMessageSize != 0 {
-		checkMessageSize(v, p.MaxMessageSize, "0 means SQS's default, 262144")
+		checkMessageSize(v, p.MaxMessageSize, "0 means 262144")
 	}
 	if p.MaxReceiveCount < 0 || p.MaxReceiveCount > maxMaxReceiveCount {
 		v.Add("MaxReceiveCount", p.MaxReceiveCount, fmt.Sprintf("must be 1 to %d, the queue's redrive maxReceiveCount (0: not given)", maxMaxReceiveCount))

@@ -217,7 +217,7 @@ func TestImportValidation(t *testing.T) {
 		{"DLQ retention above 14 days", valid(ExistingProcessingQueueProps{DeadLetterRetentionPeriod: 15 * 24 * time.Hour}),
 			[]string{"DeadLetterRetentionPeriod: got 360h0m0s; must be between 1m0s and 336h0m0s (0 means the default)"}},
 		{"message size above SQS's 1 MiB", valid(ExistingProcessingQueueProps{MaxMessageSize: 2 << 20}),
-			[]string{"MaxMessageSize: got 2097152; SQS takes 1024 to 1048576 bytes (1 KiB to 1 MiB; 0 means SQS's default, 262144)"}},
+			[]string{"MaxMessageSize: got 2097152; SQS takes 1024 to 1048576 bytes (1 KiB to 1 MiB; 0 means 262144)"}},
 		{"max receive count", valid(ExistingProcessingQueueProps{MaxReceiveCount: 1001}),
 			[]string{"MaxReceiveCount: got 1001; must be 1 to 1000, the queue's redrive maxReceiveCount (0: not given)"}},
 	}

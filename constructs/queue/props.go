@@ -64,7 +64,8 @@ type ProcessingQueueProps struct {
 	// 1,048,576: SQS takes up to 1 MiB). The consumer construct reads it as its
 	// MAX_BODY_BYTES, so what the queue accepts is never dead-lettered as oversize; the DLQ
 	// takes the same, since the consumer copies bad input there.
-	// Default: 262,144 (256 KiB, SQS's default).
+	// Default: 262,144 (256 KiB, SQS's long-standing limit; SQS now creates queues with
+	// 1 MiB by default, and a Lambda invocation's 6 MB payload then holds fewer records).
 	MaxMessageSize int
 
 	// ContentBasedDeduplication lets SQS derive the deduplication id from the body (SHA-256)
