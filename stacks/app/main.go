@@ -24,7 +24,12 @@
 //
 // Without account and region the stack is environment-agnostic: the template is the same
 // whoever synthesizes it, and a deploy goes to the deploying credentials' account and region.
-// The app ignores the CLI's CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION.
+// The app ignores the CLI's CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION: the CLI fills the
+// account by calling STS GetCallerIdentity whenever it finds credentials, which `make synth`
+// keeps from it (synth_network_test.go holds both). The app looks nothing up, but for one
+// case: pinned to an account and region, the hardened stage's VPC asks EC2 for the region's
+// availability zones at synth (through the account's CDK lookup role; cdk.context.json keeps
+// the answer). Environment-agnostic, it takes two zones from Fn::GetAZs at deploy instead.
 package main
 
 import (
