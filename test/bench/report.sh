@@ -56,9 +56,9 @@ subsection "### Throughput" "$work/peers-latency.md" >>"$work/body.md"
 
 echo "bench: Lambda-shaped runs ($QUOTA_ARGS -memory $QUOTA_MEMORY -latency $PEERS_LATENCY)" >&2
 # shellcheck disable=SC2086
-$GO run ./test/bench/peers $QUOTA_ARGS -memory "$QUOTA_MEMORY" -latency "$PEERS_LATENCY" -out "$work/peers-quota.md" >/dev/null
+$GO run ./test/bench/peers $QUOTA_ARGS -memory "$QUOTA_MEMORY" -latency "$PEERS_LATENCY" -out "$work/peers-quota.md" -json "$work/peers-quota.json" >/dev/null
 section "1c. Lambda-shaped: each contender under Lambda's CPU share of a memory size, every DynamoDB call delayed by $PEERS_LATENCY; records/s per execution environment and cost per million records" \
-  "go run ./test/bench/peers $QUOTA_ARGS -memory $QUOTA_MEMORY -latency $PEERS_LATENCY -out peers-quota.md"
+  "go run ./test/bench/peers $QUOTA_ARGS -memory $QUOTA_MEMORY -latency $PEERS_LATENCY -out peers-quota.md -json peers-quota.json"
 awk '/^### Lambda-shaped runs/ {on = 1} on {print}' "$work/peers-quota.md" >>"$work/body.md"
 if grep -q '^### DynamoDB calls' "$work/peers-quota.md"; then
   echo >>"$work/body.md"
@@ -67,9 +67,9 @@ fi
 
 echo "bench: cost floor ($COST_BATCHES batches)" >&2
 $GO run ./test/bench/cost/measure -batches "$COST_BATCHES" >"$work/cost.json"
-$GO run ./test/bench/cost -in "$work/cost.json" >"$work/cost.md"
-section "2. Cost floor: calls per message, measured, and cost per million messages" \
-  "go run ./test/bench/cost/measure -batches $COST_BATCHES > cost.json && go run ./test/bench/cost -in cost.json"
+$GO run ./test/bench/cost -in "$work/cost.json" -lambda "$work/peers-quota.json" >"$work/cost.md"
+section "2. Cost floor: calls per message, measured, and cost per million messages and per month for three load profiles under both table capacity modes" \
+  "go run ./test/bench/cost/measure -batches $COST_BATCHES > cost.json && go run ./test/bench/cost -in cost.json -lambda peers-quota.json"
 cat "$work/cost.md" >>"$work/body.md"
 
 echo "bench: cold start (n=$COLDSTART_N)" >&2

@@ -10,10 +10,10 @@ set -x
 $GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/internal/lambdart/
 $GO run ./test/bench/peers -records 200 -rounds 1
 # The Lambda-shaped path once, at a tiny size: the cgroup, the quota, the raw loop's process.
-$GO run ./test/bench/peers -records 20 -rounds 1 -warmup 10 -batches 10 -memory 1769 -latency 1ms -count=false
+$GO run ./test/bench/peers -records 20 -rounds 1 -warmup 10 -batches 10 -memory 1769 -latency 1ms -count=false -json .cache/quota-smoke.json
 $GO run ./test/bench/coldstart -n 2
 $GO run ./test/bench/cost/measure -batches 2 >.cache/cost-smoke.json
-$GO run ./test/bench/cost -in .cache/cost-smoke.json
+$GO run ./test/bench/cost -in .cache/cost-smoke.json -lambda .cache/quota-smoke.json
 RUNS=1 PKGS=./functions/internal/backoff test/bench/devloop.sh
 # The deployed binary's profile under the quota, briefly: the cpuprofile build and the raw
 # loop's profile.

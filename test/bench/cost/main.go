@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"time"
 )
 
 // price is one published unit price with where it comes from.
@@ -64,6 +65,7 @@ type Inputs struct {
 	DeletePerMsg      float64 // DeleteMessageBatch requests per message (the event source's poller)
 	MessageBytes      float64 // body + attributes, for the 64 KB chunk rule
 	DuplicateFraction float64 // share of duplicates in the blended total
+	RecordBytes       float64 // a completed record's size (measured: the largest), 0 if not known
 	Source            string
 	SendHow, PollHow  string // where the SQS request figures come from
 }
@@ -82,8 +84,12 @@ func defaults() Inputs {
 
 // measured is the part of ./test/bench/cost/measure's JSON used here.
 type measured struct {
-	Machine  string `json:"machine"`
-	Measured string `json:"measured"`
+	Machine     string `json:"machine"`
+	Measured    string `json:"measured"`
+	RecordBytes struct {
+		Median float64 `json:"median"`
+		Max    float64 `json:"max"`
+	} `json:"recordBytes"`
 	Consumer struct {
 		BatchSize int `json:"batchSize"`
 		New, Dup  struct {
@@ -156,6 +162,7 @@ func (in *Inputs) apply(m measured) error {
 	}
 	in.PollHow = fmt.Sprintf("measured: test/e2e Poller (the event source's stand-in, batch size %d) draining ElasticMQ, counted at a proxy; "+
 		"the idle polls of an empty queue are not per message and not included", c.BatchSize)
+	in.RecordBytes = m.RecordBytes.Max
 	in.Source = fmt.Sprintf("measured %s on %s (./test/bench/cost/measure)", m.Measured, m.Machine)
 	return nil
 }
@@ -181,6 +188,10 @@ func main() {
 	fs.Float64Var(&in.DeletePerMsg, "delete-per-msg", in.DeletePerMsg, "DeleteMessageBatch requests per message (the event source's poller)")
 	fs.Float64Var(&in.MessageBytes, "message-bytes", in.MessageBytes, "bytes per message (body + attributes) for the 64 KB chunk rule")
 	fs.Float64Var(&in.DuplicateFraction, "dup-fraction", in.DuplicateFraction, "share of duplicates in the blended total")
+	lambdaFile := flag.String("lambda", "", "JSON from test/bench/peers -json (Lambda-shaped runs): adds the load profiles' monthly bills under both table capacity modes")
+	target := flag.Float64("target", 70, "load profiles: the provisioned table's target utilization, percent (20 to 90)")
+	recordTTL := flag.Duration("record-ttl", 600*time.Hour, "load profiles: how long a record is kept (the reference stack's RecordTTL)")
+	recordBytes := flag.Float64("record-bytes", 0, "load profiles: bytes a completed record takes in storage (default: the largest measured by -in, else 200)")
 	flag.Parse()
 
 	// Flags given on the command line win over the file: remember them before it loads.
@@ -214,6 +225,28 @@ func main() {
 		os.Exit(2)
 	}
 	write(os.Stdout, in)
+	if *lambdaFile != "" {
+		if *recordBytes == 0 {
+			*recordBytes = in.RecordBytes
+		}
+		if *recordBytes == 0 {
+			*recordBytes = 200
+		}
+		if *target < 20 || *target > 90 || *recordTTL <= 0 || *recordBytes < 0 {
+			fmt.Fprintln(os.Stderr, "cost: -target must be 20 to 90, -record-ttl > 0 and -record-bytes >= 0")
+			os.Exit(2)
+		}
+		pi := planInputs{
+			writesPerRecord: (1-in.DuplicateFraction)*in.WritesNew + in.DuplicateFraction*in.WritesDup,
+			target:          *target, recordTTL: *recordTTL, recordBytes: *recordBytes,
+			sqsPerMessage: in.SendPerMsg + in.ReceivePerMsg + in.DeletePerMsg, dupFraction: in.DuplicateFraction,
+		}
+		if err := readLambdaFigures(*lambdaFile, &pi); err != nil {
+			fmt.Fprintf(os.Stderr, "cost: -lambda %s: %v\n", *lambdaFile, err)
+			os.Exit(2)
+		}
+		writeProfiles(os.Stdout, pi)
+	}
 }
 
 func (in Inputs) validate() error {

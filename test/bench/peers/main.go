@@ -70,6 +70,7 @@ type options struct {
 	count                              bool
 	only                               []string
 	out                                string
+	jsonOut                            string // -json: the Lambda-shaped figures as JSON
 	seed                               uint64
 	node, tsModules, python, candidate string
 }
@@ -103,6 +104,7 @@ func run() error {
 	flag.StringVar(&o.candidate, "candidate", "", "another build of functions/consumer (a bootstrap binary, counted by its \"effect applied\" lines) to run as contender cand beside bin, to measure a change")
 	flag.StringVar(&memory, "memory", "", "Lambda-shaped runs: comma-separated memory sizes in MB (e.g. 128,256,1024,1769); each contender's timed part runs under the CPU quota of each size (cgroup v1, root); empty: unconfined")
 	flag.StringVar(&o.out, "out", "", "also write the markdown report to this file")
+	flag.StringVar(&o.jsonOut, "json", "", "Lambda-shaped runs: also write their figures as JSON to this file (test/bench/cost -lambda reads it)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed choosing which earlier key each duplicate repeats")
 	flag.StringVar(&o.node, "node", "node_modules/.bin/node", "Node 22 binary (relative to the module root)")
 	flag.StringVar(&o.tsModules, "ts-modules", defaultTSModules, "node_modules of test/bench/peers/ts (relative to the module root)")
@@ -273,6 +275,12 @@ func run() error {
 		if err := os.WriteFile(o.out, []byte(sb.String()), 0o644); err != nil {
 			return err
 		}
+	}
+	if o.jsonOut != "" {
+		if len(o.memory) == 0 {
+			return errors.New("-json writes the Lambda-shaped figures: give -memory too")
+		}
+		return rep.writeQuotaJSON(o.jsonOut)
 	}
 	return nil
 }

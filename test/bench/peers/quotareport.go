@@ -149,7 +149,7 @@ func (r *report) writeQuota(sb *strings.Builder) {
 		}
 	}
 
-	w("\n### Targets (issue 12)\n\n| target | measured | met |\n|---|---|---|\n")
+	w("\n### Targets (issues 12 and 21)\n\n| target | measured | met |\n|---|---|---|\n")
 	met := func(ok bool) string {
 		if ok {
 			return "yes"
@@ -179,6 +179,7 @@ func (r *report) writeQuota(sb *strings.Builder) {
 			}
 		}
 	}
+	r.writeTargets21(w, at)
 	for _, b := range o.batches {
 		omb, ours, ok := r.cheapest("ours", b)
 		if !ok {
@@ -197,6 +198,37 @@ func (r *report) writeQuota(sb *strings.Builder) {
 		}
 	}
 	w("\n%s", quotaNotes)
+}
+
+// writeTargets21 adds issue 21's targets, against the raw writes as a Lambda function: ours'
+// CPU per record within 1.05x, and at least 0.95x its records/s, with the per-round ranges
+// (each round's ours ÷ rawfn, paired by round).
+func (r *report) writeTargets21(w func(string, ...any), at int) {
+	met := map[bool]string{true: "yes", false: "**no**"}
+	for _, b := range r.opts.batches {
+		ours, raw := qkey{"ours", b, at}, qkey{"rawfn", b, at}
+		if len(r.quota[ours]) == 0 || len(r.quota[raw]) == 0 {
+			continue
+		}
+		var cpuRatios []float64
+		for i := range min(len(r.quota[ours]), len(r.quota[raw])) {
+			o, f := r.quota[ours][i], r.quota[raw][i]
+			if o.Records > 0 && f.Records > 0 && f.ClientCPU > 0 {
+				cpuRatios = append(cpuRatios, (o.ClientCPU/float64(o.Records))/(f.ClientCPU/float64(f.Records)))
+			}
+		}
+		oc, rc := r.qcpu(ours), r.qcpu(raw)
+		lo, hi := oc/rc, oc/rc
+		for _, x := range cpuRatios {
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		w("| (issue 21) ours' CPU per record <= 1.05x the raw writes as a Lambda function's, %d MB, batches of %d | %.0f ÷ %.0f µs = %.2f (rounds %.2f–%.2f) | %s |\n",
+			at, b, oc, rc, oc/rc, lo, hi, met[oc <= 1.05*rc])
+		if med, lo, hi, ok := r.qratio("rawfn", b, at); ok {
+			w("| (issue 21) ours >= 0.95x the raw writes as a Lambda function's records/s, %d MB, batches of %d | %.2f (%.2f–%.2f) | %s |\n",
+				at, b, med, lo, hi, met[med >= 0.95])
+		}
+	}
 }
 
 func (r *report) quotaLabel(mb int) string {

@@ -35,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/test/internal/stats"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
@@ -70,12 +73,15 @@ func main() {
 
 // Result is the measured input of the cost table (see test/bench/cost).
 type Result struct {
-	Machine   string       `json:"machine"`
-	Measured  string       `json:"measured"`
-	Consumer  ConsumerRun  `json:"consumer"`
-	Dispatch  []DispatchRn `json:"dispatcher"`
-	Binaries  string       `json:"binaries"`
-	Labelling string       `json:"labelling"`
+	Machine  string       `json:"machine"`
+	Measured string       `json:"measured"`
+	Consumer ConsumerRun  `json:"consumer"`
+	Dispatch []DispatchRn `json:"dispatcher"`
+	// RecordBytes is the size of the completed records in the table, by DynamoDB's item
+	// size rules (itemBytes): what storage and write units are charged by.
+	RecordBytes Spread `json:"recordBytes"`
+	Binaries    string `json:"binaries"`
+	Labelling   string `json:"labelling"`
 }
 
 // ConsumerRun holds the per-record figures of the consumer's two passes.
@@ -356,6 +362,9 @@ func run(ctx context.Context, batches, batchSize, items, memory int) error {
 	}
 	fifo.RequestsPerMsg, fifo.DurationMs = perMessage(fifo.Calls, fifo.Messages), spread(fifo.durs)
 	res.Dispatch = []DispatchRn{std, fifo.DispatchRn}
+	if res.RecordBytes, err = recordBytes(ctx, ddbSrv.Client(), "idem"); err != nil {
+		return err
+	}
 
 	out, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Println(string(out))
@@ -559,6 +568,7 @@ func (b *bench) observeReceive(c ddbproxy.Call, r ddbproxy.Reply) {
 
 func summary(res Result) {
 	c := res.Consumer
+	fmt.Fprintf(os.Stderr, "completed records: %.0f bytes median (%.0f-%.0f) by DynamoDB's item size rules\n", res.RecordBytes.Median, res.RecordBytes.Min, res.RecordBytes.Max)
 	fmt.Fprintf(os.Stderr, "consumer, batch size %d, fed by the e2e Poller from ElasticMQ; DynamoDB Local counted at a proxy:\n", c.BatchSize)
 	for _, p := range []struct {
 		name string
@@ -575,4 +585,69 @@ func summary(res Result) {
 			d.Queue, d.Messages, d.Invocations, d.Items, d.Calls, d.RequestsPerMsg, d.DurationMs.Median, d.DurationMs.Min, d.DurationMs.Max)
 	}
 	fmt.Fprintln(os.Stderr, "durations are local wall times on this machine, not Lambda durations")
+}
+
+// recordBytes scans table and returns the spread of its items' sizes.
+func recordBytes(ctx context.Context, db *dynamodb.Client, table string) (Spread, error) {
+	var sizes []float64
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return Spread{}, fmt.Errorf("scan %s for record sizes: %w", table, err)
+		}
+		for _, item := range page.Items {
+			sizes = append(sizes, float64(itemBytes(item)))
+		}
+	}
+	if len(sizes) == 0 {
+		return Spread{}, fmt.Errorf("scan %s: no records", table)
+	}
+	slices.Sort(sizes)
+	return Spread{Median: sizes[len(sizes)/2], Min: sizes[0], Max: sizes[len(sizes)-1]}, nil
+}
+
+// itemBytes is an item's size as DynamoDB counts it: each attribute's name in UTF-8 bytes
+// plus its value (a string's UTF-8 bytes, a number's significant digits / 2 + 1, a binary's
+// bytes, 1 for a boolean or null, 3 per list or map plus 1 per element plus the elements)
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html).
+func itemBytes(item map[string]dbtypes.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueBytes(v)
+	}
+	return n
+}
+
+func valueBytes(v dbtypes.AttributeValue) int {
+	switch v := v.(type) {
+	case *dbtypes.AttributeValueMemberS:
+		return len(v.Value)
+	case *dbtypes.AttributeValueMemberN:
+		digits := strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(v.Value), "0")
+		return (len(strings.TrimRight(digits, "0"))+1)/2 + 1
+	case *dbtypes.AttributeValueMemberB:
+		return len(v.Value)
+	case *dbtypes.AttributeValueMemberBOOL, *dbtypes.AttributeValueMemberNULL:
+		return 1
+	case *dbtypes.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueBytes(e)
+		}
+		return n
+	case *dbtypes.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueBytes(e)
+		}
+		return n
+	case *dbtypes.AttributeValueMemberSS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
+		}
+		return n
+	}
+	return 0
 }
