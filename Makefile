@@ -55,7 +55,11 @@ E2E_ASSEMBLY := $(ROOT)/cdk.out.e2e
 HARDENED_ASSEMBLY := $(ROOT)/cdk.out.hardened
 HARDENED_CONTEXT := -c stage=hardened -c hardened=true
 HARDENED_REVIEW := $(GO) run ./cmd/review $(HARDENED_ASSEMBLY) | sed 's|reports in `cdk.out`;|reports in `cdk.out.hardened` (the hardened stage: `$(HARDENED_CONTEXT)`);|'
-E2E_CONTEXT := -c stage=e2e -c consumerTimeout=3s -c maxMessageSize=1048576
+# Its table is provisioned with auto scaling (tableCapacity, docs/capacity.md): the table a user
+# chooses for a steady load, deployed locally as PROVISIONED (DynamoDB Local does not enforce
+# capacity; the scenarios inject throttling), while cdk.out keeps the on-demand default; make
+# lint checks this assembly too.
+E2E_CONTEXT := -c stage=e2e -c consumerTimeout=3s -c maxMessageSize=1048576 -c tableCapacity=5-500@70
 # The worked examples (examples/, a module of their own): the orders app's assembly, which the
 # e2e suite deploys to run the example's own consumer.
 EXAMPLES_ORDERS_ASSEMBLY := $(ROOT)/examples/orders/cdk.out
@@ -231,7 +235,7 @@ fuzz: ## run every fuzz target for its execution count (about 10 s each), or for
 	done
 
 .PHONY: lint
-lint: synth synth-hardened $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template (the default and the hardened stage); the diagram and the reviewer's reports are current; Markdown links resolve
+lint: synth synth-hardened e2e-synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template (the default, the hardened and the e2e stage with its provisioned table); the diagram and the reviewer's reports are current; Markdown links resolve
 	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
 	@# No global skip list: each skip is recorded on its resource with the reason
 	@# (constructs/internal/checkov), so checkov counts it as skipped and the line after says why.
@@ -247,6 +251,10 @@ lint: synth synth-hardened $(VENV_STAMP) ## cfn-lint and checkov over every synt
 	@python3 scripts/checkov_skips.py $(HARDENED_ASSEMBLY)
 	@$(HARDENED_REVIEW) | diff -u docs/review-hardened.md - \
 	  || { echo "docs/review-hardened.md is stale: run make review"; exit 1; }
+	@# The e2e assembly: the provisioned table and its auto scaling (tableCapacity).
+	cfn-lint --non-zero-exit-code informational -- $(E2E_ASSEMBLY)/*.template.json
+	checkov --quiet --compact --skip-download --framework cloudformation -d $(E2E_ASSEMBLY)
+	@python3 scripts/checkov_skips.py $(E2E_ASSEMBLY)
 
 .PHONY: synth-hardened
 synth-hardened: app ## synthesize the reference app's hardened stage into cdk.out.hardened/ (docs/compliance.md); contacts no AWS endpoint
@@ -268,7 +276,7 @@ diagram: synth ## redraw docs/architecture.md from the synthesized templates
 
 .PHONY: e2e-synth
 e2e-synth: app
-	@$(STEP) "synthesizing the e2e assembly (3 s consumer timeout)" "about 30 s" -- \
+	@$(STEP) "synthesizing the e2e assembly (3 s consumer timeout, provisioned table)" "about 30 s" -- \
 	  $(CDK_OFFLINE) synth --quiet $(E2E_CONTEXT) -o $(E2E_ASSEMBLY)
 
 .PHONY: e2e

@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/constructs/table"
 )
 
 // Config is what the CDK app reads from context (see stacks/app for the keys). Zero values
@@ -40,6 +42,10 @@ type Config struct {
 	// MaxMessageSize of both processing queues (and their DLQs), in bytes, which the
 	// consumers take as MAX_BODY_BYTES. Default 262144; up to 1048576.
 	MaxMessageSize int
+	// TableCapacity is the idempotency table's capacity: nil for on-demand, or provisioned
+	// with auto scaling (context tableCapacity=MIN-MAX write units, e.g. 5-500, optionally
+	// @TARGET percent: 5-500@70). docs/capacity.md says when provisioned pays. Default nil.
+	TableCapacity *table.ProvisionedCapacity
 	// Hardened turns on the pipelines' Hardening (functions in an isolated VPC with the
 	// endpoints they need, log groups under a customer managed key, reserved concurrency,
 	// the table in AWS Backup), for regulated reviews. Default false.
@@ -66,12 +72,13 @@ const (
 	ContextVisibilityTimeout = "visibilityTimeout"
 	ContextMaxMessageSize    = "maxMessageSize"
 	ContextHardened          = "hardened"
+	ContextTableCapacity     = "tableCapacity"
 	ContextAccount           = "account"
 	ContextRegion            = "region"
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextHardened, ContextAccount, ContextRegion}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextHardened, ContextAccount, ContextRegion}
 
 var (
 	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
@@ -131,6 +138,13 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 		}
 		cfg.MaxMessageSize = n
 	}
+	if s := str(ContextTableCapacity); s != "" && s != "on-demand" {
+		c, err := parseTableCapacity(s)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		cfg.TableCapacity = c
+	}
 	switch s := str(ContextHardened); s {
 	case "", "false":
 	case "true":
@@ -153,6 +167,24 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 		return cfg, errors.New("invalid CDK context:\n  - " + strings.Join(errs, "\n  - "))
 	}
 	return cfg, nil
+}
+
+// tableCapacityPattern is MIN-MAX write units, then optionally @TARGET utilization percent.
+var tableCapacityPattern = regexp.MustCompile(`^([0-9]+)-([0-9]+)(?:@([0-9]+))?$`)
+
+// parseTableCapacity reads the tableCapacity context value; the table construct checks
+// the numbers, naming its props.
+func parseTableCapacity(s string) (*table.ProvisionedCapacity, error) {
+	m := tableCapacityPattern.FindStringSubmatch(s)
+	if m == nil {
+		return nil, fmt.Errorf("context %s: got %q; use on-demand (the default), or provisioned write capacity units MIN-MAX with an optional @TARGET utilization percent, e.g. 5-500 or 5-500@70", ContextTableCapacity, s)
+	}
+	n := func(x string) int { v, _ := strconv.Atoi(x); return v }
+	c := &table.ProvisionedCapacity{MinWriteUnits: n(m[1]), MaxWriteUnits: n(m[2])}
+	if m[3] != "" {
+		c.TargetUtilizationPercent = n(m[3])
+	}
+	return c, nil
 }
 
 func (c Config) withDefaults() Config {

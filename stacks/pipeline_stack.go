@@ -82,6 +82,12 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 		hardening = &pipeline.Hardening{Vpc: pipeline.NewIsolatedVpc(stack, "Vpc", logKey), LogKey: logKey}
 		tableProps = &table.IdempotencyTableProps{BackupRetention: pipeline.DefaultHardenedBackupRetention, EncryptionKey: dataKey}
 	}
+	if cfg.TableCapacity != nil {
+		if tableProps == nil {
+			tableProps = &table.IdempotencyTableProps{}
+		}
+		tableProps.ProvisionedCapacity = cfg.TableCapacity
+	}
 	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", tableProps)
 	s.monitoring = monitoring.NewPipelineMonitoring(stack, "Monitoring", &monitoring.PipelineMonitoringProps{
 		AlarmEmails:      cfg.AlarmEmails,

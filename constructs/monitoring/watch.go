@@ -362,8 +362,8 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 			severity:    sevTicket, runbook: anchorTableThrottles,
 			description: fmt.Sprintf("[%s] DynamoDB throttled reads on %s. The idempotency store retries with backoff; records that still fail return to SQS and are retried. "+
-				"On-demand tables throttle on a hot partition or when traffic more than doubles its previous peak. "+
-				"Check first the ThrottledRequests metric by operation and CloudWatch Contributor Insights for a hot key, then the table's maximum throughput setting.", label, name),
+				"On-demand tables throttle on a hot partition or above twice their previous peak; provisioned ones when a burst outruns auto scaling or hits its maximum. "+
+				"Check first ThrottledRequests by operation and Contributor Insights for a hot key, then the table's maximum (throughput or auto scaling).", label, name),
 		}),
 		WriteThrottles: m.alarm(scope, alarmSpec{
 			id: "WriteThrottles", metric: writeThrottles, threshold: 1, periods: 1,
@@ -371,7 +371,8 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 			severity:    sevTicket, runbook: anchorTableThrottles,
 			description: fmt.Sprintf("[%s] DynamoDB throttled writes on %s: acquiring or completing idempotency records is slowed (every new message writes twice). "+
 				"The store retries with backoff; records that still fail return to SQS. "+
-				"Check first a traffic spike (consumer concurrency, a large fan-out), then Contributor Insights for a hot key, then the table's maximum throughput setting.", label, name),
+				"Check first a traffic spike (consumer concurrency, a large fan-out), then Contributor Insights for a hot key, then the table's maximum throughput setting "+
+				"(provisioned: ConsumedWriteCapacityUnits against the auto scaling maximum).", label, name),
 		}),
 		SystemErrors: m.alarm(scope, alarmSpec{
 			id: "SystemErrors", metric: systemErrors, threshold: 1, periods: 1,

@@ -38,6 +38,9 @@ var (
 	custom fixture
 	// noPITR turns point-in-time recovery off; cdk-nag must flag exactly that.
 	noPITR fixture
+	// provisioned has provisioned capacity with auto scaling, read units and target left
+	// to their defaults.
+	provisioned fixture
 
 	fixtures []*fixture
 
@@ -72,7 +75,10 @@ func TestMain(m *testing.M) {
 	noPITR = newFixture(app, "NoPITR", func(awscdk.Stack, *fixture) *IdempotencyTableProps {
 		return &IdempotencyTableProps{DisablePointInTimeRecovery: true}
 	})
-	fixtures = []*fixture{&def, &custom, &noPITR}
+	provisioned = newFixture(app, "Provisioned", func(awscdk.Stack, *fixture) *IdempotencyTableProps {
+		return &IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 5, MaxWriteUnits: 500}}
+	})
+	fixtures = []*fixture{&def, &custom, &noPITR, &provisioned}
 	powertools = newImport(app, "Powertools", func(awscdk.Stack, *fixture) *ExistingIdempotencyTableProps {
 		return &ExistingIdempotencyTableProps{TableName: "powertools-idempotency"}
 	})

@@ -79,7 +79,53 @@ type IdempotencyTableProps struct {
 	// AWS::DynamoDB::Table) and the move changes nothing. 1-255 letters and digits.
 	// Default: "" (derived from the construct path).
 	LogicalID string
+
+	// ProvisionedCapacity bills the table for capacity it keeps provisioned, scaled by
+	// Application Auto Scaling to track a target utilization, instead of per request. At a
+	// steady load it costs well under half of on-demand per write; a burst faster than auto
+	// scaling follows (it adds capacity after two minutes above the target) is throttled:
+	// the store retries a throttled call, a record that still fails goes back to its queue
+	// and the table's throttle alarms fire. docs/capacity.md says when it pays and how to
+	// size it. Cannot be a token (its numbers are checked at synth and become scaling
+	// resources).
+	// Default: nil (on-demand: billed per request, no capacity to plan).
+	ProvisionedCapacity *ProvisionedCapacity
 }
+
+// ProvisionedCapacity is a provisioned table's throughput: write and read capacity units,
+// each kept between its minimum and maximum by a target tracking policy. One write capacity
+// unit is one write per second of an item up to 1 KB; an idempotency record is written twice
+// when its message is new and once when it is a duplicate (docs/design.md, "Cost floor").
+// None of the numbers may be a token.
+type ProvisionedCapacity struct {
+	// MinWriteUnits is the write capacity the table never goes below, and the capacity it
+	// is created with: about the writes per second of your quiet hours (2 per new message
+	// per second) divided by the target utilization. Required, at least 1.
+	MinWriteUnits int
+	// MaxWriteUnits is the most write capacity auto scaling may provision: your peak's writes
+	// per second divided by the target utilization, and what bounds the bill. Required, at
+	// least MinWriteUnits. A table's default quota is 40,000 (Service Quotas).
+	MaxWriteUnits int
+	// MinReadUnits and MaxReadUnits bound the read capacity. The consumer never reads the
+	// table (every call is an UpdateItem, whose returned old item costs no read units);
+	// pipelinectl's record commands and other runtimes sharing the table do.
+	// Default: 1 and 10.
+	MinReadUnits, MaxReadUnits int
+	// TargetUtilizationPercent is the consumed share of the provisioned capacity auto
+	// scaling keeps: lower leaves more headroom for a burst (fewer throttles) and costs more.
+	// Application Auto Scaling accepts 20 to 90.
+	// Default: 70 (DynamoDB's console default).
+	TargetUtilizationPercent int
+}
+
+// Provisioned capacity defaults and Application Auto Scaling's limits.
+const (
+	DefaultMinReadUnits             = 1
+	DefaultMaxReadUnits             = 10
+	DefaultTargetUtilizationPercent = 70
+	minTargetUtilization            = 20
+	maxTargetUtilization            = 90
+)
 
 // Defaults, in one place.
 const DefaultRemovalPolicy = awscdk.RemovalPolicy_RETAIN
@@ -115,6 +161,8 @@ type settings struct {
 	encryptionKey       awskms.IKey
 	logicalID           string
 	backupRetention     time.Duration
+	// provisioned is nil for an on-demand table, else the capacity with its defaults applied.
+	provisioned *ProvisionedCapacity
 }
 
 // resolve applies the defaults to props (nil allowed) and validates the result, panicking
@@ -136,6 +184,16 @@ func resolve(scope constructs.Construct, id string, props *IdempotencyTableProps
 	}
 	if s.removalPolicy == "" {
 		s.removalPolicy = DefaultRemovalPolicy
+	}
+	if c := p.ProvisionedCapacity; c != nil {
+		pc := *c
+		if pc.MinReadUnits == 0 && pc.MaxReadUnits == 0 {
+			pc.MinReadUnits, pc.MaxReadUnits = DefaultMinReadUnits, DefaultMaxReadUnits
+		}
+		if pc.TargetUtilizationPercent == 0 {
+			pc.TargetUtilizationPercent = DefaultTargetUtilizationPercent
+		}
+		s.provisioned = &pc
 	}
 
 	v := validate.NewIn("IdempotencyTable", scope, id)
@@ -160,6 +218,9 @@ func (s settings) check(v *validate.Problems) {
 	if r := s.backupRetention; r != 0 && (r < 24*time.Hour || r > maxBackupRetention || r%(24*time.Hour) != 0) {
 		v.Add("BackupRetention", r, "use whole days from 24h (1 day) to 876000h (36,500 days, AWS Backup's limit), or 0 for no AWS Backup plan")
 	}
+	if c := s.provisioned; c != nil {
+		checkCapacity(v, c)
+	}
 	switch s.removalPolicy {
 	case awscdk.RemovalPolicy_RETAIN, awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE:
 	case awscdk.RemovalPolicy_DESTROY:
@@ -171,4 +232,41 @@ func (s settings) check(v *validate.Problems) {
 	default:
 		v.Add("RemovalPolicy", fmt.Sprintf("%q", s.removalPolicy), "use awscdk.RemovalPolicy_RETAIN, _DESTROY or _RETAIN_ON_UPDATE_OR_DELETE")
 	}
+}
+
+// checkCapacity validates a provisioned table's capacity; c has its defaults applied.
+func checkCapacity(v *validate.Problems, c *ProvisionedCapacity) {
+	const prop = "ProvisionedCapacity."
+	checkRange(v, prop+"MinWriteUnits", prop+"MaxWriteUnits", c.MinWriteUnits, c.MaxWriteUnits,
+		"the writes per second of your quiet hours (2 per new message) divided by the target utilization")
+	checkRange(v, prop+"MinReadUnits", prop+"MaxReadUnits", c.MinReadUnits, c.MaxReadUnits,
+		"the consumer reads nothing; 0 and 0 give the defaults 1 and 10")
+	if u := c.TargetUtilizationPercent; u < minTargetUtilization || u > maxTargetUtilization {
+		v.Add(prop+"TargetUtilizationPercent", numberOrToken(u), fmt.Sprintf(
+			"Application Auto Scaling tracks a target from %d to %d percent; 0 gives the default %d", minTargetUtilization, maxTargetUtilization, DefaultTargetUtilizationPercent))
+	}
+}
+
+// checkRange validates one scaled capacity: min at least 1 (hint says how to size it), max
+// at least min.
+func checkRange(v *validate.Problems, minProp, maxProp string, lo, hi int, hint string) {
+	if lo < 1 {
+		v.Add(minProp, numberOrToken(lo), "use at least 1 capacity unit: "+hint)
+	}
+	switch {
+	case hi < 1:
+		v.Add(maxProp, numberOrToken(hi), "use at least 1 capacity unit, and at least "+minProp+": it bounds what auto scaling provisions (and the bill)")
+	case lo >= 1 && hi < lo:
+		v.Addf(maxProp, "%d is below %s %d; auto scaling needs a maximum at least the minimum", hi, minProp, lo)
+	}
+}
+
+// numberOrToken renders a capacity for a message. A number token (a CfnParameter's
+// ValueAsNumber) is a huge negative float, which converts to the most negative int: say
+// what it is, since these numbers cannot be tokens.
+func numberOrToken(n int) string {
+	if n <= -1<<52 {
+		return fmt.Sprintf("%d, which looks like a number token (a CfnParameter's value): capacity cannot be a token, it is checked at synth; give the number", n)
+	}
+	return fmt.Sprint(n)
 }

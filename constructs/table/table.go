@@ -68,6 +68,9 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 	if s.encryptionKey == nil {
 		checkov.Add(t.table, checkov.TableAWSManagedKey)
 	}
+	if c := s.provisioned; c != nil {
+		t.autoScale(c)
+	}
 	if s.logicalID != "" {
 		t.table.Node().DefaultChild().(awscdk.CfnResource).OverrideLogicalId(jsii.String(s.logicalID))
 	}
@@ -81,6 +84,19 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 			nag.IDs("DynamoDBInBackupPlan", nag.NIST, nag.HIPAA)...)
 	}
 	return t
+}
+
+// autoScale has Application Auto Scaling keep the table's write and read capacity between
+// c's bounds at its target utilization (a scalable target and a target tracking policy
+// each, under DynamoDB's service-linked role: no IAM resource in the stack).
+func (t *idempotencyTable) autoScale(c *ProvisionedCapacity) {
+	target := &awsdynamodb.UtilizationScalingProps{TargetUtilizationPercent: jsii.Number(float64(c.TargetUtilizationPercent))}
+	t.table.AutoScaleWriteCapacity(&awsdynamodb.EnableScalingProps{
+		MinCapacity: jsii.Number(float64(c.MinWriteUnits)), MaxCapacity: jsii.Number(float64(c.MaxWriteUnits)),
+	}).ScaleOnUtilization(target)
+	t.table.AutoScaleReadCapacity(&awsdynamodb.EnableScalingProps{
+		MinCapacity: jsii.Number(float64(c.MinReadUnits)), MaxCapacity: jsii.Number(float64(c.MaxReadUnits)),
+	}).ScaleOnUtilization(target)
 }
 
 // backup puts the table in an AWS Backup plan of its own: a daily backup kept
@@ -124,6 +140,11 @@ func (s settings) tableProps() *awsdynamodb.TableProps {
 		DeletionProtection: jsii.Bool(s.deletionProtection),
 		RemovalPolicy:      s.removalPolicy,
 		Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
+	}
+	if c := s.provisioned; c != nil {
+		p.BillingMode = awsdynamodb.BillingMode_PROVISIONED
+		p.WriteCapacity = jsii.Number(float64(c.MinWriteUnits))
+		p.ReadCapacity = jsii.Number(float64(c.MinReadUnits))
 	}
 	if s.tableName != "" {
 		p.TableName = jsii.String(s.tableName)

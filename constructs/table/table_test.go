@@ -95,6 +95,13 @@ func TestTableResource(t *testing.T) {
 		},
 		policy: "Delete",
 	}, {
+		f: &provisioned,
+		want: map[string]any{
+			"BillingMode":           assertions.Match_Absent(), // CloudFormation's default: PROVISIONED
+			"ProvisionedThroughput": exact(map[string]any{"WriteCapacityUnits": 5, "ReadCapacityUnits": 1}),
+		},
+		policy: "Retain",
+	}, {
 		f: &noPITR,
 		want: map[string]any{
 			"PointInTimeRecoverySpecification": exact(map[string]any{"PointInTimeRecoveryEnabled": false}),
@@ -222,6 +229,58 @@ func TestCheckovSkipOnlyWithAWSManagedKey(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: checkov skips = %v, want %v", f.name, got, want)
+		}
+	}
+}
+
+// Provisioned capacity scales writes and reads with one target tracking policy each, at the
+// bounds and target given (reads and target at their defaults here); an on-demand table
+// has no scaling resources.
+func TestProvisionedCapacityAutoScaling(t *testing.T) {
+	for _, f := range fixtures {
+		want := 0
+		if f == &provisioned {
+			want = 2
+		}
+		cdktest.Must(t, f.name+" scalable targets", func() {
+			f.tmpl.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), jsii.Number(float64(want)))
+		})
+		cdktest.Must(t, f.name+" scaling policies", func() {
+			f.tmpl.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), jsii.Number(float64(want)))
+		})
+	}
+	f := provisioned
+	tableID := cdktest.LogicalID(f.stack, f.t.Table())
+	for _, tt := range []struct {
+		dimension, metric string
+		min, max          int
+	}{
+		{"dynamodb:table:WriteCapacityUnits", "DynamoDBWriteCapacityUtilization", 5, 500},
+		{"dynamodb:table:ReadCapacityUnits", "DynamoDBReadCapacityUtilization", DefaultMinReadUnits, DefaultMaxReadUnits},
+	} {
+		targets := f.tmpl.FindResources(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), map[string]any{
+			"Properties": assertions.Match_ObjectLike(&map[string]any{
+				"ScalableDimension": tt.dimension, "ServiceNamespace": "dynamodb",
+				"MinCapacity": tt.min, "MaxCapacity": tt.max,
+				"ResourceId": map[string]any{"Fn::Join": []any{"", []any{"table/", map[string]any{"Ref": tableID}}}},
+			}),
+		})
+		if len(*targets) != 1 {
+			t.Errorf("want one scalable target %s %d..%d on table/%s; the template has:\n%s", tt.dimension, tt.min, tt.max, tableID,
+				cdktest.JSON(f.tmpl.FindResources(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), nil)))
+			continue
+		}
+		for targetID := range *targets {
+			cdktest.Must(t, tt.metric+" policy", func() {
+				f.tmpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]any{
+					"PolicyType":       "TargetTrackingScaling",
+					"ScalingTargetId":  map[string]any{"Ref": targetID},
+					"TargetTrackingScalingPolicyConfiguration": assertions.Match_ObjectLike(&map[string]any{
+						"TargetValue":                   DefaultTargetUtilizationPercent,
+						"PredefinedMetricSpecification": map[string]any{"PredefinedMetricType": tt.metric},
+					}),
+				})
+			})
 		}
 	}
 }

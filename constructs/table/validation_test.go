@@ -43,6 +43,24 @@ func TestValidation(t *testing.T) {
 			[]string{"RemovalPolicy", "got SNAPSHOT", "no snapshot deletion policy"}},
 		{"logical id with a hyphen", IdempotencyTableProps{LogicalID: "Orders-Table"},
 			[]string{`LogicalID: got "Orders-Table"; CloudFormation logical ids are 1-255 letters (A-Z, a-z) and digits`}},
+		{"provisioned without write units", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{}},
+			[]string{"ProvisionedCapacity.MinWriteUnits: got 0; use at least 1 capacity unit: the writes per second of your quiet hours (2 per new message) divided by the target utilization"}},
+		{"provisioned without a write maximum", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 5}},
+			[]string{"ProvisionedCapacity.MaxWriteUnits: got 0; use at least 1 capacity unit, and at least ProvisionedCapacity.MinWriteUnits: it bounds what auto scaling provisions (and the bill)"}},
+		{"provisioned max below min", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 50, MaxWriteUnits: 10}},
+			[]string{"ProvisionedCapacity.MaxWriteUnits: 10 is below ProvisionedCapacity.MinWriteUnits 50; auto scaling needs a maximum at least the minimum"}},
+		{"provisioned reads max below min", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 1, MaxWriteUnits: 1, MinReadUnits: 5, MaxReadUnits: 2}},
+			[]string{"ProvisionedCapacity.MaxReadUnits: 2 is below ProvisionedCapacity.MinReadUnits 5"}},
+		{"provisioned reads min only", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 1, MaxWriteUnits: 1, MinReadUnits: 5}},
+			[]string{"ProvisionedCapacity.MaxReadUnits: got 0; use at least 1 capacity unit, and at least ProvisionedCapacity.MinReadUnits"}},
+		{"provisioned negative read units", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 1, MaxWriteUnits: 1, MinReadUnits: -1, MaxReadUnits: 3}},
+			[]string{"ProvisionedCapacity.MinReadUnits: got -1; use at least 1 capacity unit: the consumer reads nothing; 0 and 0 give the defaults 1 and 10"}},
+		{"provisioned target too low", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 1, MaxWriteUnits: 1, TargetUtilizationPercent: 10}},
+			[]string{"ProvisionedCapacity.TargetUtilizationPercent: got 10; Application Auto Scaling tracks a target from 20 to 90 percent; 0 gives the default 70"}},
+		{"provisioned target too high", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 1, MaxWriteUnits: 1, TargetUtilizationPercent: 95}},
+			[]string{"ProvisionedCapacity.TargetUtilizationPercent: got 95; Application Auto Scaling tracks a target from 20 to 90 percent"}},
+		{"provisioned from a number token", IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: tokenInt(), MaxWriteUnits: 100}},
+			[]string{"ProvisionedCapacity.MinWriteUnits: got -9223372036854775808, which looks like a number token (a CfnParameter's value): capacity cannot be a token, it is checked at synth; give the number"}},
 		{"unknown removal policy", IdempotencyTableProps{RemovalPolicy: "KEEP"},
 			[]string{"RemovalPolicy", `got "KEEP"`, "use awscdk.RemovalPolicy_RETAIN"}},
 	}
@@ -86,6 +104,8 @@ func TestValidationAccepts(t *testing.T) {
 		{RemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeletionProtection: true},
 		{TableName: *awscdk.Fn_Ref(strPtr("AWS::StackName"))},
 		{SortKey: *awscdk.Fn_ImportValue(strPtr("sort-key-name"))}, // the consumer checks it when it starts
+		{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 1, MaxWriteUnits: 1, MinReadUnits: 1, MaxReadUnits: 1, TargetUtilizationPercent: 20}},
+		{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 40000, MaxWriteUnits: 40000, TargetUtilizationPercent: 90}},
 	} {
 		p := p
 		NewIdempotencyTable(scratch, fmt.Sprintf("Valid%d", i), &p)
@@ -93,3 +113,9 @@ func TestValidationAccepts(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// tokenInt is what a user gets converting a CfnParameter's ValueAsNumber to an int.
+func tokenInt() int {
+	p := awscdk.NewCfnParameter(scratch, strPtr("Capacity"), &awscdk.CfnParameterProps{Type: strPtr("Number")})
+	return int(*p.ValueAsNumber())
+}

@@ -173,9 +173,22 @@ func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Ta
 		case "AttributeDefinitions":
 			err = json.Unmarshal(raw, &in.AttributeDefinitions)
 		case "BillingMode":
-			if v != "PAY_PER_REQUEST" {
-				return fmt.Errorf("table %s: BillingMode %v: the harness deploys on-demand tables only", tb.LogicalID, v)
+			switch v {
+			case "PAY_PER_REQUEST":
+			case "PROVISIONED":
+				in.BillingMode = dbtypes.BillingModeProvisioned
+			default:
+				return fmt.Errorf("table %s: BillingMode %v: the harness knows PAY_PER_REQUEST and PROVISIONED", tb.LogicalID, v)
 			}
+		case "ProvisionedThroughput":
+			// A provisioned table (CloudFormation's default billing mode when BillingMode is
+			// absent). DynamoDB Local takes the capacity and does not enforce it: throttling
+			// is what the scenarios inject through the proxy; the auto scaling resources
+			// (AWS::ApplicationAutoScaling::*) have no local meaning.
+			in.BillingMode = dbtypes.BillingModeProvisioned
+			in.ProvisionedThroughput = new(dbtypes.ProvisionedThroughput)
+			err = json.Unmarshal(raw, in.ProvisionedThroughput)
+			d.ignore("table " + tb.LogicalID + " ProvisionedThroughput (not enforced by DynamoDB Local) and its auto scaling")
 		case "TimeToLiveSpecification":
 			ttl = new(dbtypes.TimeToLiveSpecification)
 			err = json.Unmarshal(raw, ttl)

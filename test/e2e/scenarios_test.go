@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
@@ -484,6 +487,24 @@ func TestDynamoDBFaults(t *testing.T) {
 	report(t, "%d messages; %d DynamoDB errors injected over %d calls; %d keys in an outage -> %d store_error records redelivered; lost 0, twice 0; %v",
 		len(want), w.dynamo.Injected.Load(), c["UpdateItem/acquire"]+c["UpdateItem/complete"]+c["UpdateItem/release"], out.keys(), oc["store_error"], took.Round(10*time.Millisecond))
 	table := w.consumerTable(p)
+	// The e2e assembly's table is provisioned with auto scaling (the Makefile's
+	// tableCapacity): deployed as the template says, it loses nothing under throttling either.
+	desc, err := w.db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(w.d.TableName[table])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := "PAY_PER_REQUEST"
+	if _, ok := w.d.Template.Tables[table].Props["ProvisionedThroughput"]; ok {
+		mode = "PROVISIONED"
+	}
+	got := dbtypes.BillingModeProvisioned // DynamoDB Local leaves the summary out for a provisioned table
+	if desc.Table.BillingModeSummary != nil {
+		got = desc.Table.BillingModeSummary.BillingMode
+	}
+	if string(got) != mode {
+		t.Errorf("table %s deployed %s, the template says %s", table, got, mode)
+	}
+	report(t, "the table as deployed: %s (%d write units, not enforced locally)", got, aws.ToInt64(desc.Table.ProvisionedThroughput.WriteCapacityUnits))
 	must := []alarmRef{
 		watching("write throttles on "+table, "TableName", table, "DynamoDB/WriteThrottleEvents", "DynamoDB/ThrottledRequests"),
 		watching("system errors on "+table, "TableName", table, "DynamoDB/SystemErrors"),

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
+	"github.com/idempotent-sqs/pipeline/constructs/table"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/stacks"
@@ -27,6 +28,10 @@ var (
 	// hardened is the stage with the pipelines' Hardening, synthesized in the same app.
 	hardened         awscdk.Stack
 	hardenedTemplate assertions.Template
+	// provisioned is the stage whose table has provisioned capacity with auto scaling
+	// (context tableCapacity=5-500@60), synthesized in the same app.
+	provisioned         awscdk.Stack
+	provisionedTemplate assertions.Template
 )
 
 var (
@@ -44,8 +49,11 @@ func TestMain(m *testing.M) {
 	app := cdktest.NewApp()
 	stack = stacks.Build(app, stacks.Config{Account: "123456789012", Region: "eu-west-1"})
 	hardened = stacks.Build(app, stacks.Config{Stage: "hardened", Hardened: true, Account: "123456789012", Region: "eu-west-1"})
+	provisioned = stacks.Build(app, stacks.Config{Stage: "provisioned", Account: "123456789012", Region: "eu-west-1",
+		TableCapacity: &table.ProvisionedCapacity{MinWriteUnits: 5, MaxWriteUnits: 500, TargetUtilizationPercent: 60}})
 	template = assertions.Template_FromStack(stack, nil)
 	hardenedTemplate = assertions.Template_FromStack(hardened, nil)
+	provisionedTemplate = assertions.Template_FromStack(provisioned, nil)
 	b, err := json.Marshal(template.ToJSON())
 	if err == nil {
 		var t struct {
@@ -62,9 +70,9 @@ func TestMain(m *testing.M) {
 }
 
 // All five cdk-nag packs (AwsSolutions, Serverless, NIST 800-53 R5, PCI DSS 3.2.1, HIPAA
-// Security), on the default and the hardened stage.
+// Security), on the default, the hardened and the provisioned stage.
 func TestNoUnsuppressedNagFindings(t *testing.T) {
-	for _, s := range []awscdk.Stack{stack, hardened} {
+	for _, s := range []awscdk.Stack{stack, hardened, provisioned} {
 		for _, finding := range cdktest.NagFindings(s) {
 			t.Errorf("cdk-nag: %s", finding)
 		}
@@ -227,6 +235,7 @@ func TestOutputs(t *testing.T) {
 func TestConfigFromContextRejectsBadValues(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
 		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m", "account": "12345", "region": "Frankfurt", "maxMessageSize": "1MiB",
+		"tableCapacity": "provisioned",
 	}})
 	_, err := stacks.ConfigFromContext(app)
 	if err == nil {
@@ -237,6 +246,7 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 		`context visibilityTimeout: got "-1m"; use a positive Go duration such as 30s or 5m`,
 		`context stage: got "9lives"; use a letter then up to 31 letters, digits or hyphens`,
 		`context maxMessageSize: got "1MiB"; use a whole number of bytes from 1024 to 1048576`,
+		`context tableCapacity: got "provisioned"; use on-demand (the default), or provisioned write capacity units MIN-MAX with an optional @TARGET utilization percent, e.g. 5-500 or 5-500@70`,
 		`context account: got "12345"; use the 12-digit AWS account id, or leave it out for an environment-agnostic stack`,
 		`context region: got "Frankfurt"; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack`,
 	} {
@@ -267,6 +277,52 @@ func TestConfigFromContextDefaultsAndEmails(t *testing.T) {
 	if cfg.SlackWorkspaceID != "T0123ABCD" || cfg.SlackChannelID != "C0123ABCD" {
 		t.Errorf("Slack = %q/%q", cfg.SlackWorkspaceID, cfg.SlackChannelID)
 	}
+}
+
+// tableCapacity is on-demand unless it gives write units; the table construct judges the
+// numbers and names its props (MIN above MAX here).
+func TestTableCapacityFromContext(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  *table.ProvisionedCapacity
+	}{
+		{"", nil},
+		{"on-demand", nil},
+		{"5-500", &table.ProvisionedCapacity{MinWriteUnits: 5, MaxWriteUnits: 500}},
+		{"10-2000@50", &table.ProvisionedCapacity{MinWriteUnits: 10, MaxWriteUnits: 2000, TargetUtilizationPercent: 50}},
+	} {
+		cfg, err := stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"tableCapacity": tt.value}}))
+		if err != nil {
+			t.Errorf("%q: %v", tt.value, err)
+			continue
+		}
+		if (cfg.TableCapacity == nil) != (tt.want == nil) || (tt.want != nil && *cfg.TableCapacity != *tt.want) {
+			t.Errorf("%q: TableCapacity = %+v, want %+v", tt.value, cfg.TableCapacity, tt.want)
+		}
+	}
+	cdktest.ExpectProblemIn(t, `IdempotencyTable "IdempotentSqsPipeline-capacity/IdempotencyTable"`, func() {
+		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "capacity", TableCapacity: &table.ProvisionedCapacity{MinWriteUnits: 50, MaxWriteUnits: 5}})
+	}, "ProvisionedCapacity.MaxWriteUnits: 5 is below ProvisionedCapacity.MinWriteUnits 50")
+}
+
+// The provisioned stage's table: PROVISIONED at its minimum, writes and reads each scaled by
+// a target tracking policy at the context's target; the default stage's table stays
+// on-demand with no scaling resources.
+func TestProvisionedStage(t *testing.T) {
+	provisionedTemplate.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+		"ProvisionedThroughput": map[string]any{"WriteCapacityUnits": 5, "ReadCapacityUnits": 1},
+	})
+	provisionedTemplate.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), jsii.Number(2))
+	provisionedTemplate.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), map[string]any{
+		"ScalableDimension": "dynamodb:table:WriteCapacityUnits", "MinCapacity": 5, "MaxCapacity": 500,
+	})
+	provisionedTemplate.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]any{
+		"TargetTrackingScalingPolicyConfiguration": assertions.Match_ObjectLike(&map[string]any{
+			"TargetValue": 60, "PredefinedMetricSpecification": map[string]any{"PredefinedMetricType": "DynamoDBWriteCapacityUtilization"},
+		}),
+	})
+	template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{"BillingMode": "PAY_PER_REQUEST"})
+	template.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), jsii.Number(0))
 }
 
 // The stack is environment-agnostic unless context pins it: the CLI's CDK_DEFAULT_ACCOUNT
