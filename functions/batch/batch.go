@@ -55,6 +55,7 @@ type Processor struct {
 	concurrency int
 	margin      time.Duration
 	log         *slog.Logger
+	workers     *workers // goroutines kept across calls (workers.go)
 
 	// Clock seams for deterministic deadline tests: the deadline guard and the hard stop use
 	// these; handlers' contexts necessarily use the real clock.
@@ -82,6 +83,7 @@ func New(opts Options) (*Processor, error) {
 		concurrency: opts.Concurrency,
 		margin:      opts.DeadlineMargin,
 		log:         opts.Logger,
+		workers:     newWorkers(),
 		now:         time.Now,
 		after:       time.After,
 	}

@@ -145,7 +145,9 @@ func (r *run) execute(units [][]int) {
 
 	var wg sync.WaitGroup
 	for range min(r.p.concurrency, len(units)) {
-		wg.Go(func() {
+		wg.Add(1)
+		r.p.workers.Go(func() {
+			defer wg.Done()
 			for unit := range queue {
 				if !r.runUnit(unit) {
 					return
