@@ -3,12 +3,13 @@
 // (partition key "id", TTL attribute "expiration") so functions in other languages can share
 // it.
 //
-// Secure, durable defaults: on-demand billing, TTL on, point-in-time recovery on, deletion
-// protection on, encrypted with the AWS managed key (or your KMS key), and retained when
-// removed from the stack. GrantIdempotency gives a function exactly the one item action
-// the store uses (UpdateItem: acquire, complete and release are each one conditional update,
-// and nothing is read), plus use of the KMS key through DynamoDB when the table has a
-// customer managed key.
+// Secure, durable defaults: on-demand billing (ProvisionedCapacity for provisioned capacity
+// with auto scaling, cheaper at a steady load: docs/capacity.md), TTL on, point-in-time
+// recovery on, deletion protection on, encrypted with the AWS managed key (or your KMS
+// key), and retained when removed from the stack. GrantIdempotency gives a function exactly
+// the one item action the store uses (UpdateItem: acquire, complete and release are each one
+// conditional update, and nothing is read), plus use of the KMS key through DynamoDB when the
+// table has a customer managed key.
 //
 //	t := table.NewIdempotencyTable(stack, "Idempotency", nil)
 //	t.GrantIdempotency(consumerFunction)

@@ -273,8 +273,8 @@ func TestProvisionedCapacityAutoScaling(t *testing.T) {
 		for targetID := range *targets {
 			cdktest.Must(t, tt.metric+" policy", func() {
 				f.tmpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]any{
-					"PolicyType":       "TargetTrackingScaling",
-					"ScalingTargetId":  map[string]any{"Ref": targetID},
+					"PolicyType":      "TargetTrackingScaling",
+					"ScalingTargetId": map[string]any{"Ref": targetID},
 					"TargetTrackingScalingPolicyConfiguration": assertions.Match_ObjectLike(&map[string]any{
 						"TargetValue":                   DefaultTargetUtilizationPercent,
 						"PredefinedMetricSpecification": map[string]any{"PredefinedMetricType": tt.metric},
