@@ -27,7 +27,7 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 touch "$work/load"
 ( while :; do cut -d' ' -f1 /proc/loadavg >>"$work/load"; sleep 30; done ) &
 sampler=$!
-trap 'kill "$sampler" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill "$sampler" 2>/dev/null || true; rm -rf "$work" || echo "bench: could not remove $work" >&2' EXIT
 # Taken now: writing OUT below would make the tree look changed.
 rev="$(git rev-parse --short HEAD)$(git diff --quiet || echo ' with uncommitted changes')"
 
