@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -79,4 +80,29 @@ func TestWorkerStuckPastTheHardStopIsNotWaitedFor(t *testing.T) {
 	waitParked(t, p, 1) // the new worker
 	close(release)
 	waitParked(t, p, 2) // and the stuck one, once its handler returned
+}
+
+// A parked worker holds nothing of the call it ran: the event's records (up to 6 MB of
+// bodies) can be collected once Process returns.
+func TestParkedWorkersHoldNoRecords(t *testing.T) {
+	p, _ := newTestProcessor(t, Options{Concurrency: 2})
+	collected := make(chan struct{})
+	func() {
+		ev := stdEvent("a", "b")
+		runtime.AddCleanup(&ev.Records[0], func(ch chan struct{}) { close(ch) }, collected)
+		p.Process(context.Background(), ev, func(context.Context, events.SQSMessage) error { return nil })
+	}()
+	waitParked(t, p, 2)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-collected:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the event's records were not collected after Process returned: a parked worker still holds them")
+		}
+	}
 }
