@@ -50,7 +50,8 @@ type Options struct {
 var ErrInvalidOptions = errors.New("invalid batch options")
 
 // Processor runs the records of SQS events through a Handler. It holds no per-event state and
-// is safe for concurrent use; build one at cold start.
+// is safe for concurrent use; build one at cold start: it keeps up to Concurrency worker
+// goroutines parked between calls for the life of the process (workers.go).
 type Processor struct {
 	concurrency int
 	margin      time.Duration
@@ -83,13 +84,13 @@ func New(opts Options) (*Processor, error) {
 		concurrency: opts.Concurrency,
 		margin:      opts.DeadlineMargin,
 		log:         opts.Logger,
-		workers:     newWorkers(),
 		now:         time.Now,
 		after:       time.After,
 	}
 	if p.concurrency == 0 {
 		p.concurrency = DefaultConcurrency
 	}
+	p.workers = newWorkers(p.concurrency)
 	if p.margin == 0 {
 		p.margin = DefaultDeadlineMargin
 	}

@@ -25,9 +25,10 @@
 //   - A panicking handler fails its record only (StatusPanicked, *PanicError).
 //   - Workers: a Processor runs its records on goroutines it keeps between calls, so a
 //     worker's stack, grown by a handler's deep calls, is not grown again for every batch
-//     (the parked workers number at most the most records ever run at once). A handler
-//     abandoned at the hard stop keeps its worker until it returns; the next call starts
-//     another instead of waiting.
+//     (until a garbage collection shrinks an idle one). At most Options.Concurrency workers
+//     stay parked. A handler abandoned at the hard stop keeps its worker until it returns;
+//     the next call starts another instead of waiting. Goroutine-level state a handler leaves
+//     behind (pprof labels, a locked OS thread) carries over to the worker's next task.
 //
 // Every record that did not succeed is in Report.Response().BatchItemFailures, so nothing is
 // dropped: the worst case is a redelivery, which the idempotency layer absorbs. Process itself
