@@ -135,7 +135,10 @@ func TestRedriveAfterTheRecordExpired(t *testing.T) {
 	}
 	args := []string{"dlq", "redrive", "--yes", "--outputs", outputs, "--pipeline", "Standard"}
 	code, out := runCtl(t, args...)
-	for _, want := range []string{"1 to leave (0 bad input, 1 older than the record TTL)", ": stays", "moved 0; left in the DLQ: 1 visible"} {
+	// The summary's visible / in-flight split is SQS's approximate count, read just after the
+	// message was made visible again, and may still show it in flight (issue 19); that it is
+	// in the DLQ is checked below, by depth, once the count has settled.
+	for _, want := range []string{"1 to leave (0 bad input, 1 older than the record TTL)", ": stays", "moved 0; left in the DLQ: "} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("redrive: exit %d, output lacks %q", code, want)
 		}
