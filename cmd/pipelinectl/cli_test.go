@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
@@ -35,6 +37,7 @@ func TestErrors(t *testing.T) {
 	notJSON := write("bad.json", "not json")
 	two := write("two.json", `{"A": {"StandardDeadLetterQueueUrl": "u"}, "B": {}}`)
 	empty := write("empty.json", `{}`)
+	other := write("other.json", `{"S": {"BucketName": "b"}}`)
 	noTable := write("notable.json", `{"S": {"StandardDeadLetterQueueUrl": "u"}}`)
 	noSource := write("nosource.json", `{"S": {"SDeadLetterQueueUrl": "`+p.dlqURL+`"}}`)
 	badTTL := write("badttl.json", `{"S": {"SDeadLetterQueueUrl": "`+p.dlqURL+`", "SRecordTTL": "4 days"}}`)
@@ -52,7 +55,15 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq"}, exitUsage, "dlq needs a subcommand: inspect or redrive"},
 		{[]string{"record"}, exitUsage, "record needs a subcommand: get or release"},
 		{[]string{"dlq", "purge"}, exitUsage, `unknown command "dlq purge"`},
-		{[]string{"dlq", "inspect", "--bogus"}, exitUsage, "dlq inspect: flag provided but not defined: -bogus"},
+		{[]string{"dlq", "inspect", "--bogus"}, exitUsage, "dlq inspect: unknown flag --bogus\nRun 'pipelinectl help dlq' for its flags.\n"},
+		{[]string{"dlq", "redrive", "--pipline", "Fifo"}, exitUsage, "dlq redrive: unknown flag --pipline; did you mean --pipeline?\n"},
+		{[]string{"dlq", "redrive", "-include-invalid=true", "--yess"}, exitUsage, "dlq redrive: unknown flag --yess; did you mean --yes?\n"},
+		{[]string{"dlq", "inspec"}, exitUsage, `unknown command "dlq inspec"; did you mean dlq inspect?`},
+		{[]string{"records", "get"}, exitUsage, `unknown command "records"; did you mean record?`},
+		{[]string{"dlq", "redrive", "--rate", "0"}, exitUsage, "--rate 0: use 1 to 500 messages per second, or leave it out for no limit"},
+		{[]string{"dlq", "inspect", "--output", "yaml"}, exitUsage, "--output yaml: use text or json"},
+		{append(p.args("dlq", "redrive"), "--to", "Standard"), exitUsage, "--to Standard: no queue of that name in this account and region; give the queue's URL, ARN or name (a pipeline is named with --pipeline, and its queue is the destination by default)"},
+		{append(p.args("dlq", "redrive"), "--to", "sqs/x"), exitUsage, "--to sqs/x: not a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME), ARN or name"},
 		{[]string{"dlq", "inspect", "extra"}, exitUsage, `dlq inspect takes no arguments, got ["extra"]`},
 		{[]string{"dlq", "redrive", "extra"}, exitUsage, `dlq redrive takes no arguments, got ["extra"]`},
 		{[]string{"dlq", "inspect", "--sample", "-1"}, exitUsage, "--sample -1: use 0 or more"},
@@ -60,23 +71,28 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "redrive", "--max", "0"}, exitUsage, "--max 0: use 1 or more"},
 		{[]string{"dlq", "inspect", "--hold", "1s"}, exitUsage, "--hold 1s: use between 2s and 30s"},
 		{[]string{"dlq", "inspect", "--hold", "31s"}, exitUsage, "--hold 31s: use between 2s and 30s"},
-		{[]string{"dlq", "redrive", "--rate", "501"}, exitUsage, "--rate 501: use 1 to 500 messages per second, or leave it out"},
-		{[]string{"dlq", "redrive", "--rate", "-1"}, exitUsage, "--rate -1: use 1 to 500 messages per second, or leave it out"},
+		{[]string{"dlq", "redrive", "--rate", "501"}, exitUsage, "--rate 501: use 1 to 500 messages per second, or leave it out for no limit"},
+		{[]string{"dlq", "redrive", "--rate", "-1"}, exitUsage, "--rate -1: use 1 to 500 messages per second, or leave it out for no limit"},
 		{[]string{"dlq", "redrive", "--wait", "0s"}, exitUsage, "--wait 0s: use a positive duration"},
 		{[]string{"dlq", "redrive", "--record-ttl", "-1h"}, exitUsage, "--record-ttl -1h0m0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 600h (at least 1s)"},
 		{[]string{"dlq", "inspect", "--record-ttl", "10ms"}, exitUsage, "--record-ttl 10ms: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 600h (at least 1s)"},
 		{[]string{"dlq", "inspect", "--outputs", badTTL, "--pipeline", "S"}, exitError, "stack S in " + badTTL + `: output SRecordTTL is "4 days", not a duration; give --record-ttl`},
-		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, exitError, "AWS configuration: failed to get shared config profile, nope"},
+		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, exitUsage, `no AWS profile "nope" (from --profile or AWS_PROFILE) in the shared config files`},
+		{[]string{"dlq", "inspect", "--queue-url", "u", "--endpoint-url", "localhost:9324"}, exitUsage, "--endpoint-url localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
+		{[]string{"dlq", "inspect", "--queue-url", "http://127.0.0.1:1/q", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "connect: connection refused\ncannot reach the endpoint: check --endpoint-url or AWS_ENDPOINT_URL_SQS"},
+		{[]string{"dlq", "inspect", "--stack", "S", "--pipeline", "Standard", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)\ncannot reach the endpoint"},
+		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "standard"}, exitUsage, `has no pipeline "standard" (no output standardDeadLetterQueueUrl); did you mean Standard?; its pipelines: Standard`},
+		{[]string{"dlq", "inspect", "--outputs", other, "--pipeline", "Standard"}, exitUsage, `has no pipeline "Standard", and no pipeline at all: no output ends in DeadLetterQueueUrl (is it a stack of these constructs? its outputs: BucketName)`},
 		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
-		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, exitError, "--outputs: open "},
+		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, exitUsage, "absent.json: no such file; 'cdk deploy --outputs-file " + filepath.Join(dir, "absent.json") + "' writes it, or give --stack NAME to read the outputs from CloudFormation"},
 		{[]string{"dlq", "inspect", "--outputs", notJSON}, exitError, "not the JSON of 'cdk deploy --outputs-file'"},
 		{[]string{"dlq", "inspect", "--outputs", two}, exitUsage, "holds stacks A, B: pick one with --stack"},
 		{[]string{"dlq", "inspect", "--outputs", two, "--stack", "C"}, exitUsage, `has no stack "C"; it has A, B`},
 		{[]string{"dlq", "inspect", "--outputs", empty}, exitUsage, "holds no stack"},
 		{[]string{"dlq", "inspect", "--outputs", p.outputs}, exitUsage, "--pipeline is required with --stack or --outputs: stack " + p.stack + " in " + p.outputs + " has pipelines Standard"},
 		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "Fifo"}, exitUsage, `has no pipeline "Fifo" (no output FifoDeadLetterQueueUrl); its pipelines: Standard`},
-		{[]string{"dlq", "redrive", "--outputs", noSource, "--pipeline", "S"}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE_URL"},
-		{[]string{"dlq", "redrive", "--queue-url", p.queueURL}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE_URL"},
+		{[]string{"dlq", "redrive", "--outputs", noSource, "--pipeline", "S"}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE (its URL, ARN or name)"},
+		{[]string{"dlq", "redrive", "--queue-url", p.queueURL}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE (its URL, ARN or name)"},
 		{append(p.args("dlq", "redrive"), "--to", p.dlqURL), exitUsage, "the destination " + p.dlqURL + " is the DLQ itself"},
 		{append(p.args("dlq", "redrive"), "--to", fifo.queueURL), exitUsage, "is standard but the destination " + fifo.queueURL + " is FIFO: redrive to a queue of the same type"},
 		{[]string{"dlq", "inspect", "--queue-url", p.dlqURL + "-absent"}, exitError, "queue " + p.dlqURL + "-absent: "},
@@ -100,6 +116,39 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// The errors of a shell whose environment is wrong: no credentials, an endpoint variable
+// without a scheme, DynamoDB's endpoint pointing at the SQS server.
+func TestEnvironmentErrors(t *testing.T) {
+	p := newPipe(t, false)
+	for _, tc := range []struct {
+		name, env, value string
+		args             []string
+		code             int
+		want             string
+	}{
+		{"no credentials", "AWS_ACCESS_KEY_ID", "", p.args("dlq", "inspect"), exitError,
+			"\nno AWS credentials: set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
+		{"no scheme", "AWS_ENDPOINT_URL_SQS", "localhost:9324", p.args("dlq", "inspect"), exitUsage,
+			"AWS_ENDPOINT_URL_SQS=localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
+		{"DynamoDB endpoint at the SQS server", "AWS_ENDPOINT_URL_DYNAMODB", sqsSrv.Endpoint(), p.args("record", "get", "k"), exitError,
+			"\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			if tc.env == "AWS_ACCESS_KEY_ID" {
+				t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+			}
+			code, _, errOut := ctl(t, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d with %q", code, errOut, tc.code, tc.want)
+			}
+			if strings.Contains(errOut, "WARN") {
+				t.Errorf("the SDK's warnings reach the operator: %q", errOut)
+			}
+		})
+	}
+}
+
 func TestHelp(t *testing.T) {
 	for args, want := range map[string]string{
 		"help":              "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
@@ -108,10 +157,14 @@ func TestHelp(t *testing.T) {
 		"help record":       "pipelinectl record release KEY: free a stuck INPROGRESS record",
 		"dlq inspect -h":    "Read-only, best effort",
 		"record release -h": "--force              (release) release a live lock",
+		"dlq redrive --help": "pipelinectl dlq redrive: move dead-lettered messages back",
 	} {
 		code, out, errOut := ctl(t, strings.Fields(args)...)
 		if code != exitOK || !strings.Contains(out, want) || errOut != "" {
 			t.Errorf("pipelinectl %s: exit %d, stderr %q, stdout lacks %q", args, code, errOut, want)
+		}
+		if first := strings.SplitN(out, "\n", 2)[0]; strings.Count(out, first) != 1 {
+			t.Errorf("pipelinectl %s prints its help %d times", args, strings.Count(out, first))
 		}
 	}
 }
@@ -167,12 +220,12 @@ func TestStackOutputs(t *testing.T) {
 		return cl, err
 	}
 	var out bytes.Buffer
-	if err := dispatch(t.Context(), []string{"dlq", "redrive", "--stack", "Pipeline", "--pipeline", "Standard"}, &out, connect); err != nil {
+	if err := dispatch(t.Context(), []string{"dlq", "redrive", "--stack", "Pipeline", "--pipeline", "Standard"}, streams{out: &out, err: &out}, connect); err != nil {
 		t.Fatal(err)
 	}
 	wantContains(t, "redrive", out.String(), "destination  "+p.queueURL, "the DLQ is empty: nothing to move")
-	err := dispatch(t.Context(), []string{"record", "get", "k", "--stack", "Other", "--pipeline", "Standard"}, &out, connect)
-	if err == nil || err.Error() != "stack Other: ValidationError: Stack with id Other does not exist" {
+	err := dispatch(t.Context(), []string{"record", "get", "k", "--stack", "Other", "--pipeline", "Standard"}, streams{out: &out, err: &out}, connect)
+	if err == nil || err.Error() != "stack Other: ValidationError: Stack with id Other does not exist (the stack's name as 'cdk list' prints it, in this account and region: --region, --profile)" {
 		t.Errorf("unknown stack: %v", err)
 	}
 }
@@ -194,7 +247,12 @@ func TestRecordRelease(t *testing.T) {
 			t.Errorf("release of a live lock: exit %d, want %d", code, exitError)
 		}
 		wantContains(t, "release refused", errOut, `owner "`+owner+`" holds a live lock until `, "(--force releases it)")
-		out = mustCtl(t, p.args("record", "release", "live", "--force")...)
+		code, out, errOut = ctl(t, p.args("record", "release", "live", "--force")...)
+		if code != exitOK {
+			t.Errorf("forced release: exit %d", code)
+		}
+		wantContains(t, "forced release warning", errOut, "WARNING: released a LIVE lock: owner "+owner+` held "Standard#live" until `,
+			"may still be running the effect; the next delivery of the key runs it again, possibly at the same time")
 		wantContains(t, "forced release", out, `released "Standard#live": owner `+owner+", attempt 1; the next delivery of the key runs it as attempt 2")
 		out = mustCtl(t, p.args("record", "get", "live")...)
 		wantContains(t, "record get", out, "lock     released")
@@ -220,6 +278,39 @@ func TestRecordRelease(t *testing.T) {
 	if code, _, errOut := ctl(t, p.args("record", "release", "crashed")...); code != exitError ||
 		!strings.Contains(errOut, `release refused: record "Standard#crashed": the record is already released`) {
 		t.Errorf("second release: exit %d, %q; want refused as already released", code, errOut)
+	}
+
+	// A record another runtime wrote, without an owner, under a live lock: --force is not
+	// offered, and refused the same way, saying when the lock runs out.
+	if _, err := ddbSrv.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: map[string]types.AttributeValue{
+		"id": s("Standard#foreign"), idempotency.AttrStatus: s(idempotency.StatusInProgress),
+		idempotency.AttrExpiration: n(time.Now().Add(time.Hour).Unix()), idempotency.AttrLockExpiration: n(time.Now().Add(time.Hour).UnixMilli()),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, force := range []bool{false, true} {
+		args := p.args("record", "release", "foreign")
+		if force {
+			args = append(args, "--force")
+		}
+		code, _, errOut := ctl(t, args...)
+		if code != exitError || strings.Contains(errOut, "(--force releases it)") ||
+			!strings.Contains(errOut, "so a release cannot be fenced; --force cannot release it either (without an owner the release cannot be fenced): wait for its lock to run out at ") {
+			t.Errorf("release of an ownerless record (force %v): exit %d, %q", force, code, errOut)
+		}
+	}
+
+	// No record: the reasons it can be missing.
+	code, _, errOut := ctl(t, p.args("record", "get", "never")...)
+	wantContains(t, "no record", errOut, `idempotency: no record: record "Standard#never". Either no message with this key ran in this pipeline, or its record expired`,
+		`or the consumer's key prefix is not "Standard" (give --key-prefix, its IDEMPOTENCY_KEY_PREFIX)`)
+	if code != exitError {
+		t.Errorf("record get of no record: exit %d", code)
+	}
+	out = mustCtl(t, p.args("record", "get", "crashed", "--output", "json")...)
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec["id"] != "Standard#crashed" || rec["status"] != "INPROGRESS" || rec["lock"] != "released" || rec["attempt"] != 2.0 {
+		t.Errorf("record get --output json = %v (%v)", rec, err)
 	}
 }
 
@@ -256,7 +347,9 @@ func TestMoveTaskOutlastsWait(t *testing.T) {
 		}
 	}
 	code, out, errOut := ctl(t, append(p.args("dlq", "redrive", "--yes", "--rate", "1"), "--wait", "1s")...)
-	if code != exitError || !strings.Contains(errOut, "still RUNNING after --wait 1s: it goes on; see aws sqs list-message-move-tasks --source-arn ") {
+	if code != exitNotDone || !strings.Contains(errOut, "not done: the move task is still RUNNING after --wait 1s; the move task goes on in SQS (") ||
+		!strings.Contains(errOut, "rerun the command to wait for it, follow it with aws sqs list-message-move-tasks --source-arn ") ||
+		!strings.Contains(out, "NOT DONE     the move task is still RUNNING") {
 		t.Errorf("move task outlasting --wait: exit %d, %q\n%s", code, errOut, out)
 	}
 }
@@ -284,5 +377,77 @@ func TestInspectPartialScan(t *testing.T) {
 	wantContains(t, "FIFO inspect", out, "12 visible", "scanned   10 in ", "(FIFO: a receive hands out no message behind one in flight in its group)", "FIFO groups scanned: g (10)")
 	if q := queueCounts(t, fifo.dlqURL); q != [2]int64{12, 0} {
 		t.Errorf("FIFO DLQ after inspect = %v, want [12 0]", q)
+	}
+}
+
+// fillDLQ puts messages straight in a DLQ: per group (FIFO; "" on standard), bodies in
+// order; a body starting with "bad" carries the consumer's DeadLetterReason.
+func fillDLQ(t *testing.T, p *pipe, group string, bodies ...string) {
+	t.Helper()
+	for _, b := range bodies {
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(p.dlqURL), MessageBody: aws.String(b)}
+		if strings.HasPrefix(b, "bad") {
+			in.MessageAttributes = map[string]sqstypes.MessageAttributeValue{"DeadLetterReason": {DataType: aws.String("String"), StringValue: aws.String("invalid_input: test")}}
+		}
+		if p.fifo {
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String(group), aws.String(fmt.Sprint(seq.Add(1)))
+		}
+		if _, err := sqsSrv.Client().SendMessage(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// On FIFO the dry run and inspect count the messages behind a bad one in its group as
+// staying, and name the group: what they predict is what moves.
+func TestFifoPlanIsExact(t *testing.T) {
+	p := newPipe(t, true)
+	fillDLQ(t, p, "A", "a1", "a2", "bad-a3", "a4", "a5")
+	fillDLQ(t, p, "B", "b1", "b2", "b3")
+	fillDLQ(t, p, "C", "bad-c1", "c2")
+	out := mustCtl(t, p.args("dlq", "redrive")...)
+	wantContains(t, "dry run", out, "scanned      10: 5 to move, 5 to leave (2 bad input, 0 older than the record TTL, 3 behind those in their FIFO group)",
+		"FIFO group A stays from message ", "(invalid_input, bad input): 2 scanned behind it stay too",
+		"FIFO group C stays from message ", "(invalid_input, bad input): 1 scanned behind it stay too")
+	out = mustCtl(t, p.args("dlq", "inspect", "--sample", "0")...)
+	wantContains(t, "inspect", out, "redrive policy  8 ", "5 move; 3 stay: behind a message that stays in their FIFO group",
+		"invalid_input   2 ", "stays (bad input; --include-invalid moves it)")
+	out = mustCtl(t, p.args("dlq", "inspect", "--output", "json")...)
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("inspect --output json: %v\n%s", err, out)
+	}
+	verdicts := map[string]string{}
+	for _, m := range rep.Messages {
+		verdicts[m.Body] = m.Redrive
+	}
+	if verdicts["a2"] != "moves" || verdicts["bad-a3"] != "stays: bad input" || !strings.HasPrefix(verdicts["a4"], "stays: behind ") || len(rep.BlockedGroups) != 2 {
+		t.Errorf("inspect --output json verdicts %v, blocked %v", verdicts, rep.BlockedGroups)
+	}
+	code, out, _ := ctl(t, p.args("dlq", "redrive", "--yes", "--output", "json")...)
+	var s redriveSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK {
+		t.Fatalf("redrive --output json: exit %d, %v\n%s", code, err, out)
+	}
+	if s.Moved != 5 || s.LeftVisible != 5 || s.Kept["badInput"] != 2 || s.Kept["behindInFifoGroup"] != 3 || !s.Done {
+		t.Errorf("redrive summary %+v: want 5 moved, 5 left (2 bad input, 3 behind)", s)
+	}
+}
+
+// Ctrl-C during inspect gives back every message it holds at once.
+func TestInspectInterrupted(t *testing.T) {
+	p := newPipe(t, false)
+	for i := range 30 {
+		fillDLQ(t, p, "", fmt.Sprint("m", i))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond) // the scan's last, empty receive waits 1 s
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, p.args("dlq", "inspect"), &out, &errOut)
+	if code != exitNotDone || !strings.Contains(errOut.String(), "not done: interrupted after scanning ") || !strings.Contains(errOut.String(), "all of them are visible again") {
+		t.Errorf("interrupted inspect: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if q := queueCounts(t, p.dlqURL); q != [2]int64{30, 0} {
+		t.Errorf("DLQ right after the interrupted inspect = %v, want [30 0]: nothing left hidden", q)
 	}
 }

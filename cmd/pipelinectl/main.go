@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -31,11 +32,12 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// Exit codes.
+// Exit codes (docs/operator-cli.md).
 const (
-	exitOK    = 0
-	exitError = 1 // the command failed (AWS error, refused release, ...)
-	exitUsage = 2 // the command line is wrong
+	exitOK      = 0
+	exitError   = 1 // the command failed (AWS error, refused release, ...) and changed nothing more
+	exitUsage   = 2 // the command line is wrong
+	exitNotDone = 3 // stopped before the job was done (Ctrl-C, messages still hidden, a move task still running): rerun to resume
 )
 
 // usageError is a command line that cannot run; it exits with exitUsage.
@@ -47,18 +49,25 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := dispatch(ctx, args, stdout, newAWS)
+	err := dispatch(ctx, args, streams{out: stdout, err: stderr, argv: args}, newAWS)
 	var ue *usageError
+	var nd *notDone
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "pipelinectl: %s\nRun 'pipelinectl help' for usage.\n", ue.msg)
+		fmt.Fprintf(stderr, "pipelinectl: %s\n%s\n", ue.msg, usageHint(args))
 		return exitUsage
+	case errors.As(err, &nd):
+		fmt.Fprintf(stderr, "pipelinectl: not done: %s\n", nd.why)
+		return exitNotDone
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "pipelinectl: interrupted before anything changed\n")
+		return exitNotDone
 	default:
-		fmt.Fprintf(stderr, "pipelinectl: %v\n", err)
+		fmt.Fprintf(stderr, "pipelinectl: %v\n", explain(err))
 		return exitError
 	}
 }
@@ -70,9 +79,10 @@ const usage = `pipelinectl operates the idempotent SQS pipelines of a deployed s
 
 Usage:
   pipelinectl dlq inspect    --stack STACK --pipeline NAME [--sample N] [--max N] [--record-ttl D]
+                             [--output json]
   pipelinectl dlq redrive    --stack STACK --pipeline NAME [--yes] [--rate N] [--include-invalid]
-                             [--include-expired] [--record-ttl D] [--to QUEUE_URL]
-  pipelinectl record get     --stack STACK --pipeline NAME KEY   (or --id RAW_ID)
+                             [--include-expired] [--record-ttl D] [--to QUEUE] [--output json]
+  pipelinectl record get     --stack STACK --pipeline NAME KEY   (or --id RAW_ID) [--output json]
   pipelinectl record release --stack STACK --pipeline NAME KEY [--force]
   pipelinectl help [COMMAND]
 
@@ -90,6 +100,10 @@ AWS access: the SDK's default chain (AWS_PROFILE, SSO, environment, roles) for
 credentials and region; --region and --profile override. Endpoints: --endpoint-url, or
 AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_DYNAMODB /
 AWS_ENDPOINT_URL_CLOUDFORMATION (ElasticMQ, DynamoDB Local).
+
+Exit status: 0 done (a dry run included); 1 the command failed; 2 the command line is
+wrong; 3 not done: interrupted, messages still hidden or a move task still running; the
+summary says what is where and the command that resumes.
 
 Run 'pipelinectl help dlq' or 'pipelinectl help record' for each command's details.
 `
@@ -111,10 +125,17 @@ const dlqUsage = `pipelinectl dlq inspect: what is in a dead-letter queue, witho
   RecordTTL output, or --record-ttl): a message first sent more than the TTL less 1h ago
   may have outlived its idempotency record, and is listed by id.
 
-  --sample N      messages shown per group (default 1, 0 for none)
-  --max N         stop the scan after N messages (default 1000)
-  --hold D        visibility timeout of the scan (default 30s)
-  --record-ttl D  the consumer's IDEMPOTENCY_RECORD_TTL (default: the RecordTTL output)
+  The REDRIVE column says what a redrive would do, with the redrive's own rules: on FIFO a
+  message behind one that stays in its group stays too, and each such group is named.
+  Ctrl-C stops the scan and gives every message back at once.
+
+  --sample N         messages shown per group (default 1, 0 for none)
+  --max N            stop the scan after N messages (default 1000)
+  --hold D           visibility timeout of the scan (default 30s)
+  --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL (default: the RecordTTL output)
+  --include-invalid  plan as 'redrive --include-invalid' would; --include-expired likewise
+  --output json      one JSON document on stdout: counts, every scanned message (id,
+                     group, reason, times, attributes, whole body, what a redrive does)
 
 pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.
 
@@ -137,18 +158,31 @@ pipelinectl dlq redrive: move dead-lettered messages back once their cause is fi
   FIFO queue: the move task where the server supports it, else receive, send with the
   original group id and a deduplication id derived from the message id, delete only after
   the send succeeded: each group keeps its order and no message is lost, and a copy sent
-  again (after a failed delete) within SQS's 5-minute deduplication window is dropped. A
-  group whose message stays (bad input without --include-invalid) stays whole from it on.
+  again within SQS's 5-minute deduplication window is dropped. A group whose message stays
+  (bad input without --include-invalid) stays whole from it on; the dry run counts it so.
+
+  Interrupted, cut off, resumed: Ctrl-C stops between messages (a send or delete under way
+  finishes first), gives back what the run holds, prints the counts and the command that
+  resumes, and exits 3. Receive, send, delete are journaled (--journal, default in the
+  user's cache directory): a rerun deletes a message whose copy an earlier run sent instead
+  of sending it again. A send that got no answer (a network cut) is sent again and named
+  in the summary as possibly doubled; on a standard queue it may be: the consumer answers
+  the second copy as a duplicate while its record lives. A run does not end while the DLQ
+  hides messages it did not account for (a receive whose answer was lost): it waits for
+  them up to the hold (30s) and moves them. A move task already running (an earlier,
+  interrupted run's) is waited for, not started again.
 
   --yes              move (default: dry run)
-  --rate N           at most N messages per second (default: the move task's own rate)
+  --rate N           at most N messages per second, 1 to 500 (default: no limit)
   --include-invalid  move bad-input messages too (the consumer dead-letters them again
                      unless the producer or the key configuration was fixed)
   --include-expired  move messages older than the record TTL too, each named with a
                      WARNING: one whose effect had completed runs it again
   --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL (default: the RecordTTL output)
-  --to QUEUE_URL     another destination of the same queue type
+  --to QUEUE         another destination of the same queue type: its URL, ARN or name
   --wait D           how long to wait for a move task (default 15m)
+  --journal FILE     the journal of this DLQ's moves (default: in the cache directory)
+  --output json      the summary as one JSON document on stdout (the text goes to stderr)
 `
 
 const recordUsage = `pipelinectl record get KEY: read the idempotency record of KEY.
@@ -172,11 +206,14 @@ of KEY runs at once (as the next attempt).
   --tenant TENANT      the tenant of KEY on a table with a sort key (composite layout)
   --key-prefix PREFIX  the consumer's IDEMPOTENCY_KEY_PREFIX (default: the pipeline name)
   --force              (release) release a live lock: its owner may still be running the
-                       effect, and the next delivery runs it again concurrently
+                       effect, and the next delivery runs it again concurrently; it prints
+                       a WARNING naming the live owner and when its lock would have run out
+  --output json        (get) the record as one JSON document
 `
 
 // dispatch runs the command in args.
-func dispatch(ctx context.Context, args []string, stdout io.Writer, connect connector) error {
+func dispatch(ctx context.Context, args []string, w streams, connect connector) error {
+	stdout := w.out
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
 		return usagef("no command given")
@@ -199,15 +236,63 @@ func dispatch(ctx context.Context, args []string, stdout io.Writer, connect conn
 		sub := args[0] + " " + args[1]
 		switch sub {
 		case "dlq inspect":
-			return dlqInspect(ctx, args[2:], stdout, connect)
+			return dlqInspect(ctx, args[2:], w, connect)
 		case "dlq redrive":
-			return dlqRedrive(ctx, args[2:], stdout, connect)
+			return dlqRedrive(ctx, args[2:], w, connect)
 		case "record get":
-			return recordGet(ctx, args[2:], stdout, connect)
+			return recordGet(ctx, args[2:], w, connect)
 		case "record release":
-			return recordRelease(ctx, args[2:], stdout, connect)
+			return recordRelease(ctx, args[2:], w, connect)
 		}
-		return usagef("unknown command %q", sub)
+		return usagef("unknown command %q%s", sub, didYouMean(sub, []string{"dlq inspect", "dlq redrive", "record get", "record release"}))
 	}
-	return usagef("unknown command %q", args[0])
+	return usagef("unknown command %q%s", args[0], didYouMean(args[0], []string{"dlq", "record", "help"}))
+}
+
+// usageHint is the line after a usage error: where the command's help is.
+func usageHint(args []string) string {
+	if len(args) > 0 && (args[0] == "dlq" || args[0] == "record") {
+		return fmt.Sprintf("Run 'pipelinectl help %s' for its flags.", args[0])
+	}
+	return "Run 'pipelinectl help' for usage."
+}
+
+// didYouMean is " (did you mean X?)" for the candidate closest to got, or "" when none is
+// close (an edit distance of at most 2, or a prefix).
+func didYouMean(got string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		d := editDistance(got, c)
+		if strings.HasPrefix(c, got) && len(got) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s?", best)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -54,11 +54,19 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	none := filepath.Join(os.TempDir(), "pipelinectl-test-no-such-file")
+	cacheDir, err := os.MkdirTemp("", "pipelinectl-test-cache")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(cacheDir)
 	for k, v := range map[string]string{
 		"AWS_REGION": sqslocal.Region, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 		"AWS_ENDPOINT_URL_SQS": sqsSrv.Endpoint(), "AWS_ENDPOINT_URL_DYNAMODB": ddbSrv.Endpoint(),
 		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
 		"AWS_PROFILE": "", "AWS_ENDPOINT_URL": "",
+		// Redrive journals (os.UserCacheDir) in a directory of this run's, not the user's.
+		"XDG_CACHE_HOME": cacheDir,
 	} {
 		os.Setenv(k, v)
 	}
@@ -341,7 +349,7 @@ func TestStandardInspectRedriveRecord(t *testing.T) {
 
 	c.fixed.Store(true)
 	out = mustCtl(t, p.args("dlq", "redrive", "--yes", "--rate", "50")...)
-	wantContains(t, "redrive", out, "method       receive, send, delete", "moved 2; left in the DLQ: 1 visible, 0 in flight (1 bad input kept")
+	wantContains(t, "redrive", out, "method       receive, send, delete", "moved        2\n", "left         in the DLQ: 1 visible, 0 in flight (SQS's approximate counts); kept: 1 bad input (--include-invalid moves them)", "done         everything to move has moved (exit 0)")
 	c.drain(t)
 	got := c.ran()
 	for _, k := range []string{"k1", "k2", "k3"} {
@@ -352,7 +360,7 @@ func TestStandardInspectRedriveRecord(t *testing.T) {
 
 	// Bad input moves on request, by the move task: the consumer dead-letters it again.
 	out = mustCtl(t, p.args("dlq", "redrive", "--yes", "--include-invalid")...)
-	wantContains(t, "redrive --include-invalid", out, "method       SQS message move task", "move task COMPLETED: 1 moved", "moved 1; left in the DLQ: 0 visible")
+	wantContains(t, "redrive --include-invalid", out, "method       SQS message move task", "move task COMPLETED: 1 moved", "moved        1\nleft         in the DLQ: 0 visible, 0 in flight")
 	c.drain(t)
 	if q := queueCounts(t, p.dlqURL); q != [2]int64{1, 0} {
 		t.Errorf("DLQ after the bad input's second round = %v, want [1 0] (dead-lettered again)", q)
@@ -395,11 +403,11 @@ func TestFifoInspectRedriveRecord(t *testing.T) {
 	}
 
 	out = mustCtl(t, p.args("dlq", "redrive")...)
-	wantContains(t, "dry run", out, "scanned      4: 3 to move, 1 to leave (1 bad input, 0 older than the record TTL)", "Dry run: nothing moved")
+	wantContains(t, "dry run", out, "scanned      4: 3 to move, 1 to leave (1 bad input, 0 older than the record TTL, 0 behind those in their FIFO group)", "Dry run: nothing moved")
 
 	c.fixed.Store(true)
 	out = mustCtl(t, p.args("dlq", "redrive", "--yes")...)
-	wantContains(t, "redrive", out, "method       receive, send, delete", "group bad stays from message ", "moved 3; left in the DLQ: 1 visible, 0 in flight (1 bad input kept")
+	wantContains(t, "redrive", out, "method       receive, send, delete", "group bad stays from message ", "moved        3\nleft         in the DLQ: 1 visible, 0 in flight (SQS's approximate counts); kept: 1 bad input")
 	c.drain(t)
 	if got := c.ran(); !slices.Equal(got, []string{"b1", "a1", "a2", "a3"}) {
 		t.Errorf("effects = %v, want [b1 a1 a2 a3]: each once, g1 in order", got)
@@ -418,7 +426,7 @@ func TestFifoRedriveAll(t *testing.T) {
 	c.drain(t)
 	c.fixed.Store(true)
 	out := mustCtl(t, p.args("dlq", "redrive", "--yes")...)
-	wantContains(t, "redrive", out, "moved 4; left in the DLQ: 0 visible, 0 in flight")
+	wantContains(t, "redrive", out, "moved        4\nleft         in the DLQ: 0 visible, 0 in flight")
 	c.drain(t)
 	got := c.ran()
 	var g1, g2 []string
@@ -468,7 +476,7 @@ func TestRedriveRefusesMessagesOlderThanTheRecordTTL(t *testing.T) {
 	out = mustCtl(t, p.args("dlq", "redrive", "--yes")...)
 	wantContains(t, "redrive", out, "scanned      1: 0 to move, 1 to leave (0 bad input, 1 older than the record TTL)",
 		"redrive policy         1 stay (older than the record TTL)", "older than the record TTL: ", ": stays", "method       receive, send, delete",
-		"moved 0; left in the DLQ: 1 visible, 0 in flight (1 older than the record TTL kept: --include-expired moves them")
+		"moved        0\nleft         in the DLQ: 1 visible, 0 in flight (SQS's approximate counts); kept: 1 older than the record TTL (--include-expired moves them")
 	c.drain(t)
 	if got := c.ran(); count(got, "done") != 1 {
 		t.Fatalf("effects after the refused redrive = %v, want done once", got)
@@ -476,7 +484,7 @@ func TestRedriveRefusesMessagesOlderThanTheRecordTTL(t *testing.T) {
 
 	// What the check prevents: moved anyway, the expired record no longer stops a second run.
 	out = mustCtl(t, p.args("dlq", "redrive", "--yes", "--include-expired")...)
-	wantContains(t, "redrive --include-expired", out, "WARNING: moves (--include-expired)", "moved 1; left in the DLQ: 0 visible")
+	wantContains(t, "redrive --include-expired", out, "WARNING: moves (--include-expired)", "moved        1\nleft         in the DLQ: 0 visible, 0 in flight")
 	c.drain(t)
 	if got := c.ran(); count(got, "done") != 2 {
 		t.Errorf("effects after --include-expired = %v, want done twice (the record had expired)", got)

@@ -140,12 +140,16 @@ func withFirstSent(m types.Message) map[string]types.MessageAttributeValue {
 	return attrs
 }
 
-// receive is one ReceiveMessage with every attribute, holding what it returns invisible for
-// hold; an empty result after a 1 s long poll means nothing is visible.
-func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duration) ([]types.Message, error) {
+// receive is one ReceiveMessage of at most n messages with every attribute, holding what it
+// returns invisible for hold; an empty result after a 1 s long poll means nothing is
+// visible. Once started it runs to its end, also on Ctrl-C: a receive cut off after SQS
+// handed the messages out would leave them hidden with nobody to give them back.
+func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duration, n int) ([]types.Message, error) {
+	ctx, cancel := settled(ctx)
+	defer cancel()
 	out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(url),
-		MaxNumberOfMessages:         10,
+		MaxNumberOfMessages:         int32(min(n, 10)),
 		VisibilityTimeout:           int32(hold / time.Second),
 		WaitTimeSeconds:             1,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
@@ -185,13 +189,17 @@ func makeVisible(ctx context.Context, api *sqs.Client, url string, msgs []types.
 
 // scan receives up to max messages of url, holding each invisible until the scan ends (at
 // most hold/2, so none reappears mid-scan), and returns them in the order received. The
-// caller makes them visible again (makeVisible).
+// caller makes them visible again (makeVisible). Ctrl-C (ctx) stops it between receives,
+// with what it received so far and ctx's error.
 func scan(ctx context.Context, api *sqs.Client, url string, max int, hold time.Duration) ([]types.Message, error) {
 	var msgs []types.Message
 	seen := map[string]bool{}
 	deadline := time.Now().Add(hold / 2)
 	for len(msgs) < max && time.Now().Before(deadline) {
-		got, err := receive(ctx, api, url, hold)
+		if err := ctx.Err(); err != nil {
+			return msgs, err
+		}
+		got, err := receive(ctx, api, url, hold, max-len(msgs))
 		if err != nil {
 			return msgs, err
 		}

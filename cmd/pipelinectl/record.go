@@ -83,10 +83,14 @@ func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, conne
 	return a, idempotency.RecordID{Key: pos[0], Tenant: r.tenant}, nil
 }
 
-func recordGet(ctx context.Context, args []string, stdout io.Writer, connect connector) error {
-	fs, r := newRecordFlags("record get", stdout)
+func recordGet(ctx context.Context, args []string, w streams, connect connector) error {
+	fs, r := newRecordFlags("record get", w.out)
+	outputFlag(fs, r.common)
 	pos, err := parse(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := r.checkOutput(); err != nil {
 		return err
 	}
 	a, id, err := r.admin(ctx, "record get", pos, connect)
@@ -95,14 +99,31 @@ func recordGet(ctx context.Context, args []string, stdout io.Writer, connect con
 	}
 	ri, err := a.Get(ctx, id)
 	if err != nil {
-		return err
+		return r.noRecordHint(err)
 	}
-	printRecord(stdout, ri, time.Now())
+	if r.output == "json" {
+		writeJSON(w.out, recordJSON(ri, time.Now()))
+		return nil
+	}
+	printRecord(w.out, ri, time.Now())
 	return nil
 }
 
-func recordRelease(ctx context.Context, args []string, stdout io.Writer, connect connector) error {
-	fs, r := newRecordFlags("record release", stdout)
+// noRecordHint adds to ErrNoRecord the reasons a record can be missing.
+func (r *recordFlags) noRecordHint(err error) error {
+	if !errors.Is(err, idempotency.ErrNoRecord) {
+		return err
+	}
+	if r.id != "" {
+		return fmt.Errorf("%w. Is the id whole (<key prefix>#<key>, as the table holds it)? Or the message never ran, or its record expired (TTL)", err)
+	}
+	return fmt.Errorf("%w. Either no message with this key ran in this pipeline, or its record expired (the consumer's IDEMPOTENCY_RECORD_TTL), "+
+		"or the consumer's key prefix is not %q (give --key-prefix, its IDEMPOTENCY_KEY_PREFIX), or the key is another pipeline's (--pipeline)",
+		err, or(r.keyPrefix, r.pipeline))
+}
+
+func recordRelease(ctx context.Context, args []string, w streams, connect connector) error {
+	fs, r := newRecordFlags("record release", w.out)
 	force := fs.Bool("force", false, "release a live lock")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -112,16 +133,44 @@ func recordRelease(ctx context.Context, args []string, stdout io.Writer, connect
 	if err != nil {
 		return err
 	}
+	now := time.Now()
 	ri, err := a.Release(ctx, id, idempotency.ReleaseOptions{Force: *force})
-	if errors.Is(err, idempotency.ErrReleaseRefused) && ri != nil && ri.LockLive(time.Now()) {
+	switch {
+	case errors.Is(err, idempotency.ErrReleaseRefused) && ri != nil && ri.Owner == "" && ri.LockLive(now):
+		return fmt.Errorf("%w; --force cannot release it either (without an owner the release cannot be fenced): wait for its lock to run out at %s, "+
+			"and the next delivery takes it over", err, ri.LockExpires.UTC().Format(time.RFC3339))
+	case errors.Is(err, idempotency.ErrReleaseRefused) && ri != nil && ri.LockLive(now) && !*force:
 		return fmt.Errorf("%w (--force releases it)", err)
+	case err != nil:
+		return r.noRecordHint(err)
 	}
-	if err != nil {
-		return err
+	if *force && ri.LockLive(now) {
+		fmt.Fprintf(w.err, "WARNING: released a LIVE lock: owner %s held %s until %s (%s from now) and may still be running the effect; "+
+			"the next delivery of the key runs it again, possibly at the same time\n",
+			ri.Owner, recordName(ri), ri.LockExpires.UTC().Format(time.RFC3339Nano), ri.LockExpires.Sub(now).Round(time.Second))
 	}
-	fmt.Fprintf(stdout, "released %s: owner %s, attempt %d; the next delivery of the key runs it as attempt %d\n",
+	fmt.Fprintf(w.out, "released %s: owner %s, attempt %d; the next delivery of the key runs it as attempt %d\n",
 		recordName(ri), ri.Owner, ri.Attempt, ri.Attempt+1)
 	return nil
+}
+
+// recordJSON is record get's --output json.
+func recordJSON(ri *idempotency.RecordInfo, now time.Time) map[string]any {
+	j := map[string]any{"id": ri.ID, "status": ri.Status, "owner": ri.Owner, "attempt": ri.Attempt,
+		"expires": ri.Expires.UTC(), "expired": ri.Expired(now), "lockLive": ri.LockLive(now),
+		"payloadSha256": ri.PayloadHash, "resultBytes": ri.ResultBytes, "resultDropped": ri.ResultDropped}
+	if ri.SortKey != "" {
+		j["sortKey"] = ri.SortKey
+	}
+	switch {
+	case ri.LockExpires.IsZero():
+		j["lock"] = "none"
+	case ri.LockExpires.UnixMilli() == 0:
+		j["lock"] = "released"
+	default:
+		j["lockExpires"] = ri.LockExpires.UTC()
+	}
+	return j
 }
 
 func recordName(ri *idempotency.RecordInfo) string {

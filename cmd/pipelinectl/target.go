@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
 )
 
 // Output names of the reference stack (constructs/pipeline.Outputs and stacks): per
@@ -36,6 +37,7 @@ type common struct {
 	queueURL, table          string
 	region, profile          string
 	endpoint                 string
+	output                   string        // text or json (commands with --output)
 	recordTTL                time.Duration // dlq commands only
 }
 
@@ -59,12 +61,21 @@ func newFlags(name, help string, stdout io.Writer) (*flag.FlagSet, *common) {
 // parse parses args with flags and positional arguments in any order, and returns the
 // positional ones.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	// The flag package prints the usage on every error; the help prints only for -h, once.
+	help := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = help }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
+				help()
 				return nil, errHelp
+			}
+			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+				var names []string
+				fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+				return nil, usagef("%s: unknown flag --%s%s", fs.Name(), strings.TrimLeft(name, "-"), didYouMean("--"+strings.TrimLeft(name, "-"), names))
 			}
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
@@ -98,7 +109,12 @@ type connector func(ctx context.Context, c *common) (*clients, error)
 // newAWS loads the SDK's default configuration (credentials chain, region, the
 // AWS_ENDPOINT_URL* variables) with the flags' overrides.
 func newAWS(ctx context.Context, c *common) (*clients, error) {
-	var opts []func(*config.LoadOptions) error
+	if err := checkEndpoints(c.endpoint, os.Getenv); err != nil {
+		return nil, err
+	}
+	// The SDK's own warnings (a response body not drained, a missing checksum) would come
+	// before the error that explains them; the error says what went wrong.
+	opts := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
 	if c.region != "" {
 		opts = append(opts, config.WithRegion(c.region))
 	}
@@ -106,6 +122,11 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 		opts = append(opts, config.WithSharedConfigProfile(c.profile))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	var pe config.SharedConfigProfileNotExistError
+	if errors.As(err, &pe) {
+		return nil, usagef("no AWS profile %q (from --profile or AWS_PROFILE) in the shared config files (~/.aws/config, ~/.aws/credentials, "+
+			"or AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE): 'aws configure list-profiles' lists them", pe.Profile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
@@ -125,6 +146,39 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 	}, nil
 }
 
+// checkEndpoints refuses an endpoint without a scheme, which the SDK would otherwise take
+// as a path and fail on later with an error that does not say why.
+func checkEndpoints(flagValue string, getenv func(string) string) error {
+	if flagValue != "" && !strings.Contains(flagValue, "://") {
+		return usagef("--endpoint-url %s: give a URL with its scheme, e.g. http://%s", flagValue, flagValue)
+	}
+	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDFORMATION"} {
+		if e := getenv(v); e != "" && !strings.Contains(e, "://") {
+			return usagef("%s=%s: give a URL with its scheme, e.g. http://%s", v, e, e)
+		}
+	}
+	return nil
+}
+
+// explain adds to an AWS error what to check: credentials, the endpoint, the service
+// behind it.
+func explain(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials") || strings.Contains(msg, "no EC2 IMDS role"):
+		return fmt.Errorf("%w\nno AWS credentials: set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "+
+			"against ElasticMQ or DynamoDB Local any static pair works", err)
+	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout"):
+		return fmt.Errorf("%w\ncannot reach the endpoint: check --endpoint-url or AWS_ENDPOINT_URL_SQS / _DYNAMODB / _CLOUDFORMATION "+
+			"(unset for AWS itself) and --region, and that the server is up", err)
+	case strings.Contains(msg, "DynamoDB") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
+		return fmt.Errorf("%w\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?", err)
+	case strings.Contains(msg, "SQS") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
+		return fmt.Errorf("%w\nthe endpoint did not answer as SQS: does AWS_ENDPOINT_URL_SQS (or --endpoint-url) point at another service?", err)
+	}
+	return err
+}
+
 // or2 returns a if it is set, else b.
 func or2(a, b *string) *string {
 	if a != nil {
@@ -138,6 +192,9 @@ func or2(a, b *string) *string {
 func (c *common) stackOutputs(ctx context.Context, cl *clients) (map[string]string, string, error) {
 	if c.outputs != "" {
 		b, err := os.ReadFile(c.outputs)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, "", usagef("--outputs %s: no such file; 'cdk deploy --outputs-file %s' writes it, or give --stack NAME to read the outputs from CloudFormation", c.outputs, c.outputs)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("--outputs: %w", err)
 		}
@@ -165,8 +222,11 @@ func (c *common) stackOutputs(ctx context.Context, cl *clients) (map[string]stri
 		return nil, "", nil
 	}
 	out, err := cl.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(c.stack)})
+	if err != nil && strings.Contains(err.Error(), "does not exist") {
+		return nil, "", fmt.Errorf("stack %s: %w (the stack's name as 'cdk list' prints it, in this account and region: --region, --profile)", c.stack, err)
+	}
 	if err != nil {
-		return nil, "", fmt.Errorf("stack %s: %w", c.stack, err)
+		return nil, "", fmt.Errorf("stack %s: %w; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)", c.stack, err)
 	}
 	if len(out.Stacks) == 0 {
 		return nil, "", fmt.Errorf("stack %s: DescribeStacks returned no stack", c.stack)
@@ -197,8 +257,12 @@ func (c *common) pipelineDLQ(outputs map[string]string, from string) (string, er
 		return "", usagef("--pipeline is required with --stack or --outputs: %s has pipelines %s", from, strings.Join(pipelines(outputs), ", "))
 	}
 	v, ok := outputs[c.pipeline+outDLQURL]
-	if !ok {
-		return "", usagef("%s has no pipeline %q (no output %s%s); its pipelines: %s", from, c.pipeline, c.pipeline, outDLQURL, strings.Join(pipelines(outputs), ", "))
+	if ps := pipelines(outputs); !ok && len(ps) == 0 {
+		return "", usagef("%s has no pipeline %q, and no pipeline at all: no output ends in %s (is it a stack of these constructs? its outputs: %s); "+
+			"a pipeline's outputs come from pipeline.Outputs, or give --queue-url and --table", from, c.pipeline, outDLQURL, or(strings.Join(slices.Sorted(maps.Keys(outputs)), ", "), "none"))
+	} else if !ok {
+		return "", usagef("%s has no pipeline %q (no output %s%s)%s; its pipelines: %s", from, c.pipeline, c.pipeline, outDLQURL,
+			didYouMean(c.pipeline, ps), strings.Join(ps, ", "))
 	}
 	return v, nil
 }

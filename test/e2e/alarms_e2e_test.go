@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
-	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 

@@ -19,7 +19,7 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
-	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 )
 
 func kind(fifo bool) string {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 )
 
 // TestSoak first runs a healthy phase (both pipelines, good messages and a scheduled run

@@ -14,7 +14,7 @@
 //   - Poller is the event source mapping: it receives up to the mapping's batch size, invokes,
 //     deletes only the records the partial batch response did not list, and leaves the rest to
 //     the visibility timeout. Scheduler invokes the dispatcher with the schedule's input.
-//   - ddbproxy (test/internal/ddbproxy) sits between the consumers and DynamoDB Local,
+//   - ddbproxy (internal/ddbproxy) sits between the consumers and DynamoDB Local,
 //     counting calls and injecting throttling, server errors or held responses.
 //
 // The scenarios are in the e2e-tagged test files: `make e2e` runs them.

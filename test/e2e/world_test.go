@@ -27,7 +27,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
-	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 

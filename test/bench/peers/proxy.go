@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 )
 
 // countingProxy records every call a contender makes through a ddbproxy.Proxy in front of

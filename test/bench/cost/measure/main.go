@@ -3,7 +3,7 @@
 // machine, test/internal/lambdart) against real local servers:
 //
 //   - the dispatcher sends to ElasticMQ queues (internal/sqslocal), a standard and a FIFO
-//     one, through a counting proxy (test/internal/ddbproxy): SendMessageBatch per message;
+//     one, through a counting proxy (internal/ddbproxy): SendMessageBatch per message;
 //   - the consumer is fed from the standard queue by the event source mapping's stand-in
 //     (test/e2e Poller, batch size 10, ReportBatchItemFailures), whose ReceiveMessage and
 //     DeleteMessageBatch calls go through a second counting proxy: per message;
@@ -51,7 +51,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 	"github.com/idempotent-sqs/pipeline/test/e2e"
-	"github.com/idempotent-sqs/pipeline/test/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 

@@ -47,6 +47,12 @@ type Fault struct {
 	// AfterForward, when set, runs after DynamoDB has applied the call and before the reply
 	// goes back: a test kills the caller here to crash it at an exact point.
 	AfterForward func()
+	// Drop forwards the call and then closes the client's connection without a reply: the
+	// call took effect and its response was lost, as in a network cut.
+	Drop bool
+	// Cut closes the client's connection without forwarding the call: it did not take
+	// effect, but the client cannot tell that from a lost response.
+	Cut bool
 }
 
 // Reply is the answer a call got, from the backend or from an injected Fault.
@@ -80,7 +86,7 @@ type Proxy struct {
 	// Delay holds every call this long before it is forwarded or faulted: a model of the
 	// network round trip to a real service. Default 0.
 	Delay time.Duration
-	// Injected counts the calls answered with a Fault's error.
+	// Injected counts the calls answered with a Fault's error, dropped or cut.
 	Injected atomic.Int64
 
 	target string
@@ -158,6 +164,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.Policy != nil {
 		f = p.Policy(call)
 	}
+	if f.Cut {
+		p.Injected.Add(1)
+		hangUp(w)
+		return
+	}
 	if f.Status != 0 {
 		p.Injected.Add(1)
 		msg := fmt.Appendf(nil, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected by ddbproxy"}`, f.Type)
@@ -192,6 +203,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.AfterForward != nil {
 		f.AfterForward()
 	}
+	if f.Drop {
+		p.Injected.Add(1)
+		hangUp(w)
+		return
+	}
 	if p.Observe != nil {
 		p.observe(call, reply(resp, out))
 	}
@@ -207,6 +223,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	w.Write(out)
+}
+
+// hangUp closes the client's connection without writing a response.
+func hangUp(w http.ResponseWriter) {
+	if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		c.Close()
+		return
+	}
+	panic(http.ErrAbortHandler) // net/http closes the connection
 }
 
 func (p *Proxy) observe(c Call, r Reply) {

@@ -1,0 +1,558 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// verdict is what a redrive does with one message.
+type verdict int
+
+const (
+	vMove    verdict = iota
+	vBad             // bad input, kept without --include-invalid
+	vExpired         // older than the record TTL, kept without --include-expired
+	vBehind          // FIFO: behind a message that stays in its group
+	vFailed          // its send failed: it stays, and on FIFO its group behind it
+)
+
+type decision struct {
+	m       types.Message
+	v       verdict
+	blocker string // vBehind: the message its group stays from
+}
+
+// planner decides each message's verdict in the order a receive hands them out, as the
+// receive path moves them: on a FIFO queue a group stays whole from its first message that
+// stays, so no message overtakes another. The dry run, inspect and the move share it, so
+// what they predict is what moves.
+type planner struct {
+	fifo                           bool
+	includeInvalid, includeExpired bool
+	ttl                            time.Duration
+	blocked                        map[string]*blockedGroup
+	order                          []string // groups in the order they were blocked
+}
+
+type blockedGroup struct {
+	group, blocker, why string
+	behind              int
+}
+
+func (p *planner) judge(m types.Message, now time.Time) decision {
+	d := decision{m: m}
+	g := group(m)
+	if b := p.blocked[g]; p.fifo && b != nil {
+		if b.blocker != aws.ToString(m.MessageId) {
+			b.behind++
+			d.v, d.blocker = vBehind, b.blocker
+			return d
+		}
+	}
+	switch {
+	case badInput(m) && !p.includeInvalid:
+		d.v = vBad
+		p.block(g, aws.ToString(m.MessageId), reason(m)+", bad input")
+	case outlivesRecord(m, p.ttl, now) && !p.includeExpired:
+		d.v = vExpired
+		p.block(g, aws.ToString(m.MessageId), "older than the record TTL")
+	}
+	return d
+}
+
+// block keeps a FIFO group in the DLQ from message id on.
+func (p *planner) block(g, id, why string) {
+	if !p.fifo {
+		return
+	}
+	if p.blocked == nil {
+		p.blocked = map[string]*blockedGroup{}
+	}
+	if p.blocked[g] == nil {
+		p.blocked[g] = &blockedGroup{group: g, blocker: id, why: why}
+		p.order = append(p.order, g)
+	}
+}
+
+func (p *planner) judgeAll(msgs []types.Message, now time.Time) []decision {
+	out := make([]decision, len(msgs))
+	for i, m := range msgs {
+		out[i] = p.judge(m, now)
+	}
+	return out
+}
+
+func (p *planner) blockedGroups() []*blockedGroup {
+	out := make([]*blockedGroup, len(p.order))
+	for i, g := range p.order {
+		out[i] = p.blocked[g]
+	}
+	return out
+}
+
+// printPlanByReason prints, per DeadLetterReason, how many move and how many stay, and why.
+func printPlanByReason(w io.Writer, ds []decision) {
+	var msgs []types.Message
+	byID := map[string]verdict{}
+	for _, d := range ds {
+		msgs = append(msgs, d.m)
+		byID[aws.ToString(d.m.MessageId)] = d.v
+	}
+	for _, g := range byReason(msgs) {
+		var n [5]int
+		for _, m := range g.msgs {
+			n[byID[aws.ToString(m.MessageId)]]++
+		}
+		var parts []string
+		if n[vMove] > 0 {
+			parts = append(parts, fmt.Sprintf("%d move", n[vMove]))
+		}
+		if n[vBad] > 0 {
+			parts = append(parts, fmt.Sprintf("%d stay", n[vBad]))
+		}
+		if n[vExpired] > 0 {
+			parts = append(parts, fmt.Sprintf("%d stay (older than the record TTL)", n[vExpired]))
+		}
+		if n[vBehind] > 0 {
+			parts = append(parts, fmt.Sprintf("%d stay (behind a message that stays in their FIFO group)", n[vBehind]))
+		}
+		fmt.Fprintf(w, "  %-22s %s\n", g.reason, strings.Join(parts, ", "))
+	}
+}
+
+// Journal states of a message id.
+const (
+	jSend = "send" // its send started: if no "sent" follows, nobody knows whether it landed
+	jSent = "sent" // its copy is in the destination
+	jDone = "done" // and it is deleted from the DLQ
+)
+
+type journalEntry struct {
+	state string
+	at    time.Time // when its send first started
+}
+
+// journal records, per DLQ message id, how far its move got, in a file a rerun reads: a
+// message whose copy an earlier run sent is deleted from the DLQ, not sent again, and one
+// whose send got no answer is sent again and counted as possibly doubled. Lines are
+// "STATE ID UNIXMILLI", appended as the run goes; a write reaches the file when it is made,
+// so a run killed by a signal loses none of it (a machine that loses power may lose the
+// last few).
+type journal struct {
+	path    string
+	f       *os.File
+	entries map[string]journalEntry
+	werr    error
+}
+
+// journalDir is where journals live by default: the user's cache directory.
+func journalDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "pipelinectl", "redrive"), nil
+}
+
+// openJournal opens (creating) the journal of moves from the queue dlqArn to destArn:
+// path, or a file named after the two queues in journalDir.
+func openJournal(path, dlqArn, destArn string) (*journal, error) {
+	if path == "" {
+		dir, err := journalDir()
+		if err != nil {
+			return nil, fmt.Errorf("redrive journal: no cache directory (%v); give --journal FILE", err)
+		}
+		sum := sha256.Sum256([]byte(dlqArn + " " + destArn))
+		name := dlqArn[strings.LastIndex(dlqArn, ":")+1:]
+		path = filepath.Join(dir, name+"-"+hex.EncodeToString(sum[:8])+".journal")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("redrive journal: %v; give --journal FILE in a writable directory", err)
+	}
+	j := &journal{path: path, entries: map[string]journalEntry{}}
+	if b, err := os.ReadFile(path); err == nil {
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 3 {
+				continue // a line cut short by a crash
+			}
+			ms, _ := strconv.ParseInt(f[2], 10, 64)
+			e := j.entries[f[1]]
+			if e.at.IsZero() {
+				e.at = time.UnixMilli(ms)
+			}
+			e.state = f[0]
+			j.entries[f[1]] = e
+		}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("redrive journal: %v; give --journal FILE in a writable directory", err)
+	}
+	j.f = f
+	return j, nil
+}
+
+func (j *journal) state(id string) journalEntry { return j.entries[id] }
+
+func (j *journal) mark(state, id string) {
+	e := j.entries[id]
+	now := time.Now()
+	if e.at.IsZero() {
+		e.at = now
+	}
+	e.state = state
+	j.entries[id] = e
+	if _, err := fmt.Fprintf(j.f, "%s %s %d\n", state, id, now.UnixMilli()); err != nil && j.werr == nil {
+		j.werr = err
+	}
+}
+
+// compact rewrites the journal without the moves that are done; with none left it
+// removes the file.
+func (j *journal) compact() {
+	var b strings.Builder
+	for _, id := range sortedKeys(j.entries) {
+		if e := j.entries[id]; e.state != jDone {
+			fmt.Fprintf(&b, "%s %s %d\n", e.state, id, e.at.UnixMilli())
+		}
+	}
+	if b.Len() == 0 {
+		os.Remove(j.path)
+		return
+	}
+	tmp := j.path + ".tmp"
+	if os.WriteFile(tmp, []byte(b.String()), 0o600) == nil {
+		os.Rename(tmp, j.path)
+	}
+}
+
+func (j *journal) close() { j.f.Close() }
+
+// mover moves messages one by one: receive, send to dest, delete only after the send
+// succeeded, each step journaled. In a FIFO queue a receive hands out each group's messages
+// in order, so sending them in the order received keeps the order; a group whose message
+// stays stays whole from it on (planner). A FIFO copy carries the original group id and a
+// deduplication id derived from the message id, so a copy sent again within SQS's 5-minute
+// deduplication window is dropped.
+//
+// It stops cleanly: Ctrl-C (ctx) is checked between messages, never inside a call, so a
+// send is never cut off half way; what it holds is made visible again.
+type mover struct {
+	api     *sqs.Client
+	dlq     queueInfo
+	dest    queueInfo
+	plan    *planner
+	rate    int
+	hold    time.Duration
+	journal *journal
+	out     io.Writer
+
+	held         map[string]types.Message // kept in the DLQ: visible again at the end
+	undeleted    map[string]types.Message // sent, not yet deleted from the DLQ
+	kept         map[string]verdict
+	mine         map[string]bool // moved by this run
+	moved        int             // sent and deleted by this run
+	movedEarlier int             // sent by an earlier run, deleted now
+	doubled      []string        // possibly twice in the destination
+	failed       map[string]string
+	errs         []error
+	interrupted  bool
+	hidden       int64 // messages still hidden in the DLQ when the run ended
+	lostReceives int
+	next         time.Time
+}
+
+func (r *mover) run(ctx context.Context) {
+	r.held, r.undeleted, r.kept, r.mine, r.failed = map[string]types.Message{}, map[string]types.Message{}, map[string]verdict{}, map[string]bool{}, map[string]string{}
+	defer r.release(ctx)
+	var waitSince, failingSince time.Time
+	lastReport := time.Now()
+	for {
+		if ctx.Err() != nil {
+			r.interrupted = true
+			return
+		}
+		r.retryDeletes(ctx)
+		msgs, err := r.receive(ctx)
+		if err != nil {
+			r.lostReceives++
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+				fmt.Fprintf(r.out, "receive failed (%v): retrying; what a failed receive took stays hidden up to %s and moves when it reappears\n", err, r.hold)
+			}
+			if time.Since(failingSince) > maxOutage {
+				r.errs = append(r.errs, fmt.Errorf("receives from the DLQ kept failing for %s: %w", maxOutage, err))
+				return
+			}
+			pause(ctx, time.Second)
+			continue
+		}
+		failingSince = time.Time{}
+		if len(msgs) == 0 {
+			if r.settle(ctx, &waitSince) {
+				return
+			}
+			continue
+		}
+		waitSince = time.Time{}
+		for _, m := range msgs {
+			if ctx.Err() != nil {
+				r.held[aws.ToString(m.MessageId)] = m // given back at the end
+				continue
+			}
+			r.handle(ctx, m)
+			if time.Since(lastReport) >= time.Second {
+				lastReport = time.Now()
+				fmt.Fprintf(r.out, "moved %d, %d staying\n", r.moved+r.movedEarlier, len(r.kept))
+			}
+		}
+	}
+}
+
+// receive is one receive that runs to its end also on Ctrl-C. On a FIFO queue an attempt
+// id makes a retry after a lost response hand out the same messages again.
+func (r *mover) receive(ctx context.Context) ([]types.Message, error) {
+	cctx, cancel := settled(ctx)
+	defer cancel()
+	in := &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(r.dlq.url),
+		MaxNumberOfMessages:         10,
+		VisibilityTimeout:           int32(r.hold / time.Second),
+		WaitTimeSeconds:             1,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	}
+	if r.dlq.fifo {
+		in.ReceiveRequestAttemptId = aws.String(strconv.FormatInt(time.Now().UnixNano(), 36))
+	}
+	out, err := r.api.ReceiveMessage(cctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("receive from %s: %w", r.dlq.url, err)
+	}
+	return out.Messages, nil
+}
+
+// settle is called when a receive came back empty: the run is over unless the DLQ still
+// hides messages nobody accounted for (a receive whose response was lost, or another
+// reader), which it waits up to the hold for, to move them when they reappear.
+func (r *mover) settle(ctx context.Context, since *time.Time) bool {
+	cctx, cancel := settled(ctx)
+	q, err := getQueue(cctx, r.api, r.dlq.url)
+	cancel()
+	if err != nil {
+		r.errs = append(r.errs, err)
+		return true
+	}
+	accounted := int64(len(r.held) + len(r.undeleted))
+	hidden := q.inFlight - accounted
+	// On FIFO, visible messages behind a held one in their group are not handed out: the
+	// group stays, so they are accounted for.
+	if hidden <= 0 && (q.visible == 0 || r.dlq.fifo && len(r.held) > 0) {
+		return true
+	}
+	if since.IsZero() {
+		*since = time.Now()
+		fmt.Fprintf(r.out, "the DLQ still hides %d messages this run does not hold (a receive whose response was lost, or another reader): waiting up to %s for them to reappear\n",
+			max(hidden, q.visible), r.hold+settleMargin)
+	}
+	if time.Since(*since) > r.hold+settleMargin {
+		r.hidden = max(hidden, 0)
+		return true
+	}
+	if !pause(ctx, time.Second) {
+		r.interrupted = true
+		return true
+	}
+	return false
+}
+
+func (r *mover) handle(ctx context.Context, m types.Message) {
+	id := aws.ToString(m.MessageId)
+	if _, ok := r.kept[id]; ok { // staying, and received again after its hold ran out
+		r.held[id] = m
+		return
+	}
+	if e := r.journal.state(id); e.state == jSent || e.state == jDone {
+		// Its copy is in the destination (sent by an earlier run, or by this one before a
+		// delete failed): delete it, never send it again.
+		if r.delete(ctx, m) {
+			if !r.mine[id] {
+				r.movedEarlier++
+			}
+		}
+		return
+	}
+	now := time.Now()
+	d := r.plan.judge(m, now)
+	if d.v != vMove {
+		r.kept[id] = d.v
+		r.held[id] = m
+		if b := r.plan.blocked[group(m)]; d.v != vBehind && b != nil && b.blocker == id {
+			fmt.Fprintf(r.out, "group %s stays from message %s on (%s)\n", group(m), id, b.why)
+		}
+		return
+	}
+	if outlivesRecord(m, r.plan.ttl, now) {
+		fmt.Fprintf(r.out, "WARNING: moving message %s, first sent %s, older than the record TTL %s: if its effect completed, it runs again\n",
+			id, firstSent(m).UTC().Format(time.RFC3339), r.plan.ttl)
+	}
+	if wait := time.Until(r.next); wait > 0 && !pause(ctx, wait) {
+		r.held[id] = m
+		return
+	}
+	if r.rate > 0 {
+		r.next = time.Now().Add(time.Second / time.Duration(r.rate))
+	}
+	prior := r.journal.state(id)
+	r.journal.mark(jSend, id)
+	unknown, err := r.send(ctx, m)
+	if prior.state == jSend && (!r.dest.fifo || time.Since(prior.at) > fifoDedupWindow) {
+		unknown = true // an earlier run's send of it got no answer
+	}
+	if err != nil {
+		r.failed[id] = err.Error()
+		r.errs = append(r.errs, err)
+		r.kept[id] = vFailed
+		r.held[id] = m
+		r.plan.block(group(m), id, "its send failed")
+		if r.dlq.fifo {
+			fmt.Fprintf(r.out, "group %s stays from message %s on: %v\n", group(m), id, err)
+		}
+		return
+	}
+	if unknown {
+		r.doubled = append(r.doubled, id)
+	}
+	r.journal.mark(jSent, id)
+	r.mine[id] = true
+	r.moved++
+	r.delete(ctx, m)
+}
+
+// send sends m's copy, trying up to sendAttempts times; unknown reports that an attempt
+// before the one that succeeded got no answer, so that its copy may have landed too.
+func (r *mover) send(ctx context.Context, m types.Message) (unknown bool, err error) {
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.dest.url), MessageBody: m.Body, MessageAttributes: withFirstSent(m)}
+	if r.dest.fifo {
+		in.MessageGroupId = aws.String(group(m))
+		in.MessageDeduplicationId = aws.String(dedupID(aws.ToString(m.MessageId)))
+	}
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := settled(ctx)
+		_, err = r.api.SendMessage(cctx, in, oneAttempt)
+		cancel()
+		if err == nil {
+			return unknown && !r.dest.fifo, nil
+		}
+		if outcomeUnknown(err) {
+			unknown = true
+		} else if !retryable(err) {
+			break
+		}
+		if attempt == sendAttempts {
+			break
+		}
+		time.Sleep(time.Duration(250<<(attempt-1)) * time.Millisecond)
+	}
+	what := "failed"
+	if unknown {
+		what = "got no answer (it may have landed: a rerun sends it again and counts it as possibly doubled)"
+	}
+	return unknown, fmt.Errorf("send of message %s to %s %s: %w", aws.ToString(m.MessageId), r.dest.url, what, err)
+}
+
+// outcomeUnknown reports a failed call that may have taken effect: no HTTP response came
+// back (the connection broke, the call timed out), or the server failed with a 5xx.
+func outcomeUnknown(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.HTTPStatusCode() != 0 {
+		return re.HTTPStatusCode() >= 500
+	}
+	return true // no response: the SDK reports a request that failed to send with status 0
+}
+
+// retryable reports a refused call worth trying again: throttling.
+func retryable(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == 429 {
+		return true
+	}
+	c := errorCode(err)
+	return strings.Contains(c, "Throttl") || c == "RequestThrottled"
+}
+
+// delete deletes m from the DLQ; a failure keeps it for retryDeletes (and the journal).
+func (r *mover) delete(ctx context.Context, m types.Message) bool {
+	id := aws.ToString(m.MessageId)
+	cctx, cancel := settled(ctx)
+	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.url), ReceiptHandle: m.ReceiptHandle})
+	cancel()
+	if err != nil {
+		r.undeleted[id] = m
+		return false
+	}
+	delete(r.undeleted, id)
+	r.journal.mark(jDone, id)
+	return true
+}
+
+// retryDeletes tries the failed deletes again with their receipt handles. One whose hold
+// ran out meanwhile comes back in a receive, and the journal has it deleted then.
+func (r *mover) retryDeletes(ctx context.Context) {
+	for _, id := range sortedKeys(r.undeleted) {
+		m := r.undeleted[id]
+		cctx, cancel := settled(ctx)
+		_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.url), ReceiptHandle: m.ReceiptHandle})
+		cancel()
+		switch c := errorCode(err); {
+		case err == nil:
+			delete(r.undeleted, id)
+			r.journal.mark(jDone, id)
+		case strings.Contains(c, "ReceiptHandleIsInvalid") || strings.Contains(c, "InvalidParameterValue") || strings.Contains(c, "MessageNotInflight"):
+			// The handle is stale: the first delete landed and only its answer was lost, or the
+			// hold ran out and the message is back, to be deleted when received (journal: sent).
+			delete(r.undeleted, id)
+		}
+	}
+}
+
+// release makes what the run holds visible again, also after Ctrl-C.
+func (r *mover) release(ctx context.Context) {
+	r.retryDeletes(ctx)
+	var msgs []types.Message
+	for _, id := range sortedKeys(r.held) {
+		msgs = append(msgs, r.held[id])
+	}
+	if err := makeVisible(ctx, r.api, r.dlq.url, msgs); err != nil {
+		r.errs = append(r.errs, err)
+	}
+}
+
+// errorCode is an AWS error's code, or the error's text.
+func errorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ae interface{ ErrorCode() string }
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return err.Error()
+}
