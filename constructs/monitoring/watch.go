@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -66,10 +67,12 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 			id: "DeadLetterMessages", metric: dlqVisible, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 			severity:    sevPage, runbook: anchorDLQ,
-			description: fmt.Sprintf("[%s] Messages are in the dead-letter queue %s: bad input the consumer moved there at its first receive, or messages that failed on %s maxReceiveCount times. "+
-				"First: pipelinectl dlq inspect --stack <stack> --pipeline %s (the DeadLetterReason of each group says why; --queue-url <DLQ url> for a queue outside a pipeline). "+
-				"After the fix: pipelinectl dlq redrive --stack <stack> --pipeline %s --yes. "+
-				"The idempotency table skips what already ran while its record lives; the redrive refuses messages older than the record TTL, whose records may have expired.", label, dlq, src, label, label),
+			// The commands name the deployed stack (AWS::StackName), so an operator paged at
+			// night copies them as they are.
+			description: fmt.Sprintf("[%s] Messages in the dead-letter queue %s: bad input the consumer moved there at its first receive, or messages that failed on %s maxReceiveCount times. "+
+				"First: pipelinectl dlq inspect --stack %s --pipeline %s (by DeadLetterReason). "+
+				"Once fixed: pipelinectl dlq redrive --stack %s --pipeline %s --yes.",
+				label, dlq, src, *awscdk.Aws_STACK_NAME(), label, *awscdk.Aws_STACK_NAME(), label),
 		}),
 		// Compared once per period: the age threshold is already the time the problem has
 		// lasted. Missing data: an idle, empty queue publishes nothing.
