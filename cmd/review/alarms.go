@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,6 +22,10 @@ type alarm struct {
 	Condition string
 	Missing   string
 	Actions   string
+	// Targets are the logical ids (or ARNs) an alarm notifies, in any state.
+	Targets []string
+	// Severity is what its description says it is (page, ticket), "" when it says none.
+	Severity string
 	// Runbook is the runbooks.md anchor the description links to, "" if none.
 	Runbook string
 }
@@ -46,6 +51,16 @@ func alarms(s *stack) []alarm {
 		a := alarm{ID: id, Name: show(p["AlarmName"]), Actions: alarmActions(p)}
 		if m := runbookLink.FindString(show(p["AlarmDescription"])); m != "" {
 			a.Runbook = m
+		}
+		if m := severityOf.FindStringSubmatch(show(p["AlarmDescription"])); m != nil {
+			a.Severity = m[1]
+		}
+		for _, prop := range []string{"AlarmActions", "OKActions", "InsufficientDataActions"} {
+			for _, v := range list(p[prop]) {
+				if t := refOrShow(v); !slices.Contains(a.Targets, t) {
+					a.Targets = append(a.Targets, t)
+				}
+			}
 		}
 		switch r.Type {
 		case "AWS::CloudWatch::Alarm":

@@ -15,6 +15,7 @@ type stackReview struct {
 	Encryption []encryption
 	Retention  []retention
 	Alarms     []alarm
+	Topics     []topic
 	NagRan     bool
 	NagCounts  map[string]int
 	// PackCounts are the rule verdicts per cdk-nag pack: pack -> compliance -> count.
@@ -36,6 +37,7 @@ func reviewStack(a *assembly, s *stack) stackReview {
 		Checkov: checkovSkips(s), CfnLint: cfnLintSkips(s),
 	}
 	r.Grants = access(s, r.Statements)
+	r.Topics = topics(s, r.Alarms)
 	for _, id := range s.IDs {
 		r.Types[s.Resources[id].Type]++
 	}
@@ -54,6 +56,9 @@ type tally struct {
 	Stacks, Resources, Findings, Suppressions, Idle, Checkov, CfnLint int
 	Statements, Wildcards, WildcardsSuppressed                        int
 	Stores, Unencrypted, Alarms, Composite, Silent, NoRunbook         int
+	Paging, Topics, Unsubscribed, UnheardAlarms                       int
+	// Lost is what deleting the stacks deletes with its data: kind -> count.
+	Lost map[string]int
 }
 
 func (r stackReview) tally() tally {
@@ -95,6 +100,20 @@ func (r stackReview) tally() tally {
 		if a.Runbook == "" {
 			t.NoRunbook++
 		}
+		if a.Severity == "page" {
+			t.Paging++
+		}
+	}
+	for _, tp := range r.Topics {
+		t.Topics++
+		if len(tp.Subscriptions) == 0 {
+			t.Unsubscribed++
+			t.UnheardAlarms += tp.alarmCount()
+		}
+	}
+	t.Lost = map[string]int{}
+	for kind, ids := range deletionLosses(r.Retention) {
+		t.Lost[kind] += len(ids)
 	}
 	return t
 }
@@ -116,6 +135,16 @@ func (t *tally) add(u tally) {
 	t.Composite += u.Composite
 	t.Silent += u.Silent
 	t.NoRunbook += u.NoRunbook
+	t.Paging += u.Paging
+	t.Topics += u.Topics
+	t.Unsubscribed += u.Unsubscribed
+	t.UnheardAlarms += u.UnheardAlarms
+	for k, n := range u.Lost {
+		if t.Lost == nil {
+			t.Lost = map[string]int{}
+		}
+		t.Lost[k] += n
+	}
 }
 
 func plural(n int, one, many string) string {
@@ -138,8 +167,21 @@ func (t tally) bullets(p printer, nagRan bool) {
 	p("- IAM: %s, %s with a wildcard in an Allow, %d of them accepted by a cdk-nag suppression\n",
 		plural(t.Statements, "statement", "statements"), plural(t.Wildcards, "statement", "statements"), t.WildcardsSuppressed)
 	p("- %s, %d unencrypted\n", plural(t.Stores, "data store", "data stores"), t.Unencrypted)
-	p("- %s (%d composite): %d without an action, %d without a runbook link\n",
-		plural(t.Alarms, "alarm", "alarms"), t.Composite, t.Silent, t.NoRunbook)
+	p("- %s (%d composite): %d without an action, %d without a runbook link, %d paging\n",
+		plural(t.Alarms, "alarm", "alarms"), t.Composite, t.Silent, t.NoRunbook, t.Paging)
+	if t.Unsubscribed > 0 {
+		p("- **SNS topics without a subscription: %d of %d; the alarm notifications they carry (%d) reach no one** until one is added\n",
+			t.Unsubscribed, t.Topics, t.UnheardAlarms)
+	} else {
+		p("- SNS topics: %d, each with a subscription\n", t.Topics)
+	}
+	if len(t.Lost) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(t.Lost) {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, t.Lost[k]))
+		}
+		p("- deleting the stack deletes %s\n", strings.Join(parts, "; "))
+	}
 }
 
 // render writes the reviewer's report of a: a summary, then one section per stack.
@@ -255,6 +297,14 @@ func (r stackReview) render(p printer) {
 		rows = append(rows, []string{t.ID, t.Type, orDefault(t.Keeps, "-"), t.Deletion, t.Replace})
 	}
 	table(p, "No stateful resource.", []string{"Resource", "Type", "Keeps", "DeletionPolicy", "UpdateReplacePolicy"}, rows)
+	if lost := deletionLosses(r.Retention); len(lost) > 0 {
+		p("Deleting the stack (`cdk destroy`) deletes, with their data:\n\n")
+		for _, k := range sortedKeys(lost) {
+			p("- %s: %s\n", k, strings.Join(lost[k], ", "))
+		}
+		p("\nDrain or redrive the queues first: a message still on a source queue or in a dead-letter\n")
+		p("queue when the stack is deleted is gone.\n\n")
+	}
 
 	p("### Alarms\n\n")
 	rows = nil
@@ -275,9 +325,26 @@ func (r stackReview) render(p printer) {
 			// docs/review.md sits next to docs/runbooks.md, so the link resolves.
 			runbook = "[" + strings.TrimPrefix(a.Runbook, "runbooks.md") + "](" + a.Runbook + ")"
 		}
-		rows = append(rows, []string{name, code(a.Metric, "<br>"), a.Condition, a.Missing, actions, runbook})
+		rows = append(rows, []string{name, orDefault(a.Severity, "-"), code(a.Metric, "<br>"), a.Condition, a.Missing, actions, runbook})
 	}
-	table(p, "No alarm.", []string{"Alarm", "Evaluates", "Fires when", "Missing data", "Actions", "Runbook"}, rows)
+	table(p, "No alarm.", []string{"Alarm", "Severity", "Evaluates", "Fires when", "Missing data", "Actions", "Runbook"}, rows)
+
+	p("### Who is notified\n\n")
+	p("Each SNS topic, who it reaches and which alarms notify it. A topic without a subscription\n")
+	p("reaches no one: subscribe to it (the monitoring construct's AlarmEmails, or `aws sns subscribe`).\n\n")
+	rows = nil
+	for _, t := range r.Topics {
+		subs := "**none: its alarms reach no one**"
+		if len(t.Subscriptions) > 0 {
+			subs = strings.Join(t.Subscriptions, "<br>")
+		}
+		var sev []string
+		for _, k := range sortedKeys(t.Alarms) {
+			sev = append(sev, fmt.Sprintf("%d %s", t.Alarms[k], orDefault(k, "without a severity")))
+		}
+		rows = append(rows, []string{t.ID, subs, orDefault(strings.Join(sev, ", "), "none")})
+	}
+	table(p, "No SNS topic.", []string{"Topic", "Subscriptions", "Alarms notifying it"}, rows)
 
 	p("### cdk-nag\n\n")
 	if !r.NagRan {
@@ -370,5 +437,13 @@ func wildcardNote(st statement) string {
 	if st.Kind == "identity" {
 		return note + " (no suppression)"
 	}
-	return note + " (cdk-nag checks identity policies only)"
+	var reasons []string
+	for _, w := range st.Wildcards {
+		reason, ok := resourcePolicyReasons[w]
+		if !ok {
+			return note + " (cdk-nag checks identity policies only; **no reason recorded**)"
+		}
+		reasons = append(reasons, reason)
+	}
+	return note + ": " + strings.Join(reasons, "; ")
 }

@@ -278,12 +278,15 @@ func TestReportSummarisesFirstAndIsDeterministic(t *testing.T) {
 	out := b1.String()
 	summary := out[strings.Index(out, "## Summary"):strings.Index(out, "## Fixture")]
 	for _, want := range []string{
-		"- 25 resources in 1 stack\n",
+		"- 26 resources in 1 stack\n",
 		"- cdk-nag: 1 unsuppressed finding; 3 suppressions with reasons, 1 idle (suppressing no finding)\n",
 		"- checkov: 4 skips with reasons; cfn-lint: 2 skips\n",
 		"- IAM: 13 statements, 6 statements with a wildcard in an Allow, 2 of them accepted by a cdk-nag suppression\n",
 		"- 13 data stores, 2 unencrypted\n",
-		"- 4 alarms (1 composite): 2 without an action, 2 without a runbook link\n",
+		"- 4 alarms (1 composite): 2 without an action, 2 without a runbook link, 1 paging\n",
+		"- **SNS topics without a subscription: 1 of 2; the alarm notifications they carry (1) reach no one** until one is added\n",
+		"- deleting the stack deletes keys (after their pending window), and with them what they encrypt: 1; log groups, with their events: 1; " +
+			"queues, with the messages they hold: 5; tables, with their items: 2\n",
 		"cdk-nag report rows about no resource of these templates: 1, of which 1 unanswered findings",
 		"| AwsSolutions-SQS3 | Other/Queue/Resource | Error |",
 	} {
@@ -292,7 +295,7 @@ func TestReportSummarisesFirstAndIsDeterministic(t *testing.T) {
 		}
 	}
 	order := []string{"### Resources by type", "### IAM statements", "### Access to data stores", "### Encryption at rest",
-		"### Retention and deletion", "### Alarms", "### cdk-nag", "#### Unsuppressed findings", "#### Suppressions",
+		"### Retention and deletion", "### Alarms", "### Who is notified", "### cdk-nag", "#### Unsuppressed findings", "#### Suppressions",
 		"#### Idle suppressions", "### checkov skips", "### cfn-lint skips"}
 	rest := out[strings.Index(out, "## Fixture"):]
 	for _, h := range order {
@@ -306,9 +309,13 @@ func TestReportSummarisesFirstAndIsDeterministic(t *testing.T) {
 	for _, want := range []string{
 		"| AWS::SQS::Queue | 5 |",
 		"**wildcard** `Action::sqs:*` (no suppression)",
-		"**wildcard** `Principal::*` (cdk-nag checks identity policies only)",
+		"**wildcard** `Principal::*` (cdk-nag checks identity policies only; **no reason recorded**)",
+		"**wildcard** `Action::kms:*`: the key policy's default statement for the account root",
+		"| Topic | email oncall@example.com | 2 without a severity, 1 page |",
+		"| TopicPlain | **none: its alarms reach no one** | 1 page |",
+		"- queues, with the messages they hold: QueueBare, QueueKms, QueuePlain, QueueSse, QueueUnset\n",
 		"| QueuePlain | AWS::SQS::Queue | **none (SqsManagedSseEnabled false)** | - |",
-		"| AlarmMath | `rate = sent / PERIOD(sent)`<br>`sent = Sum of AWS/SQS NumberOfMessagesSent{QueueName=<QueueSse.QueueName>} per 5 min` | < 5 in 3 of 4 periods | missing (default) | **none** | - |",
+		"| AlarmMath | - | `rate = sent / PERIOD(sent)`<br>`sent = Sum of AWS/SQS NumberOfMessagesSent{QueueName=<QueueSse.QueueName>} per 5 min` | < 5 in 3 of 4 periods | missing (default) | **none** | - |",
 		"| E3012 | LogsPlain | **no reason recorded** |",
 		"| ALARM: Topic; OK: TopicPlain | [#dlq-messages](runbooks.md#dlq-messages) |",
 	} {
