@@ -151,13 +151,15 @@ func TestEnvironmentErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	for args, want := range map[string]string{
-		"help":              "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
-		"--help":            "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
-		"help dlq":          "pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.",
-		"help record":       "pipelinectl record release KEY: free a stuck INPROGRESS record",
-		"dlq inspect -h":    "Read-only, best effort",
-		"record release -h": "--force              (release) release a live lock",
+		"help":               "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
+		"--help":             "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
+		"help dlq":           "pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.",
+		"help record":        "pipelinectl record release KEY: free a stuck INPROGRESS record",
+		"dlq inspect -h":     "Read-only, best effort",
+		"record release -h":  "--force              (release) release a live lock",
 		"dlq redrive --help": "pipelinectl dlq redrive: move dead-lettered messages back",
+		"help policy":        "pipelinectl policy: the least-privilege IAM policy",
+		"policy -h":          "--access read|operate",
 	} {
 		code, out, errOut := ctl(t, strings.Fields(args)...)
 		if code != exitOK || !strings.Contains(out, want) || errOut != "" {
@@ -264,13 +266,7 @@ func TestRecordRelease(t *testing.T) {
 
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(v)} }
-	if _, err := ddbSrv.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: map[string]types.AttributeValue{
-		"id": s("Standard#crashed"), idempotency.AttrStatus: s(idempotency.StatusInProgress), idempotency.AttrOwner: s("gone"),
-		idempotency.AttrAttempt: n(2), idempotency.AttrExpiration: n(time.Now().Add(time.Hour).Unix()),
-		idempotency.AttrLockExpiration: n(time.Now().Add(-time.Minute).UnixMilli()),
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	putLapsed(t, p, "crashed")
 	out := mustCtl(t, "record", "get", "--id", "Standard#crashed", "--table", p.table)
 	wantContains(t, "record get --id", out, "lapsed: the next delivery takes the record over")
 	out = mustCtl(t, p.args("record", "release", "crashed")...)
@@ -449,5 +445,20 @@ func TestInspectInterrupted(t *testing.T) {
 	}
 	if q := queueCounts(t, p.dlqURL); q != [2]int64{30, 0} {
 		t.Errorf("DLQ right after the interrupted inspect = %v, want [30 0]: nothing left hidden", q)
+	}
+}
+
+// putLapsed writes the record of key as a crashed attempt 2 left it: INPROGRESS, owner
+// "gone", its lock run out a minute ago.
+func putLapsed(t *testing.T, p *pipe, key string) {
+	t.Helper()
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(v)} }
+	if _, err := ddbSrv.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: map[string]types.AttributeValue{
+		"id": s(p.name + "#" + key), idempotency.AttrStatus: s(idempotency.StatusInProgress), idempotency.AttrOwner: s("gone"),
+		idempotency.AttrAttempt: n(2), idempotency.AttrExpiration: n(time.Now().Add(time.Hour).Unix()),
+		idempotency.AttrLockExpiration: n(time.Now().Add(-time.Minute).UnixMilli()),
+	}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -304,4 +304,3 @@ func or(a, b string) string {
 	}
 	return b
 }
-

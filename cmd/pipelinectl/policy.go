@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// The actions each command needs, per resource. The least-privilege policy is built from
+// them, and a test (TestOperatorPolicyCoversEveryCall) checks that every call the commands
+// make is allowed by it.
+var (
+	// inspectDLQ: dlq inspect, and the plan of dlq redrive.
+	inspectDLQ = []string{"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility"}
+	// redriveDLQ: dlq redrive --yes, on the DLQ.
+	redriveDLQ = []string{"sqs:DeleteMessage", "sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"}
+	// redriveDestination: the queue a redrive moves to.
+	redriveDestination = []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
+	readRecord         = []string{"dynamodb:DescribeTable", "dynamodb:GetItem"}
+	releaseRecord      = []string{"dynamodb:UpdateItem"}
+	readOutputs        = []string{"cloudformation:DescribeStacks"}
+)
+
+type policyStatement struct {
+	Sid      string   `json:"Sid"`
+	Effect   string   `json:"Effect"`
+	Action   []string `json:"Action"`
+	Resource []string `json:"Resource"`
+}
+
+type policyDocument struct {
+	Version   string            `json:"Version"`
+	Statement []policyStatement `json:"Statement"`
+}
+
+const policyUsage = `pipelinectl policy: the least-privilege IAM policy for operating a pipeline with pipelinectl.
+
+  Prints an IAM policy document (JSON) naming the pipeline's own queues, table and stack,
+  from the same outputs the other commands read: attach it to the operators' role.
+  --access read gives inspect and record get only; --access operate (the default) adds
+  redrive and record release. A queue or table encrypted with a customer managed key also
+  needs kms:Decrypt and kms:GenerateDataKey on that key (the key policy may grant them).
+
+  --access read|operate  what the operators may do (default operate)
+`
+
+// dlqPolicy prints the policy for the pipeline the flags name.
+func dlqPolicy(ctx context.Context, args []string, w streams, connect connector) error {
+	fs, c := newFlags("policy", policyUsage, w.out)
+	access := fs.String("access", "operate", "read or operate")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("policy", pos); err != nil {
+		return err
+	}
+	if *access != "read" && *access != "operate" {
+		return usagef("--access %s: use read (inspect, record get) or operate (also redrive, record release)", *access)
+	}
+	if c.stack == "" && c.outputs == "" {
+		return usagef("policy needs the pipeline's outputs: give --stack or --outputs, with --pipeline")
+	}
+	cl, err := connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	outputs, from, err := c.stackOutputs(ctx, cl)
+	if err != nil {
+		return err
+	}
+	dlqURL, err := c.pipelineDLQ(outputs, from)
+	if err != nil {
+		return err
+	}
+	region := c.region
+	if region == "" {
+		region = os.Getenv("AWS_REGION")
+	}
+	dlqArn, err := arnOfQueueURL(dlqURL, region)
+	if err != nil {
+		return err
+	}
+	parts := strings.Split(dlqArn, ":")
+	partition, region, account := parts[1], parts[3], parts[4]
+	doc := policyDocument{Version: "2012-10-17"}
+	add := func(sid string, actions []string, resources ...string) {
+		doc.Statement = append(doc.Statement, policyStatement{Sid: sid, Effect: "Allow", Action: actions, Resource: resources})
+	}
+	add("InspectDeadLetterQueue", inspectDLQ, dlqArn)
+	var srcArn string
+	if src := outputs[c.pipeline+outQueueURL]; src != "" {
+		if srcArn, err = arnOfQueueURL(src, region); err != nil {
+			return err
+		}
+	}
+	if *access == "operate" {
+		add("RedriveFromDeadLetterQueue", redriveDLQ, dlqArn)
+		if srcArn != "" {
+			add("RedriveToPipelineQueue", redriveDestination, srcArn)
+		}
+	}
+	if table := outputs[outTableName]; table != "" {
+		tableArn := fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", partition, region, account, table)
+		add("ReadIdempotencyRecords", readRecord, tableArn)
+		if *access == "operate" {
+			add("ReleaseIdempotencyRecords", releaseRecord, tableArn)
+		}
+	}
+	if c.stack != "" {
+		add("ReadStackOutputs", readOutputs, fmt.Sprintf("arn:%s:cloudformation:%s:%s:stack/%s/*", partition, region, account, c.stack))
+	}
+	writeJSON(w.out, doc)
+	return nil
+}
+
+// arnOfQueueURL is the ARN of the queue at an SQS URL: https://sqs.REGION.amazonaws.com/
+// ACCOUNT/NAME (the region from the host, else region), or a local server's
+// http://HOST/ACCOUNT/NAME.
+func arnOfQueueURL(u, region string) (string, error) {
+	p, err := url.Parse(u)
+	parts := strings.Split(strings.Trim(p.Path, "/"), "/")
+	if err != nil || len(parts) != 2 {
+		return "", fmt.Errorf("%q is not a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)", u)
+	}
+	host := strings.Split(p.Hostname(), ".")
+	if len(host) >= 3 && host[0] == "sqs" {
+		region = host[1]
+	}
+	if region == "" {
+		return "", usagef("no region for %s: give --region", u)
+	}
+	partition := "aws"
+	switch {
+	case strings.HasPrefix(region, "cn-"):
+		partition = "aws-cn"
+	case strings.HasPrefix(region, "us-gov-"):
+		partition = "aws-us-gov"
+	}
+	return fmt.Sprintf("arn:%s:sqs:%s:%s:%s", partition, region, parts[0], parts[1]), nil
+}
