@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 )
 
 var (
