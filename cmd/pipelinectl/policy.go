@@ -21,6 +21,9 @@ var (
 	readRecord         = []string{"dynamodb:DescribeTable", "dynamodb:GetItem"}
 	releaseRecord      = []string{"dynamodb:UpdateItem"}
 	readOutputs        = []string{"cloudformation:DescribeStacks"}
+	// backfill: the schedule it reads and the dispatcher it invokes.
+	backfillSchedule = []string{"scheduler:GetSchedule"}
+	backfillInvoke   = []string{"lambda:InvokeFunction"}
 )
 
 type policyStatement struct {
@@ -40,7 +43,7 @@ const policyUsage = `pipelinectl policy: the least-privilege IAM policy for oper
   Prints an IAM policy document (JSON) naming the pipeline's own queues, table and stack,
   from the same outputs the other commands read: attach it to the operators' role.
   --access read gives inspect and record get only; --access operate (the default) adds
-  redrive and record release. A queue or table encrypted with a customer managed key also
+  redrive, record release and backfill. A queue or table encrypted with a customer managed key also
   needs kms:Decrypt and kms:GenerateDataKey on that key (the key policy may grant them).
 
   --access read|operate  what the operators may do (default operate)
@@ -101,6 +104,11 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 		if srcArn != "" {
 			add("RedriveToPipelineQueue", redriveDestination, srcArn)
 		}
+	}
+	if fn, name := outputs[c.pipeline+outDispatcher], outputs[c.pipeline+outSchedule]; *access == "operate" && fn != "" && name != "" {
+		add("BackfillReadSchedule", backfillSchedule, fmt.Sprintf("arn:%s:scheduler:%s:%s:schedule/%s/%s", partition, region, account,
+			or(outputs[c.pipeline+outScheduleGroup], "default"), name))
+		add("BackfillInvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
 	}
 	if table := outputs[outTableName]; table != "" {
 		tableArn := fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", partition, region, account, table)

@@ -101,6 +101,9 @@ type clients struct {
 	sqs *sqs.Client
 	ddb *dynamodb.Client
 	cfn stacksAPI
+	// rest calls the services pipelinectl has no SDK client for (Lambda Invoke, Scheduler
+	// GetSchedule), signed with the same configuration.
+	rest *restClient
 }
 
 // connector builds the clients for the common flags (newAWS; tests may wrap it).
@@ -140,9 +143,10 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 		ep = aws.String(c.endpoint)
 	}
 	return &clients{
-		sqs: sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
-		ddb: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
-		cfn: cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
+		rest: &restClient{cfg: cfg, endpoint: c.endpoint},
+		sqs:  sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
+		ddb:  dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
+		cfn:  cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
 	}, nil
 }
 

@@ -329,4 +329,9 @@ func Outputs(stack awscdk.Stack, prefix string, p Pipeline) {
 	out("ConsumerFunctionName", "The "+prefix+" consumer Lambda function", p.Consumer().Function().FunctionName())
 	out("RecordTTL", "How long the "+prefix+" consumer keeps completed idempotency records (pipelinectl dlq redrive refuses messages older than this)",
 		jsii.String(p.Consumer().RecordTTL().String()))
+	if d := p.Dispatcher(); d != nil {
+		out("DispatcherFunctionName", "The "+prefix+" dispatcher Lambda function (pipelinectl backfill invokes it)", d.Function().FunctionName())
+		out("ScheduleName", "The "+prefix+" dispatcher's schedule (pipelinectl backfill reads its cron, zone and input)", d.Schedule().ScheduleName())
+		out("ScheduleGroupName", "The group of the "+prefix+" dispatcher's schedule", d.ScheduleGroup().ScheduleGroupName())
+	}
 }

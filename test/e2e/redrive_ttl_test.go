@@ -50,6 +50,12 @@ func pipelinectl(t *testing.T) string {
 // SDK's endpoint variables, static credentials, no config files.
 func runCtl(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	return runCtlEnv(t, nil, args...)
+}
+
+// runCtlEnv is runCtl with more environment (e.g. the endpoints of local stand-ins).
+func runCtlEnv(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
 	none := filepath.Join(t.TempDir(), "none")
 	cmd := exec.CommandContext(t.Context(), pipelinectl(t), args...)
 	cmd.Env = append(os.Environ(),
@@ -57,6 +63,7 @@ func runCtl(t *testing.T, args ...string) (int, string) {
 		"AWS_ENDPOINT_URL_SQS="+sqsd.Endpoint(), "AWS_ENDPOINT_URL_DYNAMODB="+ddb.Endpoint(),
 		"AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE=",
 		"XDG_CACHE_HOME="+t.TempDir()) // redrive journals, not in the user's cache
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

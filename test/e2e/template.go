@@ -133,6 +133,9 @@ type Schedule struct {
 	LogicalID string
 	Function  string // logical id
 	Input     string // the target input, with Scheduler's <aws.scheduler.*> placeholders
+	// Expression and Timezone are ScheduleExpression (e.g. "cron(0 * * * ? *)") and
+	// ScheduleExpressionTimezone ("" when not set, UTC).
+	Expression, Timezone string
 	// DeadLetter is the logical id of the queue Scheduler sends an event to when it cannot
 	// invoke the target, "" for none.
 	DeadLetter string
@@ -206,8 +209,10 @@ func LoadTemplate(path string) (*Template, error) {
 			t.Mappings = append(t.Mappings, m)
 		case typeSchedule:
 			input, _ := cfn.Dig(p, "Target", "Input").(string)
+			expr, _ := p["ScheduleExpression"].(string)
+			zone, _ := p["ScheduleExpressionTimezone"].(string)
 			t.Schedules = append(t.Schedules, Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input,
-				DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))})
+				Expression: expr, Timezone: zone, DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))})
 		case typeInvokeConfig:
 			t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: intProp(p, "MaximumRetryAttempts", 2),
 				OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), MaxEventAgeSecs: intProp(p, "MaximumEventAgeInSeconds", 21600)}

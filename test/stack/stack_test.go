@@ -4,6 +4,7 @@ package stack
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,6 +229,26 @@ func TestOutputs(t *testing.T) {
 		}))
 		if len(*fns) != 1 {
 			t.Errorf("%s: %d consumer functions with IDEMPOTENCY_RECORD_TTL 600h0m0s, want 1", p, len(*fns))
+		}
+		// pipelinectl backfill invokes the dispatcher and reads its schedule by these.
+		for out, typ := range map[string]string{"DispatcherFunctionName": "AWS::Lambda::Function", "ScheduleName": "AWS::Scheduler::Schedule",
+			"ScheduleGroupName": "AWS::Scheduler::ScheduleGroup"} {
+			v := (*template.ToJSON())["Outputs"].(map[string]any)[p+out]
+			resources := (*template.ToJSON())["Resources"].(map[string]any)
+			var id string
+			switch value := v.(map[string]any)["Value"].(type) {
+			case map[string]any: // a Ref
+				id, _ = value["Ref"].(string)
+			case string: // a name given at synth: the resource's Name
+				for rid, r := range resources {
+					if r.(map[string]any)["Type"] == typ && fmt.Sprint(r.(map[string]any)["Properties"].(map[string]any)["Name"]) == value {
+						id = rid
+					}
+				}
+			}
+			if r, _ := resources[id].(map[string]any); r["Type"] != typ || !strings.HasPrefix(id, p+"Dispatcher") {
+				t.Errorf("output %s%s = %v: want a Ref to the %s dispatcher's %s", p, out, v, p, typ)
+			}
 		}
 	}
 }

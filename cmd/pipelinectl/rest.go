@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+)
+
+// restClient makes the few signed REST calls pipelinectl needs of services it has no SDK
+// client for, so that it adds no module: Lambda's Invoke and Scheduler's GetSchedule.
+type restClient struct {
+	cfg      aws.Config
+	endpoint string // --endpoint-url, for every service
+}
+
+// endpointFor is a service's endpoint: --endpoint-url, AWS_ENDPOINT_URL_<SERVICE>,
+// AWS_ENDPOINT_URL, else the service's regional endpoint.
+func (r *restClient) endpointFor(service string) string {
+	for _, e := range []string{r.endpoint, os.Getenv("AWS_ENDPOINT_URL_" + strings.ToUpper(service)), os.Getenv("AWS_ENDPOINT_URL")} {
+		if e != "" {
+			return strings.TrimSuffix(e, "/")
+		}
+	}
+	domain := "amazonaws.com"
+	if strings.HasPrefix(r.cfg.Region, "cn-") {
+		domain = "amazonaws.com.cn"
+	}
+	return fmt.Sprintf("https://%s.%s.%s", service, r.cfg.Region, domain)
+}
+
+// apiError is a non-2xx answer of a REST call.
+type apiError struct {
+	Service, Op string
+	Status      int
+	Type, Msg   string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s: %s", e.Service, e.Op, e.Status, e.Type, e.Msg)
+}
+
+// call signs and sends one request and returns the response's headers and body; a non-2xx
+// answer is an *apiError.
+func (r *restClient) call(ctx context.Context, service, op, method, path string, header http.Header, body []byte) (http.Header, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, r.endpointFor(service)+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	creds, err := r.cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: get credentials: %w", service, op, err)
+	}
+	sum := sha256.Sum256(body)
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), service, r.cfg.Region, time.Now()); err != nil {
+		return nil, nil, err
+	}
+	resp, err := r.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", service, op, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: read the answer: %w", service, op, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Type    string `json:"__type"`
+			Message string // "Message" or "message": JSON field names match either case
+		}
+		_ = json.Unmarshal(out, &e)
+		typ, _, _ := strings.Cut(or(resp.Header.Get("X-Amzn-ErrorType"), e.Type), ":")
+		return nil, nil, &apiError{Service: service, Op: op, Status: resp.StatusCode, Type: typ, Msg: or(e.Message, strings.TrimSpace(string(out)))}
+	}
+	return resp.Header, out, nil
+}

@@ -1,0 +1,125 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestBackfillTwiceRunsEachOccurrenceOnce: the schedule was off for three hours. The
+// operator's `pipelinectl backfill` reads the schedule (cron, zone, input) and invokes the
+// deployed dispatcher once per missed occurrence, and is then run again over the same
+// three hours: each occurrence's effects run once, the second run's messages are
+// duplicates the consumer acknowledges. Scheduler's GetSchedule and Lambda's Invoke are
+// stand-ins over the deployed template and function, reached by the CLI the way it reaches
+// AWS (AWS_ENDPOINT_URL_SCHEDULER, AWS_ENDPOINT_URL_LAMBDA, signed requests).
+func TestBackfillTwiceRunsEachOccurrenceOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "backfill")
+	p := w.pipeline(false)
+	sch, err := w.d.Template.ScheduleFor(p.Dispatcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sch.Expression != "cron(0 * * * ? *)" {
+		t.Fatalf("the reference schedule is %q; this test backfills an hourly one", sch.Expression)
+	}
+	dispatcher := w.env(p.Dispatcher, nil)
+	fnName := w.functionName(p.Dispatcher)
+	var invocations, getSchedules atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /schedules/{name}", func(rw http.ResponseWriter, r *http.Request) {
+		getSchedules.Add(1)
+		if r.PathValue("name") != "schedule-"+w.d.Suffix || r.URL.Query().Get("groupName") != "group-"+w.d.Suffix ||
+			!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+			http.Error(rw, `{"Message":"no such schedule"}`, http.StatusNotFound)
+			return
+		}
+		json.NewEncoder(rw).Encode(map[string]any{"Name": r.PathValue("name"), "GroupName": "group-" + w.d.Suffix, "State": "ENABLED",
+			"ScheduleExpression": sch.Expression, "ScheduleExpressionTimezone": sch.Timezone,
+			"Target": map[string]any{"Arn": "arn:aws:lambda:us-east-1:123456789012:function:" + fnName, "Input": sch.Input}})
+	})
+	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", func(rw http.ResponseWriter, r *http.Request) {
+		invocations.Add(1)
+		if r.PathValue("name") != fnName || r.Header.Get("X-Amz-Invocation-Type") != "RequestResponse" {
+			http.Error(rw, `{"Message":"no such function"}`, http.StatusNotFound)
+			return
+		}
+		payload, _ := io.ReadAll(r.Body)
+		res, err := w.invoke(r.Context(), dispatcher, payload)
+		switch {
+		case err != nil:
+			http.Error(rw, fmt.Sprintf(`{"Message":%q}`, err), http.StatusInternalServerError)
+		case res.FunctionError != nil:
+			rw.Header().Set("X-Amz-Function-Error", "Unhandled")
+			fmt.Fprintf(rw, `{"errorMessage":%q}`, res.FunctionError.Error())
+		default:
+			rw.Write(res.Payload)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	outputs := filepath.Join(t.TempDir(), "outputs.json")
+	b, _ := json.Marshal(map[string]map[string]string{"Pipeline-e2e": {
+		"StandardQueueUrl": w.d.QueueURL[p.Queue], "StandardDeadLetterQueueUrl": w.d.QueueURL[p.DLQ],
+		"StandardDispatcherFunctionName": fnName, "StandardScheduleName": "schedule-" + w.d.Suffix, "StandardScheduleGroupName": "group-" + w.d.Suffix,
+	}})
+	if err := os.WriteFile(outputs, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"AWS_ENDPOINT_URL_SCHEDULER=" + srv.URL, "AWS_ENDPOINT_URL_LAMBDA=" + srv.URL}
+	to := time.Now().UTC().Truncate(time.Hour)
+	from := to.Add(-3 * time.Hour)
+	args := []string{"backfill", "--outputs", outputs, "--pipeline", "Standard", "--from", from.Format(time.RFC3339), "--to", to.Format(time.RFC3339)}
+
+	code, out := runCtlEnv(t, env, args...)
+	for _, want := range []string{"schedule     schedule-" + w.d.Suffix + ": cron(0 * * * ? *) in UTC (ENABLED)", "occurrences  3 in [",
+		"  " + from.Format(time.RFC3339), "Dry run: nothing dispatched."} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("dry run: exit %d, output lacks %q", code, want)
+		}
+	}
+	if invocations.Load() != 0 {
+		t.Fatalf("the dry run invoked the dispatcher %d times", invocations.Load())
+	}
+	for run := range 2 {
+		code, out = runCtlEnv(t, env, append(args, "--yes")...)
+		if code != 0 || !strings.Contains(out, "dispatched   3 of 3 occurrences") || !strings.Contains(out, "done         every occurrence was dispatched (exit 0)") {
+			t.Errorf("backfill %d: exit %d\n%s", run+1, code, out)
+		}
+	}
+	if invocations.Load() != 6 || getSchedules.Load() != 3 {
+		t.Errorf("the dispatcher was invoked %d times, want 6 (3 occurrences, twice); GetSchedule %d times, want 3", invocations.Load(), getSchedules.Load())
+	}
+
+	pl, stop := w.poll(p, 2)
+	took := w.waitFor("an empty queue", w.patience(p.Queue), func() bool { return w.depth(p.Queue) == 0 })
+	stop()
+	w.quiesce()
+	var ev struct{ Items []map[string]any }
+	if err := json.Unmarshal([]byte(sch.Input), &ev); err != nil || len(ev.Items) == 0 {
+		t.Fatalf("the schedule's input has no items: %v", err)
+	}
+	items := ev.Items
+	var want []string
+	for h := range 3 {
+		want = append(want, dispatchKeys(t, w, p, from.Add(time.Duration(h)*time.Hour), items)...)
+	}
+	checkOnce(t, w.ledger, want)
+	if dup := w.ledger.Outcomes()["duplicate"]; dup != len(want) {
+		t.Errorf("%d duplicates reached the consumer, want %d (the second backfill's messages)", dup, len(want))
+	}
+	report(t, "a 3-hour gap of an hourly schedule backfilled twice: %d dispatcher invocations, %d effects for %d keys, %d duplicates absorbed, %d records delivered, drained in %v",
+		invocations.Load(), len(w.ledger.Effects()), len(want), w.ledger.Outcomes()["duplicate"], pl.Stats.Received.Load(), took.Round(10*time.Millisecond))
+}
