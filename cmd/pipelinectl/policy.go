@@ -21,7 +21,8 @@ var (
 	readRecord         = []string{"dynamodb:DescribeTable", "dynamodb:GetItem"}
 	releaseRecord      = []string{"dynamodb:UpdateItem"}
 	readOutputs        = []string{"cloudformation:DescribeStacks"}
-	// backfill: the schedule it reads and the dispatcher it invokes.
+	// backfill reads the schedule and invokes the dispatcher; verify invokes it for a probe
+	// (and sends its own probes with redriveDestination's sqs:SendMessage).
 	backfillSchedule = []string{"scheduler:GetSchedule"}
 	backfillInvoke   = []string{"lambda:InvokeFunction"}
 )
@@ -43,7 +44,7 @@ const policyUsage = `pipelinectl policy: the least-privilege IAM policy for oper
   Prints an IAM policy document (JSON) naming the pipeline's own queues, table and stack,
   from the same outputs the other commands read: attach it to the operators' role.
   --access read gives inspect and record get only; --access operate (the default) adds
-  redrive, record release and backfill. A queue or table encrypted with a customer managed key also
+  redrive, record release, backfill and verify. A queue or table encrypted with a customer managed key also
   needs kms:Decrypt and kms:GenerateDataKey on that key (the key policy may grant them).
 
   --access read|operate  what the operators may do (default operate)
@@ -106,9 +107,9 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 		}
 	}
 	if fn, name := outputs[c.pipeline+outDispatcher], outputs[c.pipeline+outSchedule]; *access == "operate" && fn != "" && name != "" {
-		add("BackfillReadSchedule", backfillSchedule, fmt.Sprintf("arn:%s:scheduler:%s:%s:schedule/%s/%s", partition, region, account,
+		add("ReadSchedule", backfillSchedule, fmt.Sprintf("arn:%s:scheduler:%s:%s:schedule/%s/%s", partition, region, account,
 			or(outputs[c.pipeline+outScheduleGroup], "default"), name))
-		add("BackfillInvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
+		add("InvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
 	}
 	if table := outputs[outTableName]; table != "" {
 		tableArn := fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", partition, region, account, table)

@@ -57,18 +57,9 @@ func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, conne
 	if err != nil {
 		return nil, id, err
 	}
-	desc, err := cl.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	cfg, err := tableConfig(ctx, cl, table, prefix)
 	if err != nil {
-		return nil, id, fmt.Errorf("table %s: %w", table, err)
-	}
-	cfg := idempotency.Config{TableName: table, KeyPrefix: prefix}
-	for _, k := range desc.Table.KeySchema {
-		switch k.KeyType {
-		case types.KeyTypeHash:
-			cfg.PartitionKeyAttr = aws.ToString(k.AttributeName)
-		case types.KeyTypeRange:
-			cfg.SortKeyAttr = aws.ToString(k.AttributeName)
-		}
+		return nil, id, err
 	}
 	if r.id == "" && cfg.SortKeyAttr == "" && r.tenant != "" {
 		return nil, id, usagef("%s: --tenant %q, but table %s has no sort key (no tenants)", cmd, r.tenant, table)
@@ -81,6 +72,25 @@ func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, conne
 		return a, idempotency.RecordID{ID: r.id, SortKey: r.sortKey}, nil
 	}
 	return a, idempotency.RecordID{Key: pos[0], Tenant: r.tenant}, nil
+}
+
+// tableConfig is the idempotency configuration of records with the key prefix in table,
+// with the table's key attributes as DescribeTable gives them.
+func tableConfig(ctx context.Context, cl *clients, table, prefix string) (idempotency.Config, error) {
+	desc, err := cl.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return idempotency.Config{}, fmt.Errorf("table %s: %w", table, err)
+	}
+	cfg := idempotency.Config{TableName: table, KeyPrefix: prefix}
+	for _, k := range desc.Table.KeySchema {
+		switch k.KeyType {
+		case types.KeyTypeHash:
+			cfg.PartitionKeyAttr = aws.ToString(k.AttributeName)
+		case types.KeyTypeRange:
+			cfg.SortKeyAttr = aws.ToString(k.AttributeName)
+		}
+	}
+	return cfg, nil
 }
 
 func recordGet(ctx context.Context, args []string, w streams, connect connector) error {

@@ -73,6 +73,22 @@ const (
 	OutcomeSkippedGroupFailed = "skipped_group_failed"
 	OutcomeSkippedDeadline    = "skipped_deadline"
 	OutcomeAbandoned          = "abandoned_at_deadline"
+	// OutcomeProbe and OutcomeProbeDuplicate end a probe (AttrProbe): its record completed,
+	// or was already complete; no effect ran.
+	OutcomeProbe          = "probe"
+	OutcomeProbeDuplicate = "probe_duplicate"
+)
+
+// AttrProbe marks a probe message: `pipelinectl verify` sends two with the same value, and
+// the consumer takes them through everything but the effect: it acquires and completes the
+// idempotency record of the key ProbeKeyPrefix+value (tenant ProbeKeyPrefix+"tenant" on a
+// composite table) with a no-op, so the second is a duplicate. A probe proves that the queue,
+// its key, the event source mapping, the function and its access to the table work, and
+// runs no business effect. The value is 1 to 64 letters, digits and '-'; another value is
+// bad input.
+const (
+	AttrProbe      = msgkey.AttrProbe
+	ProbeKeyPrefix = msgkey.ProbeKeyPrefix
 )
 
 // Handler processes SQS events: it is built once per cold start and is safe for the
@@ -163,6 +179,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 // record only. Bad input returns the *msgkey.InputError; the Guard's typed errors
 // (*idempotency.PayloadMismatchError, ...) come back unchanged for errors.As.
 func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
+	if a, ok := rec.MessageAttributes[AttrProbe]; ok {
+		return h.probe(ctx, rec, a)
+	}
 	key, err := h.keySrc.Extract(rec, h.maxBody)
 	if err != nil {
 		return h.reject(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
@@ -220,6 +239,34 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 	return h.done(ctx, rec, key, outcome, metric, err, extra...)
 }
 
+// probe takes a probe message (AttrProbe) through the record's whole life with a no-op
+// instead of the effect.
+func (h *Handler) probe(ctx context.Context, rec events.SQSMessage, a events.SQSMessageAttribute) error {
+	id := ""
+	if a.StringValue != nil {
+		id = *a.StringValue
+	}
+	if !msgkey.ValidProbeID(id) {
+		err := &msgkey.InputError{Source: msgkey.Source{Kind: msgkey.SourceAttribute, Name: AttrProbe}, Code: "probe_invalid", Reason: fmt.Sprintf("attribute %s %q: a probe id is 1 to 64 letters, digits and '-'", AttrProbe, id)}
+		return h.reject(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
+	}
+	key, tenant := ProbeKeyPrefix+id, ""
+	if h.tenant.Group || h.tenant.Source.Kind != 0 {
+		tenant = ProbeKeyPrefix + "tenant"
+	}
+	res, err := h.guard.Run(ctx, idempotency.Request{Key: key, Tenant: tenant, Payload: []byte(rec.Body)},
+		func(context.Context) ([]byte, error) { return nil, nil })
+	switch {
+	case err == nil && res.Outcome == idempotency.OutcomeDuplicate:
+		return h.done(ctx, rec, key, OutcomeProbeDuplicate, "", nil, slog.Bool("probe", true))
+	case err == nil:
+		return h.done(ctx, rec, key, OutcomeProbe, "", nil, slog.Bool("probe", true))
+	case errors.Is(err, idempotency.ErrInProgress):
+		return h.done(ctx, rec, key, OutcomeInFlightElsewhere, telemetry.MetricInFlightElsewhere, err, slog.Bool("probe", true))
+	}
+	return h.done(ctx, rec, key, OutcomeStoreError, "", err, slog.Bool("probe", true))
+}
+
 // resultDropped reports an effect result the Guard could not store, once, where it happened:
 // the record is COMPLETED (the effect will not run again), but the key's duplicates replay
 // no result, and that is worth a look when the result matters to them.
@@ -261,7 +308,7 @@ func (h *Handler) done(ctx context.Context, rec events.SQSMessage, key, outcome,
 	}
 	level := slog.LevelInfo
 	switch outcome {
-	case OutcomeProcessed, OutcomeDuplicate:
+	case OutcomeProcessed, OutcomeDuplicate, OutcomeProbe, OutcomeProbeDuplicate:
 	case OutcomeInFlightElsewhere, OutcomeInvalidInput:
 		level = slog.LevelWarn // expected now and then; the DLQ and its alarm catch what persists
 	default:

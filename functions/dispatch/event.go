@@ -15,6 +15,9 @@ type Event struct {
 	ExecutionID   string `json:"executionId"`
 	Job           string `json:"job"`
 	Items         []Item `json:"items"`
+	// Probe, when set, asks for one probe message (msgkey.AttrProbe) instead of the items:
+	// `pipelinectl verify` proves with it that the dispatcher can send to its queue.
+	Probe string `json:"probe,omitempty"`
 }
 
 // Item is one unit of work: one message per item and scheduled occurrence.

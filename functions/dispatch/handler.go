@@ -109,6 +109,9 @@ func NewHandler(cfg Config, api SQSAPI, items ItemSource, log *slog.Logger, metr
 // different occurrences never share one.
 func (h *Handler) Handle(ctx context.Context, ev Event) (Summary, error) {
 	defer h.flushMetrics()
+	if ev.Probe != "" {
+		return h.probe(ctx, ev)
+	}
 	run, err := h.run(ev)
 	if err != nil {
 		h.log.Error("dispatch rejected", "error", err.Error(), "executionId", ev.ExecutionID)
@@ -144,6 +147,32 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Summary, error) {
 		return sum, err
 	}
 	log.Info("dispatched", "items", len(msgs), "sent", sent, "fifo", h.cfg.Fifo)
+	return sum, nil
+}
+
+// probe sends one probe message (ev.Probe) to the queue; the consumer completes its record
+// without running an effect.
+func (h *Handler) probe(ctx context.Context, ev Event) (Summary, error) {
+	sum := Summary{Job: h.cfg.JobName}
+	log := h.log.With("job", h.cfg.JobName, "probe", ev.Probe, "executionId", ev.ExecutionID)
+	if !msgkey.ValidProbeID(ev.Probe) {
+		err := fmt.Errorf(`%w: "probe" %q: a probe id is 1 to 64 letters, digits and '-'`, ErrInvalidEvent, ev.Probe)
+		log.Error("dispatch rejected", "error", err.Error())
+		return sum, err
+	}
+	m := message{itemID: "probe", key: ev.Probe, probe: true}
+	m.body = fmt.Sprintf(`{"pipelineProbe":%q,"sentBy":"dispatcher"}`, ev.Probe)
+	if h.cfg.Fifo {
+		m.group, m.dedupID = "pipelinectl-probe", "probe-"+ev.Probe
+	}
+	m.size = len(m.body) + len(msgkey.AttrProbe) + len("String") + len(m.key)
+	sent, err := h.send(ctx, log, []message{m})
+	sum.Sent = sent
+	if err != nil {
+		log.Error("probe not sent", "error", err.Error())
+		return sum, err
+	}
+	log.Info("probe dispatched")
 	return sum, nil
 }
 
@@ -190,6 +219,7 @@ func occurrence(at time.Time) time.Time { return at.UTC().Truncate(time.Minute) 
 // message is one prepared SQS entry.
 type message struct {
 	itemID, key, group, dedupID string
+	probe                       bool // key is a probe id, sent as msgkey.AttrProbe
 	body                        string
 	size                        int // body + attributes, as SQS counts it
 }

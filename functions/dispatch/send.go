@@ -11,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/aws/smithy-go"
+	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 
 	"github.com/idempotent-sqs/pipeline/functions/internal/backoff"
 )
@@ -111,11 +113,15 @@ func (h *Handler) sendBatch(ctx context.Context, batch []*entryState) (int, []*e
 	byID := make(map[string]*entryState, len(batch))
 	for i, e := range batch {
 		byID[e.id] = e
+		attr := attrKey
+		if e.msg.probe {
+			attr = msgkey.AttrProbe
+		}
 		entry := types.SendMessageBatchRequestEntry{
 			Id:          aws.String(e.id),
 			MessageBody: aws.String(e.msg.body),
 			MessageAttributes: map[string]types.MessageAttributeValue{
-				attrKey: {DataType: aws.String("String"), StringValue: aws.String(e.msg.key)},
+				attr: {DataType: aws.String("String"), StringValue: aws.String(e.msg.key)},
 			},
 		}
 		if e.msg.group != "" {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 
 // TestBackfillTwiceRunsEachOccurrenceOnce: the schedule was off for three hours. The
@@ -49,24 +51,7 @@ func TestBackfillTwiceRunsEachOccurrenceOnce(t *testing.T) {
 			"ScheduleExpression": sch.Expression, "ScheduleExpressionTimezone": sch.Timezone,
 			"Target": map[string]any{"Arn": "arn:aws:lambda:us-east-1:123456789012:function:" + fnName, "Input": sch.Input}})
 	})
-	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", func(rw http.ResponseWriter, r *http.Request) {
-		invocations.Add(1)
-		if r.PathValue("name") != fnName || r.Header.Get("X-Amz-Invocation-Type") != "RequestResponse" {
-			http.Error(rw, `{"Message":"no such function"}`, http.StatusNotFound)
-			return
-		}
-		payload, _ := io.ReadAll(r.Body)
-		res, err := w.invoke(r.Context(), dispatcher, payload)
-		switch {
-		case err != nil:
-			http.Error(rw, fmt.Sprintf(`{"Message":%q}`, err), http.StatusInternalServerError)
-		case res.FunctionError != nil:
-			rw.Header().Set("X-Amz-Function-Error", "Unhandled")
-			fmt.Fprintf(rw, `{"errorMessage":%q}`, res.FunctionError.Error())
-		default:
-			rw.Write(res.Payload)
-		}
-	})
+	handleInvoke(mux, w, fnName, dispatcher, &invocations)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -122,4 +107,28 @@ func TestBackfillTwiceRunsEachOccurrenceOnce(t *testing.T) {
 	}
 	report(t, "a 3-hour gap of an hourly schedule backfilled twice: %d dispatcher invocations, %d effects for %d keys, %d duplicates absorbed, %d records delivered, drained in %v",
 		invocations.Load(), len(w.ledger.Effects()), len(want), w.ledger.Outcomes()["duplicate"], pl.Stats.Received.Load(), took.Round(10*time.Millisecond))
+}
+
+// handleInvoke serves Lambda's Invoke (RequestResponse) for the function fnName on mux, with
+// the deployed function in env; invocations counts the calls.
+func handleInvoke(mux *http.ServeMux, w *world, fnName string, env *lambdart.Env, invocations *atomic.Int32) {
+	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", func(rw http.ResponseWriter, r *http.Request) {
+		invocations.Add(1)
+		if r.PathValue("name") != fnName || r.Header.Get("X-Amz-Invocation-Type") != "RequestResponse" ||
+			!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+			http.Error(rw, `{"Message":"no such function"}`, http.StatusNotFound)
+			return
+		}
+		payload, _ := io.ReadAll(r.Body)
+		res, err := w.invoke(r.Context(), env, payload)
+		switch {
+		case err != nil:
+			http.Error(rw, fmt.Sprintf(`{"Message":%q}`, err), http.StatusInternalServerError)
+		case res.FunctionError != nil:
+			rw.Header().Set("X-Amz-Function-Error", "Unhandled")
+			fmt.Fprintf(rw, `{"errorMessage":%q}`, res.FunctionError.Error())
+		default:
+			rw.Write(res.Payload)
+		}
+	})
 }

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idempotent-sqs/pipeline/functions/consume"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+)
+
+const verifyUsage = `pipelinectl verify: prove after a deploy that each pipeline works end to end.
+
+  For each pipeline of the stack (or --pipeline), it sends two probe messages with the same
+  PipelineProbe attribute to the pipeline's queue and waits for the consumer to complete the
+  idempotency record of the probe's key (pipelinectl-probe-<id>). The consumer takes a probe
+  through everything but the business effect: the queue and its key, the event source
+  mapping, the function, its access to the table. The second probe is a duplicate. Then it
+  checks that the DLQ did not grow. A pipeline with a dispatcher (its output
+  <Pipeline>DispatcherFunctionName) is then asked, by a synchronous invocation with
+  {"probe": ID}, to send one probe itself: that proves the dispatcher can send to the queue.
+
+  When a probe does not complete in --timeout, it says what failed, from what it saw: the
+  dispatcher could not send (its error), nothing received the probes (the event source
+  mapping is disabled or missing), the consumer received them but wrote no record (it
+  cannot write the table), the record was acquired but not completed, or the probes went to
+  the DLQ. Exit 0 when every pipeline
+  passed, 1 when one failed, 3 when interrupted: for a CI/CD step after cdk deploy.
+
+  What it leaves: the probe records, which expire with the consumer's record TTL; after a
+  failure, the probes themselves, on the queue or in its DLQ (attribute PipelineProbe).
+
+  --timeout D          how long to wait for each pipeline's probe (default 2m)
+  --key-prefix PREFIX  the consumer's IDEMPOTENCY_KEY_PREFIX (default: the pipeline name)
+`
+
+type verifyResult struct {
+	Pipeline string        `json:"pipeline"`
+	OK       bool          `json:"ok"`
+	Took     time.Duration `json:"tookNanoseconds"`
+	Probe    string        `json:"probe"`
+	// Dispatcher reports that the dispatcher's probe completed too.
+	Dispatcher bool   `json:"dispatcher"`
+	Failure    string `json:"failure,omitempty"`
+}
+
+func verify(ctx context.Context, args []string, w streams, connect connector) error {
+	fs, c := newFlags("verify", verifyUsage, w.out)
+	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for each probe")
+	keyPrefix := fs.String("key-prefix", "", "the consumer's key prefix (default: the pipeline name)")
+	outputFlag(fs, c)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("verify", pos); err != nil {
+		return err
+	}
+	if err := c.checkOutput(); err != nil {
+		return err
+	}
+	if *timeout < 5*time.Second || *timeout > 30*time.Minute {
+		return usagef("--timeout %s: use 5s to 30m", *timeout)
+	}
+	if c.stack == "" && c.outputs == "" {
+		return usagef("verify needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)")
+	}
+	out := w.text(c)
+	cl, err := connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	outputs, from, err := c.stackOutputs(ctx, cl)
+	if err != nil {
+		return err
+	}
+	names := pipelines(outputs)
+	if c.pipeline != "" {
+		if _, err := c.pipelineDLQ(outputs, from); err != nil {
+			return err
+		}
+		names = []string{c.pipeline}
+	}
+	if len(names) == 0 {
+		return usagef("%s has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)", from)
+	}
+	var results []verifyResult
+	failed := 0
+	for _, p := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		r := verifyPipeline(ctx, cl, outputs, p, or(*keyPrefix, p), *timeout, out)
+		results = append(results, r)
+		if r.OK {
+			via := ""
+			if r.Dispatcher {
+				via = ", and the dispatcher's"
+			}
+			fmt.Fprintf(out, "%-12s OK: probe %s completed%s, in %s; the DLQ did not grow\n", p, r.Probe, via, r.Took.Round(10*time.Millisecond))
+		} else {
+			failed++
+			fmt.Fprintf(out, "%-12s FAILED: %s\n", p, r.Failure)
+		}
+	}
+	if c.output == "json" {
+		writeJSON(w.out, results)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return &notDone{fmt.Sprintf("interrupted after %d of %d pipelines", len(results), len(names))}
+	case failed > 0:
+		return fmt.Errorf("verify: %d of %d pipelines failed", failed, len(names))
+	}
+	return nil
+}
+
+// verifyPipeline sends pipeline p's probes and waits for their record.
+func verifyPipeline(ctx context.Context, cl *clients, outputs map[string]string, p, prefix string, timeout time.Duration, out io.Writer) verifyResult {
+	r := verifyResult{Pipeline: p}
+	fail := func(format string, args ...any) verifyResult {
+		r.Failure = fmt.Sprintf(format, args...)
+		return r
+	}
+	src, dlqURL, table, fn := outputs[p+outQueueURL], outputs[p+outDLQURL], outputs[outTableName], outputs[p+"ConsumerFunctionName"]
+	if src == "" || table == "" {
+		return fail("the outputs lack %s%s or %s", p, outQueueURL, outTableName)
+	}
+	srcQ, err := getQueue(ctx, cl.sqs, src)
+	if err != nil {
+		return fail("%v", err)
+	}
+	dlqBefore, err := getQueue(ctx, cl.sqs, dlqURL)
+	if err != nil {
+		return fail("%v", err)
+	}
+	admin, composite, err := openAdmin(ctx, cl, table, prefix)
+	if err != nil {
+		return fail("%v", err)
+	}
+	id := newProbeID()
+	r.Probe = consume.ProbeKeyPrefix + id
+	for i := 1; i <= 2; i++ {
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(`{"pipelineProbe":"` + id + `","sentBy":"pipelinectl verify"}`),
+			MessageAttributes: map[string]types.MessageAttributeValue{consume.AttrProbe: {DataType: aws.String("String"), StringValue: aws.String(id)}}}
+		if srcQ.fifo {
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String("pipelinectl-probe"), aws.String(id+"-"+strconv.Itoa(i))
+		}
+		if _, err := cl.sqs.SendMessage(ctx, in); err != nil {
+			return fail("cannot send a probe to %s: %v (pipelinectl's sqs:SendMessage on the queue, and kms:GenerateDataKey on its key if it has a customer managed one)", src, explain(err))
+		}
+	}
+	fmt.Fprintf(out, "%-12s probes %s sent to %s; waiting up to %s for its record\n", p, r.Probe, src, timeout)
+	w := probeWait{cl: cl, admin: admin, composite: composite, src: src, dlqURL: dlqURL, table: table, consumerFn: fn, dlqBefore: dlqBefore.visible, timeout: timeout}
+	took, why := w.wait(ctx, id)
+	if why != "" {
+		return fail("%s", why)
+	}
+	r.Took = took
+
+	// The dispatcher: one probe sent by it, through the same consumer.
+	if dfn := outputs[p+outDispatcher]; dfn != "" {
+		id := newProbeID()
+		event := fmt.Sprintf(`{"probe":%q}`, id)
+		hdr, resp, err := cl.rest.call(ctx, "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/"+url.PathEscape(dfn)+"/invocations",
+			http.Header{"X-Amz-Invocation-Type": {"RequestResponse"}, "Content-Type": {"application/json"}}, []byte(event))
+		switch {
+		case err != nil:
+			return fail("cannot invoke the dispatcher %s: %v (pipelinectl's lambda:InvokeFunction on it)", dfn, explain(err))
+		case hdr.Get("X-Amz-Function-Error") != "":
+			return fail("the dispatcher %s could not send its probe to %s: %s: its role needs sqs:SendMessage on the queue (and kms:GenerateDataKey on the queue's key if it has a customer managed one)",
+				dfn, src, truncate(strings.TrimSpace(string(resp)), 300))
+		}
+		fmt.Fprintf(out, "%-12s dispatcher %s sent probe %s%s; waiting for its record\n", p, dfn, consume.ProbeKeyPrefix, id)
+		took, why := w.wait(ctx, id)
+		if why != "" {
+			return fail("the dispatcher sent its probe, but: %s", why)
+		}
+		r.Took += took
+		r.Dispatcher = true
+	}
+	r.OK = true
+	return r
+}
+
+func newProbeID() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return strconv.FormatInt(time.Now().Unix(), 10) + "-" + hex.EncodeToString(b)
+}
+
+// probeWait waits for probes' records on one pipeline, and says what failed when one does
+// not complete.
+type probeWait struct {
+	cl                             *clients
+	admin                          *idempotency.Admin
+	composite                      bool
+	src, dlqURL, table, consumerFn string
+	dlqBefore                      int64
+	timeout                        time.Duration
+}
+
+// wait returns how long the record of probe id took to complete, or why it did not.
+func (w probeWait) wait(ctx context.Context, id string) (time.Duration, string) {
+	rid := idempotency.RecordID{Key: consume.ProbeKeyPrefix + id}
+	if w.composite {
+		rid.Tenant = consume.ProbeKeyPrefix + "tenant"
+	}
+	start := time.Now()
+	var received bool
+	var last *idempotency.RecordInfo
+	for {
+		ri, err := w.admin.Get(ctx, rid)
+		switch {
+		case err == nil && ri.Status == idempotency.StatusCompleted:
+			took := time.Since(start)
+			// The duplicate follows; a DLQ that grew meanwhile is reported (it may be other
+			// traffic's, which is worth a look too).
+			pause(ctx, 2*time.Second)
+			if after, err := getQueue(ctx, w.cl.sqs, w.dlqURL); err == nil && after.visible > w.dlqBefore {
+				return took, fmt.Sprintf("the probe completed, but the DLQ grew from %d to %d messages meanwhile: pipelinectl dlq inspect", w.dlqBefore, after.visible)
+			}
+			return took, ""
+		case err == nil:
+			last = ri
+		case !errors.Is(err, idempotency.ErrNoRecord):
+			return 0, fmt.Sprintf("reading the probe's record: %v", explain(err))
+		}
+		if q, err := getQueue(ctx, w.cl.sqs, w.src); err == nil && q.inFlight > 0 {
+			received = true
+		}
+		if time.Since(start) > w.timeout {
+			break
+		}
+		if !pause(ctx, time.Second) {
+			return 0, "interrupted"
+		}
+	}
+	q, _ := getQueue(ctx, w.cl.sqs, w.src)
+	dlqAfter, _ := getQueue(ctx, w.cl.sqs, w.dlqURL)
+	mapping := fmt.Sprintf("aws lambda list-event-source-mappings --function-name %s --query 'EventSourceMappings[].[State,StateTransitionReason,LastProcessingResult]'", or(w.consumerFn, "<consumer>"))
+	switch {
+	case dlqAfter.visible > w.dlqBefore:
+		return 0, fmt.Sprintf("the probes went to the DLQ (%d -> %d messages) instead of completing: the consumer failed them until maxReceiveCount; its log says why (record outcome with probe=true)",
+			w.dlqBefore, dlqAfter.visible)
+	case last != nil:
+		return 0, fmt.Sprintf("the consumer acquired the probe's record (owner %s, attempt %d) but did not complete it in %s: it cannot finish writing the table %s, or its invocations time out; its log says which",
+			last.Owner, last.Attempt, w.timeout, w.table)
+	case received:
+		return 0, fmt.Sprintf("the consumer received the probes but wrote no record in %s: it cannot write the table %s (dynamodb:UpdateItem; kms:Decrypt and kms:GenerateDataKey on the table's key if it has a customer managed one); its log: record outcome store_error with probe=true",
+			w.timeout, w.table)
+	case q.visible > 2:
+		return 0, fmt.Sprintf("the probes wait behind %d visible messages on %s after %s and were never received: either the consumer is far behind, or nothing receives from the queue (%s); rerun with a longer --timeout once the backlog is understood",
+			q.visible, w.src, w.timeout, mapping)
+	}
+	return 0, fmt.Sprintf("nothing received the probes from %s in %s: the consumer's event source mapping is disabled or missing, or the function cannot run (throttled to 0 reserved concurrency, deleted): %s",
+		w.src, w.timeout, mapping)
+}
+
+// openAdmin reads the table's key schema and returns an Admin for records of prefix, and
+// whether the table is composite (a sort key: records have tenants).
+func openAdmin(ctx context.Context, cl *clients, table, prefix string) (*idempotency.Admin, bool, error) {
+	cfg, err := tableConfig(ctx, cl, table, prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	a, err := idempotency.NewAdmin(cl.ddb, cfg)
+	return a, cfg.SortKeyAttr != "", err
+}

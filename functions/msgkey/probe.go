@@ -1,0 +1,26 @@
+package msgkey
+
+// A probe is a message that proves a pipeline works without running its business effect:
+// `pipelinectl verify` sends one to the queue, and asks the dispatcher to send one. The
+// consumer takes it through the idempotency record of ProbeKeyPrefix+id with a no-op; keys
+// with that prefix are reserved for probes.
+const (
+	// AttrProbe is the message attribute that marks a probe; its value is the probe id.
+	AttrProbe = "PipelineProbe"
+	// ProbeKeyPrefix starts the idempotency key of every probe.
+	ProbeKeyPrefix = "pipelinectl-probe-"
+)
+
+// ValidProbeID reports a probe id the consumer and dispatcher accept: 1 to 64 ASCII letters,
+// digits and '-'.
+func ValidProbeID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
