@@ -40,17 +40,7 @@ func TestBackfillTwiceRunsEachOccurrenceOnce(t *testing.T) {
 	fnName := w.functionName(p.Dispatcher)
 	var invocations, getSchedules atomic.Int32
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /schedules/{name}", func(rw http.ResponseWriter, r *http.Request) {
-		getSchedules.Add(1)
-		if r.PathValue("name") != "schedule-"+w.d.Suffix || r.URL.Query().Get("groupName") != "group-"+w.d.Suffix ||
-			!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
-			http.Error(rw, `{"Message":"no such schedule"}`, http.StatusNotFound)
-			return
-		}
-		json.NewEncoder(rw).Encode(map[string]any{"Name": r.PathValue("name"), "GroupName": "group-" + w.d.Suffix, "State": "ENABLED",
-			"ScheduleExpression": sch.Expression, "ScheduleExpressionTimezone": sch.Timezone,
-			"Target": map[string]any{"Arn": "arn:aws:lambda:us-east-1:123456789012:function:" + fnName, "Input": sch.Input}})
-	})
+	handleGetSchedule(mux, w, sch, "schedule-"+w.d.Suffix, "group-"+w.d.Suffix, fnName, &getSchedules)
 	handleInvoke(mux, w, fnName, dispatcher, &invocations)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -130,5 +120,21 @@ func handleInvoke(mux *http.ServeMux, w *world, fnName string, env *lambdart.Env
 		default:
 			rw.Write(res.Payload)
 		}
+	})
+}
+
+// handleGetSchedule serves Scheduler's GetSchedule for the schedule name in group on mux, from
+// the deployed template's schedule sch targeting fnName; calls counts the calls.
+func handleGetSchedule(mux *http.ServeMux, w *world, sch Schedule, name, group, fnName string, calls *atomic.Int32) {
+	mux.HandleFunc("GET /schedules/{name}", func(rw http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.PathValue("name") != name || r.URL.Query().Get("groupName") != group ||
+			!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+			http.Error(rw, `{"Message":"no such schedule"}`, http.StatusNotFound)
+			return
+		}
+		json.NewEncoder(rw).Encode(map[string]any{"Name": name, "GroupName": group, "State": "ENABLED",
+			"ScheduleExpression": sch.Expression, "ScheduleExpressionTimezone": sch.Timezone,
+			"Target": map[string]any{"Arn": "arn:aws:lambda:us-east-1:123456789012:function:" + fnName, "Input": sch.Input}})
 	})
 }
