@@ -326,27 +326,10 @@ func (r *mover) run(ctx context.Context) {
 	}
 }
 
-// receive is one receive that runs to its end also on Ctrl-C. On a FIFO queue an attempt
-// id makes a retry after a lost response hand out the same messages again.
+// receive is one receive of the DLQ (queue.go's receive, which runs to its end also on
+// Ctrl-C and gives a FIFO receive an attempt id), holding what it returns for the hold.
 func (r *mover) receive(ctx context.Context) ([]types.Message, error) {
-	cctx, cancel := settled(ctx)
-	defer cancel()
-	in := &sqs.ReceiveMessageInput{
-		QueueUrl:                    aws.String(r.dlq.url),
-		MaxNumberOfMessages:         10,
-		VisibilityTimeout:           int32(r.hold / time.Second),
-		WaitTimeSeconds:             1,
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		MessageAttributeNames:       []string{"All"},
-	}
-	if r.dlq.fifo {
-		in.ReceiveRequestAttemptId = aws.String(strconv.FormatInt(time.Now().UnixNano(), 36))
-	}
-	out, err := r.api.ReceiveMessage(cctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", r.dlq.url, err)
-	}
-	return out.Messages, nil
+	return receive(ctx, r.api, r.dlq.url, r.hold, 10)
 }
 
 // settle is called when a receive came back empty: the run is over unless the DLQ still

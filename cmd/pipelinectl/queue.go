@@ -147,14 +147,20 @@ func withFirstSent(m types.Message) map[string]types.MessageAttributeValue {
 func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duration, n int) ([]types.Message, error) {
 	ctx, cancel := settled(ctx)
 	defer cancel()
-	out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	in := &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(url),
 		MaxNumberOfMessages:         int32(min(n, 10)),
 		VisibilityTimeout:           int32(hold / time.Second),
 		WaitTimeSeconds:             1,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
-	})
+	}
+	if strings.HasSuffix(url, ".fifo") {
+		// The SDK's retry of a receive whose response was lost then hands out the same
+		// messages again, instead of leaving them hidden.
+		in.ReceiveRequestAttemptId = aws.String(strconv.FormatInt(time.Now().UnixNano(), 36))
+	}
+	out, err := api.ReceiveMessage(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", url, err)
 	}

@@ -36,6 +36,8 @@ type Call struct {
 	Step  string // for the idempotency store's UpdateItem: "acquire", "complete" or "release"
 	Key   string // the item's "id" (prefix#key), from Key or, for PutItem, Item
 	Table string
+	// Body is the request's body, for a Policy that looks further (read only).
+	Body []byte
 }
 
 // Fault is what the proxy does with one call. The zero Fault forwards it.
@@ -149,6 +151,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := Classify(r.Header.Get("X-Amz-Target"), body)
+	call.Body = body
 	name := call.Op
 	if call.Step != "" {
 		name += "/" + call.Step
