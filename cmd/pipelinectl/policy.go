@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 )
 
@@ -80,8 +79,8 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 		return err
 	}
 	region := c.region
-	if region == "" {
-		region = os.Getenv("AWS_REGION")
+	if region == "" && cl.rest != nil {
+		region = cl.rest.cfg.Region // the profile's or the environment's
 	}
 	dlqArn, err := arnOfQueueURL(dlqURL, region)
 	if err != nil {
