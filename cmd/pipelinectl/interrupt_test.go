@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -262,4 +264,29 @@ func drainAll(t *testing.T, url string) []drained {
 		}
 	}
 	return out
+}
+
+// A journal that cannot be used is refused before anything moves, naming --journal. (A
+// write that fails mid-run stops the run the same way; no local fault makes a regular
+// file's write fail, so that path is read, not run.)
+func TestRedriveRefusesAJournalItCannotUse(t *testing.T) {
+	p := newPipe(t, false)
+	fillDLQ(t, p, "", "m1", "m2", "bad-1")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		dir:                            "--journal " + dir + " is not a regular file: give a file path (it is created when absent)",
+		filepath.Join(file, "journal"): "; give --journal FILE in a writable directory",
+	} {
+		code, _, errOut := ctl(t, append(p.args("dlq", "redrive", "--yes"), "--journal", path)...)
+		if code == exitOK || !strings.Contains(errOut, want) {
+			t.Errorf("--journal %s: exit %d, %q; want %q", path, code, errOut, want)
+		}
+	}
+	if q := queueCounts(t, p.dlqURL); q[0] != 3 {
+		t.Errorf("DLQ after the refused runs = %v, want the 3 messages still there", q)
+	}
 }

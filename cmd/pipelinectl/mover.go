@@ -184,6 +184,9 @@ func openJournal(path, dlqArn, destArn string) (*journal, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("redrive journal: %v; give --journal FILE in a writable directory", err)
 	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, usagef("--journal %s is not a regular file: give a file path (it is created when absent)", path)
+	}
 	j := &journal{path: path, entries: map[string]journalEntry{}}
 	if b, err := os.ReadFile(path); err == nil {
 		sc := bufio.NewScanner(strings.NewReader(string(b)))
@@ -289,6 +292,11 @@ func (r *mover) run(ctx context.Context) {
 			r.interrupted = true
 			return
 		}
+		if err := r.journal.werr; err != nil {
+			r.errs = append(r.errs, fmt.Errorf("the journal %s cannot be written (%v): stopped, so that a rerun cannot send again what this run sent; "+
+				"free space, or give --journal FILE elsewhere", r.journal.path, err))
+			return
+		}
 		r.retryDeletes(ctx)
 		msgs, err := r.receive(ctx)
 		if err != nil {
@@ -313,7 +321,7 @@ func (r *mover) run(ctx context.Context) {
 		}
 		waitSince = time.Time{}
 		for _, m := range msgs {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || r.journal.werr != nil {
 				r.held[aws.ToString(m.MessageId)] = m // given back at the end
 				continue
 			}
