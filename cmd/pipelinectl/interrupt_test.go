@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -289,4 +292,83 @@ func TestRedriveRefusesAJournalItCannotUse(t *testing.T) {
 	if q := queueCounts(t, p.dlqURL); q[0] != 3 {
 		t.Errorf("DLQ after the refused runs = %v, want the 3 messages still there", q)
 	}
+}
+
+// Ctrl-C at a terminal: the built command gets SIGINT mid-redrive, stops between messages,
+// gives back what it holds, prints what is where and the command that resumes, and exits 3;
+// the rerun it prints finishes the job. Everything is accounted for.
+func TestRedriveSIGINT(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "pipelinectl")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	p := newPipe(t, false)
+	var bodies []string
+	for i := range 300 {
+		bodies = append(bodies, fmt.Sprintf("sigint-%03d", i))
+	}
+	fillDLQ(t, p, "", append(bodies, "bad-1")...)
+	args := append(p.args("dlq", "redrive", "--yes", "--rate", "50"), "--journal", filepath.Join(t.TempDir(), "j"))
+	cmd := exec.Command(bin, args...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var out strings.Builder
+	moving := make(chan struct{})
+	copied := make(chan struct{})
+	go func() { // the output, line by line; moving closes when the move has begun
+		defer close(copied)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "journal ") {
+				close(moving)
+			}
+		}
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-moving:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the redrive did not begin to move in 2 minutes")
+	}
+	time.Sleep(500 * time.Millisecond) // at 50 a second, about 25 moved of 300
+	start := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	stopped := time.Since(start)
+	pw.Close()
+	<-copied
+	code := cmd.ProcessState.ExitCode()
+	t.Logf("$ pipelinectl %s, SIGINT 0.5 s into the move: exit %d, stopped %s after the signal (%v)\n%s", strings.Join(args, " "), code, stopped.Round(time.Millisecond), err, out.String())
+	wantContains(t, "SIGINT", out.String(), "NOT DONE     interrupted (exit 3)", "resume with  pipelinectl dlq redrive --yes ")
+	if code != exitNotDone {
+		t.Errorf("exit %d after SIGINT, want %d", code, exitNotDone)
+	}
+	if q := queueCounts(t, p.dlqURL); q[1] != 0 {
+		t.Errorf("DLQ after SIGINT = %v: %d still in flight, want all given back", q, q[1])
+	}
+	resume := strings.TrimSpace(out.String()[strings.Index(out.String(), "resume with  ")+len("resume with  "):])
+	resume = strings.SplitN(resume, "\n", 2)[0]
+	code, rerun, _ := ctl(t, strings.Fields(resume)[1:]...)
+	if code != exitOK {
+		t.Fatalf("the printed resume command: exit %d\n%s", code, rerun)
+	}
+	got := drainAll(t, p.queueURL)
+	seen := map[string]int{}
+	for _, m := range got {
+		seen[m.body]++
+	}
+	for _, b := range bodies {
+		if seen[b] != 1 {
+			t.Errorf("%s is in the destination %d times, want once", b, seen[b])
+		}
+	}
+	if q := queueCounts(t, p.dlqURL); q[0] != 1 {
+		t.Errorf("DLQ after the rerun = %v, want the bad message only", q)
+	}
+	t.Logf("FIGURE SIGINT mid-redrive: exit %d, stopped %s after the signal, 0 in flight after; the printed resume command moved the rest: %d of %d in the destination once each", exitNotDone, stopped.Round(time.Millisecond), len(got), len(bodies))
 }
