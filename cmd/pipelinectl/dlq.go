@@ -163,20 +163,17 @@ func dlqInspect(ctx context.Context, args []string, w streams, connect connector
 // the FIFO groups and the samples.
 func printInspect(stdout io.Writer, decisions []decision, p *planner, t dlqTarget, q queueInfo, now time.Time, sample int) {
 	var msgs []types.Message
-	verdicts := map[string]verdict{}
 	for _, d := range decisions {
 		msgs = append(msgs, d.m)
-		verdicts[aws.ToString(d.m.MessageId)] = d.v
 	}
-	groups := byReason(msgs)
+	groups := verdictsByReason(decisions)
 	var outlived []types.Message
 	fmt.Fprintln(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "REASON\tCOUNT\tOLDEST\tREDRIVE")
 	for _, g := range groups {
-		var n [5]int
+		n := g.n
 		for _, m := range g.msgs {
-			n[verdicts[aws.ToString(m.MessageId)]]++
 			if outlivesRecord(m, t.recordTTL, now) {
 				outlived = append(outlived, m)
 			}

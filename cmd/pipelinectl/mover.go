@@ -105,31 +105,42 @@ func (p *planner) blockedGroups() []*blockedGroup {
 	return out
 }
 
-// printPlanByReason prints, per DeadLetterReason, how many move and how many stay, and why.
-func printPlanByReason(w io.Writer, ds []decision) {
-	var msgs []types.Message
-	byID := map[string]verdict{}
-	for _, d := range ds {
-		msgs = append(msgs, d.m)
+// reasonVerdicts is one DeadLetterReason's messages and how many of them get each verdict.
+type reasonVerdicts struct {
+	*reasonGroup
+	n [vFailed + 1]int
+}
+
+// verdictsByReason groups decisions by reason (byReason's order) and counts their verdicts.
+func verdictsByReason(ds []decision) []reasonVerdicts {
+	msgs := make([]types.Message, len(ds))
+	byID := make(map[string]verdict, len(ds))
+	for i, d := range ds {
+		msgs[i] = d.m
 		byID[aws.ToString(d.m.MessageId)] = d.v
 	}
+	var out []reasonVerdicts
 	for _, g := range byReason(msgs) {
-		var n [5]int
+		rv := reasonVerdicts{reasonGroup: g}
 		for _, m := range g.msgs {
-			n[byID[aws.ToString(m.MessageId)]]++
+			rv.n[byID[aws.ToString(m.MessageId)]]++
 		}
+		out = append(out, rv)
+	}
+	return out
+}
+
+// printPlanByReason prints, per DeadLetterReason, how many move and how many stay, and why.
+func printPlanByReason(w io.Writer, ds []decision) {
+	for _, g := range verdictsByReason(ds) {
 		var parts []string
-		if n[vMove] > 0 {
-			parts = append(parts, fmt.Sprintf("%d move", n[vMove]))
-		}
-		if n[vBad] > 0 {
-			parts = append(parts, fmt.Sprintf("%d stay", n[vBad]))
-		}
-		if n[vExpired] > 0 {
-			parts = append(parts, fmt.Sprintf("%d stay (older than the record TTL)", n[vExpired]))
-		}
-		if n[vBehind] > 0 {
-			parts = append(parts, fmt.Sprintf("%d stay (behind a message that stays in their FIFO group)", n[vBehind]))
+		for _, c := range []struct {
+			v    verdict
+			what string
+		}{{vMove, "move"}, {vBad, "stay"}, {vExpired, "stay (older than the record TTL)"}, {vBehind, "stay (behind a message that stays in their FIFO group)"}} {
+			if g.n[c.v] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", g.n[c.v], c.what))
+			}
 		}
 		fmt.Fprintf(w, "  %-22s %s\n", g.reason, strings.Join(parts, ", "))
 	}
@@ -278,7 +289,6 @@ type mover struct {
 	errs         []error
 	interrupted  bool
 	hidden       int64 // messages still hidden in the DLQ when the run ended
-	lostReceives int
 	next         time.Time
 }
 
@@ -300,7 +310,6 @@ func (r *mover) run(ctx context.Context) {
 		r.retryDeletes(ctx)
 		msgs, err := r.receive(ctx)
 		if err != nil {
-			r.lostReceives++
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 				fmt.Fprintf(r.out, "receive failed (%v): retrying; what a failed receive took stays hidden up to %s and moves when it reappears\n", err, r.hold)
@@ -383,10 +392,8 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 	if e := r.journal.state(id); e.state == jSent || e.state == jDone {
 		// Its copy is in the destination (sent by an earlier run, or by this one before a
 		// delete failed): delete it, never send it again.
-		if r.delete(ctx, m) {
-			if !r.mine[id] {
-				r.movedEarlier++
-			}
+		if r.delete(ctx, m) == nil && !r.mine[id] {
+			r.movedEarlier++
 		}
 		return
 	}
@@ -485,40 +492,32 @@ func retryable(err error) bool {
 	if errors.As(err, &re) && re.HTTPStatusCode() == 429 {
 		return true
 	}
-	c := errorCode(err)
-	return strings.Contains(c, "Throttl") || c == "RequestThrottled"
+	return strings.Contains(errorCode(err), "Throttl")
 }
 
 // delete deletes m from the DLQ; a failure keeps it for retryDeletes (and the journal).
-func (r *mover) delete(ctx context.Context, m types.Message) bool {
+func (r *mover) delete(ctx context.Context, m types.Message) error {
 	id := aws.ToString(m.MessageId)
 	cctx, cancel := settled(ctx)
 	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.url), ReceiptHandle: m.ReceiptHandle})
 	cancel()
 	if err != nil {
 		r.undeleted[id] = m
-		return false
+		return err
 	}
 	delete(r.undeleted, id)
 	r.journal.mark(jDone, id)
-	return true
+	return nil
 }
 
-// retryDeletes tries the failed deletes again with their receipt handles. One whose hold
-// ran out meanwhile comes back in a receive, and the journal has it deleted then.
+// retryDeletes tries the failed deletes again with their receipt handles. A stale handle
+// means the first delete landed and only its answer was lost, or the hold ran out and the
+// message is back, to be deleted when received (the journal has it as sent): either way
+// nothing is left to retry.
 func (r *mover) retryDeletes(ctx context.Context) {
 	for _, id := range sortedKeys(r.undeleted) {
-		m := r.undeleted[id]
-		cctx, cancel := settled(ctx)
-		_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.url), ReceiptHandle: m.ReceiptHandle})
-		cancel()
-		switch c := errorCode(err); {
-		case err == nil:
-			delete(r.undeleted, id)
-			r.journal.mark(jDone, id)
-		case strings.Contains(c, "ReceiptHandleIsInvalid") || strings.Contains(c, "InvalidParameterValue") || strings.Contains(c, "MessageNotInflight"):
-			// The handle is stale: the first delete landed and only its answer was lost, or the
-			// hold ran out and the message is back, to be deleted when received (journal: sent).
+		c := errorCode(r.delete(ctx, r.undeleted[id]))
+		if strings.Contains(c, "ReceiptHandleIsInvalid") || strings.Contains(c, "InvalidParameterValue") || strings.Contains(c, "MessageNotInflight") {
 			delete(r.undeleted, id)
 		}
 	}

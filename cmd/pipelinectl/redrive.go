@@ -98,7 +98,7 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 	if err != nil {
 		return err
 	}
-	dest, err := destination(ctx, cl.sqs, c, t, dlq, *to)
+	dest, err := destination(ctx, cl.sqs, t, dlq, *to)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,11 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 		return err
 	}
 	now := time.Now()
-	p := &planner{fifo: dlq.fifo, includeInvalid: *includeInvalid, includeExpired: *includeExpired, ttl: t.recordTTL}
+	// The plan's and the move's planners decide by the same rules, each from a clean state.
+	newPlanner := func() *planner {
+		return &planner{fifo: dlq.fifo, includeInvalid: *includeInvalid, includeExpired: *includeExpired, ttl: t.recordTTL}
+	}
+	p := newPlanner()
 	decisions := p.judgeAll(msgs, now)
 	var moves, bad, old, behind int
 	for _, d := range decisions {
@@ -228,8 +232,7 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 		}
 		s.Journal = j.path
 		fmt.Fprintf(out, "journal      %s (what this run sent: a rerun from this account on this machine sends none of it again)\n", j.path)
-		r := &mover{api: cl.sqs, dlq: dlq, dest: dest, plan: &planner{fifo: dlq.fifo, includeInvalid: *includeInvalid,
-			includeExpired: *includeExpired, ttl: t.recordTTL}, rate: *rate, hold: holdFor(*rate), journal: j, out: out}
+		r := &mover{api: cl.sqs, dlq: dlq, dest: dest, plan: newPlanner(), rate: *rate, hold: holdFor(*rate), journal: j, out: out}
 		r.run(ctx)
 		s.fromMover(r)
 		if s.Done {
@@ -265,7 +268,7 @@ func holdFor(rate int) time.Duration {
 
 // destination resolves --to (a URL, an ARN or a queue name), else the outputs' source
 // queue, else the DLQ's redrive-allow policy, and checks it fits the DLQ.
-func destination(ctx context.Context, api *sqs.Client, c *common, t dlqTarget, dlq queueInfo, to string) (queueInfo, error) {
+func destination(ctx context.Context, api *sqs.Client, t dlqTarget, dlq queueInfo, to string) (queueInfo, error) {
 	destURL := t.sourceURL
 	var err error
 	switch {
