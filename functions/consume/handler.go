@@ -84,7 +84,7 @@ const (
 // idempotency record of the key ProbeKeyPrefix+value (tenant ProbeKeyPrefix+"tenant" on a
 // composite table) with a no-op, so the second is a duplicate. A probe proves that the queue,
 // its key, the event source mapping, the function and its access to the table work, and
-// runs no business effect. The value is 1 to 64 letters, digits and '-'; another value is
+// runs no business effect. The value is 1 to 64 letters, digits, '-', '_', '.' and ':'; another value is
 // bad input.
 const (
 	AttrProbe      = msgkey.AttrProbe
@@ -247,7 +247,7 @@ func (h *Handler) probe(ctx context.Context, rec events.SQSMessage, a events.SQS
 		id = *a.StringValue
 	}
 	if !msgkey.ValidProbeID(id) {
-		err := &msgkey.InputError{Source: msgkey.Source{Kind: msgkey.SourceAttribute, Name: AttrProbe}, Code: "probe_invalid", Reason: fmt.Sprintf("attribute %s %q: a probe id is 1 to 64 letters, digits and '-'", AttrProbe, id)}
+		err := &msgkey.InputError{Source: msgkey.Source{Kind: msgkey.SourceAttribute, Name: AttrProbe}, Code: "probe_invalid", Reason: fmt.Sprintf("attribute %s %q: %s", AttrProbe, id, msgkey.ProbeIDRule)}
 		return h.reject(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
 	}
 	key, tenant := ProbeKeyPrefix+id, ""
@@ -258,9 +258,9 @@ func (h *Handler) probe(ctx context.Context, rec events.SQSMessage, a events.SQS
 		func(context.Context) ([]byte, error) { return nil, nil })
 	switch {
 	case err == nil && res.Outcome == idempotency.OutcomeDuplicate:
-		return h.done(ctx, rec, key, OutcomeProbeDuplicate, "", nil, slog.Bool("probe", true))
+		return h.done(ctx, rec, key, OutcomeProbeDuplicate, telemetry.MetricProbeCompleted, nil, slog.Bool("probe", true))
 	case err == nil:
-		return h.done(ctx, rec, key, OutcomeProbe, "", nil, slog.Bool("probe", true))
+		return h.done(ctx, rec, key, OutcomeProbe, telemetry.MetricProbeCompleted, nil, slog.Bool("probe", true))
 	case errors.Is(err, idempotency.ErrInProgress):
 		return h.done(ctx, rec, key, OutcomeInFlightElsewhere, telemetry.MetricInFlightElsewhere, err, slog.Bool("probe", true))
 	}

@@ -129,10 +129,23 @@ func (hs *harness) invoke(ev events.SQSEvent) (failed []string, records map[stri
 		switch {
 		case l["_aws"] != nil:
 			emfLines++
+			// Every metric the line's directives declare: registered ones and those counted
+			// in this flush only.
 			metrics = map[string]float64{}
+			aws, _ := l["_aws"].(map[string]any)
+			directives, _ := aws["CloudWatchMetrics"].([]any)
+			for _, d := range directives {
+				declared, _ := d.(map[string]any)["Metrics"].([]any)
+				for _, m := range declared {
+					name, _ := m.(map[string]any)["Name"].(string)
+					v, _ := l[name].(float64)
+					metrics[name] = v
+				}
+			}
 			for _, name := range telemetry.ConsumerMetrics() {
-				v, _ := l[name].(float64)
-				metrics[name] = v
+				if _, ok := metrics[name]; !ok {
+					t.Errorf("metrics line without the registered %s: %v", name, l)
+				}
 			}
 		case l["message"] == "record outcome":
 			id, _ := l["messageId"].(string)

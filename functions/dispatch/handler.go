@@ -156,7 +156,7 @@ func (h *Handler) probe(ctx context.Context, ev Event) (Summary, error) {
 	sum := Summary{Job: h.cfg.JobName}
 	log := h.log.With("job", h.cfg.JobName, "probe", ev.Probe, "executionId", ev.ExecutionID)
 	if !msgkey.ValidProbeID(ev.Probe) {
-		err := fmt.Errorf(`%w: "probe" %q: a probe id is 1 to 64 letters, digits and '-'`, ErrInvalidEvent, ev.Probe)
+		err := fmt.Errorf(`%w: "probe" %q: %s`, ErrInvalidEvent, ev.Probe, msgkey.ProbeIDRule)
 		log.Error("dispatch rejected", "error", err.Error())
 		return sum, err
 	}

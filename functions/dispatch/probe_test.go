@@ -40,7 +40,7 @@ func TestHandleProbe(t *testing.T) {
 	}
 	te := newTestEnv(t, testConfig(false), nil)
 	_, err := te.h.Handle(context.Background(), Event{Probe: "not valid!"})
-	if !errors.Is(err, ErrInvalidEvent) || err.Error() != `invalid dispatcher event: "probe" "not valid!": a probe id is 1 to 64 letters, digits and '-'` || len(te.sqs.calls) != 0 {
+	if !errors.Is(err, ErrInvalidEvent) || err.Error() != `invalid dispatcher event: "probe" "not valid!": a probe id is 1 to 64 letters, digits, '-', '_', '.' and ':'` || len(te.sqs.calls) != 0 {
 		t.Errorf("bad probe id: err %v, %d calls", err, len(te.sqs.calls))
 	}
 }

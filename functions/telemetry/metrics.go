@@ -27,6 +27,7 @@ const (
 	MetricInvalidInput      = "InvalidInput"      // consumer: bad body, missing key, oversize, key reused for other content
 	MetricDeadLettered      = "DeadLettered"      // consumer: moved to the DLQ at once (can never succeed)
 	MetricResultDropped     = "ResultDropped"     // consumer: effect's result too large to store; record completed without it
+	MetricProbeCompleted    = "ProbeCompleted"    // consumer: a probe (verify, heartbeat) completed its record, duplicates included
 	MetricDispatched        = "Dispatched"        // dispatcher: messages accepted by SQS
 	MetricSendFailed        = "SendFailed"        // dispatcher: entries still unsent after retries
 )
@@ -64,6 +65,9 @@ const (
 // ConsumerMetrics lists the counters the consumer registers so that each is published, as 0
 // when idle, in every flush. MetricResultDropped is not among them: it can only count when the
 // Guard stores results, and the consumer registers it then (see StoreResultMetrics).
+// MetricProbeCompleted is not among them either, on purpose: it is published only by a flush
+// that counted a probe, so "no probe completed" is missing data, which the heartbeat alarm
+// treats as breaching, and a consumer that never sees a probe adds no metric to the bill.
 func ConsumerMetrics() []string {
 	return []string{MetricProcessed, MetricDuplicate, MetricInFlightElsewhere, MetricFailed,
 		MetricLockTakenOver, MetricInvalidInput, MetricDeadLettered}
