@@ -50,6 +50,10 @@ type Config struct {
 	// endpoints they need, log groups under a customer managed key, reserved concurrency,
 	// the table in AWS Backup), for regulated reviews. Default false.
 	Hardened bool
+	// Heartbeat is how often each pipeline's heartbeat probe runs (whole minutes, 1m to
+	// 12h), with an alarm that pages when none completes in two intervals in a row.
+	// HeartbeatOff for none. Default DefaultHeartbeat (5m).
+	Heartbeat time.Duration
 	// Account and Region pin the stack's environment (context keys account and region).
 	// Default: environment-agnostic, so the template is the same whoever synthesizes it,
 	// and a deploy goes to the account and region of the deploying credentials. The CLI's
@@ -72,13 +76,14 @@ const (
 	ContextVisibilityTimeout = "visibilityTimeout"
 	ContextMaxMessageSize    = "maxMessageSize"
 	ContextHardened          = "hardened"
+	ContextHeartbeat         = "heartbeat"
 	ContextTableCapacity     = "tableCapacity"
 	ContextAccount           = "account"
 	ContextRegion            = "region"
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextHardened, ContextAccount, ContextRegion}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextHardened, ContextHeartbeat, ContextAccount, ContextRegion}
 
 var (
 	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
@@ -152,6 +157,18 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 	default:
 		errs = append(errs, fmt.Sprintf("context %s: got %q; use true or false", ContextHardened, s))
 	}
+	switch s := str(ContextHeartbeat); s {
+	case "":
+	case "off":
+		cfg.Heartbeat = HeartbeatOff
+	default:
+		// The heartbeat construct checks the range, naming its prop; here only the syntax.
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("context %s: got %q; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)", ContextHeartbeat, s))
+		}
+		cfg.Heartbeat = d
+	}
 	cfg = cfg.withDefaults()
 	if !stagePattern.MatchString(cfg.Stage) {
 		errs = append(errs, fmt.Sprintf("context stage: got %q; use a letter then up to 31 letters, digits or hyphens", cfg.Stage))
@@ -168,6 +185,12 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// DefaultHeartbeat is the reference stack's heartbeat interval; HeartbeatOff turns it off.
+const (
+	DefaultHeartbeat               = 5 * time.Minute
+	HeartbeatOff     time.Duration = -1
+)
 
 // tableCapacityPattern is MIN-MAX write units, then optionally @TARGET utilization percent.
 var tableCapacityPattern = regexp.MustCompile(`^([0-9]+)-([0-9]+)(?:@([0-9]+))?$`)
@@ -199,6 +222,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConsumerTimeout == 0 {
 		c.ConsumerTimeout = 30 * time.Second
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
 	}
 	return c
 }

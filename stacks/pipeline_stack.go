@@ -11,6 +11,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/heartbeat"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
@@ -97,6 +98,10 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 	})
 	s.monitoring.WatchTable("IdempotencyTable", s.table.Table())
 
+	var heartbeatProps *heartbeat.HeartbeatProps
+	if cfg.Heartbeat != HeartbeatOff {
+		heartbeatProps = &heartbeat.HeartbeatProps{Every: cfg.Heartbeat}
+	}
 	build := func(name string, fifo bool, items []dispatcher.WorkItem) pipeline.Pipeline {
 		return pipeline.NewPipeline(stack, name, &pipeline.PipelineProps{
 			Fifo:          fifo,
@@ -106,6 +111,7 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 			Queue:         &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
 			Consumer:      &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout},
 			Hardening:     hardening,
+			Heartbeat:     heartbeatProps,
 			Dispatcher: &dispatcher.ScheduledDispatcherProps{
 				JobName:  name + "-job",
 				Cron:     cfg.Schedule,

@@ -43,7 +43,9 @@ const policyUsage = `pipelinectl policy: the least-privilege IAM policy for oper
   Prints an IAM policy document (JSON) naming the pipeline's own queues, table and stack,
   from the same outputs the other commands read: attach it to the operators' role.
   --access read gives inspect and record get only; --access operate (the default) adds
-  redrive, record release, backfill and verify. A queue or table encrypted with a customer managed key also
+  redrive, record release, backfill and verify (which reads the alarms' states:
+  cloudwatch:DescribeAlarms on the account's alarms, whose names CloudFormation makes up).
+  A queue or table encrypted with a customer managed key also
   needs kms:Decrypt and kms:GenerateDataKey on that key (the key policy may grant them).
 
   --access read|operate  what the operators may do (default operate)
@@ -109,6 +111,11 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 		add("ReadSchedule", backfillSchedule, fmt.Sprintf("arn:%s:scheduler:%s:%s:schedule/%s/%s", partition, region, account,
 			or(outputs[c.pipeline+outScheduleGroup], "default"), name))
 		add("InvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
+	}
+	if outputs[outUnhealthy] != "" && *access == "operate" {
+		// verify reads the composite alarm's children: alarms with names CloudFormation made
+		// up, which no narrower pattern than the account's alarms can name in advance.
+		add("ReadAlarmStates", alarmsCheck, fmt.Sprintf("arn:%s:cloudwatch:%s:%s:alarm:*", partition, region, account))
 	}
 	if table := outputs[outTableName]; table != "" {
 		tableArn := fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", partition, region, account, table)

@@ -18,7 +18,8 @@ import (
 )
 
 // restClient makes the few signed REST calls pipelinectl needs of services it has no SDK
-// client for, so that it adds no module: Lambda's Invoke and Scheduler's GetSchedule.
+// client for, so that it adds no module: Lambda's Invoke, Scheduler's GetSchedule and
+// CloudWatch's DescribeAlarms.
 type restClient struct {
 	cfg      aws.Config
 	endpoint string // --endpoint-url, for every service
@@ -27,7 +28,11 @@ type restClient struct {
 // endpointFor is a service's endpoint: --endpoint-url, AWS_ENDPOINT_URL_<SERVICE>,
 // AWS_ENDPOINT_URL, else the service's regional endpoint.
 func (r *restClient) endpointFor(service string) string {
-	for _, e := range []string{r.endpoint, os.Getenv("AWS_ENDPOINT_URL_" + strings.ToUpper(service)), os.Getenv("AWS_ENDPOINT_URL")} {
+	id := strings.ToUpper(service)
+	if service == "monitoring" {
+		id = "CLOUDWATCH" // the SDKs' service id; "monitoring" is its signing name and host
+	}
+	for _, e := range []string{r.endpoint, os.Getenv("AWS_ENDPOINT_URL_" + id), os.Getenv("AWS_ENDPOINT_URL")} {
 		if e != "" {
 			return strings.TrimSuffix(e, "/")
 		}

@@ -36,8 +36,14 @@ const verifyUsage = `pipelinectl verify: prove after a deploy that each pipeline
   dispatcher could not send (its error), nothing received the probes (the event source
   mapping is disabled or missing), the consumer received them but wrote no record (it
   cannot write the table), the record was acquired but not completed, or the probes went to
-  the DLQ. Exit 0 when every pipeline
-  passed, 1 when one failed, 3 when interrupted: for a CI/CD step after cdk deploy.
+  the DLQ.
+
+  Then it reads the stack's paging alarms (the children of the composite alarm its output
+  UnhealthyAlarmName names) and fails on any in ALARM, with its reason and runbook. A
+  heartbeat alarm in ALARM of a pipeline whose probes just completed is a note: right after
+  the first deploy no heartbeat has completed yet. Exit 0 when every pipeline passed and no
+  paging alarm is in ALARM, 1 otherwise, 3 when interrupted: for a CI/CD step after cdk
+  deploy.
 
   What it leaves: the probe records, which expire with the consumer's record TTL; after a
   failure, the probes themselves, on the queue or in its DLQ (attribute PipelineProbe).
@@ -54,6 +60,10 @@ type verifyResult struct {
 	// Dispatcher reports that the dispatcher's probe completed too.
 	Dispatcher bool   `json:"dispatcher"`
 	Failure    string `json:"failure,omitempty"`
+	// Alarms are the pipeline's paging alarms in ALARM (each fails it); Notes its heartbeat
+	// alarm in ALARM although its probes completed (no failure).
+	Alarms []alarmState `json:"alarmsInAlarm,omitempty"`
+	Notes  []alarmState `json:"notes,omitempty"`
 }
 
 func verify(ctx context.Context, args []string, w streams, connect connector) error {
@@ -115,16 +125,71 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 			fmt.Fprintf(out, "%-12s FAILED: %s\n", p, r.Failure)
 		}
 	}
+	alarmsFailed := 0
+	if ctx.Err() == nil {
+		alarmsFailed = verifyAlarms(ctx, cl, outputs, c.pipeline, results, out)
+		failed += alarmsFailed
+	}
 	if c.output == "json" {
 		writeJSON(w.out, results)
 	}
 	switch {
 	case ctx.Err() != nil:
 		return &notDone{fmt.Sprintf("interrupted after %d of %d pipelines", len(results), len(names))}
+	case failed > alarmsFailed:
+		return fmt.Errorf("verify: %d of %d pipelines failed", failed-alarmsFailed, len(names))
 	case failed > 0:
-		return fmt.Errorf("verify: %d of %d pipelines failed", failed, len(names))
+		return fmt.Errorf("verify: %d paging alarms in ALARM", alarmsFailed)
 	}
 	return nil
+}
+
+// verifyAlarms checks that no paging alarm of the stack is in ALARM (the children of its
+// composite alarm, output UnhealthyAlarmName), prints what it found, records the alarms in
+// the results, and returns how many are in ALARM. A heartbeat alarm of a pipeline whose
+// probes just completed is a note, not a failure.
+func verifyAlarms(ctx context.Context, cl *clients, outputs map[string]string, only string, results []verifyResult, out io.Writer) int {
+	composite := outputs[outUnhealthy]
+	if composite == "" {
+		fmt.Fprintf(out, "%-12s not checked: the outputs name no composite alarm (%s, the reference stack's); check the pipeline's alarms in CloudWatch\n", "alarms", outUnhealthy)
+		return 0
+	}
+	passed := map[string]bool{}
+	for _, r := range results {
+		passed[r.Pipeline] = r.OK
+	}
+	checked, failures, notes, err := checkAlarms(ctx, cl.rest, composite, only, passed)
+	if err != nil {
+		fmt.Fprintf(out, "%-12s FAILED: cannot read the alarms of %s: %v (pipelinectl's cloudwatch:DescribeAlarms)\n", "alarms", composite, explain(err))
+		return 1
+	}
+	for _, a := range notes {
+		fmt.Fprintf(out, "%-12s note: alarm %s is in ALARM for want of heartbeats (%s). The probes above completed, so it clears once a heartbeat completes, within one interval; if it stays, the heartbeat's own send fails: %s\n",
+			a.label(), a.Name, a.Reason, a.runbook())
+	}
+	for _, a := range failures {
+		fmt.Fprintf(out, "%-12s FAILED: alarm %s is in ALARM: %s. Runbook: %s\n", or(a.label(), "alarms"), a.Name, a.Reason, a.runbook())
+	}
+	for i := range results {
+		for _, a := range failures {
+			if a.label() == results[i].Pipeline {
+				results[i].OK = false
+				results[i].Alarms = append(results[i].Alarms, a)
+			}
+		}
+		for _, a := range notes {
+			if a.label() == results[i].Pipeline {
+				results[i].Notes = append(results[i].Notes, a)
+			}
+		}
+	}
+	switch {
+	case len(failures) == 0 && len(notes) == 0:
+		fmt.Fprintf(out, "%-12s OK: none of the %d paging alarms of %s is in ALARM\n", "alarms", checked, composite)
+	case len(failures) == 0:
+		fmt.Fprintf(out, "%-12s OK: none of the %d paging alarms of %s is in ALARM but the heartbeat noted above\n", "alarms", checked, composite)
+	}
+	return len(failures)
 }
 
 // verifyPipeline sends pipeline p's probes and waits for their record.

@@ -83,6 +83,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/scheduling"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/dispatch/limits"
@@ -346,16 +347,7 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 	sqsgrant.Send(props.Queue.Queue(), props.Queue.Queue().EncryptionMasterKey(), d.fn.Function, sqsgrant.SendActions...)
 
 	var ownGroup awsscheduler.ScheduleGroup
-	d.group = props.ScheduleGroup
-	if d.group == nil {
-		// Scheduler's metrics have the group as their only dimension: a group of its own makes
-		// them, and the alarms on them, this schedule's. It holds this schedule only, so it
-		// goes with the stack.
-		ownGroup = awsscheduler.NewScheduleGroup(d, jsii.String("ScheduleGroup"), &awsscheduler.ScheduleGroupProps{
-			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-		})
-		d.group = ownGroup
-	}
+	d.group, ownGroup = scheduling.Group(d, props.ScheduleGroup)
 	targetProps, role := d.targetProps(s)
 	d.scheduleRole = role
 	d.schedule = awsscheduler.NewSchedule(d, jsii.String("Schedule"), &awsscheduler.ScheduleProps{
@@ -392,18 +384,7 @@ func NewScheduledDispatcher(scope constructs.Construct, id string, props *Schedu
 // this construct's own (the target's default role is created at stack level, outside the
 // construct, where this construct cannot document its one wildcard).
 func (d *scheduledDispatcher) targetProps(s settings) (*awsschedulertargets.ScheduleTargetBaseProps, awsiam.Role) {
-	stack := awscdk.Stack_Of(d)
-	role := awsiam.NewRole(d, jsii.String("ScheduleRole"), &awsiam.RoleProps{
-		Description: jsii.String("EventBridge Scheduler role of " + *d.Node().Path()),
-		// The confused-deputy conditions the target's default role has: only schedules of
-		// this account in the dispatcher's schedule group may assume it.
-		AssumedBy: awsiam.NewServicePrincipal(jsii.String("scheduler.amazonaws.com"), &awsiam.ServicePrincipalOpts{
-			Conditions: &map[string]any{"StringEquals": map[string]any{
-				"aws:SourceAccount": stack.Account(),
-				"aws:SourceArn":     d.group.ScheduleGroupArn(),
-			}},
-		}),
-	})
+	role := scheduling.Role(d, "ScheduleRole", "EventBridge Scheduler role of "+*d.Node().Path(), d.group)
 	input := make(map[string]any, len(s.input)+2)
 	for k, v := range s.input {
 		input[k] = v

@@ -41,6 +41,8 @@ type pipelineFixture struct {
 	consumerAlarms            ConsumerAlarms
 	dispatcherAlarms, grouped DispatcherAlarms
 	tableAlarms               TableAlarms
+	heartbeat                 awsscheduler.ISchedule
+	heartbeatAlarms           HeartbeatAlarms
 }
 
 var (
@@ -193,6 +195,10 @@ func buildPipeline(app awscdk.App, id string, props func(awscdk.Stack) *Pipeline
 	f.dispatcherAlarms = f.mon.WatchDispatcher("Nightly", f.dispatcher, f.schedule, f.scheduleDLQ, f.failureQueue)
 	f.grouped = f.mon.WatchDispatcher("Reports", f.dispatcher, f.groupedSchedule, f.scheduleDLQ, f.failureQueue)
 	f.tableAlarms = f.mon.WatchTable("Idempotency", f.table)
+	// A heartbeat schedule (constructs/heartbeat) made elsewhere: the monitoring reads only
+	// its identity.
+	f.heartbeat = awsscheduler.Schedule_FromScheduleArn(stack, jsii.String("Heartbeat"), jsii.String("arn:aws:scheduler:eu-west-1:123456789012:schedule/heartbeats/orders"))
+	f.heartbeatAlarms = f.mon.WatchHeartbeat("Orders", f.consumer, f.heartbeat, 5*time.Minute)
 	return f
 }
 

@@ -69,6 +69,17 @@ type PipelineMonitoring interface {
 	// duplicate message and every lock held elsewhere is a conditional check failure by design.
 	WatchTable(label string, table awsdynamodb.ITable) TableAlarms
 
+	// WatchHeartbeat alarms when the consumer fn completed no heartbeat probe (ProbeCompleted
+	// from MetricsNamespace, with Service = the function's name) in two periods of every in a
+	// row; missing data is breaching, so a pipeline that stopped working pages with zero
+	// traffic. schedule is the heartbeat's schedule (constructs/heartbeat), which sends a
+	// probe to fn's queue every every (whole minutes, 1m to 12h). The alarm pages.
+	//
+	// A new alarm has no data until the first heartbeat completes, up to every after the
+	// deploy, and may go to ALARM meanwhile: `pipelinectl verify` right after the deploy
+	// completes a probe at once.
+	WatchHeartbeat(label string, fn awslambda.IFunction, schedule awsscheduler.ISchedule, every time.Duration) HeartbeatAlarms
+
 	// Topic is the paging topic: the alarms that mean lost or stuck work notify it.
 	Topic() awssns.ITopic
 	// TicketTopic is the ticketing topic: the alarms that mean degraded but self-healing
@@ -116,6 +127,11 @@ type DispatcherAlarms struct {
 	ScheduleDeadLetterFailed awscloudwatch.Alarm // AWS/Scheduler InvocationsFailedToBeSentToDeadLetterCount >= 1
 	ScheduleDeadLetter       awscloudwatch.Alarm // schedule DLQ ApproximateNumberOfMessagesVisible >= 1
 	FailureDestination       awscloudwatch.Alarm // on-failure queue ApproximateNumberOfMessagesVisible >= 1
+}
+
+// HeartbeatAlarms are the alarms WatchHeartbeat creates.
+type HeartbeatAlarms struct {
+	Missing awscloudwatch.Alarm // ProbeCompleted < 1 (or missing) in 2 of 2 periods of the heartbeat's interval
 }
 
 // TableAlarms are the alarms WatchTable creates.
@@ -481,13 +497,14 @@ func (m *pipelineMonitoring) begin(kind, label string) constructs.Construct {
 	return constructs.NewConstruct(m.Construct, jsii.String(kind+label))
 }
 
-// alarmSpec is one alarm. Every alarm here fires at or above its threshold and notifies the
+// alarmSpec is one alarm. Every alarm here but the heartbeat's fires at or above its threshold and notifies the
 // topic of its severity; the rest differs per alarm and is chosen where the alarm is defined.
 type alarmSpec struct {
 	id          string
 	metric      awscloudwatch.IMetric
 	threshold   float64
-	periods     int // evaluation periods; all of them must breach (N of N)
+	below       bool // fires below the threshold instead of at or above it
+	periods     int  // evaluation periods; all of them must breach (N of N)
 	missingData awscloudwatch.TreatMissingData
 	description string
 	severity    severity
@@ -500,12 +517,19 @@ func (m *pipelineMonitoring) alarm(scope constructs.Construct, a alarmSpec) awsc
 		Threshold:          jsii.Number(a.threshold),
 		EvaluationPeriods:  jsii.Number(a.periods),
 		DatapointsToAlarm:  jsii.Number(a.periods),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		ComparisonOperator: comparison(a.below),
 		TreatMissingData:   a.missingData,
 		AlarmDescription:   jsii.String(m.describe(a.description, a.severity, a.runbook)),
 	})
 	m.notify(alarm, a.severity)
 	return alarm
+}
+
+func comparison(below bool) awscloudwatch.ComparisonOperator {
+	if below {
+		return awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD
+	}
+	return awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 }
 
 // metricOpts is the one place periods and statistics become jsii values. label is for

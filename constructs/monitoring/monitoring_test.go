@@ -2,6 +2,7 @@ package monitoring
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -102,6 +103,13 @@ func TestAlarmDefinitions(t *testing.T) {
 		{"table write throttles", tb.WriteThrottles, map[string]any{
 			"Namespace": "AWS/DynamoDB", "MetricName": "WriteThrottleEvents", "Dimensions": tableDims,
 			"Statistic": "Sum", "Period": 300, "Threshold": 1, "EvaluationPeriods": 1,
+		}},
+		// The one alarm below a threshold, and the one with missing data breaching: the
+		// consumer publishes ProbeCompleted only when a probe completed.
+		{"heartbeat missing for two intervals", f.heartbeatAlarms.Missing, map[string]any{
+			"Namespace": "IdempotentSQS", "MetricName": "ProbeCompleted", "Dimensions": dims(telemetry.DimensionService, consumerFn),
+			"Statistic": "Sum", "Period": 300, "Threshold": 1, "EvaluationPeriods": 2, "DatapointsToAlarm": 2,
+			"ComparisonOperator": "LessThanThreshold", "TreatMissingData": "breaching",
 		}},
 	}
 	for _, tc := range cases {
@@ -217,6 +225,7 @@ func TestEachWatchCreatesItsAlarms(t *testing.T) {
 			{"Nightly", f.dispatcherAlarms, 7},
 			{"Reports", f.grouped, 7},
 			{"Idempotency", f.tableAlarms, 3},
+			{"Orders", f.heartbeatAlarms, 1},
 		}
 		seen := map[string]bool{}
 		total := 0
@@ -264,12 +273,14 @@ func TestAlarmDescriptionsAreActionable(t *testing.T) {
 			"bad input the consumer moved there at its first receive, or messages that failed on " + cdktest.JSON(resolved(f.stack, f.source.QueueName())) + " maxReceiveCount times",
 			"DeadLetterReason", `pipelinectl dlq inspect --stack {"Ref":"AWS::StackName"} --pipeline Orders`,
 			`pipelinectl dlq redrive --stack {"Ref":"AWS::StackName"} --pipeline Orders --yes`}},
-		{f.queueAlarms.OldestMessage, []string{"15m", "list-event-source-mappings"}},
+		{f.queueAlarms.OldestMessage, []string{"15m", "list-event-source-mappings --event-source-arn " + cdktest.JSON(resolved(f.stack, f.source.QueueArn()))}},
 		{f.queueAlarms.Backlog, []string{"1000", "15m", "maximum concurrency"}},
 		{f.consumerAlarms.Stalled, []string{"20m", cdktest.JSON(resolved(f.stack, f.consumer.FunctionName())), "list-event-source-mappings", "InvalidInput"}},
 		{f.dispatcherAlarms.ScheduleDeadLetter, []string{cdktest.JSON(resolved(f.stack, f.scheduleDLQ.QueueName())), "aws lambda invoke"}},
 		{f.dispatcherAlarms.FailureDestination, []string{cdktest.JSON(resolved(f.stack, f.failureQueue.QueueName())), "requestPayload"}},
 		{f.tableAlarms.WriteThrottles, []string{cdktest.JSON(resolved(f.stack, f.table.TableName())), "Contributor Insights"}},
+		{f.heartbeatAlarms.Missing, []string{"No heartbeat completed in the consumer " + cdktest.JSON(resolved(f.stack, f.consumer.FunctionName())) + " for 10m (one is sent every 5m)",
+			"kms:Decrypt", "list-event-source-mappings", "TargetErrorCount", "pipelinectl verify"}},
 	}
 	for _, tc := range cases {
 		desc := flatten(alarmProps(t, f, tc.alarm)["AlarmDescription"])
@@ -277,6 +288,13 @@ func TestAlarmDescriptionsAreActionable(t *testing.T) {
 			if !strings.Contains(desc, w) {
 				t.Errorf("%s description lacks %q:\n%s", *tc.alarm.Node().Path(), w, desc)
 			}
+		}
+	}
+	// No placeholder for the operator to fill in: every name is the deployed one.
+	placeholder := regexp.MustCompile(`<[a-z][a-z ]*>`)
+	for _, a := range f.mon.Alarms() {
+		if desc := flatten(alarmProps(t, f, a.(awscloudwatch.Alarm))["AlarmDescription"]); placeholder.MatchString(desc) {
+			t.Errorf("%s description has a placeholder %s:\n%s", *a.Node().Path(), placeholder.FindString(desc), desc)
 		}
 	}
 	// CloudWatch caps descriptions at 1024 characters: check the longest each can resolve to,
@@ -295,7 +313,7 @@ func TestAlarmDescriptionsAreActionable(t *testing.T) {
 }
 
 // maxResolvedLen is the longest v can be once deployed: literal text plus the longest name
-// each reference can resolve to (queue 80, function and schedule 64, table 255).
+// each reference can resolve to (queue 80, queue ARN 143, function and schedule 64, table 255).
 func maxResolvedLen(f pipelineFixture, v any) int {
 	switch x := v.(type) {
 	case string:
@@ -311,6 +329,14 @@ func maxResolvedLen(f pipelineFixture, v any) int {
 		}
 		if att, ok := x["Fn::GetAtt"].([]any); ok && len(att) == 2 && att[1] == "QueueName" {
 			return 80
+		}
+		if att, ok := x["Fn::GetAtt"].([]any); ok && len(att) == 2 && att[1] == "Arn" {
+			r, _ := (*f.tmpl.ToJSON())["Resources"].(map[string]any)[att[0].(string)].(map[string]any)
+			if r["Type"] == "AWS::SQS::Queue" {
+				// arn:<partition>:sqs:<region>:<account>:<name>, partition and region at
+				// most 20 characters each, the name 80.
+				return len("arn::sqs:::") + 20 + 20 + 12 + 80
+			}
 		}
 		if id, ok := x["Ref"].(string); ok {
 			if id == "AWS::StackName" {
@@ -434,7 +460,8 @@ func TestDashboardShowsEveryWatchedResource(t *testing.T) {
 	consumer := cdktest.JSON(resolved(f.stack, f.consumer.FunctionName()))
 	want := []string{
 		"### Alarm notifications", "### Queue Orders", "### Consumer Orders", "### Dispatcher Nightly",
-		"### Dispatcher Reports", "### Table Idempotency",
+		"### Dispatcher Reports", "### Table Idempotency", "### Heartbeat Orders",
+		`["IdempotentSQS","ProbeCompleted","` + telemetry.DimensionService + `","` + consumer + `"`,
 	}
 	for _, token := range []*string{
 		f.source.QueueName(), f.dlq.QueueName(), f.consumer.FunctionName(), f.dispatcher.FunctionName(),

@@ -185,6 +185,7 @@ func TestWatchValidation(t *testing.T) {
 	m.WatchConsumer("Taken", fn, q)
 	m.WatchDispatcher("Taken", fn, sc, q, q)
 	m.WatchTable("Taken", tb)
+	m.WatchHeartbeat("Taken", fn, sc, 5*time.Minute)
 
 	cases := []struct {
 		name string
@@ -208,6 +209,11 @@ func TestWatchValidation(t *testing.T) {
 		{"dispatcher failure queue nil", func() { m.WatchDispatcher("C4", fn, sc, q, nil) }, []string{"WatchDispatcher failureQueue", "got nil"}},
 		{"table label taken", func() { m.WatchTable("Taken", tb2) }, []string{"WatchTable label", "not yet given to WatchTable"}},
 		{"table nil", func() { m.WatchTable("D1", nil) }, []string{"WatchTable table", "got nil"}},
+		{"heartbeat label taken", func() { m.WatchHeartbeat("Taken", fn2, sc2, time.Minute) }, []string{"WatchHeartbeat label", "not yet given to WatchHeartbeat"}},
+		{"heartbeat fn nil", func() { m.WatchHeartbeat("E1", nil, sc, time.Minute) }, []string{"WatchHeartbeat fn", "got nil"}},
+		{"heartbeat schedule nil", func() { m.WatchHeartbeat("E2", fn, nil, time.Minute) }, []string{"WatchHeartbeat schedule", "got nil"}},
+		{"heartbeat every in seconds", func() { m.WatchHeartbeat("E3", fn, sc, 90*time.Second) }, []string{"WatchHeartbeat every: got 1m30s; use the heartbeat's interval: whole minutes from 1m to 12h"}},
+		{"heartbeat every too long", func() { m.WatchHeartbeat("E4", fn, sc, 13*time.Hour) }, []string{"WatchHeartbeat every: got 13h0m0s"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

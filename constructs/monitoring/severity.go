@@ -11,7 +11,8 @@ import (
 //
 // An alarm pages when work is lost or stuck and will stay so until someone acts: a message
 // in a dead-letter queue or on-failure queue, a stalled consumer, a schedule invocation
-// dropped or dead-lettered. Everything else the pipeline retries on its own (function errors
+// dropped or dead-lettered, a heartbeat that no longer completes (the pipeline is broken
+// even if nothing is waiting yet). Everything else the pipeline retries on its own (function errors
 // within a batch's retries, throttles, DynamoDB errors the store retries, schedule target
 // errors within the retry policy) or is a trend (message age, backlog): those open a ticket.
 // Work that keeps failing ends in a DLQ or stalls the consumer, so it pages then.
@@ -48,6 +49,7 @@ const (
 	anchorTableThrottles     = "table-throttles"
 	anchorTableSystemErrors  = "table-system-errors"
 	anchorUnhealthy          = "pipeline-unhealthy"
+	anchorHeartbeat          = "heartbeat-missing"
 )
 
 // describe ends an alarm description with its severity and its runbook section.

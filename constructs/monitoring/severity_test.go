@@ -29,7 +29,7 @@ func severityTopicID(t *testing.T, f pipelineFixture, alarm awscloudwatch.Alarm)
 // pagingAlarms are the alarms that mean lost or stuck work, for fixture f.
 func pagingAlarms(f pipelineFixture) []awscloudwatch.Alarm {
 	var out []awscloudwatch.Alarm
-	out = append(out, f.queueAlarms.DeadLetterMessages, f.consumerAlarms.Stalled)
+	out = append(out, f.queueAlarms.DeadLetterMessages, f.consumerAlarms.Stalled, f.heartbeatAlarms.Missing)
 	for _, d := range []DispatcherAlarms{f.dispatcherAlarms, f.grouped} {
 		out = append(out, d.ScheduleDropped, d.ScheduleDeadLetterFailed, d.ScheduleDeadLetter, d.FailureDestination)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
@@ -81,9 +82,9 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 			severity:    sevTicket, runbook: anchorOldestMessage,
 			description: fmt.Sprintf("[%s] The oldest message on %s has waited %s or more: messages are not processed in time. "+
-				"Check first the consumer's Errors and Throttles alarms, then the event source mapping (aws lambda list-event-source-mappings --event-source-arn <queue arn>: State, LastProcessingResult), "+
+				"Check first the consumer's Errors and Throttles alarms, then the event source mapping (aws lambda list-event-source-mappings --event-source-arn %s: State, LastProcessingResult), "+
 				"then the consumer logs for a message retried again and again (receive count). A stuck message reaches the DLQ after maxReceiveCount receives.",
-				label, src, shortDuration(m.s.oldestMessageAge)),
+				label, src, shortDuration(m.s.oldestMessageAge), *source.QueueArn()),
 		}),
 		// The minimum in each period must stay high for several periods: a burst the consumer
 		// drains (a dispatcher fan-out) stays quiet. Missing data: idle, empty queue.
@@ -308,6 +309,59 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		graph("Failed runs", []awscloudwatch.IMetric{labelled(sdlqVisible, "schedule DLQ"), labelled(fqVisible, "on-failure queue")}, nil),
 		alarmStatus("Alarms: dispatcher "+label, a.Errors, a.Throttles, a.ScheduleTargetErrors, a.ScheduleDropped,
 			a.ScheduleDeadLetterFailed, a.ScheduleDeadLetter, a.FailureDestination),
+	)
+	m.remember(key, a)
+	return a
+}
+
+// heartbeatPeriods is how many periods of the heartbeat's interval in a row must see no
+// completed heartbeat before the alarm fires: Scheduler fires a rate schedule at a fixed
+// offset, so each period holds one heartbeat, but a completion near a period's edge can
+// slip into the next one; two empty periods in a row cannot happen that way.
+const heartbeatPeriods = 2
+
+func (m *pipelineMonitoring) WatchHeartbeat(label string, fn awslambda.IFunction, schedule awsscheduler.ISchedule, every time.Duration) HeartbeatAlarms {
+	m.check("Heartbeat", label, required{"fn", fn == nil}, required{"schedule", schedule == nil})
+	if every < time.Minute || every > 12*time.Hour || every%time.Minute != 0 {
+		p := validate.New(constructKind, *m.Node().Path())
+		p.Add("WatchHeartbeat every", every, "use the heartbeat's interval: whole minutes from 1m to 12h (heartbeat.Heartbeat's Every())")
+		p.Check()
+	}
+	key := watchKey("Heartbeat", watchedResource{fn, fn.FunctionArn()}, watchedResource{schedule, schedule.ScheduleArn()})
+	if prior, ok := m.watched(key); ok {
+		return prior.(HeartbeatAlarms)
+	}
+	scope := m.begin("Heartbeat", label)
+	name := *fn.FunctionName()
+	completed := m.emfMetric(telemetry.MetricProbeCompleted, name, every)
+	// Without the chart's label, which would make CloudFormation's alarm a one-metric math
+	// alarm (a Metrics array) instead of a plain metric alarm.
+	unlabelled := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String(m.s.namespace),
+		MetricName:    jsii.String(telemetry.MetricProbeCompleted),
+		DimensionsMap: &map[string]*string{telemetry.DimensionService: jsii.String(name)},
+		Period:        cdkDuration(every),
+		Statistic:     jsii.String("Sum"),
+	})
+
+	// Missing data is BREACHING here, the one alarm that is: the consumer publishes
+	// ProbeCompleted only when it completed a probe, so no data is exactly "no heartbeat".
+	a := HeartbeatAlarms{
+		Missing: m.alarm(scope, alarmSpec{
+			id: "Missing", metric: unlabelled, threshold: 1, below: true, periods: heartbeatPeriods,
+			missingData: awscloudwatch.TreatMissingData_BREACHING,
+			severity:    sevPage, runbook: anchorHeartbeat,
+			description: fmt.Sprintf("[%s] No heartbeat completed in the consumer %s for %s (one is sent every %s): the pipeline is broken even if nothing waits yet. "+
+				"Check first the consumer's Errors and its logs (kms:Decrypt or dynamodb:UpdateItem AccessDenied), then the event source mapping "+
+				"(aws lambda list-event-source-mappings --function-name %s: State Enabled), then the heartbeat schedule's TargetErrorCount (its role, the queue's key policy). "+
+				"pipelinectl verify names the broken part.",
+				label, name, span(heartbeatPeriods, every), shortDuration(every), name),
+		}),
+	}
+	m.dashboard.AddWidgets(
+		header(fmt.Sprintf("### Heartbeat %s\nA probe every %s through consumer `%s`", label, shortDuration(every), name)),
+		graph("Heartbeats completed", []awscloudwatch.IMetric{completed}, nil),
+		alarmStatus("Alarms: heartbeat "+label, a.Missing),
 	)
 	m.remember(key, a)
 	return a

@@ -21,6 +21,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/heartbeat"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
@@ -70,6 +71,13 @@ type PipelineProps struct {
 	// Dispatcher configures the scheduled dispatcher. Queue is set by the pipeline.
 	// Default nil: no dispatcher, for queues fed by other producers.
 	Dispatcher *dispatcher.ScheduledDispatcherProps
+	// Heartbeat sends a probe through the pipeline every Heartbeat.Every (a schedule sending
+	// to the queue; the consumer completes it with a no-op) and alarms (paging) when none
+	// completed in two intervals in a row, so silent breakage pages with zero traffic; see
+	// package heartbeat for what it proves and what it costs (about $0.45 a month at 5
+	// minutes). Queue is set by the pipeline; setting it is an error. Default nil: no
+	// heartbeat.
+	Heartbeat *heartbeat.HeartbeatProps
 	// Hardening turns on the controls regulated reviews ask for that cost money or change
 	// the network (functions in a VPC, log groups under a customer managed key, reserved
 	// concurrency, the table in AWS Backup); see Hardening. A setting a part's own props
@@ -85,6 +93,8 @@ type Pipeline interface {
 	Consumer() consumer.IdempotentConsumer
 	// Dispatcher is nil when the pipeline was built without one.
 	Dispatcher() dispatcher.ScheduledDispatcher
+	// Heartbeat is nil when the pipeline was built without one.
+	Heartbeat() heartbeat.Heartbeat
 	Monitoring() monitoring.PipelineMonitoring
 }
 
@@ -94,6 +104,7 @@ type pipeline struct {
 	table      table.IdempotencyTable
 	consumer   consumer.IdempotentConsumer
 	dispatcher dispatcher.ScheduledDispatcher
+	heartbeat  heartbeat.Heartbeat
 	monitoring monitoring.PipelineMonitoring
 }
 
@@ -102,11 +113,12 @@ func (p *pipeline) Table() table.IdempotencyTable              { return p.table 
 func (p *pipeline) Consumer() consumer.IdempotentConsumer      { return p.consumer }
 func (p *pipeline) Dispatcher() dispatcher.ScheduledDispatcher { return p.dispatcher }
 func (p *pipeline) Monitoring() monitoring.PipelineMonitoring  { return p.monitoring }
+func (p *pipeline) Heartbeat() heartbeat.Heartbeat             { return p.heartbeat }
 
 const constructKind = "Pipeline"
 
 // NewPipeline builds the pipeline. Child construct ids ("Table", "Queue", "Consumer",
-// "Dispatcher", "Monitoring") are part of the public contract: logical ids derive from them.
+// "Dispatcher", "Heartbeat", "Monitoring") are part of the public contract: logical ids derive from them.
 //
 // id is a plain string, like every other constructor of this module.
 func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pipeline {
@@ -212,6 +224,12 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		p.monitoring.WatchDispatcher(label, p.dispatcher.Function(), p.dispatcher.Schedule(),
 			p.dispatcher.ScheduleDeadLetterQueue(), p.dispatcher.FailureQueue())
 	}
+	if props.Heartbeat != nil {
+		hp := *props.Heartbeat
+		hp.Queue = p.queue
+		p.heartbeat = heartbeat.NewHeartbeat(p, "Heartbeat", &hp)
+		p.monitoring.WatchHeartbeat(label, p.consumer.Function(), p.heartbeat.Schedule(), p.heartbeat.Every())
+	}
 	return p
 }
 
@@ -315,6 +333,9 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 	if props.Dispatcher != nil && props.Dispatcher.Queue != nil {
 		v.Addf("Dispatcher.Queue", "Dispatcher.Queue is set; leave it nil, the pipeline wires its own queue")
 	}
+	if props.Heartbeat != nil && props.Heartbeat.Queue != nil {
+		v.Addf("Heartbeat.Queue", "Heartbeat.Queue is set; leave it nil, the pipeline sends the heartbeat to its own queue")
+	}
 	v.Check()
 }
 
@@ -333,5 +354,9 @@ func Outputs(stack awscdk.Stack, prefix string, p Pipeline) {
 		out("DispatcherFunctionName", "The "+prefix+" dispatcher Lambda function (pipelinectl backfill invokes it)", d.Function().FunctionName())
 		out("ScheduleName", "The "+prefix+" dispatcher's schedule (pipelinectl backfill reads its cron, zone and input)", d.Schedule().ScheduleName())
 		out("ScheduleGroupName", "The group of the "+prefix+" dispatcher's schedule", d.ScheduleGroup().ScheduleGroupName())
+	}
+	if hb := p.Heartbeat(); hb != nil {
+		out("HeartbeatScheduleName", "The "+prefix+" heartbeat's schedule (disable it, with its alarm's actions, for planned maintenance)", hb.Schedule().ScheduleName())
+		out("HeartbeatScheduleGroupName", "The group of the "+prefix+" heartbeat's schedule", hb.ScheduleGroup().ScheduleGroupName())
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/heartbeat"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
@@ -83,6 +84,8 @@ func TestValidationMessages(t *testing.T) {
 				"or set BackupRetention in the IdempotencyTableProps of the table where it is created"}},
 		{"dispatcher wired by hand", &pipeline.PipelineProps{Dispatcher: &dispatcher.ScheduledDispatcherProps{Queue: queue.NewProcessingQueue(stack, "Other", nil)}},
 			[]string{"Dispatcher.Queue:", "the pipeline wires its own queue"}},
+		{"heartbeat wired by hand", &pipeline.PipelineProps{Heartbeat: &heartbeat.HeartbeatProps{Queue: queue.NewProcessingQueue(stack, "Another", nil)}},
+			[]string{"Heartbeat.Queue: Heartbeat.Queue is set; leave it nil, the pipeline sends the heartbeat to its own queue"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cdktest.ExpectProblemIn(t, `Pipeline "PipelineTest/P`+tc.name+`"`,
@@ -160,6 +163,7 @@ func TestEncryptionKeyCoversEveryDataStore(t *testing.T) {
 		EncryptionKey:   key,
 		MonitoringProps: &monitoring.PipelineMonitoringProps{AlarmEmails: []string{"oncall@example.com"}},
 		Dispatcher:      &dispatcher.ScheduledDispatcherProps{Items: []dispatcher.WorkItem{{ID: "nightly"}}},
+		Heartbeat:       &heartbeat.HeartbeatProps{},
 	})
 	keyID := cdktest.LogicalID(s, key)
 	tmpl := assertions.Template_FromStack(s, nil)
@@ -178,6 +182,18 @@ func TestEncryptionKeyCoversEveryDataStore(t *testing.T) {
 				t.Errorf("%s %s: %s = %s, want the pipeline's key %s", typ, id, prop, got, keyID)
 			}
 		}
+	}
+	// The heartbeat's role may use the key, through SQS, to send to the encrypted queue.
+	policies := *tmpl.FindResources(jsii.String("AWS::IAM::Policy"), nil)
+	heartbeatKey := false
+	for id, r := range policies {
+		if strings.HasPrefix(id, "OrdersHeartbeatRole") {
+			doc := cdktest.JSON((*r)["Properties"].(map[string]any)["PolicyDocument"])
+			heartbeatKey = strings.Contains(doc, `"Action":["kms:GenerateDataKey","kms:Decrypt"]`) && strings.Contains(doc, `"`+keyID+`"`)
+		}
+	}
+	if !heartbeatKey {
+		t.Errorf("the heartbeat's role may not use the queue's key %s", keyID)
 	}
 	if keys := *tmpl.FindResources(jsii.String("AWS::KMS::Key"), nil); len(keys) != 1 {
 		t.Errorf("%d KMS keys, want only the one given", len(keys))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // A Resource is one resource of a synthesized template.
@@ -60,4 +61,28 @@ func Dig(v any, keys ...string) any {
 		v = m[k]
 	}
 	return v
+}
+
+// JoinString renders v, a string or {"Fn::Join": [separator, parts]}, as a string: the parts
+// that are strings as they are, every other part (a Ref, a GetAtt, a pseudo parameter)
+// through resolve. Anything else renders as "".
+func JoinString(v any, resolve func(part any) string) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	join, _ := Dig(v, "Fn::Join").([]any)
+	if len(join) != 2 {
+		return ""
+	}
+	sep, _ := join[0].(string)
+	parts, _ := join[1].([]any)
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		if s, ok := p.(string); ok {
+			out[i] = s
+		} else {
+			out[i] = resolve(p)
+		}
+	}
+	return strings.Join(out, sep)
 }

@@ -29,3 +29,22 @@ func TestDig(t *testing.T) {
 		t.Errorf("Dig of a missing path = %v, want nil", got)
 	}
 }
+
+func TestJoinString(t *testing.T) {
+	ref := func(p any) string { return "<" + RefTarget(p) + ">" }
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{"plain", "plain"},
+		{map[string]any{"Fn::Join": []any{"", []any{"arn:", map[string]any{"Ref": "AWS::Partition"}, ":x"}}}, "arn:<AWS::Partition>:x"},
+		{map[string]any{"Fn::Join": []any{"/", []any{"a", map[string]any{"Fn::GetAtt": []any{"Q", "Arn"}}}}}, "a/<Q>"},
+		{map[string]any{"Fn::Join": []any{""}}, ""},
+		{map[string]any{"Ref": "Q"}, ""},
+		{nil, ""},
+	} {
+		if got := JoinString(tc.v, ref); got != tc.want {
+			t.Errorf("JoinString(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

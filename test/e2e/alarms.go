@@ -144,7 +144,8 @@ type CompositeAlarm struct {
 func parseAlarm(id string, p map[string]any) (Alarm, error) {
 	a := Alarm{LogicalID: id, Threshold: asFloat(p["Threshold"]), Comparison: str(p["ComparisonOperator"]),
 		EvaluationPeriods: int(asFloat(p["EvaluationPeriods"])), DatapointsToAlarm: int(asFloat(p["DatapointsToAlarm"])),
-		TreatMissingData: str(p["TreatMissingData"]), Name: str(p["AlarmName"]), Description: str(p["AlarmDescription"])}
+		TreatMissingData: str(p["TreatMissingData"]), Name: str(p["AlarmName"]),
+		Description: cfn.JoinString(p["AlarmDescription"], func(ref any) string { return "<" + cfn.RefTarget(ref) + ">" })}
 	if a.DatapointsToAlarm == 0 {
 		a.DatapointsToAlarm = a.EvaluationPeriods
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,8 +43,14 @@ type observer struct {
 	queueByURL  map[string]string
 	tableByName map[string]string
 	handles     sync.Map // receipt handle -> [2]string{queue, message id}
+	ctx         context.Context
 	cancel      context.CancelFunc
 	done        chan struct{}
+
+	beatMu     sync.Mutex
+	beating    map[string]bool // queues whose heartbeats run
+	beats      sync.WaitGroup
+	heartbeats atomic.Int64 // heartbeats SQS accepted
 }
 
 // watchAlarms starts recording the world's metrics; call it right after newWorld, before
@@ -64,7 +71,7 @@ func (w *world) watchAlarms() *observer {
 	w.pollSQ = sqsd.Client(func(opt *sqs.Options) { opt.APIOptions = append(opt.APIOptions, w.recv.middleware, o.middleware) })
 	w.dynamo.Observe = o.dynamo
 	ctx, cancel := context.WithCancel(context.Background())
-	o.cancel = cancel
+	o.ctx, o.cancel, o.beating = ctx, cancel, map[string]bool{}
 	go o.sample(ctx)
 	w.t.Cleanup(o.stop)
 	return o
@@ -73,6 +80,76 @@ func (w *world) watchAlarms() *observer {
 func (o *observer) stop() {
 	o.cancel()
 	<-o.done
+	o.beats.Wait()
+}
+
+// startHeartbeats stands in for EventBridge Scheduler running the template's SQS-target
+// schedules (the heartbeats) that send to queue: the first at once, then one every rate of
+// the alarm clock, flexible window off, each request from the template's input with the
+// scheduled time (on the alarm clock) filled in and the queue's URL, retried up to the
+// schedule's retry attempts when SQS refuses it. They run until the observer stops. A
+// pipeline's heartbeats start when the scenario first polls it: a pipeline a scenario never
+// runs is not part of it, as if not deployed.
+func (o *observer) startHeartbeats(queue string) {
+	o.beatMu.Lock()
+	defer o.beatMu.Unlock()
+	if o.beating[queue] {
+		return
+	}
+	o.beating[queue] = true
+	for _, s := range o.w.d.Template.SendSchedules {
+		if s.Queue != queue {
+			continue
+		}
+		o.beats.Add(1)
+		go func() {
+			defer o.beats.Done()
+			tick := time.NewTicker(s.Rate / AlarmTimeScale)
+			defer tick.Stop()
+			for {
+				o.heartbeat(s)
+				select {
+				case <-o.ctx.Done():
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+	}
+}
+
+// heartbeat makes one SendMessage request of schedule s.
+func (o *observer) heartbeat(s SendSchedule) {
+	at := o.clock.Alarm(time.Now()).UTC().Truncate(time.Second).Format(time.RFC3339)
+	var req struct {
+		MessageBody, MessageGroupId, MessageDeduplicationId string
+		MessageAttributes                                   map[string]struct{ DataType, StringValue string }
+	}
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(s.Input, "<aws.scheduler.scheduled-time>", at)), &req); err != nil {
+		o.w.t.Errorf("schedule %s: its input is not a SendMessage request: %v", s.LogicalID, err)
+		return
+	}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(o.w.d.QueueURL[s.Queue]), MessageBody: aws.String(req.MessageBody),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{}}
+	for name, a := range req.MessageAttributes {
+		in.MessageAttributes[name] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: aws.String(a.StringValue)}
+	}
+	if req.MessageGroupId != "" {
+		in.MessageGroupId, in.MessageDeduplicationId = aws.String(req.MessageGroupId), aws.String(req.MessageDeduplicationId)
+	}
+	for range s.Retries + 1 {
+		out, err := o.w.sq.SendMessage(o.ctx, in)
+		if err == nil {
+			now := time.Now()
+			o.ages.Sent(s.Queue, aws.ToString(out.MessageId), now)
+			o.series.Add(sqsMetric("NumberOfMessagesSent", s.Queue), now, 1)
+			o.heartbeats.Add(1)
+			return
+		}
+		if o.ctx.Err() != nil {
+			return
+		}
+	}
 }
 
 func sqsMetric(name, queue string) MetricID { return NewMetricID("AWS/SQS", name, "QueueName", queue) }
@@ -239,11 +316,40 @@ func (o *observer) dynamo(c ddbproxy.Call, r ddbproxy.Reply) {
 // evaluate applies every alarm of the template to what the run produced until end.
 func (o *observer) evaluate(end time.Time) map[string]Evaluation {
 	o.w.t.Helper()
-	evs, err := EvaluateAll(o.w.d.Template, o.series, o.clock, end)
+	evs, err := EvaluateAll(o.withoutIdleHeartbeats(), o.series, o.clock, end)
 	if err != nil {
 		o.w.t.Fatal(err)
 	}
 	return evs
+}
+
+// withoutIdleHeartbeats is the template to evaluate: the heartbeat alarm of a pipeline whose
+// heartbeats do not run in this world (no scenario polled it through w.poll: it is driven by
+// hand, or not at all) treats missing data as not breaching, as if that pipeline had no
+// heartbeat. Evaluated as synthesized it would report the missing schedule in every such
+// scenario, not the failure under test. Where the heartbeats run, the alarm is evaluated as
+// synthesized.
+func (o *observer) withoutIdleHeartbeats() *Template {
+	t := *o.w.d.Template
+	ps, err := t.Pipelines()
+	if err != nil {
+		o.w.t.Fatal(err)
+	}
+	o.beatMu.Lock()
+	idle := map[string]bool{}
+	for _, p := range ps {
+		idle[p.Consumer] = !o.beating[p.Queue]
+	}
+	o.beatMu.Unlock()
+	t.Alarms = slices.Clone(t.Alarms)
+	for i, a := range t.Alarms {
+		for _, m := range a.Metrics() {
+			if m.Name == "ProbeCompleted" && idle[m.Dim("Service")] {
+				t.Alarms[i].TreatMissingData = "notBreaching"
+			}
+		}
+	}
+	return &t
 }
 
 // alarmRef names the alarms a failure mode must raise by what they watch, so the check
@@ -261,6 +367,18 @@ func watching(what, dim, resource string, metrics ...string) alarmRef {
 			ns, name, _ := strings.Cut(m, "/")
 			ns = "AWS/" + ns
 			if a.Reads(ns, name, dim, resource) {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+// heartbeatAlarm matches the alarm on the heartbeats a consumer completes.
+func heartbeatAlarm(p Pipeline) alarmRef {
+	return alarmRef{what: "heartbeats completed by " + p.Consumer, match: func(a Alarm) bool {
+		for _, m := range a.Metrics() {
+			if m.Name == "ProbeCompleted" && m.Dim("Service") == p.Consumer {
 				return true
 			}
 		}
@@ -580,6 +698,66 @@ func TestAlarmsDispatcherFailure(t *testing.T) {
 			must := []alarmRef{functionErrors(p.Dispatcher), dlqAlarm(failureQueue)}
 			w.expectAlarms("dispatcher fails after async retries", since, w.alarmWait(must...), must...)
 			report(t, "%d attempts failed (%v), then the on-failure queue", attempts, err)
+		})
+	}
+}
+
+// TestAlarmsHeartbeat: with zero traffic, a pipeline breaks silently: its consumer stops
+// receiving (the event source mapping is disabled), or its role can no longer write the table
+// (a lost grant). No queue grows and no function errs; only the heartbeat can tell, and its
+// alarm must fire. Before the breakage the pipeline runs on heartbeats alone, and the alarm
+// must stay OK over four complete periods then (it is quiet when healthy).
+func TestAlarmsHeartbeat(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		mode        string
+		fifo, table bool
+	}{
+		{"consumer stopped with no traffic (mapping disabled)", false, false},
+		{"consumer stopped with no traffic (mapping disabled)", true, false},
+		{"consumer cannot write the table with no traffic (lost grant)", false, true},
+	} {
+		name := kind(c.fifo) + map[bool]string{false: "/stopped", true: "/table-denied"}[c.table]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, "beat")
+			o := w.watchAlarms()
+			p := w.pipeline(c.fifo)
+			hb := heartbeatAlarm(p)
+			var id string
+			var period time.Duration
+			for _, a := range w.d.Template.Alarms {
+				if hb.match(a) {
+					id, period = a.LogicalID, a.Period
+				}
+			}
+			if id == "" {
+				t.Fatalf("the template has no alarm on %s", hb.what)
+			}
+			_, stop := w.poll(p, 1)
+			// Healthy on heartbeats alone: four complete periods (twice what the alarm
+			// evaluates), and the alarm never in ALARM.
+			const quiet = 4
+			healthy := w.waitFor("four complete heartbeat periods", 2*time.Minute+2*quiet*period/AlarmTimeScale, func() bool {
+				return len(o.evaluate(time.Now())[id].Values) >= quiet
+			})
+			ev := o.evaluate(time.Now())[id]
+			if state := ev.StateAt(o.clock.Alarm(time.Now())); state != StateOK || ev.AlarmedWithin(o.clock.Start, o.clock.Alarm(time.Now())) {
+				t.Fatalf("healthy, with heartbeats completing: alarm %s is %s (datapoints %v, transitions %v)", id, state, ev.Values, ev.Transitions)
+			}
+			outcomes := w.ledger.Outcomes()
+			report(t, "healthy for %v (%d periods of %v on the alarm clock): %d heartbeats sent, %d completed (%d as duplicates), alarm %s OK",
+				healthy.Round(100*time.Millisecond), len(ev.Values), period, o.heartbeats.Load(), outcomes["probe"]+outcomes["probe_duplicate"], outcomes["probe_duplicate"], id)
+
+			since := time.Now()
+			if c.table {
+				w.dynamo.Policy = func(ddbproxy.Call) ddbproxy.Fault { return ddbproxy.Fault{Status: 400, Type: "AccessDeniedException"} }
+			} else {
+				stop()
+			}
+			w.expectAlarms(c.mode, since, w.alarmWait(hb), hb)
+			stop()
+			w.quiesce()
 		})
 	}
 }

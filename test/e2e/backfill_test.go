@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -136,5 +137,54 @@ func handleGetSchedule(mux *http.ServeMux, w *world, sch Schedule, name, group, 
 		json.NewEncoder(rw).Encode(map[string]any{"Name": name, "GroupName": group, "State": "ENABLED",
 			"ScheduleExpression": sch.Expression, "ScheduleExpressionTimezone": sch.Timezone,
 			"Target": map[string]any{"Arn": "arn:aws:lambda:us-east-1:123456789012:function:" + fnName, "Input": sch.Input}})
+	})
+}
+
+// handleDescribeAlarms serves CloudWatch's DescribeAlarms with ChildrenOfAlarmName (the query
+// API's XML) on mux: the children of the template's composite alarm (by logical id, the name
+// alarms have locally) in the states the world's alarm evaluation gives them now. calls
+// counts the calls.
+func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
+	mux.HandleFunc("POST /", func(rw http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		r.ParseForm()
+		name := r.Form.Get("ChildrenOfAlarmName")
+		var comp *CompositeAlarm
+		for i, c := range w.d.Template.Composites {
+			if c.LogicalID == name {
+				comp = &w.d.Template.Composites[i]
+			}
+		}
+		if r.Form.Get("Action") != "DescribeAlarms" || comp == nil || !strings.Contains(r.Header.Get("Authorization"), "/monitoring/aws4_request") {
+			http.Error(rw, `<ErrorResponse><Error><Code>ResourceNotFound</Code></Error></ErrorResponse>`, http.StatusBadRequest)
+			return
+		}
+		now := time.Now()
+		evs := w.obs.evaluate(now)
+		var b strings.Builder
+		b.WriteString(`<DescribeAlarmsResponse xmlns="http://monitoring.amazonaws.com/doc/2010-08-01/"><DescribeAlarmsResult><MetricAlarms>`)
+		for _, id := range comp.rule.children(nil) {
+			for _, a := range w.d.Template.Alarms {
+				if a.LogicalID != id {
+					continue
+				}
+				ev := evs[id]
+				metric := ""
+				if ms := a.Metrics(); len(ms) == 1 {
+					metric = ms[0].Name
+				}
+				b.WriteString("<member>")
+				for _, f := range [][2]string{{"AlarmName", id}, {"StateValue", ev.StateAt(w.obs.clock.Alarm(now))},
+					{"StateReason", fmt.Sprintf("evaluated by the e2e harness; datapoints %v", ev.Values)}, {"AlarmDescription", a.Description}, {"MetricName", metric}} {
+					b.WriteString("<" + f[0] + ">")
+					xml.EscapeText(&b, []byte(f[1]))
+					b.WriteString("</" + f[0] + ">")
+				}
+				b.WriteString("</member>")
+			}
+		}
+		b.WriteString(`</MetricAlarms></DescribeAlarmsResult></DescribeAlarmsResponse>`)
+		rw.Header().Set("Content-Type", "text/xml")
+		io.WriteString(rw, b.String())
 	})
 }

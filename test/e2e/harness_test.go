@@ -72,7 +72,11 @@ func TestLoadTemplate(t *testing.T) {
 	  "D":{"Type":"AWS::SQS::Queue","Properties":{}},
 	  "F":{"Type":"AWS::Lambda::Function","Properties":{"Timeout":3,"Environment":{"Variables":{"IDEMPOTENCY_TABLE_NAME":{"Ref":"T"}}}}},
 	  "T":{"Type":"AWS::DynamoDB::Table","Properties":{}},
-	  "M":{"Type":"AWS::Lambda::EventSourceMapping","Properties":{"EventSourceArn":{"Fn::GetAtt":["Q","Arn"]},"FunctionName":{"Ref":"F"},"BatchSize":10,"FunctionResponseTypes":["ReportBatchItemFailures"],"ScalingConfig":{"MaximumConcurrency":4}}}}}`
+	  "M":{"Type":"AWS::Lambda::EventSourceMapping","Properties":{"EventSourceArn":{"Fn::GetAtt":["Q","Arn"]},"FunctionName":{"Ref":"F"},"BatchSize":10,"FunctionResponseTypes":["ReportBatchItemFailures"],"ScalingConfig":{"MaximumConcurrency":4}}},
+	  "H":{"Type":"AWS::Scheduler::Schedule","Properties":{"ScheduleExpression":"rate(5 minutes)","Target":{
+	    "Arn":{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":scheduler:::aws-sdk:sqs:sendMessage"]]},
+	    "Input":{"Fn::Join":["",["{\"MessageBody\":\"<aws.scheduler.scheduled-time>\",\"QueueUrl\":\"",{"Ref":"Q"},"\"}"]]},
+	    "RetryPolicy":{"MaximumRetryAttempts":2}}}}}}`
 	tmpl, err := LoadTemplate(write(t, ok))
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +94,21 @@ func TestLoadTemplate(t *testing.T) {
 	}
 	if b, err := tmpl.Functions["F"].Binary(); b != "consumer" || err != nil {
 		t.Errorf("Binary = %q, %v", b, err)
+	}
+
+	if len(tmpl.SendSchedules) != 1 || len(tmpl.Schedules) != 0 {
+		t.Fatalf("SendSchedules %+v, Schedules %+v: want the heartbeat as the one SQS-target schedule", tmpl.SendSchedules, tmpl.Schedules)
+	}
+	if s := tmpl.SendSchedules[0]; s.Queue != "Q" || s.Rate != 5*time.Minute || s.Retries != 2 || s.Input != `{"MessageBody":"<aws.scheduler.scheduled-time>","QueueUrl":""}` {
+		t.Errorf("SendSchedule = %+v", s)
+	}
+	for _, bad := range []struct{ from, to, want string }{
+		{`{"Ref":"Q"},"\"}"`, `{"Ref":"Gone"},"\"}"`, `schedule H: sends to "Gone", not a queue of this stack`},
+		{`rate(5 minutes)`, `cron(0 * * * ? *)`, `schedule H: expression "cron(0 * * * ? *)": the harness fires SQS-target schedules by rate(N minutes|hours) only`},
+	} {
+		if _, err := LoadTemplate(write(t, strings.Replace(ok, bad.from, bad.to, 1))); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: err = %v, want %q", bad.to, err, bad.want)
+		}
 	}
 
 	broken := strings.Replace(ok, `"FunctionName":{"Ref":"F"}`, `"FunctionName":{"Ref":"Gone"}`, 1)

@@ -103,13 +103,16 @@ func TestRunbookCommands(t *testing.T) {
 	}
 	s := func(v string) dbtypes.AttributeValue { return &dbtypes.AttributeValueMemberS{Value: v} }
 	n := func(v int64) dbtypes.AttributeValue { return &dbtypes.AttributeValueMemberN{Value: fmt.Sprint(v)} }
-	if _, err := w.db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(vars["IDEMPOTENCY_TABLE_NAME"]), Item: map[string]dbtypes.AttributeValue{
-		"id": s(vars["IDEMPOTENCY_KEY_PREFIX"] + "#" + key), idempotency.AttrStatus: s(idempotency.StatusInProgress), idempotency.AttrOwner: s("crashed"),
-		idempotency.AttrAttempt: n(1), idempotency.AttrExpiration: n(time.Now().Add(time.Hour).Unix()),
-		idempotency.AttrLockExpiration: n(time.Now().Add(-time.Minute).UnixMilli()),
-	}}); err != nil {
-		t.Fatal(err)
+	stuck := func() {
+		if _, err := w.db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(vars["IDEMPOTENCY_TABLE_NAME"]), Item: map[string]dbtypes.AttributeValue{
+			"id": s(vars["IDEMPOTENCY_KEY_PREFIX"] + "#" + key), idempotency.AttrStatus: s(idempotency.StatusInProgress), idempotency.AttrOwner: s("crashed"),
+			idempotency.AttrAttempt: n(1), idempotency.AttrExpiration: n(time.Now().Add(time.Hour).Unix()),
+			idempotency.AttrLockExpiration: n(time.Now().Add(-time.Minute).UnixMilli()),
+		}}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	stuck()
 
 	schedDLQ := w.d.Template.Schedules[0].DeadLetter
 	for _, sc := range w.d.Template.Schedules {
@@ -147,7 +150,19 @@ func TestRunbookCommands(t *testing.T) {
 			t.Errorf("%s: %q: placeholder %s has no value in this test: add it, or fix the runbook", c.section, c.line, ph)
 			continue
 		}
+		var stopConsumer func()
+		if strings.HasPrefix(line, "pipelinectl verify ") {
+			// verify's probes need a running consumer; the other commands run with none, so
+			// the records and messages they look at stay as the test made them. The consumer
+			// also takes the key the DLQ section redrove, and completes its record: the
+			// stuck record is put back for the sections after.
+			_, stopConsumer = w.poll(p, 1)
+		}
 		code, out := runCtlEnv(t, env, strings.Fields(line)[1:]...)
+		if stopConsumer != nil {
+			stopConsumer()
+			stuck()
+		}
 		ok := code == 0
 		if strings.Contains(line, "record release") {
 			// The record's lock ran out: released at the first, refused as already released
@@ -168,8 +183,8 @@ func TestRunbookCommands(t *testing.T) {
 	if total < 10 {
 		t.Errorf("ran %d runbook commands, want every one (>= 10): does runbookCommands still parse the runbooks?", total)
 	}
-	if invocations.Load() != 3 {
-		t.Errorf("the runbook's backfill --yes invoked the dispatcher %d times, want 3 (3 hourly occurrences)", invocations.Load())
+	if invocations.Load() != 4 {
+		t.Errorf("the runbooks invoked the dispatcher %d times, want 4: backfill --yes for 3 hourly occurrences, and verify's probe", invocations.Load())
 	}
 	report(t, "%d runbook commands ran as written, by section: %s; not run: %s", total, strings.Join(slices.Sorted(slices.Values(sections)), ", "), strings.Join(skipped, "; "))
 }

@@ -25,8 +25,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
@@ -49,6 +52,8 @@ type Template struct {
 	Functions map[string]Function
 	Mappings  []Mapping
 	Schedules []Schedule
+	// SendSchedules are the schedules whose target is SQS SendMessage itself (the heartbeats).
+	SendSchedules []SendSchedule
 	// Alarms and Composites are the stack's CloudWatch alarms (alarms.go evaluates them).
 	Alarms     []Alarm
 	Composites []CompositeAlarm
@@ -141,6 +146,48 @@ type Schedule struct {
 	DeadLetter string
 }
 
+// SendSchedule is an AWS::Scheduler::Schedule whose target is SQS SendMessage (a universal
+// target, arn:aws:scheduler:::aws-sdk:sqs:sendMessage): a heartbeat.
+type SendSchedule struct {
+	LogicalID string
+	Queue     string // logical id of the queue the request's QueueUrl refers to
+	// Input is the SendMessage request (the API's field names) with Scheduler's
+	// <aws.scheduler.*> placeholders, and QueueUrl empty: the harness fills in the queue's URL.
+	Input   string
+	Rate    time.Duration // from ScheduleExpression rate(N minutes|hours)
+	Retries int           // RetryPolicy.MaximumRetryAttempts
+}
+
+// sqsSendTarget ends the ARN of Scheduler's universal target for SQS SendMessage.
+const sqsSendTarget = ":scheduler:::aws-sdk:sqs:sendMessage"
+
+var rateExpr = regexp.MustCompile(`^rate\(([0-9]+) (minute|minutes|hour|hours)\)$`)
+
+func parseSendSchedule(id string, p map[string]any) (SendSchedule, error) {
+	retry, _ := cfn.Dig(p, "Target", "RetryPolicy").(map[string]any)
+	s := SendSchedule{LogicalID: id, Retries: intProp(retry, "MaximumRetryAttempts", 185)}
+	var refs []string
+	s.Input = cfn.JoinString(cfn.Dig(p, "Target", "Input"), func(part any) string {
+		refs = append(refs, cfn.RefTarget(part))
+		return ""
+	})
+	if len(refs) != 1 || refs[0] == "" || !strings.Contains(s.Input, `"QueueUrl":""`) {
+		return s, fmt.Errorf("schedule %s: its SendMessage input refers to %v, want exactly one queue as its QueueUrl", id, refs)
+	}
+	s.Queue = refs[0]
+	expr, _ := p["ScheduleExpression"].(string)
+	m := rateExpr.FindStringSubmatch(expr)
+	if m == nil {
+		return s, fmt.Errorf("schedule %s: expression %q: the harness fires SQS-target schedules by rate(N minutes|hours) only", id, expr)
+	}
+	n, _ := strconv.Atoi(m[1])
+	s.Rate = time.Duration(n) * time.Minute
+	if strings.HasPrefix(m[2], "hour") {
+		s.Rate = time.Duration(n) * time.Hour
+	}
+	return s, nil
+}
+
 // LoadAssembly reads the one stack template in a cloud assembly directory (cdk.out).
 func LoadAssembly(dir string) (*Template, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.template.json"))
@@ -208,6 +255,14 @@ func LoadTemplate(path string) (*Template, error) {
 			m.ReportFailures = slices.Contains(types, any("ReportBatchItemFailures"))
 			t.Mappings = append(t.Mappings, m)
 		case typeSchedule:
+			if strings.HasSuffix(cfn.JoinString(cfn.Dig(p, "Target", "Arn"), func(any) string { return "aws" }), sqsSendTarget) {
+				s, err := parseSendSchedule(id, p)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", path, err)
+				}
+				t.SendSchedules = append(t.SendSchedules, s)
+				continue
+			}
 			input, _ := cfn.Dig(p, "Target", "Input").(string)
 			expr, _ := p["ScheduleExpression"].(string)
 			zone, _ := p["ScheduleExpressionTimezone"].(string)
@@ -246,6 +301,11 @@ func (t *Template) check() error {
 	for _, s := range t.Schedules {
 		if _, ok := t.Functions[s.Function]; !ok {
 			problems = append(problems, fmt.Sprintf("schedule %s: target %q is not a function of this stack", s.LogicalID, s.Function))
+		}
+	}
+	for _, s := range t.SendSchedules {
+		if _, ok := t.Queues[s.Queue]; !ok {
+			problems = append(problems, fmt.Sprintf("schedule %s: sends to %q, not a queue of this stack", s.LogicalID, s.Queue))
 		}
 	}
 	for id, q := range t.Queues {

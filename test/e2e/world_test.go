@@ -285,6 +285,9 @@ func (w *world) poll(p Pipeline, n int) (*Poller, func()) {
 		envs[i] = w.invoker(w.env(p.Consumer, w.consumerOutput))
 	}
 	pl := w.poller(p, envs...)
+	if w.obs != nil {
+		w.obs.startHeartbeats(p.Queue)
+	}
 	return pl, w.runPoller(pl)
 }
 

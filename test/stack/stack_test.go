@@ -93,8 +93,8 @@ func TestTopology(t *testing.T) {
 		"AWS::Lambda::Function":           4,
 		"AWS::Lambda::EventSourceMapping": 2,
 		"AWS::Lambda::EventInvokeConfig":  2,
-		"AWS::Scheduler::Schedule":        2,
-		"AWS::Scheduler::ScheduleGroup":   2, // one per dispatcher: Scheduler publishes its metrics per group
+		"AWS::Scheduler::Schedule":        4, // per pipeline a dispatcher's and a heartbeat's
+		"AWS::Scheduler::ScheduleGroup":   4, // one per schedule: Scheduler publishes its metrics per group
 		"AWS::SNS::Topic":                 2, // paging and ticketing
 		"AWS::CloudWatch::Dashboard":      1,
 		"AWS::CloudWatch::CompositeAlarm": 1, // "pipeline unhealthy"
@@ -253,10 +253,71 @@ func TestOutputs(t *testing.T) {
 	}
 }
 
+// Each pipeline's heartbeat sends to that pipeline's own queue every 5 minutes, and its alarm
+// reads that pipeline's consumer; the outputs name its schedule.
+func TestEachPipelineHasAHeartbeat(t *testing.T) {
+	for _, p := range []pipeline.Pipeline{stack.Standard(), stack.Fifo()} {
+		name := *p.Node().Id()
+		hb := p.Heartbeat()
+		if hb == nil || hb.Every() != stacks.DefaultHeartbeat {
+			t.Fatalf("%s: heartbeat %v, want one every %v", name, hb, stacks.DefaultHeartbeat)
+		}
+		queueID, _, fnID := ids(p)
+		sched := resources[cfn.RefTarget(stack.Resolve(hb.Schedule().ScheduleArn()))]
+		input := literalText(cfn.Dig(sched.Properties, "Target", "Input"))
+		if sched.Properties["ScheduleExpression"] != "rate(5 minutes)" || !strings.Contains(input, `"StringValue":"heartbeat-<aws.scheduler.scheduled-time>"`) {
+			t.Errorf("%s: heartbeat schedule %v, input %s", name, sched.Properties["ScheduleExpression"], input)
+		}
+		if url := cfn.Dig(sched.Properties, "Target", "Input", "Fn::Join"); !strings.Contains(cdktest.JSON(url), `{"Ref":"`+queueID+`"}`) {
+			t.Errorf("%s: the heartbeat does not send to the pipeline's queue %s: %s", name, queueID, cdktest.JSON(url))
+		}
+		found := 0
+		for id, r := range resources {
+			if r.Type == "AWS::CloudWatch::Alarm" && r.Properties["MetricName"] == "ProbeCompleted" &&
+				cdktest.JSON(r.Properties["Dimensions"]) == `[{"Name":"Service","Value":{"Ref":"`+fnID+`"}}]` {
+				found++
+				if r.Properties["TreatMissingData"] != "breaching" || r.Properties["Period"] != float64(300) {
+					t.Errorf("%s: heartbeat alarm %s: %v", name, id, r.Properties)
+				}
+			}
+		}
+		if found != 1 {
+			t.Errorf("%s: %d heartbeat alarms on its consumer %s, want 1", name, found, fnID)
+		}
+		for _, out := range []string{"HeartbeatScheduleName", "HeartbeatScheduleGroupName"} {
+			template.HasOutput(jsii.String(name+out), assertions.Match_ObjectLike(&map[string]any{"Value": assertions.Match_AnyValue()}))
+		}
+	}
+}
+
+// heartbeat=off builds no heartbeat; a duration sets the interval, which the heartbeat
+// construct checks, naming its prop and the stage.
+func TestHeartbeatContext(t *testing.T) {
+	cfg, err := stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"heartbeat": "off"}}))
+	if err != nil || cfg.Heartbeat != stacks.HeartbeatOff {
+		t.Fatalf("heartbeat=off: %+v, %v", cfg.Heartbeat, err)
+	}
+	app := cdktest.NewApp()
+	off := stacks.NewPipelineStack(app, "Off", &stacks.PipelineStackProps{Config: cfg})
+	if off.Standard().Heartbeat() != nil || off.Fifo().Heartbeat() != nil {
+		t.Error("heartbeat=off built a heartbeat")
+	}
+	cfg, err = stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"heartbeat": "15m"}}))
+	if err != nil || cfg.Heartbeat != 15*time.Minute {
+		t.Fatalf("heartbeat=15m: %+v, %v", cfg.Heartbeat, err)
+	}
+	if s := stacks.NewPipelineStack(app, "Slow", &stacks.PipelineStackProps{Config: cfg}); s.Fifo().Heartbeat().Every() != 15*time.Minute {
+		t.Errorf("heartbeat=15m: every %v", s.Fifo().Heartbeat().Every())
+	}
+	cdktest.ExpectProblemIn(t, `Heartbeat "IdempotentSqsPipeline-fast/Standard/Heartbeat"`, func() {
+		stacks.Build(app, stacks.Config{Stage: "fast", Heartbeat: 30 * time.Second})
+	}, "Every: got 30s; use whole minutes from 1m0s to 12h0m0s")
+}
+
 func TestConfigFromContextRejectsBadValues(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
 		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m", "account": "12345", "region": "Frankfurt", "maxMessageSize": "1MiB",
-		"tableCapacity": "provisioned",
+		"tableCapacity": "provisioned", "heartbeat": "often",
 	}})
 	_, err := stacks.ConfigFromContext(app)
 	if err == nil {
@@ -270,6 +331,7 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 		`context tableCapacity: got "provisioned"; use on-demand (the default), or provisioned write capacity units MIN-MAX with an optional @TARGET utilization percent, e.g. 5-500 or 5-500@70`,
 		`context account: got "12345"; use the 12-digit AWS account id, or leave it out for an environment-agnostic stack`,
 		`context region: got "Frankfurt"; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack`,
+		`context heartbeat: got "often"; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -286,7 +348,7 @@ func TestConfigFromContextDefaultsAndEmails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Stage != "dev" || cfg.Schedule != "0 * * * ? *" || cfg.TimeZone != "UTC" || cfg.ConsumerTimeout.String() != "30s" {
+	if cfg.Stage != "dev" || cfg.Schedule != "0 * * * ? *" || cfg.TimeZone != "UTC" || cfg.ConsumerTimeout.String() != "30s" || cfg.Heartbeat != stacks.DefaultHeartbeat {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	if strings.Join(cfg.AlarmEmails, ";") != "a@example.com;b@example.com" {

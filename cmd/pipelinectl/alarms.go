@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// outUnhealthy is the stack output naming the composite "pipeline unhealthy" alarm (in ALARM
+// while any paging alarm of the stack's monitoring is): verify reads its children.
+const outUnhealthy = "UnhealthyAlarmName"
+
+// alarmsCheck are the actions verify needs to read the alarms' states.
+var alarmsCheck = []string{"cloudwatch:DescribeAlarms"}
+
+// alarmState is one alarm as CloudWatch's DescribeAlarms reports it.
+type alarmState struct {
+	Name        string `json:"name"`
+	State       string `json:"state"`
+	Reason      string `json:"reason"`
+	Description string `json:"-"`
+	Metric      string `json:"metric,omitempty"` // "" for a metric-math alarm
+}
+
+// label is the pipeline an alarm of constructs/monitoring watches: its description starts
+// with "[Label] ".
+func (a alarmState) label() string {
+	if m := labelPrefix.FindStringSubmatch(a.Description); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+var labelPrefix = regexp.MustCompile(`^\[([A-Za-z0-9_-]{1,64})\] `)
+
+// runbook is the runbook link an alarm's description ends with, or "".
+func (a alarmState) runbook() string {
+	if i := strings.LastIndex(a.Description, "Runbook: "); i >= 0 {
+		return strings.TrimSpace(a.Description[i+len("Runbook: "):])
+	}
+	return ""
+}
+
+// childAlarms returns the alarms the composite alarm name covers, with their states: one
+// DescribeAlarms call with ChildrenOfAlarmName per page (CloudWatch's query API, which every
+// Region serves).
+func childAlarms(ctx context.Context, rc *restClient, name string) ([]alarmState, error) {
+	var out []alarmState
+	token := ""
+	for {
+		form := url.Values{"Action": {"DescribeAlarms"}, "Version": {"2010-08-01"}, "ChildrenOfAlarmName": {name}}
+		if token != "" {
+			form.Set("NextToken", token)
+		}
+		_, body, err := rc.call(ctx, "monitoring", "DescribeAlarms", http.MethodPost, "/",
+			http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, []byte(form.Encode()))
+		if err != nil {
+			return nil, err
+		}
+		type alarm struct {
+			AlarmName, StateValue, StateReason, AlarmDescription, MetricName string
+		}
+		var resp struct {
+			Result struct {
+				Metric    []alarm `xml:"MetricAlarms>member"`
+				Composite []alarm `xml:"CompositeAlarms>member"`
+				NextToken string
+			} `xml:"DescribeAlarmsResult"`
+		}
+		if err := xml.Unmarshal(body, &resp); err != nil {
+			return nil, fmt.Errorf("CloudWatch DescribeAlarms: an answer that is not its XML: %w", err)
+		}
+		for _, a := range append(resp.Result.Metric, resp.Result.Composite...) {
+			out = append(out, alarmState{Name: a.AlarmName, State: a.StateValue, Reason: a.StateReason, Description: a.AlarmDescription, Metric: a.MetricName})
+		}
+		if token = resp.Result.NextToken; token == "" {
+			return out, nil
+		}
+	}
+}
+
+// heartbeatMetric is the metric of the heartbeat alarm (constructs/monitoring.WatchHeartbeat).
+const heartbeatMetric = "ProbeCompleted"
+
+// checkAlarms reads the paging alarms of the stack (the children of its composite alarm) and
+// sorts those in ALARM by pipeline: a failure, or a note for a heartbeat alarm of a pipeline
+// whose probes just completed (no heartbeat yet after a first deploy, or one that has not come
+// round since the pipeline recovered: it clears within an interval). Alarms of pipelines other
+// than only (when given) are left out.
+func checkAlarms(ctx context.Context, rc *restClient, composite, only string, passed map[string]bool) (checked int, failures, notes []alarmState, err error) {
+	alarms, err := childAlarms(ctx, rc, composite)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	for _, a := range alarms {
+		if only != "" && a.label() != only {
+			continue
+		}
+		checked++
+		if a.State != "ALARM" {
+			continue
+		}
+		if a.Metric == heartbeatMetric && passed[a.label()] {
+			notes = append(notes, a)
+			continue
+		}
+		failures = append(failures, a)
+	}
+	return checked, failures, notes, nil
+}
