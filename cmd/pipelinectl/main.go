@@ -84,6 +84,7 @@ Usage:
                              [--include-expired] [--record-ttl D] [--to QUEUE] [--output json]
   pipelinectl record get     --stack STACK --pipeline NAME KEY   (or --id RAW_ID) [--output json]
   pipelinectl record release --stack STACK --pipeline NAME KEY [--force]
+  pipelinectl status         --stack STACK [--pipeline NAME] [--output json]
   pipelinectl verify         --stack STACK [--pipeline NAME] [--timeout D]
   pipelinectl backfill       --stack STACK --pipeline NAME --from TIME --to TIME [--yes]
   pipelinectl policy         --stack STACK --pipeline NAME [--access read|operate]
@@ -102,14 +103,15 @@ Where the resources are (one of --stack or --outputs, or the overrides):
 AWS access: the SDK's default chain (AWS_PROFILE, SSO, environment, roles) for
 credentials and region; --region and --profile override. Endpoints: --endpoint-url, or
 AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_DYNAMODB /
-AWS_ENDPOINT_URL_CLOUDFORMATION (ElasticMQ, DynamoDB Local).
+AWS_ENDPOINT_URL_CLOUDFORMATION (ElasticMQ, DynamoDB Local), and _LAMBDA, _SCHEDULER and
+_CLOUDWATCH for status, verify and backfill.
 
 Exit status: 0 done (a dry run included); 1 the command failed; 2 the command line is
 wrong; 3 not done: interrupted, messages still hidden or a move task still running; the
 summary says what is where and the command that resumes.
 
-Run 'pipelinectl help dlq', 'help record', 'help verify', 'help backfill' or 'help policy' for
-each command's details.
+Run 'pipelinectl help dlq', 'help record', 'help status', 'help verify', 'help backfill' or
+'help policy' for each command's details.
 `
 
 const dlqUsage = `pipelinectl dlq inspect: what is in a dead-letter queue, without consuming it.
@@ -235,6 +237,8 @@ func dispatch(ctx context.Context, args []string, w streams, connect connector) 
 			fmt.Fprint(stdout, backfillUsage)
 		case len(args) > 1 && args[1] == "verify":
 			fmt.Fprint(stdout, verifyUsage)
+		case len(args) > 1 && args[1] == "status":
+			fmt.Fprint(stdout, statusUsage)
 		default:
 			fmt.Fprint(stdout, usage)
 		}
@@ -245,6 +249,8 @@ func dispatch(ctx context.Context, args []string, w streams, connect connector) 
 		return backfill(ctx, args[1:], w, connect)
 	case "verify":
 		return verify(ctx, args[1:], w, connect)
+	case "status":
+		return status(ctx, args[1:], w, connect)
 	case "dlq", "record":
 		if len(args) < 2 {
 			return usagef("%s needs a subcommand: %s", args[0], map[string]string{"dlq": "inspect or redrive", "record": "get or release"}[args[0]])
@@ -262,12 +268,12 @@ func dispatch(ctx context.Context, args []string, w streams, connect connector) 
 		}
 		return usagef("unknown command %q%s", sub, didYouMean(sub, []string{"dlq inspect", "dlq redrive", "record get", "record release"}))
 	}
-	return usagef("unknown command %q%s", args[0], didYouMean(args[0], []string{"dlq", "record", "verify", "backfill", "policy", "help"}))
+	return usagef("unknown command %q%s", args[0], didYouMean(args[0], []string{"dlq", "record", "status", "verify", "backfill", "policy", "help"}))
 }
 
 // usageHint is the line after a usage error: where the command's help is.
 func usageHint(args []string) string {
-	if len(args) > 0 && (args[0] == "dlq" || args[0] == "record" || args[0] == "policy" || args[0] == "backfill" || args[0] == "verify") {
+	if len(args) > 0 && (args[0] == "dlq" || args[0] == "record" || args[0] == "policy" || args[0] == "backfill" || args[0] == "verify" || args[0] == "status") {
 		return fmt.Sprintf("Run 'pipelinectl help %s' for its flags.", args[0])
 	}
 	return "Run 'pipelinectl help' for usage."

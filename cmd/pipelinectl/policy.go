@@ -24,6 +24,8 @@ var (
 	// (and sends its own probes with redriveDestination's sqs:SendMessage).
 	backfillSchedule = []string{"scheduler:GetSchedule"}
 	backfillInvoke   = []string{"lambda:InvokeFunction"}
+	// statusMappings: status reads the consumer's event source mappings.
+	statusMappings = []string{"lambda:ListEventSourceMappings"}
 )
 
 type policyStatement struct {
@@ -42,9 +44,11 @@ const policyUsage = `pipelinectl policy: the least-privilege IAM policy for oper
 
   Prints an IAM policy document (JSON) naming the pipeline's own queues, table and stack,
   from the same outputs the other commands read: attach it to the operators' role.
-  --access read gives inspect and record get only; --access operate (the default) adds
-  redrive, record release, backfill and verify (which reads the alarms' states:
-  cloudwatch:DescribeAlarms on the account's alarms, whose names CloudFormation makes up).
+  --access read gives status, inspect and record get only; --access operate (the default)
+  adds redrive, record release, backfill and verify. status and verify read the alarms'
+  states (cloudwatch:DescribeAlarms on the account's alarms, whose names CloudFormation makes
+  up) and status the consumer's event source mappings (lambda:ListEventSourceMappings, which
+  Lambda authorizes on "*" only).
   A queue or table encrypted with a customer managed key also
   needs kms:Decrypt and kms:GenerateDataKey on that key (the key policy may grant them).
 
@@ -63,7 +67,7 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 		return err
 	}
 	if *access != "read" && *access != "operate" {
-		return usagef("--access %s: use read (inspect, record get) or operate (also redrive, record release)", *access)
+		return usagef("--access %s: use read (status, inspect, record get) or operate (also redrive, record release)", *access)
 	}
 	if c.stack == "" && c.outputs == "" {
 		return usagef("policy needs the pipeline's outputs: give --stack or --outputs, with --pipeline")
@@ -101,6 +105,9 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 			return err
 		}
 	}
+	if *access == "read" && srcArn != "" {
+		add("ReadPipelineQueue", []string{"sqs:GetQueueAttributes"}, srcArn) // status's depths
+	}
 	if *access == "operate" {
 		add("RedriveFromDeadLetterQueue", redriveDLQ, dlqArn)
 		if srcArn != "" {
@@ -112,10 +119,16 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 			or(outputs[c.pipeline+outScheduleGroup], "default"), name))
 		add("InvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
 	}
-	if outputs[outUnhealthy] != "" && *access == "operate" {
-		// verify reads the composite alarm's children: alarms with names CloudFormation made
-		// up, which no narrower pattern than the account's alarms can name in advance.
+	if outputs[outUnhealthy] != "" {
+		// status and verify read the composite alarm's children: alarms with names
+		// CloudFormation made up, which no narrower pattern than the account's alarms can
+		// name in advance.
 		add("ReadAlarmStates", alarmsCheck, fmt.Sprintf("arn:%s:cloudwatch:%s:%s:alarm:*", partition, region, account))
+	}
+	if outputs[c.pipeline+"ConsumerFunctionName"] != "" {
+		// status lists the consumer's event source mappings; Lambda authorizes
+		// ListEventSourceMappings on no resource narrower than "*".
+		add("ReadEventSourceMappings", statusMappings, "*")
 	}
 	if table := outputs[outTableName]; table != "" {
 		tableArn := fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", partition, region, account, table)

@@ -188,3 +188,20 @@ func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 		io.WriteString(rw, b.String())
 	})
 }
+
+// handleListMappings serves Lambda's ListEventSourceMappings on mux for the consumer fnName
+// of pipeline p, from the template's mapping: Enabled, with its batch size and maximum
+// concurrency (the harness's poller is the mapping; a scenario that runs none is a mapping
+// that receives nothing, which Lambda still reports as Enabled).
+func handleListMappings(mux *http.ServeMux, w *world, p Pipeline, fnName string) {
+	mux.HandleFunc("GET /2015-03-31/event-source-mappings/", func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("FunctionName") != fnName || !strings.Contains(r.Header.Get("Authorization"), "/lambda/aws4_request") {
+			http.Error(rw, `{"Message":"Function not found"}`, http.StatusNotFound)
+			return
+		}
+		json.NewEncoder(rw).Encode(map[string]any{"EventSourceMappings": []map[string]any{{
+			"UUID": p.Mapping.LogicalID, "EventSourceArn": w.d.QueueARN[p.Queue], "State": "Enabled", "LastProcessingResult": "OK",
+			"BatchSize": p.Mapping.BatchSize, "ScalingConfig": map[string]any{"MaximumConcurrency": p.Mapping.MaxConcurrency},
+		}}})
+	})
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+const statusUsage = `pipelinectl status: where each pipeline stands, in one read-only look.
+
+  For each pipeline of the stack (or --pipeline): its queue's visible, in-flight and
+  delayed messages and its DLQ's; the consumer's event source mappings (Lambda
+  ListEventSourceMappings: State, LastProcessingResult, batch size, maximum concurrency);
+  and, when the outputs name the composite alarm (UnhealthyAlarmName), the pipeline's paging
+  alarms in ALARM with their reason and runbook. It changes nothing.
+
+  It answers the first questions of most runbook sections without the AWS CLI. Exit 0 when
+  every pipeline looks healthy (mappings Enabled, DLQ empty, no paging alarm in ALARM), 1
+  when one does not (each problem is named), 2 for a wrong command line.
+
+  --output json   every pipeline's status as one JSON document on stdout
+`
+
+// mappingState is one event source mapping as Lambda's ListEventSourceMappings reports it.
+type mappingState struct {
+	UUID                  string `json:"uuid"`
+	EventSourceArn        string `json:"eventSourceArn"`
+	State                 string `json:"state"`
+	StateTransitionReason string `json:"stateTransitionReason,omitempty"`
+	LastProcessingResult  string `json:"lastProcessingResult,omitempty"`
+	BatchSize             int    `json:"batchSize"`
+	MaximumConcurrency    int    `json:"maximumConcurrency,omitempty"`
+}
+
+type pipelineStatus struct {
+	Pipeline string `json:"pipeline"`
+	Queue    struct {
+		URL      string `json:"url"`
+		Visible  int64  `json:"visible"`
+		InFlight int64  `json:"inFlight"`
+		Delayed  int64  `json:"delayed"`
+	} `json:"queue"`
+	DeadLetterQueue struct {
+		URL      string `json:"url"`
+		Visible  int64  `json:"visible"`
+		InFlight int64  `json:"inFlight"`
+	} `json:"deadLetterQueue"`
+	Consumer string         `json:"consumer"`
+	Mappings []mappingState `json:"mappings"`
+	// AlarmsChecked is false when the outputs name no composite alarm.
+	AlarmsChecked bool         `json:"alarmsChecked"`
+	Alarms        []alarmState `json:"alarmsInAlarm,omitempty"`
+	Problems      []string     `json:"problems,omitempty"`
+}
+
+// eventSourceMappings lists a function's event source mappings (every page).
+func eventSourceMappings(ctx context.Context, rc *restClient, fn string) ([]mappingState, error) {
+	var out []mappingState
+	marker := ""
+	for {
+		q := url.Values{"FunctionName": {fn}}
+		if marker != "" {
+			q.Set("Marker", marker)
+		}
+		_, body, err := rc.call(ctx, "lambda", "ListEventSourceMappings", http.MethodGet, "/2015-03-31/event-source-mappings/?"+q.Encode(), nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		var resp struct {
+			EventSourceMappings []struct {
+				UUID, EventSourceArn, State, StateTransitionReason, LastProcessingResult string
+				BatchSize                                                                int
+				ScalingConfig                                                            struct{ MaximumConcurrency int }
+			}
+			NextMarker string
+		}
+		if err := json.Unmarshal(body, &resp); err != nil {
+			return nil, fmt.Errorf("lambda ListEventSourceMappings: an answer that is not its JSON: %w", err)
+		}
+		for _, m := range resp.EventSourceMappings {
+			out = append(out, mappingState{UUID: m.UUID, EventSourceArn: m.EventSourceArn, State: m.State, StateTransitionReason: m.StateTransitionReason,
+				LastProcessingResult: m.LastProcessingResult, BatchSize: m.BatchSize, MaximumConcurrency: m.ScalingConfig.MaximumConcurrency})
+		}
+		if marker = resp.NextMarker; marker == "" {
+			return out, nil
+		}
+	}
+}
+
+func status(ctx context.Context, args []string, w streams, connect connector) error {
+	fs, c := newFlags("status", statusUsage, w.out)
+	outputFlag(fs, c)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("status", pos); err != nil {
+		return err
+	}
+	if err := c.checkOutput(); err != nil {
+		return err
+	}
+	if c.stack == "" && c.outputs == "" {
+		return usagef("status needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)")
+	}
+	out := w.text(c)
+	cl, err := connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	outputs, from, err := c.stackOutputs(ctx, cl)
+	if err != nil {
+		return err
+	}
+	names := pipelines(outputs)
+	if c.pipeline != "" {
+		if _, err := c.pipelineDLQ(outputs, from); err != nil {
+			return err
+		}
+		names = []string{c.pipeline}
+	}
+	if len(names) == 0 {
+		return usagef("%s has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)", from)
+	}
+
+	// The paging alarms in ALARM, by pipeline, read once for all of them.
+	var alarms []alarmState
+	composite := outputs[outUnhealthy]
+	if composite != "" {
+		all, err := childAlarms(ctx, cl.rest, composite)
+		if err != nil {
+			return fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", composite, explain(err))
+		}
+		for _, a := range all {
+			if a.State == "ALARM" {
+				alarms = append(alarms, a)
+			}
+		}
+	}
+	var all []pipelineStatus
+	unhealthy := 0
+	for _, p := range names {
+		where := "--outputs " + shellQuote(c.outputs)
+		if c.stack != "" && c.outputs == "" {
+			where = "--stack " + shellQuote(c.stack)
+		}
+		s, err := pipelineStatusOf(ctx, cl, outputs, p, where)
+		if err != nil {
+			return err
+		}
+		s.AlarmsChecked = composite != ""
+		for _, a := range alarms {
+			if a.label() == p {
+				s.Alarms = append(s.Alarms, a)
+				s.Problems = append(s.Problems, fmt.Sprintf("alarm %s is in ALARM: %s (runbook: %s)", a.Name, a.Reason, a.runbook()))
+			}
+		}
+		if len(s.Problems) > 0 {
+			unhealthy++
+		}
+		printStatus(out, s)
+		all = append(all, s)
+	}
+	if composite == "" {
+		fmt.Fprintf(out, "alarms: not read: the outputs name no composite alarm (%s, the reference stack's)\n", outUnhealthy)
+	}
+	if c.output == "json" {
+		writeJSON(w.out, all)
+	}
+	if unhealthy > 0 {
+		return fmt.Errorf("status: %d of %d pipelines need a look", unhealthy, len(names))
+	}
+	return nil
+}
+
+// pipelineStatusOf reads pipeline p's queues and its consumer's mappings, and names what
+// looks wrong in them; where is the flags that found the stack, for the commands it names.
+func pipelineStatusOf(ctx context.Context, cl *clients, outputs map[string]string, p, where string) (pipelineStatus, error) {
+	s := pipelineStatus{Pipeline: p, Consumer: outputs[p+"ConsumerFunctionName"]}
+	s.Queue.URL, s.DeadLetterQueue.URL = outputs[p+outQueueURL], outputs[p+outDLQURL]
+	if s.Queue.URL != "" {
+		q, err := getQueue(ctx, cl.sqs, s.Queue.URL)
+		if err != nil {
+			return s, explain(err)
+		}
+		s.Queue.Visible, s.Queue.InFlight, s.Queue.Delayed = q.visible, q.inFlight, q.delayed
+	}
+	dlq, err := getQueue(ctx, cl.sqs, s.DeadLetterQueue.URL)
+	if err != nil {
+		return s, explain(err)
+	}
+	s.DeadLetterQueue.Visible, s.DeadLetterQueue.InFlight = dlq.visible, dlq.inFlight
+	if n := dlq.visible + dlq.inFlight; n > 0 {
+		s.Problems = append(s.Problems, fmt.Sprintf("messages in the DLQ: %d; pipelinectl dlq inspect %s --pipeline %s", n, where, p))
+	}
+	if s.Consumer != "" {
+		ms, err := eventSourceMappings(ctx, cl.rest, s.Consumer)
+		if err != nil {
+			return s, fmt.Errorf("the event source mappings of %s: %w (pipelinectl's lambda:ListEventSourceMappings)", s.Consumer, explain(err))
+		}
+		s.Mappings = ms
+		if len(ms) == 0 {
+			s.Problems = append(s.Problems, fmt.Sprintf("the consumer %s has no event source mapping: nothing receives from the queue", s.Consumer))
+		}
+		for _, m := range ms {
+			switch {
+			case m.State != "Enabled":
+				s.Problems = append(s.Problems, fmt.Sprintf("mapping %s is %s (%s): nothing receives while it is not Enabled; aws lambda update-event-source-mapping --uuid %s --enabled",
+					m.UUID, m.State, or(m.StateTransitionReason, "no reason given"), m.UUID))
+			case strings.HasPrefix(m.LastProcessingResult, "PROBLEM"):
+				s.Problems = append(s.Problems, fmt.Sprintf("mapping %s: %s", m.UUID, m.LastProcessingResult))
+			}
+		}
+	}
+	return s, nil
+}
+
+func printStatus(out io.Writer, s pipelineStatus) {
+	fmt.Fprintf(out, "%s\n", s.Pipeline)
+	if s.Queue.URL != "" {
+		fmt.Fprintf(out, "  queue     %d visible, %d in flight, %d delayed   %s\n", s.Queue.Visible, s.Queue.InFlight, s.Queue.Delayed, s.Queue.URL)
+	}
+	fmt.Fprintf(out, "  DLQ       %d visible, %d in flight   %s\n", s.DeadLetterQueue.Visible, s.DeadLetterQueue.InFlight, s.DeadLetterQueue.URL)
+	if s.Consumer != "" {
+		fmt.Fprintf(out, "  consumer  %s\n", s.Consumer)
+	}
+	for _, m := range s.Mappings {
+		fmt.Fprintf(out, "  mapping   %s %s, last processing result %q, batch size %d, maximum concurrency %d\n",
+			m.UUID, m.State, m.LastProcessingResult, m.BatchSize, m.MaximumConcurrency)
+	}
+	if s.AlarmsChecked && len(s.Alarms) == 0 {
+		fmt.Fprintf(out, "  alarms    no paging alarm in ALARM\n")
+	}
+	for _, p := range s.Problems {
+		fmt.Fprintf(out, "  PROBLEM   %s\n", p)
+	}
+	if len(s.Problems) == 0 {
+		fmt.Fprintf(out, "  healthy\n")
+	}
+}
