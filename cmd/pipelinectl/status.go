@@ -104,27 +104,10 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 	if err := c.checkOutput(); err != nil {
 		return err
 	}
-	if c.stack == "" && c.outputs == "" {
-		return usagef("status needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)")
-	}
 	out := w.text(c)
-	cl, err := connect(ctx, c)
+	cl, outputs, names, err := c.stackPipelines(ctx, connect, "status")
 	if err != nil {
 		return err
-	}
-	outputs, from, err := c.stackOutputs(ctx, cl)
-	if err != nil {
-		return err
-	}
-	names := pipelines(outputs)
-	if c.pipeline != "" {
-		if _, err := c.pipelineDLQ(outputs, from); err != nil {
-			return err
-		}
-		names = []string{c.pipeline}
-	}
-	if len(names) == 0 {
-		return usagef("%s has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)", from)
 	}
 
 	// The paging alarms in ALARM, by pipeline, read once for all of them.

@@ -84,27 +84,10 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 	if *timeout < 5*time.Second || *timeout > 30*time.Minute {
 		return usagef("--timeout %s: use 5s to 30m", *timeout)
 	}
-	if c.stack == "" && c.outputs == "" {
-		return usagef("verify needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)")
-	}
 	out := w.text(c)
-	cl, err := connect(ctx, c)
+	cl, outputs, names, err := c.stackPipelines(ctx, connect, "verify")
 	if err != nil {
 		return err
-	}
-	outputs, from, err := c.stackOutputs(ctx, cl)
-	if err != nil {
-		return err
-	}
-	names := pipelines(outputs)
-	if c.pipeline != "" {
-		if _, err := c.pipelineDLQ(outputs, from); err != nil {
-			return err
-		}
-		names = []string{c.pipeline}
-	}
-	if len(names) == 0 {
-		return usagef("%s has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)", from)
 	}
 	var results []verifyResult
 	failed := 0
@@ -343,4 +326,31 @@ func openAdmin(ctx context.Context, cl *clients, table, prefix string) (*idempot
 	}
 	a, err := idempotency.NewAdmin(cl.ddb, cfg)
 	return a, cfg.SortKeyAttr != "", err
+}
+
+// stackPipelines connects, reads the stack's outputs and returns the pipelines a command of
+// the whole stack works on: every pipeline the outputs name, or --pipeline's.
+func (c *common) stackPipelines(ctx context.Context, connect connector, cmd string) (*clients, map[string]string, []string, error) {
+	if c.stack == "" && c.outputs == "" {
+		return nil, nil, nil, usagef("%s needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)", cmd)
+	}
+	cl, err := connect(ctx, c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	outputs, from, err := c.stackOutputs(ctx, cl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names := pipelines(outputs)
+	if c.pipeline != "" {
+		if _, err := c.pipelineDLQ(outputs, from); err != nil {
+			return nil, nil, nil, err
+		}
+		names = []string{c.pipeline}
+	}
+	if len(names) == 0 {
+		return nil, nil, nil, usagef("%s has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)", from)
+	}
+	return cl, outputs, names, nil
 }
