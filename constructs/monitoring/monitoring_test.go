@@ -270,9 +270,10 @@ func TestAlarmDescriptionsAreActionable(t *testing.T) {
 		// Not every DLQ message failed maxReceiveCount times: the consumer moves bad input at
 		// its first receive, with a reason attribute and no redrive origin to return to.
 		{f.queueAlarms.DeadLetterMessages, []string{cdktest.JSON(resolved(f.stack, f.dlq.QueueName())),
-			"bad input the consumer moved there at its first receive, or messages that failed on " + cdktest.JSON(resolved(f.stack, f.source.QueueName())) + " maxReceiveCount times",
+			"bad input the consumer " + cdktest.JSON(resolved(f.stack, f.consumer.FunctionName())) + " moved there at its first receive, or messages that failed on " +
+				cdktest.JSON(resolved(f.stack, f.source.QueueName())) + " maxReceiveCount times (its log says why)",
 			"DeadLetterReason", `pipelinectl dlq inspect --stack {"Ref":"AWS::StackName"} --pipeline Orders`,
-			`pipelinectl dlq redrive --stack {"Ref":"AWS::StackName"} --pipeline Orders --yes`}},
+			"once fixed, dlq redrive with the same flags and --yes"}},
 		{f.queueAlarms.OldestMessage, []string{"15m", "list-event-source-mappings --event-source-arn " + cdktest.JSON(resolved(f.stack, f.source.QueueArn()))}},
 		{f.queueAlarms.Backlog, []string{"1000", "15m", "maximum concurrency"}},
 		{f.consumerAlarms.Stalled, []string{"20m", cdktest.JSON(resolved(f.stack, f.consumer.FunctionName())), "list-event-source-mappings", "InvalidInput"}},

@@ -1,11 +1,13 @@
 package monitoring
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -98,5 +100,41 @@ func TestWatchIdentity(t *testing.T) {
 	// The record is a plain construct at the app root, outside every stack.
 	if app2.Node().TryFindChild(jsii.String(registryID)) == nil || stack2.Node().TryFindChild(jsii.String(registryID)) != nil {
 		t.Errorf("the watch record is not at the app root")
+	}
+}
+
+// The DLQ alarm names the consumer that reads its source queue, whichever of WatchQueue and
+// WatchConsumer comes first; with no consumer watched it says "the consumer" alone.
+func TestDeadLetterAlarmNamesTheConsumer(t *testing.T) {
+	dlqDescription := func(stack awscdk.Stack, mon PipelineMonitoring, alarms QueueAlarms) string {
+		t.Helper()
+		props := (*assertions.Template_FromStack(stack, nil).ToJSON())["Resources"].(map[string]any)[cdktest.LogicalID(stack, alarms.DeadLetterMessages)].(map[string]any)["Properties"].(map[string]any)
+		return flatten(props["AlarmDescription"])
+	}
+	for _, order := range []string{"queue first", "consumer first", "no consumer"} {
+		stack := cdktest.NewStack(cdktest.NewApp(), strings.ReplaceAll(order, " ", "-"))
+		mon := NewPipelineMonitoring(stack, "Monitoring", nil)
+		dlq := awssqs.Queue_FromQueueArn(stack, jsii.String("Dlq"), jsii.String("arn:aws:sqs:eu-west-1:123456789012:orders-dlq"))
+		src := awssqs.Queue_FromQueueArn(stack, jsii.String("Src"), jsii.String("arn:aws:sqs:eu-west-1:123456789012:orders"))
+		fn := awslambda.Function_FromFunctionArn(stack, jsii.String("Fn"), jsii.String("arn:aws:lambda:eu-west-1:123456789012:function:orders-consumer"))
+		var alarms QueueAlarms
+		switch order {
+		case "queue first":
+			alarms = mon.WatchQueue("Orders", src, dlq)
+			mon.WatchConsumer("Orders", fn, src)
+		case "consumer first":
+			mon.WatchConsumer("Orders", fn, src)
+			alarms = mon.WatchQueue("Orders", src, dlq)
+		default:
+			alarms = mon.WatchQueue("Orders", src, dlq)
+		}
+		desc := dlqDescription(stack, mon, alarms)
+		want := "bad input the consumer orders-consumer moved there at its first receive, or messages that failed on orders maxReceiveCount times (its log says why)."
+		if order == "no consumer" {
+			want = "bad input the consumer moved there at its first receive"
+		}
+		if !strings.Contains(desc, want) || !strings.HasSuffix(desc, "Severity: page. Runbook: "+DefaultRunbookURL+"#dlq-not-empty") {
+			t.Errorf("%s: description\n%s\nwant %q and the severity and runbook at the end", order, desc, want)
+		}
 	}
 }

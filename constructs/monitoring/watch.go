@@ -55,6 +55,18 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 	src, dlq := *source.QueueName(), *deadLetter.QueueName()
 	p := m.s.period
 
+	// The commands name the deployed stack (AWS::StackName), so an operator paged at night
+	// copies them as they are; the consumer, once watched (WatchConsumer on source), is named
+	// for its log.
+	dlqDescription := func(consumer string) string {
+		who := "the consumer"
+		if consumer != "" {
+			who += " " + consumer
+		}
+		return fmt.Sprintf("[%s] Messages in the dead-letter queue %s: bad input %s moved there at its first receive, or messages that failed on %s maxReceiveCount times (its log says why). "+
+			"First: pipelinectl dlq inspect --stack %s --pipeline %s (by DeadLetterReason); once fixed, dlq redrive with the same flags and --yes.",
+			label, dlq, who, src, *awscdk.Aws_STACK_NAME(), label)
+	}
 	dlqVisible := deadLetter.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", ""))
 	oldest := source.MetricApproximateAgeOfOldestMessage(metricOpts(p, "Maximum", ""))
 	backlog := source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Minimum", ""))
@@ -68,12 +80,7 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 			id: "DeadLetterMessages", metric: dlqVisible, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 			severity:    sevPage, runbook: anchorDLQ,
-			// The commands name the deployed stack (AWS::StackName), so an operator paged at
-			// night copies them as they are.
-			description: fmt.Sprintf("[%s] Messages in the dead-letter queue %s: bad input the consumer moved there at its first receive, or messages that failed on %s maxReceiveCount times. "+
-				"First: pipelinectl dlq inspect --stack %s --pipeline %s (by DeadLetterReason). "+
-				"Once fixed: pipelinectl dlq redrive --stack %s --pipeline %s --yes.",
-				label, dlq, src, *awscdk.Aws_STACK_NAME(), label, *awscdk.Aws_STACK_NAME(), label),
+			description: dlqDescription(consumerOf(m, source)),
 		}),
 		// Compared once per period: the age threshold is already the time the problem has
 		// lasted. Missing data: an idle, empty queue publishes nothing.
@@ -112,8 +119,25 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 		graph("Dead-letter queue", []awscloudwatch.IMetric{labelled(dlqVisible, "visible")}, nil),
 		alarmStatus("Alarms: queue "+label, a.DeadLetterMessages, a.OldestMessage, a.Backlog),
 	)
+	watchesOf(m)[redescribeKey(source)] = func(consumer string) {
+		a.DeadLetterMessages.Node().DefaultChild().(awscloudwatch.CfnAlarm).SetAlarmDescription(
+			jsii.String(m.describe(dlqDescription(consumer), sevPage, anchorDLQ)))
+	}
 	m.remember(key, a)
 	return a
+}
+
+// consumerOf is the name of the consumer function WatchConsumer was called with for source
+// (in any monitoring of the app), or "" before that.
+func consumerOf(m *pipelineMonitoring, source awssqs.IQueue) string {
+	name, _ := watchesOf(m)[watchKey("ConsumerOf", watchedResource{source, source.QueueArn()})].(string)
+	return name
+}
+
+// redescribeKey is the registry key of the function that names a consumer in the DLQ alarm of
+// source, when WatchConsumer comes after WatchQueue.
+func redescribeKey(source awssqs.IQueue) string {
+	return watchKey("RedescribeDLQ", watchedResource{source, source.QueueArn()})
 }
 
 func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction, source awssqs.IQueue) ConsumerAlarms {
@@ -124,6 +148,10 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 	}
 	scope := m.begin("Consumer", label)
 	name, src := *fn.FunctionName(), *source.QueueName()
+	watchesOf(m)[watchKey("ConsumerOf", watchedResource{source, source.QueueArn()})] = name
+	if redescribe, ok := watchesOf(m)[redescribeKey(source)].(func(string)); ok {
+		redescribe(name)
+	}
 	p := m.s.period
 
 	// Messages "wait" when any are on the queue, visible or in flight: a consumer that
