@@ -193,9 +193,11 @@ type ScheduledDispatcherProps struct {
 	// Entry is the directory of the function's Go main package: your own main package built
 	// on functions/dispatch (dispatch.Start with your ItemSource), which reads the
 	// environment and the schedule input this construct sets; see the package
-	// documentation. A main that does not use functions/dispatch must honour that whole
-	// contract itself. Default: functions/dispatcher of this module (found in the module cache
-	// when another app imports the construct), which sends Items. Cannot be a token.
+	// documentation. Checked at synth: a directory without Go files, a package that is not
+	// main, or a main that does not import functions/dispatch (a consumer main, say) is an
+	// error naming the directory and the fix. Default: functions/dispatcher of this module
+	// (found in the module cache when another app imports the construct), which sends Items.
+	// Cannot be a token.
 	Entry string
 	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
 	// module's root when Entry is defaulted, else found by searching upwards from Entry.

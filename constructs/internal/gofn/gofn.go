@@ -160,6 +160,8 @@ func (p *Props) Validate(problems *validate.Problems) {
 	}
 	if st, err := os.Stat(p.Entry); err != nil || !st.IsDir() {
 		problems.Add("Entry", p.Entry, "set it to the directory of a Go main package")
+	} else if problem := checkEntry(p.Entry, p.Main); problem != "" {
+		problems.Add("Entry", p.Entry, problem)
 	}
 	if p.ModuleDir != "" {
 		if _, err := os.Stat(filepath.Join(p.ModuleDir, "go.mod")); err != nil {

@@ -64,6 +64,20 @@ func TestDefaultPathsPointAtTheMains(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	// Entries that are directories but not a consumer's main package.
+	dir := func(files map[string]string) string {
+		d := t.TempDir()
+		for name, src := range files {
+			if err := os.WriteFile(filepath.Join(d, name), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	library := dir(map[string]string{"ship.go": "package shipping\n\nfunc Ship() {}\n"})
+	empty := dir(map[string]string{"README.md": "no Go here\n"})
+	bare := dir(map[string]string{"main.go": "package main\n\nfunc main() {}\n"})
+	dispatcherMain := filepath.Join("..", "..", "..", "functions", "dispatcher")
 	valid := func() gofn.Props {
 		return gofn.Props{Main: "consumer", Timeout: 30 * time.Second, MemorySize: 256}
 	}
@@ -77,6 +91,18 @@ func TestValidate(t *testing.T) {
 		{"memory too small", func(p *gofn.Props) { p.MemorySize = 64 }, []string{"MemorySize: got 64", "128 to 10240"}},
 		{"memory too large", func(p *gofn.Props) { p.MemorySize = 10241 }, []string{"MemorySize: got 10241"}},
 		{"missing entry", func(p *gofn.Props) { p.Entry = "/nonexistent/cmd" }, []string{"Entry: got /nonexistent/cmd", "Go main package"}},
+		{"entry that is not package main", func(p *gofn.Props) { p.Entry = library },
+			[]string{"Entry: got " + library + "; it is package shipping, not package main: Lambda runs an executable, which Go builds only from package main; " +
+				"set Entry to your main package (package main, whose func main calls consume.Start)"}},
+		{"entry without Go files", func(p *gofn.Props) { p.Entry = empty },
+			[]string{"Entry: got " + empty + "; it holds no Go source files (for linux): set Entry to the directory of your main package"}},
+		{"consumer entry that is the dispatcher's main", func(p *gofn.Props) { p.Entry = dispatcherMain },
+			[]string{"Entry: got " + dispatcherMain + "; it is a dispatcher main (it imports functions/dispatch, not functions/consume): " +
+				"the consumer's Entry must be a main built on github.com/idempotent-sqs/pipeline/functions/consume", "did you mean to give it to the dispatcher?"}},
+		{"dispatcher entry that is the consumer's main", func(p *gofn.Props) { p.Main, p.Entry = "dispatcher", filepath.Join("..", "..", "..", "functions", "consumer") },
+			[]string{"it is a consumer main (it imports functions/consume, not functions/dispatch): the dispatcher's Entry must be a main built on github.com/idempotent-sqs/pipeline/functions/dispatch"}},
+		{"main that is built on neither library", func(p *gofn.Props) { p.Entry = bare },
+			[]string{"Entry: got " + bare + "; it does not import github.com/idempotent-sqs/pipeline/functions/consume: the consumer's main is built on it (consume.Start"}},
 		{"module dir without go.mod", func(p *gofn.Props) { p.ModuleDir = os.TempDir() }, []string{"ModuleDir: got " + os.TempDir(), "go.mod"}},
 		{"event age too short", func(p *gofn.Props) { p.MaxEventAge = 30 * time.Second }, []string{"AsyncMaxEventAge: got 30s", "1m0s to 6h0m0s"}},
 		{"retries out of range", func(p *gofn.Props) { n := 3; p.RetryAttempts = &n }, []string{"AsyncRetryAttempts: got 3", "0, 1 or 2"}},
