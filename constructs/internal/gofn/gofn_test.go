@@ -99,7 +99,9 @@ func TestValidate(t *testing.T) {
 		{"consumer entry that is the dispatcher's main", func(p *gofn.Props) { p.Entry = dispatcherMain },
 			[]string{"Entry: got " + dispatcherMain + "; it is a dispatcher main (it imports functions/dispatch, not functions/consume): " +
 				"the consumer's Entry must be a main built on github.com/idempotent-sqs/pipeline/functions/consume", "did you mean to give it to the dispatcher?"}},
-		{"dispatcher entry that is the consumer's main", func(p *gofn.Props) { p.Main, p.Entry = "dispatcher", filepath.Join("..", "..", "..", "functions", "consumer") },
+		{"dispatcher entry that is the consumer's main", func(p *gofn.Props) {
+			p.Main, p.Entry = "dispatcher", filepath.Join("..", "..", "..", "functions", "consumer")
+		},
 			[]string{"it is a consumer main (it imports functions/consume, not functions/dispatch): the dispatcher's Entry must be a main built on github.com/idempotent-sqs/pipeline/functions/dispatch"}},
 		{"main that is built on neither library", func(p *gofn.Props) { p.Entry = bare },
 			[]string{"Entry: got " + bare + "; it does not import github.com/idempotent-sqs/pipeline/functions/consume: the consumer's main is built on it (consume.Start"}},
