@@ -212,7 +212,7 @@ type IdempotentConsumerProps struct {
 	// function, which also caps it. At least MaxConcurrency: below it, the event source
 	// would be throttled, and a throttled batch returns to the queue with its receive count
 	// raised, towards the dead-letter queue. Default 0: none reserved (MaxConcurrency caps
-	// the function without that risk).
+	// the function without that risk). Cannot be a token (checked against MaxConcurrency).
 	ReservedConcurrentExecutions int
 	// LogGroupEncryptionKey is a customer managed key for the function's log group. A key of
 	// this app gets a policy statement that lets CloudWatch Logs use it for this log group
@@ -226,19 +226,22 @@ type IdempotentConsumerProps struct {
 	DisableDeadLettering bool
 
 	// Timeout of the function, and the idempotency lock's cap (IDEMPOTENCY_LOCK_CAP): a
-	// record stays locked no longer than an attempt can run. 1s to 15m. Default 30s.
+	// record stays locked no longer than an attempt can run. 1s to 15m. Default 30s. Cannot
+	// be a token: the queue's visibility timeout and the record TTL are checked against it.
 	Timeout time.Duration
-	// MemorySize in MB, 128 to 10240. Default 256.
+	// MemorySize in MB, 128 to 10240. Default 256. Cannot be a token: it sizes the Go
+	// runtime (GOMEMLIMIT) at synth.
 	MemorySize int
 
 	// BatchSize is the most records per invocation. Standard queues 1 to 10000 (above 10
-	// needs MaxBatchingWindow of at least 1s), FIFO queues 1 to 10. Default 10.
+	// needs MaxBatchingWindow of at least 1s), FIFO queues 1 to 10. Default 10. Cannot be a
+	// token.
 	BatchSize int
 	// MaxBatchingWindow is how long Lambda gathers records before invoking, up to 5m.
-	// Standard queues only. Default 0 (invoke as soon as records arrive).
+	// Standard queues only. Default 0 (invoke as soon as records arrive). Cannot be a token.
 	MaxBatchingWindow time.Duration
 	// MaxConcurrency caps the concurrent invocations the event source starts, 2 to 1000.
-	// Default 10.
+	// Default 10. Cannot be a token.
 	MaxConcurrency int
 
 	// KeyPrefix namespaces this consumer's records when consumers share a table

@@ -187,7 +187,7 @@ type ScheduledDispatcherProps struct {
 	DefaultGroup string
 	// SendMaxAttempts is how often the function tries each entry of SendMessageBatch before
 	// failing the invocation. 1 to 10, the function's limit (functions/dispatch/limits).
-	// Default 5.
+	// Default 5. Cannot be a token.
 	SendMaxAttempts int
 
 	// Entry is the directory of the function's Go main package: your own main package built
@@ -202,9 +202,10 @@ type ScheduledDispatcherProps struct {
 	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
 	// module's root when Entry is defaulted, else found by searching upwards from Entry.
 	ModuleDir string
-	// Timeout of the function, 1s to 15m. Default 60s.
+	// Timeout of the function, 1s to 15m. Default 60s. Cannot be a token.
 	Timeout time.Duration
-	// MemorySize in MB, 128 to 10240. Default 256.
+	// MemorySize in MB, 128 to 10240. Default 256. Cannot be a token: it sizes the Go
+	// runtime (GOMEMLIMIT) at synth.
 	MemorySize int
 	// The function's Lambda options, with the same meaning and validation as the consumer's
 	// props of these names (constructs/consumer):
@@ -215,7 +216,7 @@ type ScheduledDispatcherProps struct {
 	//     subnets) and SecurityGroups (default: one allowing all outbound) require Vpc.
 	//   - Layers: at most 5.
 	//   - ReservedConcurrentExecutions: 0 (default) reserves none. A run is one invocation,
-	//     more only while Lambda retries, so 1 or 2 suffice.
+	//     more only while Lambda retries, so 1 or 2 suffice. Cannot be a token.
 	//   - LogGroupEncryptionKey: a customer managed key for the log group (default nil:
 	//     CloudWatch Logs' own encryption); a key of this app gets a policy statement that
 	//     lets CloudWatch Logs use it for this log group only, an imported key must allow that
@@ -242,7 +243,8 @@ type ScheduledDispatcherProps struct {
 	EncryptionKey awskms.IKey
 
 	// ScheduleRetryAttempts is how often Scheduler retries handing the event to Lambda,
-	// 0 to 185. nil: default 3 (new(0) turns retries off).
+	// 0 to 185. nil: default 3 (new(0) turns retries off). Cannot be a token, nor can the
+	// three below.
 	ScheduleRetryAttempts *int
 	// ScheduleMaxEventAge is how long Scheduler keeps retrying, 1m to 24h. Default 1h.
 	ScheduleMaxEventAge time.Duration

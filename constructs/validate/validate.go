@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -70,9 +72,35 @@ func PathOf(scope constructs.IConstruct, id string) string {
 	return parent + "/" + id
 }
 
-// Add records that prop has value got, and how to fix it.
+// Add records that prop has value got, and how to fix it. A number that is a CloudFormation
+// token (NumberToken) is reported as one: the prop cannot be a token, and the escape hatch.
 func (p *Problems) Add(prop string, got any, fix string) {
+	if NumberToken(got) {
+		p.list = append(p.list, fmt.Sprintf("%s: got a CloudFormation token (a deploy-time value such as a CfnParameter's "+
+			"ValueAsNumber, which a Go integer or duration holds as %d); %s cannot be a token: the construct checks it and "+
+			"derives other settings from it at synth. Give a number (%s); to set it at deploy time anyway, override the "+
+			"synthesized property on the L1 resource with the escape hatch, e.g. fn.Node().DefaultChild()"+
+			".(awslambda.CfnFunction).AddPropertyOverride(\"MemorySize\", param.ValueAsNumber())", prop, int64(math.MinInt64), prop, fix))
+		return
+	}
 	p.list = append(p.list, fmt.Sprintf("%s: got %v; %s", prop, got, fix))
+}
+
+// NumberToken reports whether got, an integer or a time.Duration (or a pointer to an int),
+// is a CloudFormation token converted to Go: a token number (-1.888e+289) converted to int,
+// int64 or time.Duration is math.MinInt64 on amd64 and arm64. No prop takes that value.
+func NumberToken(got any) bool {
+	switch v := got.(type) {
+	case int:
+		return int64(v) == math.MinInt64
+	case int64:
+		return v == math.MinInt64
+	case time.Duration:
+		return v == math.MinInt64
+	case *int:
+		return v != nil && int64(*v) == math.MinInt64
+	}
+	return false
 }
 
 // Addf records a free-form problem about prop (used where the value is a relation between props).

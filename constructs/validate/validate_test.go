@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -137,5 +138,38 @@ func TestPathOfMatchesTheNodePath(t *testing.T) {
 	}
 	if got, want := NewIn("ProcessingQueue", parent, "DLQ").construct, `ProcessingQueue "App-prod/Orders/DLQ"`; got != want {
 		t.Errorf("NewIn names %s, want %s", got, want)
+	}
+}
+
+// A CfnParameter's number converted to a Go int, int64, *int or time.Duration, as a user
+// passing param.ValueAsNumber() to an int prop does, is reported as a token, naming the prop
+// and the escape hatch; a real number, however wrong, is reported as itself.
+func TestNumberTokensAreNamedAsTokens(t *testing.T) {
+	token := *awscdk.Token_AsNumber(map[string]any{"Ref": "MemoryParam"})
+	n := int(token)
+	for _, got := range []any{n, int64(token), &n, time.Duration(token), time.Duration(token * float64(time.Second))} {
+		if !NumberToken(got) {
+			t.Errorf("%T %v from a token is not recognised as one", got, got)
+		}
+	}
+	for _, got := range []any{0, -1, int64(10241), time.Duration(-1), "x", (*int)(nil)} {
+		if NumberToken(got) {
+			t.Errorf("%T %v is taken for a token", got, got)
+		}
+	}
+	p := New("IdempotentConsumer", "Orders/Consumer")
+	p.Add("MemorySize", n, "use 128 to 10240 MB (Lambda's limits)")
+	p.Add("MemorySize", 64, "use 128 to 10240 MB (Lambda's limits)")
+	want := []string{
+		"MemorySize: got a CloudFormation token (a deploy-time value such as a CfnParameter's ValueAsNumber, which a Go integer or duration holds as -9223372036854775808); " +
+			"MemorySize cannot be a token: the construct checks it and derives other settings from it at synth. Give a number (use 128 to 10240 MB (Lambda's limits)); " +
+			"to set it at deploy time anyway, override the synthesized property on the L1 resource with the escape hatch, " +
+			`e.g. fn.Node().DefaultChild().(awslambda.CfnFunction).AddPropertyOverride("MemorySize", param.ValueAsNumber())`,
+		"MemorySize: got 64; use 128 to 10240 MB (Lambda's limits)",
+	}
+	var verr *Error
+	errors.As(p.Err(), &verr)
+	if verr == nil || strings.Join(verr.Problems, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%v\nwant:\n%s", verr, strings.Join(want, "\n"))
 	}
 }
