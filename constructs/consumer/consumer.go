@@ -420,6 +420,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 
 	s := settings{
 		fn: gofn.Props{
+			Kind:             "IdempotentConsumer",
 			Main:             "consumer",
 			Entry:            props.Entry,
 			ModuleDir:        props.ModuleDir,

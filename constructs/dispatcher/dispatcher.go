@@ -459,6 +459,7 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 
 	s := settings{
 		fn: gofn.Props{
+			Kind:             "ScheduledDispatcher",
 			Main:             "dispatcher",
 			Entry:            props.Entry,
 			ModuleDir:        props.ModuleDir,

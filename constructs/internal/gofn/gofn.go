@@ -60,6 +60,9 @@ const goBuildFlagsWarning = "@aws-cdk/aws-lambda-go-alpha:goBuildFlagsSecurityWa
 
 // Props describe one function. Zero values take the defaults noted.
 type Props struct {
+	// Kind is the construct's kind for errors (e.g. "IdempotentConsumer"). Default
+	// "function".
+	Kind string
 	// Main is the directory of the Lambda main under functions/ ("consumer", "dispatcher");
 	// it names the default Entry.
 	Main string
@@ -306,7 +309,7 @@ func New(scope constructs.Construct, p Props) *Function {
 	if p.ReservedConcurrentExecutions > 0 {
 		props.ReservedConcurrentExecutions = jsii.Number(float64(p.ReservedConcurrentExecutions))
 	}
-	fn := awscdklambdagoalpha.NewGoFunction(scope, jsii.String("Resource"), props)
+	fn := newGoFunction(scope, "Resource", props, &p)
 	awscdk.Annotations_Of(scope).AcknowledgeWarning(jsii.String(goBuildFlagsWarning),
 		jsii.String("the build flags are constants of constructs/internal/gofn, never user input"))
 

@@ -288,3 +288,16 @@ func TestOptions(t *testing.T) {
 		}
 	}
 }
+
+// A main that does not compile fails synth with a *validate.Error naming the construct, the
+// entry and the compiler's first error, not CDK's "Failed to bundle asset" panic. (Bundling
+// on: the real go build, as cdk synth runs it.)
+func TestBundlingFailureNamesTheEntryAndTheCompilerError(t *testing.T) {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Broken"), nil)
+	entry := filepath.Join("testdata", "broken")
+	cdktest.ExpectProblemIn(t, `IdempotentConsumer "Broken"`, func() {
+		gofn.New(stack, gofn.Props{Kind: "IdempotentConsumer", Main: "consumer", Entry: entry, ModuleDir: filepath.Join("..", "..", ".."),
+			Timeout: 30 * time.Second, MemorySize: 256})
+	}, "Entry: got "+entry+"; it does not build: ./main.go:7:6: declared and not used: n; fix the main package and synth again")
+}
