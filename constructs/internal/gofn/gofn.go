@@ -12,6 +12,7 @@
 package gofn
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -146,6 +147,14 @@ func (p *Props) Validate(problems *validate.Problems) {
 
 	if p.Entry == "" {
 		entry, root, err := DefaultPaths(p.Main)
+		if errors.Is(err, errVendored) {
+			lib := roleLibrary[p.Main]
+			problems.Addf("Entry", "cannot find the %s function's source: %v. Set Entry to your own main package in your module "+
+				"(package main whose func main calls %s.Start, as %s/functions/%s/main.go does; it and functions/%s are then vendored, "+
+				"and bundling builds them from vendor/), or synth with GOFLAGS=-mod=mod so the go command uses the module cache",
+				p.Main, err, lib, modulePath(), p.Main, lib)
+			return
+		}
 		if err != nil {
 			problems.Addf("Entry", "cannot find the %s function's source (%v); set Entry to the directory of your %s main package "+
 				"(e.g. $(go list -m -f '{{.Dir}}' %s)/functions/%s) and ModuleDir to the directory of the go.mod it builds with",

@@ -61,9 +61,17 @@ func DefaultPaths(main string) (entry, moduleDir string, err error) {
 	return defaultLocator.paths(main)
 }
 
+// errVendored is DefaultPaths' error when the app builds in vendor mode: vendor/ holds this
+// module's packages but never its function mains, which are package main and cannot be
+// imported, so not vendored; and `go list -m` does not answer in vendor mode.
+var errVendored = errors.New("the app builds in vendor mode (this package was compiled from vendor/), and vendor/ holds no function main: " +
+	"they are package main, which nothing imports, so go mod vendor leaves them out")
+
 func (l locator) paths(main string) (entry, moduleDir string, err error) {
 	var reasons []string
-	if file, ok := l.caller(); ok && filepath.IsAbs(file) {
+	if file, ok := l.caller(); ok && strings.Contains(filepath.ToSlash(file), "/vendor/"+modulePath()+"/") {
+		return "", "", errVendored
+	} else if ok && filepath.IsAbs(file) {
 		root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 		err := checkRoot(root, main)
 		if err == nil {
@@ -77,6 +85,9 @@ func (l locator) paths(main string) (entry, moduleDir string, err error) {
 	root, err := l.fromGoList(main)
 	if err == nil {
 		return filepath.Join(root, "functions", main), root, nil
+	}
+	if errors.Is(err, errVendored) {
+		return "", "", err
 	}
 	reasons = append(reasons, err.Error())
 	return "", "", errors.New(strings.Join(reasons, "; "))
@@ -93,6 +104,10 @@ func (l locator) fromGoList(main string) (string, error) {
 		return "", fmt.Errorf("the build info lists no module holding %s", pkgPath)
 	}
 	listed, err := l.goList(mod.Path)
+	if err != nil && strings.Contains(err.Error(), "vendor") {
+		// -mod=vendor: "go list -m: can't match module patterns using the vendor directory".
+		return "", errVendored
+	}
 	if err != nil {
 		return "", fmt.Errorf("go list -m %s: %v", mod.Path, err)
 	}

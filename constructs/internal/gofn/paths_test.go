@@ -198,3 +198,38 @@ func TestValidateNamesEntryWhenTheSourceIsNotFound(t *testing.T) {
 		"set Entry to the directory of your consumer main package",
 		"$(go list -m -f '{{.Dir}}' "+modulePath()+")/functions/consumer", "ModuleDir")
 }
+
+// In vendor mode the package is compiled from vendor/, where no function main is (they are
+// package main, so go mod vendor leaves them out) and `go list -m` does not answer: the
+// error says so, and the hint works in vendor mode (your own main, or GOFLAGS=-mod=mod),
+// not `go list -m`.
+func TestValidateInVendorMode(t *testing.T) {
+	saved := defaultLocator
+	t.Cleanup(func() { defaultLocator = saved })
+	vendored := func() (string, bool) {
+		return "/home/dev/billing/vendor/" + modulePath() + "/constructs/internal/gofn/gofn.go", true
+	}
+	defaultLocator = locator{caller: vendored, buildInfo: mainModule("example.com/billing", "(devel)"), goList: noGoList(t)}
+	if _, _, err := defaultLocator.paths("consumer"); !errors.Is(err, errVendored) {
+		t.Fatalf("paths: err = %v, want errVendored", err)
+	}
+	// Under -trimpath the path is module-relative; go list then refuses in vendor mode.
+	refused := func(string) (listedModule, error) {
+		return listedModule{}, errors.New("go: can't match module patterns using the vendor directory (Use -mod=mod or -mod=readonly to bypass.)")
+	}
+	trimmed := locator{caller: trimmedCaller, buildInfo: dependency(modulePath(), "v1.2.0"), goList: refused}
+	if _, _, err := trimmed.paths("consumer"); !errors.Is(err, errVendored) {
+		t.Errorf("-trimpath in vendor mode: err = %v, want errVendored", err)
+	}
+	for _, main := range []string{"consumer", "dispatcher"} {
+		lib := map[string]string{"consumer": "consume", "dispatcher": "dispatch"}[main]
+		cdktest.ExpectProblem(t, func() {
+			p := Props{Main: main, Timeout: 30 * time.Second, MemorySize: 256}
+			problems := validate.New("IdempotentConsumer", "App/Orders/Consumer")
+			p.Validate(problems)
+			problems.Check()
+		}, "Entry: cannot find the "+main+" function's source: the app builds in vendor mode (this package was compiled from vendor/), and vendor/ holds no function main",
+			"Set Entry to your own main package in your module (package main whose func main calls "+lib+".Start",
+			"or synth with GOFLAGS=-mod=mod")
+	}
+}
