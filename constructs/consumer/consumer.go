@@ -448,7 +448,8 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	timeout := s.fn.Timeout
 
 	visibility := or(props.Queue.VisibilityTimeout(), sqsDefaultVisibility)
-	if need := VisibilityFactor * timeout; visibility < need {
+	// An invalid Timeout is reported above; measured against the queue it would only add noise.
+	if need := VisibilityFactor * timeout; gofn.ValidTimeout(timeout) && visibility < need {
 		p.Addf("Timeout", "%v needs a queue visibility timeout of at least %v (%dx, AWS's rule for SQS event sources), the queue has %v; "+
 			"lower Timeout or raise the queue's VisibilityTimeout/ConsumerTimeout", timeout, need, VisibilityFactor, visibility)
 	}

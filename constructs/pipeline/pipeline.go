@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
 	"github.com/idempotent-sqs/pipeline/constructs/heartbeat"
+	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
@@ -176,6 +177,12 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 	if p.queue == nil {
 		// The queue's visibility timeout derives from the consumer's timeout (6x).
 		qp.Fifo, qp.ConsumerTimeout = props.Fifo, cp.Timeout
+		if !gofn.ValidTimeout(cp.Timeout) {
+			// The consumer reports Consumer.Timeout, the prop the user set, with all its other
+			// problems; the queue (built first) takes the default meanwhile instead of failing
+			// on a ConsumerTimeout the user never set.
+			qp.ConsumerTimeout = queue.DefaultConsumerTimeout
+		}
 		qp.EncryptionKey = keyFor(qp.EncryptionKey, props.EncryptionKey)
 		p.queue = queue.NewProcessingQueue(p, "Queue", &qp)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
@@ -242,5 +243,28 @@ func TestMovingTheTableKeepsItsLogicalIDWhenPinned(t *testing.T) {
 	tables := *assertions.Template_FromStack(pinned, nil).FindResources(jsii.String("AWS::DynamoDB::Table"), nil)
 	if _, ok := tables[oldID]; !ok || len(tables) != 1 {
 		t.Errorf("tables %v, want only %s (the deployed table's id)", slices.Collect(maps.Keys(tables)), oldID)
+	}
+}
+
+// A pipeline's consumer props are reported against the props the user set, all at once: an
+// invalid Consumer.Timeout is the consumer's Timeout problem (not the queue's ConsumerTimeout,
+// which the pipeline derives), listed with the consumer's other problems.
+func TestConsumerProblemsNameTheConsumersProps(t *testing.T) {
+	for _, timeout := range []time.Duration{16 * time.Minute, 1500 * time.Millisecond} {
+		id := "Bad" + strings.ReplaceAll(timeout.String(), ".", "")
+		func() {
+			defer func() {
+				verr, ok := validate.AsError(recover())
+				if !ok {
+					t.Fatalf("%v: want a *validate.Error", timeout)
+				}
+				want := []string{"Timeout: got " + timeout.String() + "; use whole seconds from 1s to 15m0s (Lambda's limits)",
+					"MemorySize: got 64; use 128 to 10240 MB (Lambda's limits)"}
+				if verr.Construct != `IdempotentConsumer "PipelineTest/`+id+`/Consumer"` || strings.Join(verr.Problems, "\n") != strings.Join(want, "\n") {
+					t.Errorf("%v:\n%v\nwant the consumer's problems:\n%s", timeout, verr, strings.Join(want, "\n"))
+				}
+			}()
+			pipeline.NewPipeline(stack, id, &pipeline.PipelineProps{Consumer: &consumer.IdempotentConsumerProps{Timeout: timeout, MemorySize: 64}})
+		}()
 	}
 }

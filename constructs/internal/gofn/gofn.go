@@ -122,10 +122,16 @@ type Function struct {
 	LogGroup awslogs.LogGroup
 }
 
+// ValidTimeout reports whether d is a function timeout Lambda takes: whole seconds from
+// MinTimeout to MaxTimeout.
+func ValidTimeout(d time.Duration) bool {
+	return d >= MinTimeout && d <= MaxTimeout && d%time.Second == 0
+}
+
 // Validate records every problem with p in problems and fills in the defaults of Entry,
 // ModuleDir and LogRetention. The construct passes prop names as its users spell them.
 func (p *Props) Validate(problems *validate.Problems) {
-	if p.Timeout < MinTimeout || p.Timeout > MaxTimeout || p.Timeout%time.Second != 0 {
+	if !ValidTimeout(p.Timeout) {
 		problems.Add("Timeout", p.Timeout, "use whole seconds from 1s to 15m0s (Lambda's limits)")
 	}
 	if p.MemorySize < MinMemorySize || p.MemorySize > MaxMemorySize {
