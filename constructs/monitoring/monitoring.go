@@ -178,7 +178,7 @@ func NewPipelineMonitoring(scope constructs.Construct, id string, props *Pipelin
 		if key == nil {
 			key = newTopicKey(this)
 		} else {
-			allowCloudWatch(key)
+			allowCloudWatch(this, key)
 		}
 	}
 	if m.topic == nil {
@@ -324,7 +324,8 @@ func newUndeliveredQueue(scope constructs.Construct, key awskms.IKey) awssqs.IQu
 	if key != nil {
 		props.Encryption = awssqs.QueueEncryption_KMS
 		props.EncryptionMasterKey = key
-		allowService(key, "AllowSNSToUseTheKey", "sns.amazonaws.com")
+		allowService(scope, key, "AllowSNSToUseTheKey", "sns.amazonaws.com",
+			"SNS writes the notifications email subscriptions could not deliver to the encrypted undelivered-notifications queue, or they are lost")
 	}
 	q := awssqs.NewQueue(scope, jsii.String("UndeliveredNotifications"), props)
 	cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{
@@ -387,35 +388,48 @@ func newTopicKey(scope constructs.Construct) awskms.IKey {
 		Description:       jsii.String("Encrypts the pipeline alarm topics; CloudWatch alarms use it to publish."),
 		EnableKeyRotation: jsii.Bool(true),
 	})
-	allowCloudWatch(key)
+	allowCloudWatch(scope, key)
 	return key
 }
 
 // allowCloudWatch lets CloudWatch alarms publish to topics encrypted with key. The AWS
 // managed key alias/aws/sns has no such grant and cannot be given one.
-func allowCloudWatch(key awskms.IKey) {
-	allowService(key, "AllowCloudWatchAlarmsToUseTheKey", "cloudwatch.amazonaws.com")
+func allowCloudWatch(scope constructs.IConstruct, key awskms.IKey) {
+	allowService(scope, key, "AllowCloudWatchAlarmsToUseTheKey", "cloudwatch.amazonaws.com",
+		"CloudWatch alarms publish to the encrypted alarm topics, or no alarm notifies anyone")
 }
+
+// WarningImportedKey is the id of the synth warning for an imported EncryptionKey whose key
+// policy CDK cannot extend: acknowledge it (awscdk.Annotations_Of(scope).AcknowledgeWarning)
+// once the key policy grants what the warning names.
+const WarningImportedKey = "@idempotent-sqs/pipeline:imported-key-policy"
 
 // allowService grants a service principal the data key operations an encrypted topic or
 // queue needs from it, without conditions, as the CloudWatch and SNS guides show them: who
 // may publish to the topic or send to the queue is decided by their resource policies. On an
-// imported key this is a no-op (CDK cannot change its policy), which the EncryptionKey doc
-// covers. A key shared by several constructs gets each statement once: a child construct
-// named after the statement (which adds nothing to the template) marks it as made.
-func allowService(key awskms.IKey, sid, service string) {
+// imported key CDK cannot change the policy: a synth warning on scope (WarningImportedKey)
+// says what the key policy must allow and why. A key shared by several constructs gets each
+// statement once: a child construct named after the statement (which adds nothing to the
+// template) marks it as made.
+func allowService(scope constructs.IConstruct, key awskms.IKey, sid, service, why string) {
 	if k, ok := key.(awskms.Key); ok {
 		if k.Node().TryFindChild(jsii.String(sid)) != nil {
 			return
 		}
 		constructs.NewConstruct(k, jsii.String(sid))
 	}
-	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	added := key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String(sid),
 		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(service), nil)},
 		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"),
 	}), nil)
+	if !*added.StatementAdded {
+		awscdk.Annotations_Of(scope).AddWarningV2(jsii.String(WarningImportedKey), jsii.String(fmt.Sprintf(
+			"EncryptionKey %s is an imported key, whose key policy CDK cannot change: it must allow %s kms:Decrypt and kms:GenerateDataKey*, because %s. "+
+				"Add that statement to the key policy, then acknowledge this warning (Annotations_Of(scope).AcknowledgeWarning(%q, reason))",
+			*key.KeyArn(), service, why, WarningImportedKey)))
+	}
 }
 
 // newAlarmTopic is a secure default topic. CloudWatch alarms publish as the service principal

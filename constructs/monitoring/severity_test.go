@@ -162,6 +162,39 @@ func TestImportedEncryptionKey(t *testing.T) {
 	if mon.Topic() == mon.TicketTopic() {
 		t.Errorf("one topic for both severities")
 	}
+	// CDK cannot grant CloudWatch and SNS the key: synth warns, naming what the key policy
+	// must allow and why. A key of the app (the other fixtures) gets the grants, and no warning.
+	var warnings []string
+	for _, m := range *assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+		warnings = append(warnings, fmt.Sprint(m.Entry.Data))
+	}
+	for _, want := range []string{
+		"EncryptionKey " + arn + " is an imported key, whose key policy CDK cannot change: it must allow cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*, " +
+			"because CloudWatch alarms publish to the encrypted alarm topics, or no alarm notifies anyone",
+		"it must allow sns.amazonaws.com kms:Decrypt and kms:GenerateDataKey*, because SNS writes the notifications email subscriptions could not deliver",
+		`AcknowledgeWarning("` + WarningImportedKey + `", reason)`,
+	} {
+		if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, want) }) {
+			t.Errorf("no synth warning with %q; warnings: %q", want, warnings)
+		}
+	}
+	if len(warnings) != 2 {
+		t.Errorf("%d warnings, want one per grant: %q", len(warnings), warnings)
+	}
+	for _, f := range []pipelineFixture{def, keyed} {
+		if n := len(*assertions.Annotations_FromStack(f.stack).FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("imported key")))); n != 0 {
+			t.Errorf("%s: %d imported-key warnings for a key of the app", *f.stack.StackName(), n)
+		}
+	}
+	// Acknowledged, the warnings are gone.
+	acked := cdktest.NewStack(cdktest.NewApp(), "Acknowledged")
+	NewPipelineMonitoring(acked, "Monitoring", &PipelineMonitoringProps{
+		EncryptionKey: awskms.Key_FromKeyArn(acked, jsii.String("Key"), jsii.String(arn)),
+	})
+	awscdk.Annotations_Of(acked).AcknowledgeWarning(jsii.String(WarningImportedKey), jsii.String("the key policy grants CloudWatch"))
+	if n := len(*assertions.Annotations_FromStack(acked).FindWarning(jsii.String("*"), assertions.Match_AnyValue())); n != 0 {
+		t.Errorf("acknowledged: %d warnings left", n)
+	}
 }
 
 // The Slack channel receives both topics, with a read-only guardrail and a role without

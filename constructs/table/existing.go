@@ -58,7 +58,18 @@ type ExistingIdempotencyTableProps struct {
 	// encrypted with a customer managed key is denied on every record.
 	// Default: nil (the table uses an AWS owned or AWS managed key).
 	EncryptionKey awskms.IKey
+
+	// TimeToLiveAttribute is the attribute the table's time to live is on, as you know it
+	// ("off" when TTL is off). Anything but "expiration" (TimeToLiveAttr) is a synth warning
+	// (WarningImportedTableTTL): the store writes each record's expiry there, so records
+	// would never expire. Default "": unknown, and not checked.
+	TimeToLiveAttribute string
 }
+
+// WarningImportedTableTTL is the id of the synth warning for an imported table whose time to
+// live is not on TimeToLiveAttr: acknowledge it (awscdk.Annotations_Of(scope)
+// .AcknowledgeWarning) if records that never expire are what you want.
+const WarningImportedTableTTL = "@idempotent-sqs/pipeline:imported-table-ttl"
 
 // tableArnPattern is a resolved DynamoDB table ARN: partition, region, account, name.
 var tableArnPattern = regexp.MustCompile(`^arn:(aws[a-z-]*):dynamodb:([a-z0-9-]+):(\d{12}):table/(.+)$`)
@@ -107,6 +118,13 @@ func ImportIdempotencyTable(scope constructs.Construct, id string, props *Existi
 		attrs.TableName = jsii.String(p.TableName)
 	}
 	t.table = awsdynamodb.Table_FromTableAttributes(t, jsii.String("Resource"), attrs)
+	if ttl := p.TimeToLiveAttribute; ttl != "" && ttl != TimeToLiveAttr {
+		awscdk.Annotations_Of(t).AddWarningV2(jsii.String(WarningImportedTableTTL), jsii.String(fmt.Sprintf(
+			"the table's time to live is %q (TimeToLiveAttribute), but the idempotency store writes each record's expiry to %q: completed records "+
+				"would never be removed, so their keys stay duplicates for ever and the table grows. Turn TTL on %q (aws dynamodb update-time-to-live "+
+				"--time-to-live-specification Enabled=true,AttributeName=%s), or acknowledge this warning (Annotations_Of(scope).AcknowledgeWarning(%q, reason))",
+			ttl, TimeToLiveAttr, TimeToLiveAttr, TimeToLiveAttr, WarningImportedTableTTL)))
+	}
 	return t
 }
 

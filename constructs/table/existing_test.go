@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
@@ -125,4 +126,29 @@ func TestImportValidationAccepts(t *testing.T) {
 	// An environment-agnostic stack has no region to compare an ARN's region with.
 	agnostic := awscdk.NewStack(cdktest.NewApp(), jsii.String("Agnostic"), nil)
 	ImportIdempotencyTable(agnostic, "OtherRegion", &ExistingIdempotencyTableProps{TableArn: "arn:aws:dynamodb:us-east-1:123456789012:table/t12"})
+}
+
+// An imported table the user says has TTL elsewhere (or off) is a synth warning naming the
+// attribute the store writes and the fix; "expiration" and "" (unknown) are not.
+func TestImportedTableTTLWarning(t *testing.T) {
+	for _, tc := range []struct {
+		ttl  string
+		warn bool
+	}{{"ttl", true}, {"off", true}, {TimeToLiveAttr, false}, {"", false}} {
+		stack := cdktest.NewStack(cdktest.NewApp(), "Ttl")
+		ImportIdempotencyTable(stack, "Idempotency", &ExistingIdempotencyTableProps{TableName: "powertools-idempotency", TimeToLiveAttribute: tc.ttl})
+		var warnings []string
+		for _, m := range *assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+			warnings = append(warnings, fmt.Sprint(m.Entry.Data))
+		}
+		want := fmt.Sprintf("the table's time to live is %q (TimeToLiveAttribute), but the idempotency store writes each record's expiry to \"expiration\": "+
+			"completed records would never be removed", tc.ttl)
+		switch {
+		case tc.warn && (len(warnings) != 1 || !strings.Contains(warnings[0], want) || !strings.Contains(warnings[0], "AttributeName=expiration") ||
+			!strings.Contains(warnings[0], WarningImportedTableTTL)):
+			t.Errorf("TimeToLiveAttribute %q: warnings %q, want one with %q", tc.ttl, warnings, want)
+		case !tc.warn && len(warnings) != 0:
+			t.Errorf("TimeToLiveAttribute %q: warnings %q, want none", tc.ttl, warnings)
+		}
+	}
 }
