@@ -289,6 +289,8 @@ func (h *Handler) reject(ctx context.Context, rec events.SQSMessage, key, outcom
 		code := outcome
 		if ie := (*msgkey.InputError)(nil); errors.As(err, &ie) {
 			code = string(ie.Code)
+		} else if be := (*BodyError)(nil); errors.As(err, &be) {
+			code = string(be.Code)
 		}
 		dlErr := h.dead.Send(ctx, rec, code, err.Error())
 		if dlErr == nil {

@@ -224,16 +224,9 @@ type message struct {
 	size                        int // body + attributes, as SQS counts it
 }
 
-// messageBody is the JSON body of every message. Period holds the occurrence (RFC 3339 UTC,
-// whole minute); the field keeps the name "period" it had when keys were derived from a
-// configurable period, so consumers that read it keep working.
-type messageBody struct {
-	IdempotencyKey string          `json:"idempotencyKey"`
-	Job            string          `json:"job"`
-	Period         string          `json:"period"`
-	ItemID         string          `json:"itemId"`
-	Payload        json.RawMessage `json:"payload,omitempty"`
-}
+// messageBody is the JSON body of every message: msgkey.DispatchMessage, the type consumers
+// decode it with, the payload kept as the item gave it.
+type messageBody = msgkey.DispatchMessage[json.RawMessage]
 
 // messages validates every item and builds its message; all problems are reported at once and
 // nothing is sent when there is any, so a bad item list never produces a partial run.
@@ -274,7 +267,7 @@ func (h *Handler) messages(items []Item, occ string) ([]message, error) {
 		if h.cfg.Fifo {
 			m.dedupID = msgkey.DeduplicationID(m.key)
 		}
-		body, err := json.Marshal(messageBody{IdempotencyKey: m.key, Job: h.cfg.JobName, Period: occ, ItemID: it.ID, Payload: it.Payload})
+		body, err := json.Marshal(messageBody{IdempotencyKey: m.key, Job: h.cfg.JobName, Occurrence: occ, ItemID: it.ID, Payload: it.Payload})
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: payload is not valid JSON: %v", where, err))
 			continue

@@ -145,7 +145,7 @@ func TestHandleOccurrenceKeys(t *testing.T) {
 			}
 			// The body's "period" field keeps its name for compatibility; it holds the occurrence.
 			var b messageBody
-			if err := json.Unmarshal([]byte(body), &b); err != nil || b.IdempotencyKey != key || c.wantKey != "nightly#"+b.Period+"#a" {
+			if err := json.Unmarshal([]byte(body), &b); err != nil || b.IdempotencyKey != key || c.wantKey != "nightly#"+b.Occurrence+"#a" {
 				t.Errorf("body %s (err %v): want idempotencyKey %q and period the occurrence", body, err, key)
 			}
 		})
