@@ -45,14 +45,39 @@ func (a alarmState) runbook() string {
 	return ""
 }
 
-// childAlarms returns the alarms the composite alarm name covers, with their states: one
-// DescribeAlarms call with ChildrenOfAlarmName per page (CloudWatch's query API, which every
-// Region serves).
+// childAlarms returns the alarms the composite alarm name covers, with their states, reasons,
+// descriptions and metrics. CloudWatch's DescribeAlarms with ChildrenOfAlarmName answers only
+// each child's name, ARN and state, so a second DescribeAlarms by AlarmNames (100 a call)
+// reads the rest. Both are CloudWatch's query API, which every Region serves.
 func childAlarms(ctx context.Context, rc *restClient, name string) ([]alarmState, error) {
+	children, err := describeAlarms(ctx, rc, url.Values{"ChildrenOfAlarmName": {name}})
+	if err != nil {
+		return nil, err
+	}
+	var out []alarmState
+	for i := 0; i < len(children); i += 100 {
+		form := url.Values{"AlarmTypes.member.1": {"MetricAlarm"}, "AlarmTypes.member.2": {"CompositeAlarm"}}
+		for j, a := range children[i:min(i+100, len(children))] {
+			form.Set(fmt.Sprintf("AlarmNames.member.%d", j+1), a.Name)
+		}
+		got, err := describeAlarms(ctx, rc, form)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// describeAlarms makes one DescribeAlarms query with the given parameters, every page.
+func describeAlarms(ctx context.Context, rc *restClient, params url.Values) ([]alarmState, error) {
 	var out []alarmState
 	token := ""
 	for {
-		form := url.Values{"Action": {"DescribeAlarms"}, "Version": {"2010-08-01"}, "ChildrenOfAlarmName": {name}}
+		form := url.Values{"Action": {"DescribeAlarms"}, "Version": {"2010-08-01"}}
+		for k, v := range params {
+			form[k] = v
+		}
 		if token != "" {
 			form.Set("NextToken", token)
 		}

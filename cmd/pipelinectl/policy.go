@@ -46,9 +46,9 @@ const policyUsage = `pipelinectl policy: the least-privilege IAM policy for oper
   from the same outputs the other commands read: attach it to the operators' role.
   --access read gives status, inspect and record get only; --access operate (the default)
   adds redrive, record release, backfill and verify. status and verify read the alarms'
-  states (cloudwatch:DescribeAlarms on the account's alarms, whose names CloudFormation makes
-  up) and status the consumer's event source mappings (lambda:ListEventSourceMappings, which
-  Lambda authorizes on "*" only).
+  states (cloudwatch:DescribeAlarms, which CloudWatch answers about composite alarms only
+  when granted on "*") and status the consumer's event source mappings
+  (lambda:ListEventSourceMappings, which Lambda authorizes on "*" only).
   A queue or table encrypted with a customer managed key also
   needs kms:Decrypt and kms:GenerateDataKey on that key (the key policy may grant them).
 
@@ -120,10 +120,10 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 		add("InvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
 	}
 	if outputs[outUnhealthy] != "" {
-		// status and verify read the composite alarm's children: alarms with names
-		// CloudFormation made up, which no narrower pattern than the account's alarms can
-		// name in advance.
-		add("ReadAlarmStates", alarmsCheck, fmt.Sprintf("arn:%s:cloudwatch:%s:%s:alarm:*", partition, region, account))
+		// status and verify read the composite alarm's children. CloudWatch answers
+		// DescribeAlarms about composite alarms only to a permission scoped to "*" (its API
+		// reference); the action reads alarm states and nothing else.
+		add("ReadAlarmStates", alarmsCheck, "*")
 	}
 	if outputs[c.pipeline+"ConsumerFunctionName"] != "" {
 		// status lists the consumer's event source mappings; Lambda authorizes

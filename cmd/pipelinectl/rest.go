@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,7 +88,16 @@ func (r *restClient) call(ctx context.Context, service, op, method, path string,
 			Type    string `json:"__type"`
 			Message string // "Message" or "message": JSON field names match either case
 		}
-		_ = json.Unmarshal(out, &e)
+		if json.Unmarshal(out, &e) != nil {
+			// The query APIs (CloudWatch) answer errors in XML.
+			var x struct {
+				Code    string `xml:"Error>Code"`
+				Message string `xml:"Error>Message"`
+			}
+			if xml.Unmarshal(out, &x) == nil {
+				e.Type, e.Message = x.Code, x.Message
+			}
+		}
 		typ, _, _ := strings.Cut(or(resp.Header.Get("X-Amzn-ErrorType"), e.Type), ":")
 		return nil, nil, &apiError{Service: service, Op: op, Status: resp.StatusCode, Type: typ, Msg: or(e.Message, strings.TrimSpace(string(out)))}
 	}

@@ -126,6 +126,10 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 	}
 	var all []pipelineStatus
 	unhealthy := 0
+	listed := map[string]bool{}
+	for _, p := range names {
+		listed[p] = true
+	}
 	for _, p := range names {
 		where := "--outputs " + shellQuote(c.outputs)
 		if c.stack != "" && c.outputs == "" {
@@ -150,6 +154,14 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 	}
 	if composite == "" {
 		fmt.Fprintf(out, "alarms: not read: the outputs name no composite alarm (%s, the reference stack's)\n", outUnhealthy)
+	}
+	// A paging alarm of none of the stack's pipelines (another label on the same monitoring)
+	// is the stack's problem; with --pipeline only that pipeline's alarms count.
+	for _, a := range alarms {
+		if !listed[a.label()] && c.pipeline == "" {
+			fmt.Fprintf(out, "stack\n  PROBLEM   alarm %s is in ALARM: %s (runbook: %s)\n", a.Name, a.Reason, a.runbook())
+			unhealthy++
+		}
 	}
 	if c.output == "json" {
 		writeJSON(w.out, all)
@@ -191,6 +203,8 @@ func pipelineStatusOf(ctx context.Context, cl *clients, outputs map[string]strin
 		}
 		for _, m := range ms {
 			switch {
+			case m.State == "Creating" || m.State == "Enabling" || m.State == "Updating":
+				// On its way to Enabled (a deploy under way): not a problem, and printed.
 			case m.State != "Enabled":
 				s.Problems = append(s.Problems, fmt.Sprintf("mapping %s is %s (%s): nothing receives while it is not Enabled; aws lambda update-event-source-mapping --uuid %s --enabled",
 					m.UUID, m.State, or(m.StateTransitionReason, "no reason given"), m.UUID))

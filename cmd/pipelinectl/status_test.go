@@ -28,15 +28,13 @@ func statusAPIs(t *testing.T, consumer string, mappingState *atomic.Value, alarm
 		state, reason := mappingState.Load().(string), "USER_INITIATED"
 		fmt.Fprintf(w, `{"EventSourceMappings":[{"UUID":"uuid-1","EventSourceArn":"arn:aws:sqs:us-east-1:123456789012:work","State":%q,"StateTransitionReason":%q,"LastProcessingResult":"OK","BatchSize":10,"ScalingConfig":{"MaximumConcurrency":5}}]}`, state, reason)
 	})
-	mux.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
-		r.ParseForm()
-		var alarms [][4]string
+	mux.HandleFunc("POST /", cloudWatchHandler("stack-Unhealthy", func() [][][4]string {
+		alarms := [][4]string{{"stack-FifoDLQ", "ALARM", "[Fifo] Messages in the DLQ. Severity: page. Runbook: https://example.com/runbooks.md#dlq-not-empty", "ApproximateNumberOfMessagesVisible"}}
 		if name := alarm.Load().(string); name != "" {
 			alarms = append(alarms, [4]string{name, "ALARM", "[Standard] Messages in the DLQ. Severity: page. Runbook: https://example.com/runbooks.md#dlq-not-empty", "ApproximateNumberOfMessagesVisible"})
 		}
-		alarms = append(alarms, [4]string{"stack-FifoDLQ", "ALARM", "[Fifo] Messages in the DLQ. Severity: page. Runbook: https://example.com/runbooks.md#dlq-not-empty", "ApproximateNumberOfMessagesVisible"})
-		fmt.Fprint(w, describeAlarmsPage("", alarms...))
-	})
+		return [][][4]string{alarms}
+	}, nil))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", srv.URL)
@@ -84,6 +82,11 @@ func TestStatus(t *testing.T) {
 	}
 	if code != exitError || !strings.Contains(errOut, "status: 1 of 1 pipelines need a look") || strings.Contains(out, "stack-FifoDLQ") {
 		t.Errorf("broken: exit %d, %q", code, errOut)
+	}
+	// Without --pipeline, a paging alarm of no pipeline the outputs name is the stack's problem.
+	code, out, _ = ctl(t, "status", "--outputs", p.outputs)
+	if code != exitError || !strings.Contains(out, "stack\n  PROBLEM   alarm stack-FifoDLQ is in ALARM: ") {
+		t.Errorf("whole stack: exit %d, want the Fifo alarm as the stack's problem", code)
 	}
 	_, out, _ = ctl(t, append(p.args("status"), "--output", "json")...)
 	var js []pipelineStatus

@@ -109,8 +109,9 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 		}
 	}
 	alarmsFailed := 0
+	var alarmsErr error
 	if ctx.Err() == nil {
-		alarmsFailed = verifyAlarms(ctx, cl, outputs, c.pipeline, results, out)
+		alarmsFailed, alarmsErr = verifyAlarms(ctx, cl, outputs, c.pipeline, results, out)
 		failed += alarmsFailed
 	}
 	if c.output == "json" {
@@ -121,6 +122,8 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 		return &notDone{fmt.Sprintf("interrupted after %d of %d pipelines", len(results), len(names))}
 	case failed > alarmsFailed:
 		return fmt.Errorf("verify: %d of %d pipelines failed", failed-alarmsFailed, len(names))
+	case alarmsErr != nil:
+		return fmt.Errorf("verify: the probes passed, but the alarms could not be read: %w", alarmsErr)
 	case failed > 0:
 		return fmt.Errorf("verify: %d paging alarms in ALARM", alarmsFailed)
 	}
@@ -129,13 +132,13 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 
 // verifyAlarms checks that no paging alarm of the stack is in ALARM (the children of its
 // composite alarm, output UnhealthyAlarmName), prints what it found, records the alarms in
-// the results, and returns how many are in ALARM. A heartbeat alarm of a pipeline whose
-// probes just completed is a note, not a failure.
-func verifyAlarms(ctx context.Context, cl *clients, outputs map[string]string, only string, results []verifyResult, out io.Writer) int {
+// the results, and returns how many are in ALARM, or why it could not read them. A heartbeat
+// alarm of a pipeline whose probes just completed is a note, not a failure.
+func verifyAlarms(ctx context.Context, cl *clients, outputs map[string]string, only string, results []verifyResult, out io.Writer) (int, error) {
 	composite := outputs[outUnhealthy]
 	if composite == "" {
 		fmt.Fprintf(out, "%-12s not checked: the outputs name no composite alarm (%s, the reference stack's); check the pipeline's alarms in CloudWatch\n", "alarms", outUnhealthy)
-		return 0
+		return 0, nil
 	}
 	passed := map[string]bool{}
 	for _, r := range results {
@@ -143,8 +146,9 @@ func verifyAlarms(ctx context.Context, cl *clients, outputs map[string]string, o
 	}
 	checked, failures, notes, err := checkAlarms(ctx, cl.rest, composite, only, passed)
 	if err != nil {
-		fmt.Fprintf(out, "%-12s FAILED: cannot read the alarms of %s: %v (pipelinectl's cloudwatch:DescribeAlarms)\n", "alarms", composite, explain(err))
-		return 1
+		err = fmt.Errorf("cannot read the alarms of %s: %v (pipelinectl's cloudwatch:DescribeAlarms on *)", composite, explain(err))
+		fmt.Fprintf(out, "%-12s FAILED: %v\n", "alarms", err)
+		return 0, err
 	}
 	for _, a := range notes {
 		fmt.Fprintf(out, "%-12s note: alarm %s is in ALARM for want of heartbeats (%s). The probes above completed, so it clears once a heartbeat completes, within one interval; if it stays, the heartbeat's own send fails: %s\n",
@@ -172,7 +176,7 @@ func verifyAlarms(ctx context.Context, cl *clients, outputs map[string]string, o
 	case len(failures) == 0:
 		fmt.Fprintf(out, "%-12s OK: none of the %d paging alarms of %s is in ALARM but the heartbeat noted above\n", "alarms", checked, composite)
 	}
-	return len(failures)
+	return len(failures), nil
 }
 
 // verifyPipeline sends pipeline p's probes and waits for their record.

@@ -140,42 +140,60 @@ func handleGetSchedule(mux *http.ServeMux, w *world, sch Schedule, name, group, 
 	})
 }
 
-// handleDescribeAlarms serves CloudWatch's DescribeAlarms with ChildrenOfAlarmName (the query
-// API's XML) on mux: the children of the template's composite alarm (by logical id, the name
-// alarms have locally) in the states the world's alarm evaluation gives them now. calls
-// counts the calls.
+// handleDescribeAlarms serves CloudWatch's DescribeAlarms on mux as CloudWatch answers it:
+// with ChildrenOfAlarmName, the children of the template's composite alarm (by logical id,
+// the name alarms have locally), name and state only; with AlarmNames.member.N, every field
+// of those alarms. States are what the world's alarm evaluation gives them now. calls counts
+// the calls.
 func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 	mux.HandleFunc("POST /", func(rw http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		r.ParseForm()
-		name := r.Form.Get("ChildrenOfAlarmName")
-		var comp *CompositeAlarm
-		for i, c := range w.d.Template.Composites {
-			if c.LogicalID == name {
-				comp = &w.d.Template.Composites[i]
-			}
-		}
-		if r.Form.Get("Action") != "DescribeAlarms" || comp == nil || !strings.Contains(r.Header.Get("Authorization"), "/monitoring/aws4_request") {
-			http.Error(rw, `<ErrorResponse><Error><Code>ResourceNotFound</Code></Error></ErrorResponse>`, http.StatusBadRequest)
+		if r.Form.Get("Action") != "DescribeAlarms" || !strings.Contains(r.Header.Get("Authorization"), "/monitoring/aws4_request") {
+			http.Error(rw, `<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>`, http.StatusForbidden)
 			return
+		}
+		var ids []string
+		full := true
+		if name := r.Form.Get("ChildrenOfAlarmName"); name != "" {
+			full = false
+			var comp *CompositeAlarm
+			for i, c := range w.d.Template.Composites {
+				if c.LogicalID == name {
+					comp = &w.d.Template.Composites[i]
+				}
+			}
+			if comp == nil || len(r.Form) > 4 {
+				http.Error(rw, `<ErrorResponse><Error><Code>ResourceNotFound</Code></Error></ErrorResponse>`, http.StatusBadRequest)
+				return
+			}
+			ids = comp.rule.children(nil)
+		} else {
+			for i := 1; r.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)) != ""; i++ {
+				ids = append(ids, r.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)))
+			}
 		}
 		now := time.Now()
 		evs := w.obs.evaluate(now)
 		var b strings.Builder
 		b.WriteString(`<DescribeAlarmsResponse xmlns="http://monitoring.amazonaws.com/doc/2010-08-01/"><DescribeAlarmsResult><MetricAlarms>`)
-		for _, id := range comp.rule.children(nil) {
+		for _, id := range ids {
 			for _, a := range w.d.Template.Alarms {
 				if a.LogicalID != id {
 					continue
 				}
 				ev := evs[id]
-				metric := ""
-				if ms := a.Metrics(); len(ms) == 1 {
-					metric = ms[0].Name
+				fields := [][2]string{{"AlarmName", id}, {"StateValue", ev.StateAt(w.obs.clock.Alarm(now))}}
+				if full {
+					metric := ""
+					if ms := a.Metrics(); len(ms) == 1 {
+						metric = ms[0].Name
+					}
+					fields = append(fields, [2]string{"StateReason", fmt.Sprintf("evaluated by the e2e harness; datapoints %v", ev.Values)},
+						[2]string{"AlarmDescription", a.Description}, [2]string{"MetricName", metric})
 				}
 				b.WriteString("<member>")
-				for _, f := range [][2]string{{"AlarmName", id}, {"StateValue", ev.StateAt(w.obs.clock.Alarm(now))},
-					{"StateReason", fmt.Sprintf("evaluated by the e2e harness; datapoints %v", ev.Values)}, {"AlarmDescription", a.Description}, {"MetricName", metric}} {
+				for _, f := range fields {
 					b.WriteString("<" + f[0] + ">")
 					xml.EscapeText(&b, []byte(f[1]))
 					b.WriteString("</" + f[0] + ">")
