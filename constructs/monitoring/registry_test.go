@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -136,5 +137,37 @@ func TestDeadLetterAlarmNamesTheConsumer(t *testing.T) {
 		if !strings.Contains(desc, want) || !strings.HasSuffix(desc, "Severity: page. Runbook: "+DefaultRunbookURL+"#dlq-not-empty") {
 			t.Errorf("%s: description\n%s\nwant %q and the severity and runbook at the end", order, desc, want)
 		}
+	}
+}
+
+// A consumer in another stack than the DLQ alarm is not named in it: the reference would make
+// the queue's stack depend on the consumer's, which depends on the queue's already (its event
+// source), and synth would fail with a dependency cycle.
+func TestDeadLetterAlarmAcrossStacks(t *testing.T) {
+	app := cdktest.NewApp()
+	queues := cdktest.NewStack(app, "Queues")
+	dlq := awssqs.NewQueue(queues, jsii.String("Dlq"), nil)
+	src := awssqs.NewQueue(queues, jsii.String("Src"), &awssqs.QueueProps{DeadLetterQueue: &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)}})
+	alarms := NewPipelineMonitoring(queues, "Monitoring", nil).WatchQueue("Orders", src, dlq)
+	compute := cdktest.NewStack(app, "Compute")
+	fn := awslambda.NewFunction(compute, jsii.String("Fn"), &awslambda.FunctionProps{
+		Runtime: awslambda.Runtime_NODEJS_20_X(), Handler: jsii.String("index.handler"), Code: awslambda.Code_FromInline(jsii.String("exports.handler=async()=>{}")),
+	})
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(src, nil))
+	NewPipelineMonitoring(compute, "Monitoring", nil).WatchConsumer("Orders", fn, src)
+
+	var desc string
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("synth: %v", r)
+			}
+		}()
+		assertions.Template_FromStack(compute, nil)
+		props := (*assertions.Template_FromStack(queues, nil).ToJSON())["Resources"].(map[string]any)[cdktest.LogicalID(queues, alarms.DeadLetterMessages)].(map[string]any)["Properties"].(map[string]any)
+		desc = flatten(props["AlarmDescription"])
+	}()
+	if !strings.Contains(desc, "bad input the consumer moved there at its first receive") || strings.Contains(desc, "Compute") {
+		t.Errorf("description names the other stack's consumer:\n%s", desc)
 	}
 }

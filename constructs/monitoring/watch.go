@@ -80,7 +80,7 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 			id: "DeadLetterMessages", metric: dlqVisible, threshold: 1, periods: 1,
 			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
 			severity:    sevPage, runbook: anchorDLQ,
-			description: dlqDescription(consumerOf(m, source)),
+			description: dlqDescription(consumerOf(m, source).in(m)),
 		}),
 		// Compared once per period: the age threshold is already the time the problem has
 		// lasted. Missing data: an idle, empty queue publishes nothing.
@@ -119,19 +119,37 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 		graph("Dead-letter queue", []awscloudwatch.IMetric{labelled(dlqVisible, "visible")}, nil),
 		alarmStatus("Alarms: queue "+label, a.DeadLetterMessages, a.OldestMessage, a.Backlog),
 	)
-	watchesOf(m)[redescribeKey(source)] = func(consumer string) {
-		a.DeadLetterMessages.Node().DefaultChild().(awscloudwatch.CfnAlarm).SetAlarmDescription(
-			jsii.String(m.describe(dlqDescription(consumer), sevPage, anchorDLQ)))
+	watchesOf(m)[redescribeKey(source)] = func(c consumerName) {
+		if name := c.in(m); name != "" {
+			a.DeadLetterMessages.Node().DefaultChild().(awscloudwatch.CfnAlarm).SetAlarmDescription(
+				jsii.String(m.describe(dlqDescription(name), sevPage, anchorDLQ)))
+		}
 	}
 	m.remember(key, a)
 	return a
 }
 
-// consumerOf is the name of the consumer function WatchConsumer was called with for source
-// (in any monitoring of the app), or "" before that.
-func consumerOf(m *pipelineMonitoring, source awssqs.IQueue) string {
-	name, _ := watchesOf(m)[watchKey("ConsumerOf", watchedResource{source, source.QueueArn()})].(string)
-	return name
+// consumerName is the consumer function WatchConsumer was called with for a source queue.
+type consumerName struct {
+	name string
+	fn   awslambda.IFunction
+}
+
+// in is the name to write into an alarm of m: the function's name when it is a literal or
+// the function is in m's stack, else "" (a reference to another stack's function would make
+// m's stack depend on it, and that stack may depend on m's already: a cycle).
+func (c consumerName) in(m *pipelineMonitoring) string {
+	if c.fn == nil || (validate.Unresolved(c.name) && *awscdk.Stack_Of(c.fn).Node().Path() != *awscdk.Stack_Of(m.Construct).Node().Path()) {
+		return ""
+	}
+	return c.name
+}
+
+// consumerOf is the consumer function WatchConsumer was called with for source (in any
+// monitoring of the app), or none before that.
+func consumerOf(m *pipelineMonitoring, source awssqs.IQueue) consumerName {
+	c, _ := watchesOf(m)[watchKey("ConsumerOf", watchedResource{source, source.QueueArn()})].(consumerName)
+	return c
 }
 
 // redescribeKey is the registry key of the function that names a consumer in the DLQ alarm of
@@ -148,9 +166,9 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 	}
 	scope := m.begin("Consumer", label)
 	name, src := *fn.FunctionName(), *source.QueueName()
-	watchesOf(m)[watchKey("ConsumerOf", watchedResource{source, source.QueueArn()})] = name
-	if redescribe, ok := watchesOf(m)[redescribeKey(source)].(func(string)); ok {
-		redescribe(name)
+	watchesOf(m)[watchKey("ConsumerOf", watchedResource{source, source.QueueArn()})] = consumerName{name, fn}
+	if redescribe, ok := watchesOf(m)[redescribeKey(source)].(func(consumerName)); ok {
+		redescribe(consumerName{name, fn})
 	}
 	p := m.s.period
 
