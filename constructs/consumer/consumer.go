@@ -184,9 +184,8 @@ type IdempotentConsumerProps struct {
 	// Entry is the directory of the function's Go main package: your own main package built
 	// on functions/consume (consume.Start with your Effect), which reads the environment
 	// this construct sets; see the package documentation. Checked at synth: a directory
-	// without Go files, a package that is not main, or a main that does not import
-	// functions/consume (a dispatcher main, say) is an error naming the directory and the
-	// fix. Default: functions/consumer of this module (found in the module cache when
+	// without Go files, a package that is not main, or a dispatcher main is an error naming
+	// the directory and the fix. Default: functions/consumer of this module (found in the module cache when
 	// another app imports the construct), the default effect that only logs. Cannot be a
 	// token: the function is built at synth.
 	Entry string

@@ -194,8 +194,7 @@ type ScheduledDispatcherProps struct {
 	// on functions/dispatch (dispatch.Start with your ItemSource), which reads the
 	// environment and the schedule input this construct sets; see the package
 	// documentation. Checked at synth: a directory without Go files, a package that is not
-	// main, or a main that does not import functions/dispatch (a consumer main, say) is an
-	// error naming the directory and the fix. Default: functions/dispatcher of this module
+	// main, or a consumer main is an error naming the directory and the fix. Default: functions/dispatcher of this module
 	// (found in the module cache when another app imports the construct), which sends Items.
 	// Cannot be a token.
 	Entry string

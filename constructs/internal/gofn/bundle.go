@@ -48,10 +48,7 @@ func firstBuildError(p *Props) string {
 	if err != nil {
 		return err.Error()
 	}
-	arch := "arm64"
-	if p.Architecture != nil && strings.Contains(*p.Architecture.Name(), "x86") {
-		arch = "amd64"
-	}
+	arch := p.goarch()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", os.DevNull, "-tags", "lambda.norpc", ".")

@@ -178,7 +178,7 @@ func (p *Props) Validate(problems *validate.Problems) {
 	}
 	if st, err := os.Stat(p.Entry); err != nil || !st.IsDir() {
 		problems.Add("Entry", p.Entry, "set it to the directory of a Go main package")
-	} else if problem := checkEntry(p.Entry, p.Main); problem != "" {
+	} else if problem := checkEntry(p.Entry, p.Main, p.goarch()); problem != "" {
 		problems.Add("Entry", p.Entry, problem)
 	}
 	if p.ModuleDir != "" {
@@ -435,4 +435,12 @@ func Environment(problems *validate.Problems, owned, defaults, extra map[string]
 func isOwned(owned map[string]string, k string) bool {
 	_, ok := owned[k]
 	return ok
+}
+
+// goarch is the GOARCH bundling builds the function for.
+func (p *Props) goarch() string {
+	if p.Architecture != nil && *p.Architecture.Name() == *awslambda.Architecture_X86_64().Name() {
+		return "amd64"
+	}
+	return "arm64"
 }

@@ -76,7 +76,6 @@ func TestValidate(t *testing.T) {
 	}
 	library := dir(map[string]string{"ship.go": "package shipping\n\nfunc Ship() {}\n"})
 	empty := dir(map[string]string{"README.md": "no Go here\n"})
-	bare := dir(map[string]string{"main.go": "package main\n\nfunc main() {}\n"})
 	dispatcherMain := filepath.Join("..", "..", "..", "functions", "dispatcher")
 	valid := func() gofn.Props {
 		return gofn.Props{Main: "consumer", Timeout: 30 * time.Second, MemorySize: 256}
@@ -95,7 +94,7 @@ func TestValidate(t *testing.T) {
 			[]string{"Entry: got " + library + "; it is package shipping, not package main: Lambda runs an executable, which Go builds only from package main; " +
 				"set Entry to your main package (package main, whose func main calls consume.Start)"}},
 		{"entry without Go files", func(p *gofn.Props) { p.Entry = empty },
-			[]string{"Entry: got " + empty + "; it holds no Go source files (for linux): set Entry to the directory of your main package"}},
+			[]string{"Entry: got " + empty + "; it holds no Go source files (for linux/arm64): set Entry to the directory of your main package"}},
 		{"consumer entry that is the dispatcher's main", func(p *gofn.Props) { p.Entry = dispatcherMain },
 			[]string{"Entry: got " + dispatcherMain + "; it is a dispatcher main (it imports functions/dispatch, not functions/consume): " +
 				"the consumer's Entry must be a main built on github.com/idempotent-sqs/pipeline/functions/consume", "did you mean to give it to the dispatcher?"}},
@@ -103,8 +102,6 @@ func TestValidate(t *testing.T) {
 			p.Main, p.Entry = "dispatcher", filepath.Join("..", "..", "..", "functions", "consumer")
 		},
 			[]string{"it is a consumer main (it imports functions/consume, not functions/dispatch): the dispatcher's Entry must be a main built on github.com/idempotent-sqs/pipeline/functions/dispatch"}},
-		{"main that is built on neither library", func(p *gofn.Props) { p.Entry = bare },
-			[]string{"Entry: got " + bare + "; it does not import github.com/idempotent-sqs/pipeline/functions/consume: the consumer's main is built on it (consume.Start"}},
 		{"module dir without go.mod", func(p *gofn.Props) { p.ModuleDir = os.TempDir() }, []string{"ModuleDir: got " + os.TempDir(), "go.mod"}},
 		{"event age too short", func(p *gofn.Props) { p.MaxEventAge = 30 * time.Second }, []string{"AsyncMaxEventAge: got 30s", "1m0s to 6h0m0s"}},
 		{"retries out of range", func(p *gofn.Props) { n := 3; p.RetryAttempts = &n }, []string{"AsyncRetryAttempts: got 3", "0, 1 or 2"}},
@@ -300,4 +297,38 @@ func TestBundlingFailureNamesTheEntryAndTheCompilerError(t *testing.T) {
 		gofn.New(stack, gofn.Props{Kind: "IdempotentConsumer", Main: "consumer", Entry: entry, ModuleDir: filepath.Join("..", "..", ".."),
 			Timeout: 30 * time.Second, MemorySize: 256})
 	}, "Entry: got "+entry+"; it does not build: ./main.go:7:6: declared and not used: n; fix the main package and synth again")
+}
+
+// Entries the check must let through: a main that reaches functions/consume through a package
+// of its own (it imports neither library directly), a main built only with the bundling tag
+// lambda.norpc, and one split by architecture, for the function's architecture.
+func TestValidateAcceptsMainsAsBundlingBuildsThem(t *testing.T) {
+	write := func(files map[string]string) string {
+		d := t.TempDir()
+		for name, src := range files {
+			if err := os.WriteFile(filepath.Join(d, name), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name  string
+		entry string
+		arch  awslambda.Architecture
+	}{
+		{"indirect", write(map[string]string{"main.go": "package main\n\nimport \"example.com/app/run\"\n\nfunc main() { run.Main() }\n"}), nil},
+		{"tagged lambda.norpc", write(map[string]string{"main.go": "//go:build lambda.norpc\n\npackage main\n\nfunc main() {}\n"}), nil},
+		{"amd64 only", write(map[string]string{"main_amd64.go": "package main\n\nfunc main() {}\n"}), awslambda.Architecture_X86_64()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := gofn.Props{Main: "consumer", Timeout: 30 * time.Second, MemorySize: 256, Entry: tc.entry}
+			p.Architecture = tc.arch
+			problems := validate.New("Test", "fn")
+			p.Validate(problems)
+			if err := problems.Err(); err != nil {
+				t.Errorf("%v", err)
+			}
+		})
+	}
 }
