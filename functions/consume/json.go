@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 )
@@ -75,6 +76,10 @@ func decodeBody[T any](raw string) (T, error) {
 	}
 	if dec.More() {
 		return body, &BodyError{Code: CodeBodyNotJSON, Reason: "the body holds more than one JSON value"}
+	}
+	if v := reflect.ValueOf(&body).Elem(); (v.Kind() == reflect.Pointer || v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.IsNil() {
+		// A body of JSON null: nothing to give the effect, and Validate on a nil pointer panics.
+		return body, &BodyError{Code: CodeBodyInvalid, Reason: fmt.Sprintf("the body is null, not a %T", body)}
 	}
 	var v Validator
 	switch b := any(body).(type) {

@@ -104,6 +104,7 @@ func TestDecodeBodyDecisions(t *testing.T) {
 		{`{"ID":7}`, string(CodeBodyMismatch), `field "ID" is JSON number, not string`},
 		{`[1,2]`, string(CodeBodyMismatch), "the body does not decode into consume.order"},
 		{`{"ID":""}`, string(CodeBodyInvalid), "consume.order refuses the body: id is empty"},
+		{`null`, string(CodeBodyInvalid), "id is empty"}, // a struct T: null leaves it zero, which Validate refuses
 	} {
 		_, err := decodeBody[order](tc.body)
 		var be *BodyError
@@ -113,5 +114,26 @@ func TestDecodeBodyDecisions(t *testing.T) {
 		case tc.code != "" && (!errors.As(err, &be) || string(be.Code) != tc.code || !strings.Contains(be.Reason, tc.reason) || !errors.Is(err, ErrInvalidInput)):
 			t.Errorf("%q: %v, want a BodyError %s with %q that is ErrInvalidInput", tc.body, err, tc.code, tc.reason)
 		}
+	}
+}
+
+// Nil pointers never reach Validate (which would panic, and the batch would retry the record
+// instead of dead-lettering it): a null body for a pointer T is bad input, and a dispatcher
+// message of a pointer payload type without a payload is not validated.
+func TestDecodeBodyNilPointers(t *testing.T) {
+	_, err := decodeBody[*order](`null`)
+	var be *BodyError
+	if !errors.As(err, &be) || be.Code != CodeBodyInvalid || be.Reason != "the body is null, not a *consume.order" {
+		t.Errorf("null into *order: %v", err)
+	}
+	if _, err := decodeBody[*order](`{"ID":""}`); !errors.As(err, &be) || be.Code != CodeBodyInvalid {
+		t.Errorf("*order refusing: %v", err)
+	}
+	m, err := decodeBody[msgkey.DispatchMessage[*invoice]](`{"idempotencyKey":"k","itemId":"i"}`)
+	if err != nil || m.Payload != nil {
+		t.Errorf("no payload: %+v, %v", m, err)
+	}
+	if _, err := decodeBody[msgkey.DispatchMessage[*invoice]](`{"idempotencyKey":"k","payload":{"cents":0}}`); !errors.As(err, &be) || be.Code != CodeBodyInvalid {
+		t.Errorf("a payload *invoice refuses: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package msgkey
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -35,8 +36,12 @@ func (m DispatchMessage[P]) OccurrenceTime() (time.Time, error) {
 }
 
 // Validate runs the payload's own Validate, when P (or *P) has one, so that consume.JSON
-// refuses a payload its type refuses.
+// refuses a payload its type refuses. A pointer P without a payload (nil) is not validated:
+// the item had none.
 func (m DispatchMessage[P]) Validate() error {
+	if v := reflect.ValueOf(&m.Payload).Elem(); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
 	if v, ok := any(m.Payload).(interface{ Validate() error }); ok {
 		return v.Validate()
 	}
