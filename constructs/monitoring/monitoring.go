@@ -76,8 +76,8 @@ type PipelineMonitoring interface {
 	// probe to fn's queue every every (whole minutes, 1m to 12h). The alarm pages.
 	//
 	// A new alarm has no data until the first heartbeat completes, up to every after the
-	// deploy, and may go to ALARM meanwhile: `pipelinectl verify` right after the deploy
-	// completes a probe at once.
+	// deploy, and may go to ALARM (and page once) meanwhile: `pipelinectl verify` right
+	// after the deploy completes a probe at once.
 	WatchHeartbeat(label string, fn awslambda.IFunction, schedule awsscheduler.ISchedule, every time.Duration) HeartbeatAlarms
 
 	// Topic is the paging topic: the alarms that mean lost or stuck work notify it.
@@ -266,7 +266,7 @@ type unhealthyRule struct{ m *pipelineMonitoring }
 
 func (r *unhealthyRule) Validate() *[]*string {
 	if n := len(r.m.paging); n > maxUnhealthyAlarms {
-		return &[]*string{jsii.String(fmt.Sprintf("%s %q: its composite alarm Unhealthy would cover %d paging alarms, over the %d whose rule surely fits CloudWatch's 10240 characters; split the pipelines over several PipelineMonitoring constructs (about 6 paging alarms per pipeline with a dispatcher)",
+		return &[]*string{jsii.String(fmt.Sprintf("%s %q: its composite alarm Unhealthy would cover %d paging alarms, over the %d whose rule surely fits CloudWatch's 10240 characters; split the pipelines over several PipelineMonitoring constructs (about 6 paging alarms per pipeline with a dispatcher, 7 with a heartbeat)",
 			constructKind, *r.m.Node().Path(), n, maxUnhealthyAlarms))}
 	}
 	return &[]*string{}

@@ -89,6 +89,8 @@ func (p *Problems) Add(prop string, got any, fix string) {
 // NumberToken reports whether got, an integer or a time.Duration (or a pointer to an int),
 // is a CloudFormation token converted to Go: a token number (-1.888e+289) converted to int,
 // int64 or time.Duration is math.MinInt64 on amd64 and arm64. No prop takes that value.
+// A duration built as time.Duration(token) * time.Second wraps to 0, the value that selects
+// a default: no check can tell that from a prop left unset.
 func NumberToken(got any) bool {
 	switch v := got.(type) {
 	case int:
