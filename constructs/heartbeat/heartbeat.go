@@ -76,7 +76,7 @@ const ProbePrefix = "heartbeat-"
 // never waits behind, or holds up, a business group.
 const FifoGroup = "pipelinectl-heartbeat"
 
-// sqsSendMessageTarget is the universal target's service and action (camelCase, as the
+// targetService and targetAction are the universal target's service and action (camelCase, as the
 // Scheduler API names it).
 const (
 	targetService = "sqs"

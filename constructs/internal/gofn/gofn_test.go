@@ -63,19 +63,22 @@ func TestDefaultPathsPointAtTheMains(t *testing.T) {
 	}
 }
 
+// writeDir is a new directory holding files (name -> content).
+func writeDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	d := t.TempDir()
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(d, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
 func TestValidate(t *testing.T) {
 	// Entries that are directories but not a consumer's main package.
-	dir := func(files map[string]string) string {
-		d := t.TempDir()
-		for name, src := range files {
-			if err := os.WriteFile(filepath.Join(d, name), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return d
-	}
-	library := dir(map[string]string{"ship.go": "package shipping\n\nfunc Ship() {}\n"})
-	empty := dir(map[string]string{"README.md": "no Go here\n"})
+	library := writeDir(t, map[string]string{"ship.go": "package shipping\n\nfunc Ship() {}\n"})
+	empty := writeDir(t, map[string]string{"README.md": "no Go here\n"})
 	dispatcherMain := filepath.Join("..", "..", "..", "functions", "dispatcher")
 	valid := func() gofn.Props {
 		return gofn.Props{Main: "consumer", Timeout: 30 * time.Second, MemorySize: 256}
@@ -303,23 +306,14 @@ func TestBundlingFailureNamesTheEntryAndTheCompilerError(t *testing.T) {
 // of its own (it imports neither library directly), a main built only with the bundling tag
 // lambda.norpc, and one split by architecture, for the function's architecture.
 func TestValidateAcceptsMainsAsBundlingBuildsThem(t *testing.T) {
-	write := func(files map[string]string) string {
-		d := t.TempDir()
-		for name, src := range files {
-			if err := os.WriteFile(filepath.Join(d, name), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return d
-	}
 	for _, tc := range []struct {
 		name  string
 		entry string
 		arch  awslambda.Architecture
 	}{
-		{"indirect", write(map[string]string{"main.go": "package main\n\nimport \"example.com/app/run\"\n\nfunc main() { run.Main() }\n"}), nil},
-		{"tagged lambda.norpc", write(map[string]string{"main.go": "//go:build lambda.norpc\n\npackage main\n\nfunc main() {}\n"}), nil},
-		{"amd64 only", write(map[string]string{"main_amd64.go": "package main\n\nfunc main() {}\n"}), awslambda.Architecture_X86_64()},
+		{"indirect", writeDir(t, map[string]string{"main.go": "package main\n\nimport \"example.com/app/run\"\n\nfunc main() { run.Main() }\n"}), nil},
+		{"tagged lambda.norpc", writeDir(t, map[string]string{"main.go": "//go:build lambda.norpc\n\npackage main\n\nfunc main() {}\n"}), nil},
+		{"amd64 only", writeDir(t, map[string]string{"main_amd64.go": "package main\n\nfunc main() {}\n"}), awslambda.Architecture_X86_64()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := gofn.Props{Main: "consumer", Timeout: 30 * time.Second, MemorySize: 256, Entry: tc.entry}
