@@ -107,14 +107,14 @@ $(VENV_STAMP): requirements-dev.txt
 
 # Maven runs quietly into a log (its console prints stray colour codes); the log shows on failure.
 # ElasticMQ waits for DynamoDB Local: two Maven runs at once would share ~/.m2 unlocked.
-$(DDB_STAMP): test/backends/pom.xml
+$(DDB_STAMP): local/backends/dynamodb-local.pom.xml
 	@$(STEP) --log .cache/logs/mvn-dynamodb-local.log "installing DynamoDB Local (Maven)" "first time about 1 min" -- \
-	  mvn -q -B -f test/backends/pom.xml dependency:copy-dependencies -DoutputDirectory=$(DYNAMODB_LOCAL_DIR)
+	  mvn -q -B -C -f local/backends/dynamodb-local.pom.xml dependency:copy-dependencies -DoutputDirectory=$(DYNAMODB_LOCAL_DIR)
 	@touch $@
 
-$(ELASTICMQ_STAMP): test/backends/elasticmq/pom.xml | $(DDB_STAMP)
+$(ELASTICMQ_STAMP): local/backends/elasticmq.pom.xml | $(DDB_STAMP)
 	@$(STEP) --log .cache/logs/mvn-elasticmq.log "installing ElasticMQ (Maven)" "first time about 1 min" -- \
-	  mvn -q -B -f test/backends/elasticmq/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(ELASTICMQ_DIR)
+	  mvn -q -B -C -f local/backends/elasticmq.pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(ELASTICMQ_DIR)
 	@touch $@
 
 $(FAUXQS_STAMP): test/backends/fauxqs/package.json test/backends/fauxqs/package-lock.json $(NODE_STAMP)

@@ -85,9 +85,9 @@ section "4. Developer loop: synth time, test time and synths per test package" \
 cat "$work/devloop.md" >>"$work/body.md"
 
 echo "bench: Go benchmarks (benchtime $BENCHTIME)" >&2
-$GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/internal/lambdart/ ./test/bench/peers/ >"$work/go.txt"
+$GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./internal/lambdart/ ./test/bench/peers/ >"$work/go.txt"
 section "5. Go benchmarks of the runtime packages" \
-  "go test -run '^\$' -bench . -benchtime $BENCHTIME ./functions/... ./test/internal/lambdart/ ./test/bench/peers/"
+  "go test -run '^\$' -bench . -benchtime $BENCHTIME ./functions/... ./internal/lambdart/ ./test/bench/peers/"
 { echo '```'; grep -E '^(Benchmark|goos|goarch|cpu|pkg)' "$work/go.txt"; echo '```'; } >>"$work/body.md"
 
 if [ -f docs/profiles/README.md ]; then

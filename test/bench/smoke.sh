@@ -7,7 +7,7 @@ GO=${GO:-go}
 BENCHTIME=${BENCHTIME:-1x}
 mkdir -p .cache
 set -x
-$GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./test/internal/lambdart/
+$GO test -run '^$' -bench . -benchtime "$BENCHTIME" ./functions/... ./internal/lambdart/
 $GO run ./test/bench/peers -records 200 -rounds 1
 # The Lambda-shaped path once, at a tiny size: the cgroup, the quota, the raw loop's process.
 $GO run ./test/bench/peers -records 20 -rounds 1 -warmup 10 -batches 10 -memory 1769 -latency 1ms -count=false -json .cache/quota-smoke.json

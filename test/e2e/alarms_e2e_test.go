@@ -4,365 +4,55 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
-// sampleEvery is how often the queues' attributes are sampled: half a minute of the alarm
-// clock, finer than the one-minute resolution SQS publishes at.
-const sampleEvery = time.Minute / AlarmTimeScale / 2
-
-// observer records what one world's run produces as the CloudWatch metrics its alarms read:
-// the functions' EMF lines, Lambda's Invocations, Errors and Duration per invocation,
-// DynamoDB's throttle and error counts from the proxy's replies, and the queues' depths,
-// oldest message age, receives and deletes. Dimension values are logical ids, as the
-// template's alarms name them.
-type observer struct {
-	w           *world
-	series      *Series
-	clock       Clock
-	ages        *AgeTracker
-	fnByName    map[string]string // Lambda function name -> logical id
-	queueByURL  map[string]string
-	tableByName map[string]string
-	handles     sync.Map // receipt handle -> [2]string{queue, message id}
-	ctx         context.Context
-	cancel      context.CancelFunc
-	done        chan struct{}
-
-	beatMu     sync.Mutex
-	beating    map[string]bool // queues whose heartbeats run
-	beats      sync.WaitGroup
-	heartbeats atomic.Int64 // heartbeats SQS accepted
-}
-
-// watchAlarms starts recording the world's metrics; call it right after newWorld, before
-// any poller or function starts. The alarm clock starts now.
-func (w *world) watchAlarms() *observer {
-	o := &observer{w: w, series: NewSeries(), clock: Clock{Start: time.Now(), Scale: AlarmTimeScale}, ages: NewAgeTracker(),
-		fnByName: map[string]string{}, queueByURL: map[string]string{}, tableByName: map[string]string{}, done: make(chan struct{})}
-	for id := range w.d.Template.Functions {
-		o.fnByName[w.functionName(id)] = id
-	}
-	for id, u := range w.d.QueueURL {
-		o.queueByURL[u] = id
-	}
-	for id, n := range w.d.TableName {
-		o.tableByName[n] = id
-	}
+// watchAlarms starts recording the world's metrics (local.Observer); call it right after
+// newWorld, before any poller or function starts. The alarm clock starts now.
+func (w *world) watchAlarms() *local.Observer {
+	o := local.NewObserver(w.d, w.sq, w.functionName, local.AlarmTimeScale, w.t.Errorf)
 	w.obs = o
-	w.pollSQ = sqsd.Client(func(opt *sqs.Options) { opt.APIOptions = append(opt.APIOptions, w.recv.middleware, o.middleware) })
-	w.dynamo.Observe = o.dynamo
-	ctx, cancel := context.WithCancel(context.Background())
-	o.ctx, o.cancel, o.beating = ctx, cancel, map[string]bool{}
-	go o.sample(ctx)
-	w.t.Cleanup(o.stop)
+	w.pollSQ = sqsd.Client(func(opt *sqs.Options) { opt.APIOptions = append(opt.APIOptions, w.recv.middleware, o.Middleware) })
+	w.dynamo.Observe = o.Dynamo
+	w.t.Cleanup(o.Stop)
 	return o
 }
 
-func (o *observer) stop() {
-	o.cancel()
-	<-o.done
-	o.beats.Wait()
-}
-
-// startHeartbeats stands in for EventBridge Scheduler running the template's SQS-target
-// schedules (the heartbeats) that send to queue: the first at once, then one every rate of
-// the alarm clock, flexible window off, each request from the template's input with the
-// scheduled time (on the alarm clock) filled in and the queue's URL, retried up to the
-// schedule's retry attempts when SQS refuses it. They run until the observer stops. A
-// pipeline's heartbeats start when the scenario first polls it: a pipeline a scenario never
-// runs is not part of it, as if not deployed.
-func (o *observer) startHeartbeats(queue string) {
-	o.beatMu.Lock()
-	defer o.beatMu.Unlock()
-	if o.beating[queue] {
-		return
-	}
-	o.beating[queue] = true
-	for _, s := range o.w.d.Template.SendSchedules {
-		if s.Queue != queue {
-			continue
-		}
-		o.beats.Add(1)
-		go func() {
-			defer o.beats.Done()
-			tick := time.NewTicker(s.Rate / AlarmTimeScale)
-			defer tick.Stop()
-			for {
-				o.heartbeat(s)
-				select {
-				case <-o.ctx.Done():
-					return
-				case <-tick.C:
-				}
-			}
-		}()
-	}
-}
-
-// heartbeat makes one SendMessage request of schedule s.
-func (o *observer) heartbeat(s SendSchedule) {
-	at := o.clock.Alarm(time.Now()).UTC().Truncate(time.Second).Format(time.RFC3339)
-	var req struct {
-		MessageBody, MessageGroupId, MessageDeduplicationId string
-		MessageAttributes                                   map[string]struct{ DataType, StringValue string }
-	}
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(s.Input, "<aws.scheduler.scheduled-time>", at)), &req); err != nil {
-		o.w.t.Errorf("schedule %s: its input is not a SendMessage request: %v", s.LogicalID, err)
-		return
-	}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(o.w.d.QueueURL[s.Queue]), MessageBody: aws.String(req.MessageBody),
-		MessageAttributes: map[string]sqstypes.MessageAttributeValue{}}
-	for name, a := range req.MessageAttributes {
-		in.MessageAttributes[name] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: aws.String(a.StringValue)}
-	}
-	if req.MessageGroupId != "" {
-		in.MessageGroupId, in.MessageDeduplicationId = aws.String(req.MessageGroupId), aws.String(req.MessageDeduplicationId)
-	}
-	for range s.Retries + 1 {
-		out, err := o.w.sq.SendMessage(o.ctx, in)
-		if err == nil {
-			now := time.Now()
-			o.ages.Sent(s.Queue, aws.ToString(out.MessageId), now)
-			o.series.Add(sqsMetric("NumberOfMessagesSent", s.Queue), now, 1)
-			o.heartbeats.Add(1)
-			return
-		}
-		if o.ctx.Err() != nil {
-			return
-		}
-	}
-}
-
-func sqsMetric(name, queue string) MetricID { return NewMetricID("AWS/SQS", name, "QueueName", queue) }
-
-// sample records every queue's depth and oldest message age each sampleEvery, and a zero for
-// its counters: SQS publishes them for every active queue each minute.
-func (o *observer) sample(ctx context.Context) {
-	defer close(o.done)
-	tick := time.NewTicker(sampleEvery)
-	defer tick.Stop()
-	queues := slices.Sorted(maps.Keys(o.w.d.QueueURL))
-	for {
-		for _, q := range queues {
-			out, err := o.w.sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-				QueueUrl: aws.String(o.w.d.QueueURL[q]),
-				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-					sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-					sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed},
-			})
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				continue // a missed sample is missing data, as in CloudWatch
-			}
-			now := time.Now()
-			n := func(a sqstypes.QueueAttributeName) float64 {
-				v, _ := strconv.ParseFloat(out.Attributes[string(a)], 64)
-				return v
-			}
-			visible, inflight, delayed := n(sqstypes.QueueAttributeNameApproximateNumberOfMessages),
-				n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible), n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)
-			o.series.Add(sqsMetric("ApproximateNumberOfMessagesVisible", q), now, visible)
-			o.series.Add(sqsMetric("ApproximateNumberOfMessagesNotVisible", q), now, inflight)
-			o.series.Add(sqsMetric("ApproximateNumberOfMessagesDelayed", q), now, delayed)
-			for _, c := range []string{"NumberOfMessagesSent", "NumberOfMessagesReceived", "NumberOfMessagesDeleted"} {
-				o.series.Add(sqsMetric(c, q), now, 0)
-			}
-			if visible+inflight+delayed == 0 {
-				o.ages.Empty(q)
-				o.series.Add(sqsMetric("ApproximateAgeOfOldestMessage", q), now, 0)
-			} else if age, ok := o.ages.Oldest(q, now); ok {
-				// Read on the alarm clock, like every time of the evaluation.
-				o.series.Add(sqsMetric("ApproximateAgeOfOldestMessage", q), now, age.Seconds()*o.clock.Scale)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// middleware is an SQS client option for the pollers' client: it records receives and
-// deletes.
-func (o *observer) middleware(stack *middleware.Stack) error {
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("e2eAlarmMetrics",
-		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			out, md, err := next.HandleInitialize(ctx, in)
-			if err != nil {
-				return out, md, err
-			}
-			now := time.Now()
-			switch req := in.Parameters.(type) {
-			case *sqs.ReceiveMessageInput:
-				q := o.queueByURL[aws.ToString(req.QueueUrl)]
-				res, _ := out.Result.(*sqs.ReceiveMessageOutput)
-				if res == nil || len(res.Messages) == 0 {
-					break
-				}
-				for _, m := range res.Messages {
-					o.handles.Store(aws.ToString(m.ReceiptHandle), [2]string{q, aws.ToString(m.MessageId)})
-					ms, _ := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64)
-					count, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
-					if ms > 0 {
-						o.ages.Received(q, aws.ToString(m.MessageId), time.UnixMilli(ms), count)
-					}
-				}
-				o.series.Add(sqsMetric("NumberOfMessagesReceived", q), now, float64(len(res.Messages)))
-			case *sqs.DeleteMessageBatchInput:
-				q := o.queueByURL[aws.ToString(req.QueueUrl)]
-				res, _ := out.Result.(*sqs.DeleteMessageBatchOutput)
-				if res == nil {
-					break
-				}
-				byID := map[string]string{}
-				for _, e := range req.Entries {
-					byID[aws.ToString(e.Id)] = aws.ToString(e.ReceiptHandle)
-				}
-				for _, ok := range res.Successful {
-					if h, found := o.handles.LoadAndDelete(byID[aws.ToString(ok.Id)]); found {
-						o.ages.Deleted(q, h.([2]string)[1])
-					}
-				}
-				o.series.Add(sqsMetric("NumberOfMessagesDeleted", q), now, float64(len(res.Successful)))
-			}
-			return out, md, err
-		}), middleware.After)
-}
-
-// sent records messages the harness sent to a queue.
-func (o *observer) sent(queue string, ok []sqstypes.SendMessageBatchResultEntry) {
-	now := time.Now()
-	for _, e := range ok {
-		o.ages.Sent(queue, aws.ToString(e.MessageId), now)
-	}
-	o.series.Add(sqsMetric("NumberOfMessagesSent", queue), now, float64(len(ok)))
-}
-
-// invocation records Lambda's metrics for one invocation of function (a logical id): a
-// failure as a whole (function error, timeout, crash) is an Error.
-func (o *observer) invocation(function string, start time.Time, res lambdart.Result, err error) {
-	m := func(name string) MetricID { return NewMetricID("AWS/Lambda", name, "FunctionName", function) }
-	failed := 0.0
-	if err != nil || res.FunctionError != nil {
-		failed = 1
-	}
-	o.series.Add(m("Invocations"), start, 1)
-	o.series.Add(m("Errors"), start, failed)
-	if res.Duration > 0 {
-		o.series.Add(m("Duration"), start, float64(res.Duration.Milliseconds()))
-	}
-}
-
-// line records a function's output line when it is EMF.
-func (o *observer) line(b []byte) {
-	RecordEMF(o.series, b, func(dim, v string) string {
-		if id, ok := o.fnByName[v]; ok && dim == "Service" {
-			return id
-		}
-		return v
-	})
-}
-
-// dynamo records what DynamoDB would count for one call, from its reply (injected faults
-// included): throttles (ThrottledRequests per operation, Read/WriteThrottleEvents per table),
-// SystemErrors for 5xx, ConditionalCheckFailedRequests, and UserErrors (account-wide) for
-// other 4xx. DynamoDB publishes these only when they are not zero.
-func (o *observer) dynamo(c ddbproxy.Call, r ddbproxy.Reply) {
-	table := o.tableByName[c.Table]
-	if table == "" || r.Status/100 == 2 {
-		return
-	}
-	now := time.Now()
-	db := func(name string, dims ...string) MetricID { return NewMetricID("AWS/DynamoDB", name, dims...) }
-	switch {
-	case r.Type == "ThrottlingException" || r.Type == "ProvisionedThroughputExceededException" || r.Type == "RequestLimitExceeded":
-		o.series.Add(db("ThrottledRequests", "TableName", table, "Operation", c.Op), now, 1)
-		metric := "WriteThrottleEvents"
-		if c.Op == "GetItem" || c.Op == "Query" || c.Op == "Scan" || c.Op == "BatchGetItem" {
-			metric = "ReadThrottleEvents"
-		}
-		o.series.Add(db(metric, "TableName", table), now, 1)
-	case r.Status >= 500:
-		o.series.Add(db("SystemErrors", "TableName", table, "Operation", c.Op), now, 1)
-	case r.Type == "ConditionalCheckFailedException":
-		o.series.Add(db("ConditionalCheckFailedRequests", "TableName", table), now, 1)
-	default:
-		o.series.Add(db("UserErrors"), now, 1)
-	}
-}
-
-// evaluate applies every alarm of the template to what the run produced until end.
-func (o *observer) evaluate(end time.Time) map[string]Evaluation {
-	o.w.t.Helper()
-	evs, err := EvaluateAll(o.withoutIdleHeartbeats(), o.series, o.clock, end)
+// evaluate is o.Evaluate, failing the test on an error.
+func (w *world) evaluate(end time.Time) map[string]local.Evaluation {
+	w.t.Helper()
+	evs, err := w.obs.Evaluate(end)
 	if err != nil {
-		o.w.t.Fatal(err)
+		w.t.Fatal(err)
 	}
 	return evs
-}
-
-// withoutIdleHeartbeats is the template to evaluate: the heartbeat alarm of a pipeline whose
-// heartbeats do not run in this world (no scenario polled it through w.poll: it is driven by
-// hand, or not at all) treats missing data as not breaching, as if that pipeline had no
-// heartbeat. Evaluated as synthesized it would report the missing schedule in every such
-// scenario, not the failure under test. Where the heartbeats run, the alarm is evaluated as
-// synthesized.
-func (o *observer) withoutIdleHeartbeats() *Template {
-	t := *o.w.d.Template
-	ps, err := t.Pipelines()
-	if err != nil {
-		o.w.t.Fatal(err)
-	}
-	o.beatMu.Lock()
-	idle := map[string]bool{}
-	for _, p := range ps {
-		idle[p.Consumer] = !o.beating[p.Queue]
-	}
-	o.beatMu.Unlock()
-	t.Alarms = slices.Clone(t.Alarms)
-	for i, a := range t.Alarms {
-		for _, m := range a.Metrics() {
-			if m.Name == "ProbeCompleted" && idle[m.Dim("Service")] {
-				t.Alarms[i].TreatMissingData = "notBreaching"
-			}
-		}
-	}
-	return &t
 }
 
 // alarmRef names the alarms a failure mode must raise by what they watch, so the check
 // survives renamed alarms: a failure mode whose alarm is gone from the template fails.
 type alarmRef struct {
 	what  string
-	match func(Alarm) bool
+	match func(local.Alarm) bool
 }
 
 // watching matches an alarm that reads any of the metrics (namespace/name) with the
 // dimension dim = resource.
 func watching(what, dim, resource string, metrics ...string) alarmRef {
-	return alarmRef{what: what, match: func(a Alarm) bool {
+	return alarmRef{what: what, match: func(a local.Alarm) bool {
 		for _, m := range metrics {
 			ns, name, _ := strings.Cut(m, "/")
 			ns = "AWS/" + ns
@@ -375,8 +65,8 @@ func watching(what, dim, resource string, metrics ...string) alarmRef {
 }
 
 // heartbeatAlarm matches the alarm on the heartbeats a consumer completes.
-func heartbeatAlarm(p Pipeline) alarmRef {
-	return alarmRef{what: "heartbeats completed by " + p.Consumer, match: func(a Alarm) bool {
+func heartbeatAlarm(p local.Pipeline) alarmRef {
+	return alarmRef{what: "heartbeats completed by " + p.Consumer, match: func(a local.Alarm) bool {
 		for _, m := range a.Metrics() {
 			if m.Name == "ProbeCompleted" && m.Dim("Service") == p.Consumer {
 				return true
@@ -432,11 +122,11 @@ func (w *world) expectAlarms(mode string, since time.Time, timeout time.Duration
 			w.t.Errorf("%s: the template has no alarm on %s: this failure would go unheard", mode, r.what)
 		}
 	}
-	from := o.clock.Alarm(since)
-	var evs map[string]Evaluation
+	from := o.Clock.Alarm(since)
+	var evs map[string]local.Evaluation
 	deadline := time.Now().Add(timeout)
 	for {
-		evs = o.evaluate(time.Now())
+		evs = w.evaluate(time.Now())
 		missing := 0
 		for id := range want {
 			if _, ok := evs[id].FirstAlarm(from); !ok {
@@ -459,7 +149,7 @@ func (w *world) expectAlarms(mode string, since time.Time, timeout time.Duration
 		row := alarmRow{Mode: mode, Scenario: w.t.Name(), Alarm: id, Must: must, Fired: fired}
 		if fired {
 			row.AlarmAfter = at.Sub(from)
-			row.After = o.clock.Wall(at).Sub(since)
+			row.After = o.Clock.Wall(at).Sub(since)
 		}
 		alarmTable.Lock()
 		alarmTable.rows = append(alarmTable.rows, row)
@@ -478,7 +168,7 @@ func (w *world) expectAlarms(mode string, since time.Time, timeout time.Duration
 	}
 }
 
-func alarmPeriod(t *Template, id string) time.Duration {
+func alarmPeriod(t *local.Template, id string) time.Duration {
 	for _, a := range t.Alarms {
 		if a.LogicalID == id {
 			return a.Period
@@ -498,7 +188,7 @@ func (w *world) alarmWait(must ...alarmRef) time.Duration {
 			}
 		}
 	}
-	return longest/AlarmTimeScale + time.Minute
+	return longest/local.AlarmTimeScale + time.Minute
 }
 
 // expectQuiet checks a healthy phase [from, to]: no alarm, composite ones included, may be
@@ -507,10 +197,10 @@ func (w *world) alarmWait(must ...alarmRef) time.Duration {
 func (w *world) expectQuiet(from, to time.Time) {
 	w.t.Helper()
 	o := w.obs
-	evs := o.evaluate(to)
+	evs := w.evaluate(to)
 	var fired []string
 	for _, id := range slices.Sorted(maps.Keys(evs)) {
-		if evs[id].AlarmedWithin(o.clock.Alarm(from), o.clock.Alarm(to)) {
+		if evs[id].AlarmedWithin(o.Clock.Alarm(from), o.Clock.Alarm(to)) {
 			fired = append(fired, id)
 			w.t.Errorf("healthy phase: alarm %s went to ALARM (a false page); its datapoints: %v", id, evs[id].Values)
 		}
@@ -520,7 +210,7 @@ func (w *world) expectQuiet(from, to time.Time) {
 	alarmTable.quiet++
 	alarmTable.Unlock()
 	report(w.t, "healthy phase of %v (%v on the alarm clock): %d of %d alarms went to ALARM (goal 0) %v",
-		to.Sub(from).Round(100*time.Millisecond), o.clock.Alarm(to).Sub(o.clock.Alarm(from)).Round(time.Minute), len(fired), len(evs), fired)
+		to.Sub(from).Round(100*time.Millisecond), o.Clock.Alarm(to).Sub(o.Clock.Alarm(from)).Round(time.Minute), len(fired), len(evs), fired)
 }
 
 // longestPeriod is the longest alarm period of the template, on the wall clock.
@@ -529,60 +219,24 @@ func (w *world) longestPeriod() time.Duration {
 	for _, a := range w.d.Template.Alarms {
 		p = max(p, a.Period)
 	}
-	return p / AlarmTimeScale
+	return p / local.AlarmTimeScale
 }
 
 // consumerTable is the logical id of the idempotency table a consumer writes.
-func (w *world) consumerTable(p Pipeline) string {
+func (w *world) consumerTable(p local.Pipeline) string {
 	return cfn.RefTarget(w.d.Template.Functions[p.Consumer].Env["IDEMPOTENCY_TABLE_NAME"])
 }
 
-// invokeAsync stands in for Lambda's asynchronous invocation as the function's
-// EventInvokeConfig sets it up: on a failure Lambda retries up to MaximumRetryAttempts
-// times, about one and then two minutes apart (on the alarm clock here), and then sends an
-// invocation record to the on-failure destination. It returns the attempts made and the
-// last failure (nil when an attempt succeeded).
+// invokeAsync is local.InvokeAsync of one environment of function: Lambda's asynchronous
+// invocation, its retries and its on-failure destination.
 func (w *world) invokeAsync(e *lambdart.Env, function string, payload []byte) (int, error) {
 	w.t.Helper()
-	cfg, ok := w.d.Template.InvokeConfigs[function]
-	if !ok {
-		w.t.Fatalf("function %s has no EventInvokeConfig: the template does not say how Lambda retries it", function)
+	n, err := local.InvokeAsync(w.t.Context(), w.d, w.sq, function, payload, local.Clock{Scale: local.AlarmTimeScale},
+		func(ctx context.Context, payload []byte) (lambdart.Result, error) { return w.invoke(ctx, e, payload) }, e.FunctionARN())
+	if _, ok := w.d.Template.InvokeConfigs[function]; !ok || strings.HasPrefix(fmt.Sprint(err), "on-failure destination") {
+		w.t.Fatal(err)
 	}
-	var last error
-	for i := 0; i <= cfg.MaxRetries; i++ {
-		if i > 0 {
-			time.Sleep(time.Duration(i) * time.Minute / AlarmTimeScale)
-		}
-		res, err := w.invoke(w.t.Context(), e, payload)
-		if err == nil && res.FunctionError == nil {
-			return i + 1, nil
-		}
-		last = err
-		if res.FunctionError != nil {
-			last = res.FunctionError
-		}
-	}
-	if cfg.OnFailureQueue != "" {
-		var request any
-		_ = json.Unmarshal(payload, &request)
-		record, _ := json.Marshal(map[string]any{
-			"version":   "1.0",
-			"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
-			"requestContext": map[string]any{"requestId": fmt.Sprintf("e2e-%d", time.Now().UnixNano()), "functionArn": e.FunctionARN(),
-				"condition": "RetriesExhausted", "approximateInvokeCount": cfg.MaxRetries + 1},
-			"requestPayload":  request,
-			"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-			"responsePayload": map[string]any{"errorMessage": last.Error()},
-		})
-		in := &sqs.SendMessageInput{QueueUrl: aws.String(w.d.QueueURL[cfg.OnFailureQueue]), MessageBody: aws.String(string(record))}
-		if w.d.Template.Queues[cfg.OnFailureQueue].Fifo() {
-			in.MessageGroupId, in.MessageDeduplicationId = aws.String(function), aws.String(strconv.FormatInt(time.Now().UnixNano(), 10))
-		}
-		if _, err := w.sq.SendMessage(w.t.Context(), in); err != nil {
-			w.t.Fatalf("on-failure destination: %v", err)
-		}
-	}
-	return cfg.MaxRetries + 1, last
+	return n, err
 }
 
 // TestAlarmsStalledConsumer: the consumer stops acknowledging (its event source mapping is
@@ -598,7 +252,7 @@ func TestAlarmsStalledConsumer(t *testing.T) {
 			p := w.pipeline(fifo)
 			stalled := watching("deletes from "+p.Queue+" (stalled consumer)", "QueueName", p.Queue, "SQS/NumberOfMessagesDeleted")
 			oldest := watching("the oldest message on "+p.Queue, "QueueName", p.Queue, "SQS/ApproximateAgeOfOldestMessage")
-			backlog := alarmRef{what: "visible messages on " + p.Queue + " (backlog)", match: func(a Alarm) bool {
+			backlog := alarmRef{what: "visible messages on " + p.Queue + " (backlog)", match: func(a local.Alarm) bool {
 				return dlqAlarm(p.Queue).match(a) && !stalled.match(a)
 			}}
 			// Enough messages for the backlog alarm's threshold, read from the template.
@@ -678,7 +332,7 @@ func TestAlarmsDispatcherFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, err := ScheduleInput(s, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), "exec-denied", nil)
+			in, err := local.ScheduleInput(s, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), "exec-denied", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -738,16 +392,16 @@ func TestAlarmsHeartbeat(t *testing.T) {
 			// Healthy on heartbeats alone: four complete periods (twice what the alarm
 			// evaluates), and the alarm never in ALARM.
 			const quiet = 4
-			healthy := w.waitFor("four complete heartbeat periods", 2*time.Minute+2*quiet*period/AlarmTimeScale, func() bool {
-				return len(o.evaluate(time.Now())[id].Values) >= quiet
+			healthy := w.waitFor("four complete heartbeat periods", 2*time.Minute+2*quiet*period/local.AlarmTimeScale, func() bool {
+				return len(w.evaluate(time.Now())[id].Values) >= quiet
 			})
-			ev := o.evaluate(time.Now())[id]
-			if state := ev.StateAt(o.clock.Alarm(time.Now())); state != StateOK || ev.AlarmedWithin(o.clock.Start, o.clock.Alarm(time.Now())) {
+			ev := w.evaluate(time.Now())[id]
+			if state := ev.StateAt(o.Clock.Alarm(time.Now())); state != local.StateOK || ev.AlarmedWithin(o.Clock.Start, o.Clock.Alarm(time.Now())) {
 				t.Fatalf("healthy, with heartbeats completing: alarm %s is %s (datapoints %v, transitions %v)", id, state, ev.Values, ev.Transitions)
 			}
 			outcomes := w.ledger.Outcomes()
 			report(t, "healthy for %v (%d periods of %v on the alarm clock): %d heartbeats sent, %d completed (%d as duplicates), alarm %s OK",
-				healthy.Round(100*time.Millisecond), len(ev.Values), period, o.heartbeats.Load(), outcomes["probe"]+outcomes["probe_duplicate"], outcomes["probe_duplicate"], id)
+				healthy.Round(100*time.Millisecond), len(ev.Values), period, o.Heartbeats.Load(), outcomes["probe"]+outcomes["probe_duplicate"], outcomes["probe_duplicate"], id)
 
 			since := time.Now()
 			if c.table {
@@ -764,7 +418,7 @@ func TestAlarmsHeartbeat(t *testing.T) {
 
 // printAlarmTable prints the alarm table after every scenario ran: each failure mode's
 // alarms, and every alarm of the template no scenario raised, with the reason.
-func printAlarmTable(t *Template) {
+func printAlarmTable(t *local.Template) {
 	alarmTable.Lock()
 	defer alarmTable.Unlock()
 	if len(alarmTable.rows) == 0 && alarmTable.quiet == 0 {
@@ -800,7 +454,7 @@ func printAlarmTable(t *Template) {
 }
 
 // notDriven says why no scenario raises an alarm.
-func notDriven(t *Template, a Alarm) string {
+func notDriven(t *local.Template, a local.Alarm) string {
 	for _, m := range a.Metrics() {
 		switch {
 		case m.Namespace == "AWS/Scheduler":

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
 // TestBackfillTwiceRunsEachOccurrenceOnce: the schedule was off for three hours. The
@@ -126,7 +128,7 @@ func handleInvoke(mux *http.ServeMux, w *world, fnName string, env *lambdart.Env
 
 // handleGetSchedule serves Scheduler's GetSchedule for the schedule name in group on mux, from
 // the deployed template's schedule sch targeting fnName; calls counts the calls.
-func handleGetSchedule(mux *http.ServeMux, w *world, sch Schedule, name, group, fnName string, calls *atomic.Int32) {
+func handleGetSchedule(mux *http.ServeMux, w *world, sch local.Schedule, name, group, fnName string, calls *atomic.Int32) {
 	mux.HandleFunc("GET /schedules/{name}", func(rw http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		if r.PathValue("name") != name || r.URL.Query().Get("groupName") != group ||
@@ -157,7 +159,7 @@ func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 		full := true
 		if name := r.Form.Get("ChildrenOfAlarmName"); name != "" {
 			full = false
-			var comp *CompositeAlarm
+			var comp *local.CompositeAlarm
 			for i, c := range w.d.Template.Composites {
 				if c.LogicalID == name {
 					comp = &w.d.Template.Composites[i]
@@ -167,14 +169,14 @@ func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 				http.Error(rw, `<ErrorResponse><Error><Code>ResourceNotFound</Code></Error></ErrorResponse>`, http.StatusBadRequest)
 				return
 			}
-			ids = comp.rule.children(nil)
+			ids = comp.Children()
 		} else {
 			for i := 1; r.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)) != ""; i++ {
 				ids = append(ids, r.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)))
 			}
 		}
 		now := time.Now()
-		evs := w.obs.evaluate(now)
+		evs := w.evaluate(now)
 		var b strings.Builder
 		b.WriteString(`<DescribeAlarmsResponse xmlns="http://monitoring.amazonaws.com/doc/2010-08-01/"><DescribeAlarmsResult><MetricAlarms>`)
 		for _, id := range ids {
@@ -183,7 +185,7 @@ func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 					continue
 				}
 				ev := evs[id]
-				fields := [][2]string{{"AlarmName", id}, {"StateValue", ev.StateAt(w.obs.clock.Alarm(now))}}
+				fields := [][2]string{{"AlarmName", id}, {"StateValue", ev.StateAt(w.obs.Clock.Alarm(now))}}
 				if full {
 					metric := ""
 					if ms := a.Metrics(); len(ms) == 1 {
@@ -211,7 +213,7 @@ func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 // of pipeline p, from the template's mapping: Enabled, with its batch size and maximum
 // concurrency (the harness's poller is the mapping; a scenario that runs none is a mapping
 // that receives nothing, which Lambda still reports as Enabled).
-func handleListMappings(mux *http.ServeMux, w *world, p Pipeline, fnName string) {
+func handleListMappings(mux *http.ServeMux, w *world, p local.Pipeline, fnName string) {
 	mux.HandleFunc("GET /2015-03-31/event-source-mappings/", func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("FunctionName") != fnName || !strings.Contains(r.Header.Get("Authorization"), "/lambda/aws4_request") {
 			http.Error(rw, `{"Message":"Function not found"}`, http.StatusNotFound)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 )
 
 // Both deployed binaries fit the Go runtime to their memory size when Lambda starts them

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
+
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
 // TestVerify: `pipelinectl verify` after a deploy, against the deployed consumer and
@@ -83,7 +85,7 @@ func TestVerify(t *testing.T) {
 		}
 	}
 	inAlarm := func(id string) func() bool {
-		return func() bool { return o.evaluate(time.Now())[id].StateAt(o.clock.Alarm(time.Now())) == StateAlarm }
+		return func() bool { return w.evaluate(time.Now())[id].StateAt(o.Clock.Alarm(time.Now())) == local.StateAlarm }
 	}
 	w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 		if strings.Contains(c.Key, "pipelinectl-probe-heartbeat-") {

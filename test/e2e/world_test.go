@@ -27,8 +27,10 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
 // EnvAssembly names the cloud assembly directory the suite deploys (`make e2e` synthesizes
@@ -38,7 +40,7 @@ const EnvAssembly = "E2E_ASSEMBLY"
 var (
 	ddb  *dynamolocal.Server
 	sqsd *sqslocal.Server
-	tmpl *Template
+	tmpl *local.Template
 	bins = map[string]string{} // "consumer" / "dispatcher" -> bootstrap path
 
 	soakMessages = flag.Int("soak.messages", 3000, "messages in TestSoak (make soak: 100000)")
@@ -59,7 +61,7 @@ func run(m *testing.M) int {
 		return fail(fmt.Errorf("%s is not set: run `make e2e`, which synthesizes the stack and sets it", EnvAssembly))
 	}
 	var err error
-	if tmpl, err = LoadAssembly(dir); err != nil {
+	if tmpl, err = local.LoadAssembly(dir); err != nil {
 		return fail(err)
 	}
 	ctx := context.Background()
@@ -93,7 +95,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	fmt.Printf("e2e: template %s from %s; SQS server %s at %s; DynamoDB Local at %s; %d alarms and %d composite alarms evaluated on an alarm clock %dx the wall clock\n",
-		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint(), len(tmpl.Alarms), len(tmpl.Composites), AlarmTimeScale)
+		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint(), len(tmpl.Alarms), len(tmpl.Composites), local.AlarmTimeScale)
 	code := m.Run()
 	if ctlBin != "" && ctlErr == nil {
 		os.RemoveAll(filepath.Dir(ctlBin)) // the pipelinectl a scenario built
@@ -107,14 +109,14 @@ func run(m *testing.M) int {
 // proxy for the dispatcher's call counts, and a ledger of every consumer's output.
 type world struct {
 	t      *testing.T
-	d      *Deployment
+	d      *local.Deployment
 	sq     *sqs.Client
 	pollSQ *sqs.Client // the pollers' client: sq, with every receive in recv
 	recv   *receiveLog
 	db     *dynamodb.Client
 	dynamo *ddbproxy.Proxy // consumers -> DynamoDB Local
 	sqsPx  *ddbproxy.Proxy // dispatchers -> SQS server
-	ledger *Ledger
+	ledger *local.Ledger
 	region string
 
 	mu          sync.Mutex
@@ -122,7 +124,7 @@ type world struct {
 	fnOf        map[*lambdart.Env]string // execution environment -> function logical id
 	invokeFails []string                 // why invocations through w.invoker failed as a whole
 
-	obs *observer // the run's metrics, once watchAlarms was called
+	obs *local.Observer // the run's metrics, once watchAlarms was called
 }
 
 var worldSeq atomic.Int64
@@ -130,11 +132,11 @@ var worldSeq atomic.Int64
 func newWorld(t *testing.T, name string) *world {
 	t.Helper()
 	ctx := t.Context()
-	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: NewLedger(), recv: newReceiveLog(), fnOf: map[*lambdart.Env]string{}}
+	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: local.NewLedger(), recv: newReceiveLog(), fnOf: map[*lambdart.Env]string{}}
 	w.pollSQ = sqsd.Client(func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, w.recv.middleware) })
 	suffix := fmt.Sprintf("%s%d", name, worldSeq.Add(1))
 	var err error
-	if w.d, err = Deploy(ctx, w.sq, w.db, tmpl, suffix); err != nil {
+	if w.d, err = local.Deploy(ctx, w.sq, w.db, tmpl, suffix); err != nil {
 		t.Fatal(err)
 	}
 	if w.dynamo, err = ddbproxy.New(ddb.Endpoint()); err != nil {
@@ -159,7 +161,7 @@ func newWorld(t *testing.T, name string) *world {
 }
 
 // pipeline returns the template's standard or FIFO pipeline.
-func (w *world) pipeline(fifo bool) Pipeline {
+func (w *world) pipeline(fifo bool) local.Pipeline {
 	w.t.Helper()
 	ps, err := w.d.Template.Pipelines()
 	if err != nil {
@@ -171,7 +173,7 @@ func (w *world) pipeline(fifo bool) Pipeline {
 		}
 	}
 	w.t.Fatalf("template has no pipeline with fifo=%v and a dispatcher", fifo)
-	return Pipeline{}
+	return local.Pipeline{}
 }
 
 // env starts (lazily, at the first Invoke) one execution environment of a function, with the
@@ -200,7 +202,7 @@ func (w *world) envWith(function string, output func([]byte), overrides map[stri
 	if obs := w.obs; obs != nil { // the function's EMF lines become metrics
 		inner := output
 		output = func(line []byte) {
-			obs.line(line)
+			obs.Line(line)
 			if inner != nil {
 				inner(line)
 			}
@@ -233,15 +235,15 @@ func (w *world) invoke(ctx context.Context, e *lambdart.Env, payload []byte) (la
 		w.mu.Lock()
 		fn := w.fnOf[e]
 		w.mu.Unlock()
-		w.obs.invocation(fn, start, res, err)
+		w.obs.Invocation(fn, start, res, err)
 	}
 	return res, err
 }
 
 // invoker adapts an Env to the poller's Invoker (a function error fails the invocation),
 // and keeps, for failure messages, why an invocation failed as a whole.
-func (w *world) invoker(e *lambdart.Env) Invoker {
-	inv := InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+func (w *world) invoker(e *lambdart.Env) local.Invoker {
+	inv := local.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		res, err := w.invoke(ctx, e, payload)
 		if err != nil {
 			return nil, err
@@ -251,7 +253,7 @@ func (w *world) invoker(e *lambdart.Env) Invoker {
 		}
 		return res.Payload, nil
 	})
-	return InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+	return local.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		out, err := inv.Invoke(ctx, payload)
 		if err != nil && ctx.Err() == nil {
 			w.mu.Lock()
@@ -271,28 +273,28 @@ func (w *world) invokeFailures() []string {
 
 // poller is the pipeline's event source mapping over the given execution environments, with
 // its receives in w.recv.
-func (w *world) poller(p Pipeline, envs ...Invoker) *Poller {
-	return &Poller{SQS: w.pollSQ, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
+func (w *world) poller(p local.Pipeline, envs ...local.Invoker) *local.Poller {
+	return &local.Poller{SQS: w.pollSQ, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
 		Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
 }
 
 // poll runs n consumer environments behind the pipeline's event source mapping until the
 // returned stop is called.
-func (w *world) poll(p Pipeline, n int) (*Poller, func()) {
+func (w *world) poll(p local.Pipeline, n int) (*local.Poller, func()) {
 	w.t.Helper()
-	envs := make([]Invoker, n)
+	envs := make([]local.Invoker, n)
 	for i := range envs {
 		envs[i] = w.invoker(w.env(p.Consumer, w.consumerOutput))
 	}
 	pl := w.poller(p, envs...)
 	if w.obs != nil {
-		w.obs.startHeartbeats(p.Queue)
+		w.obs.StartHeartbeats(p.Queue)
 	}
 	return pl, w.runPoller(pl)
 }
 
 // runPoller runs a Poller until the returned stop is called (stop waits for it).
-func (w *world) runPoller(pl *Poller) func() {
+func (w *world) runPoller(pl *local.Poller) func() {
 	if pl.Region == "" {
 		pl.Region = sqslocal.Region
 	}
@@ -324,12 +326,12 @@ func (w *world) consumerOutput(line []byte) {
 var debug = os.Getenv("E2E_DEBUG") != ""
 
 // dispatch invokes the pipeline's dispatcher as its schedule would for one firing.
-func (w *world) dispatch(e *lambdart.Env, p Pipeline, scheduled time.Time, execID string, items []map[string]any) error {
+func (w *world) dispatch(e *lambdart.Env, p local.Pipeline, scheduled time.Time, execID string, items []map[string]any) error {
 	s, err := w.d.Template.ScheduleFor(p.Dispatcher)
 	if err != nil {
 		return err
 	}
-	in, err := ScheduleInput(s, scheduled, execID, items)
+	in, err := local.ScheduleInput(s, scheduled, execID, items)
 	if err != nil {
 		return err
 	}
@@ -378,7 +380,7 @@ func (w *world) send(queue string, msgs []message) {
 			w.t.Fatalf("send: %d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
 		}
 		if w.obs != nil {
-			w.obs.sent(queue, out.Successful)
+			w.obs.Sent(queue, out.Successful)
 		}
 	}
 }
@@ -509,7 +511,7 @@ func (w *world) drain(queue string) []sqstypes.Message {
 
 // visibility is a queue's visibility timeout from the template.
 func (w *world) visibility(queue string) time.Duration {
-	return time.Duration(asFloat(w.d.Template.Queues[queue].Props["VisibilityTimeout"])) * time.Second
+	return w.d.Template.Queues[queue].VisibilityTimeout()
 }
 
 // body is a consumer message body with the default key field.

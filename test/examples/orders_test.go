@@ -26,9 +26,9 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
-	"github.com/idempotent-sqs/pipeline/test/e2e"
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
 const (
@@ -65,11 +65,11 @@ func TestOrdersExampleWritesEachRowOnce(t *testing.T) {
 	defer ddbSrv.Stop()
 	sq, db := sqsSrv.Client(), ddbSrv.Client()
 
-	tmpl, err := e2e.LoadAssembly(asm)
+	tmpl, err := local.LoadAssembly(asm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := e2e.Deploy(ctx, sq, db, tmpl, "ex")
+	d, err := local.Deploy(ctx, sq, db, tmpl, "ex")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestOrdersExampleWritesEachRowOnce(t *testing.T) {
 	env["AWS_ENDPOINT_URL_DYNAMODB"] = proxy.URL
 	env["AWS_ENDPOINT_URL_SQS"] = sqsSrv.Endpoint()
 	fn := tmpl.Functions[p.Consumer]
-	var envs []e2e.Invoker
+	var envs []local.Invoker
 	for i := range envCount {
 		e, err := lambdart.New(lambdart.Config{
 			Binary: bin, Env: env, FunctionName: fmt.Sprintf("orders-%d", i),
@@ -124,7 +124,7 @@ func TestOrdersExampleWritesEachRowOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer e.Close()
-		envs = append(envs, e2e.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		envs = append(envs, local.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 			res, err := e.Invoke(ctx, payload)
 			if err == nil && res.FunctionError != nil {
 				err = res.FunctionError
@@ -146,7 +146,7 @@ func TestOrdersExampleWritesEachRowOnce(t *testing.T) {
 	}
 	start := time.Now()
 	pollCtx, stop := context.WithCancel(ctx)
-	poller := &e2e.Poller{SQS: sq, QueueURL: queueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
+	poller := &local.Poller{SQS: sq, QueueURL: queueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
 	done := make(chan error, 1)
 	go func() { done <- poller.Run(pollCtx) }()
 	// Drained: nothing visible or in flight (a failed record is in flight until its

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 )
 
 var srv *dynamolocal.Server

@@ -6,7 +6,7 @@
 //     of -n cold starts with min-max, taken in turns (hello, consumer, dispatcher, hello, ...)
 //     so that machine noise hits all three alike (goal <= 3x hello's).
 //
-// The binaries run under test/internal/lambdart with the environment their constructs give
+// The binaries run under internal/lambdart with the environment their constructs give
 // them (no network is touched before /next). AWS's published hello-world Go init on
 // provided.al2023 arm64 is 41-44 ms; that includes the sandbox, which a local process lacks,
 // so only the ratios carry over.
@@ -27,7 +27,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/test/internal/stats"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 )
 
 type binary struct {

@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/test/bench/peers/rawwrite"
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 
 // result is what one contender reports for one run.

@@ -9,7 +9,7 @@
 // earlier batch) go to every contender, each on its own fresh table:
 //   - ours: the consumer as a user's main builds it (consume.Start, test/bench/peers/oursfn)
 //     with the effect every peer runs (parse the body as JSON), built like the Lambda bundling
-//     (lambdart.Build) and invoked through a local Lambda Runtime API (test/internal/lambdart);
+//     (lambdart.Build) and invoked through a local Lambda Runtime API (internal/lambdart);
 //   - bin: the deployed functions/consumer binary the same way, whose default effect also
 //     writes a log line per run;
 //   - ts: @aws-lambda-powertools/batch + idempotency (test/bench/peers/ts, Node 22);
@@ -50,8 +50,8 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
 )
 
 // Where `make bench` installs the Powertools contenders, relative to the module root:

@@ -154,7 +154,7 @@ const notes = `### How to read it
   TypeScript) over a sequential loop (Python) far more than here.
 - Ours is the consumer as a user deploys it with their own effect: a main on package consume
   (test/bench/peers/oursfn) whose effect parses the body like every peer's, built with the
-  bundling flags and invoked through a local Lambda Runtime API (test/internal/lambdart: one
+  bundling flags and invoked through a local Lambda Runtime API (internal/lambdart: one
   HTTP round trip and the event's JSON per invocation are inside its time, as in Lambda), with
   INFO logs (one JSON line per record, to a pipe read by the orchestrator). Bin is the
   deployed functions/consumer binary, the same but for its default effect, LogEffect, which

@@ -1,6 +1,6 @@
 // Command measure counts what one message costs in calls, by running the real Lambda binaries
 // (functions/dispatcher and functions/consumer, built as bundling builds them but for this
-// machine, test/internal/lambdart) against real local servers:
+// machine, internal/lambdart) against real local servers:
 //
 //   - the dispatcher sends to ElasticMQ queues (internal/sqslocal), a standard and a FIFO
 //     one, through a counting proxy (internal/ddbproxy): SendMessageBatch per message;
@@ -50,9 +50,9 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
-	"github.com/idempotent-sqs/pipeline/test/e2e"
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
 func main() {
@@ -157,7 +157,7 @@ type bench struct {
 	sendPx, pollPx   *ddbproxy.Proxy // dispatcher -> ElasticMQ, poller -> ElasticMQ
 	dispatchers      map[string]*fn  // by queue type
 	consumer         *fn
-	poller           *e2e.Poller
+	poller           *local.Poller
 	queueURL         map[string]string
 
 	mu    sync.Mutex
@@ -303,11 +303,11 @@ func run(ctx context.Context, batches, batchSize, items, memory int) error {
 		return err
 	}
 	defer b.consumer.env.Close()
-	b.poller = &e2e.Poller{
+	b.poller = &local.Poller{
 		SQS:      sqsSrv.Client(func(o *sqs.Options) { o.BaseEndpoint = aws.String(b.pollPx.URL) }),
 		QueueURL: b.queueURL["standard"], QueueARN: arns["standard"], Region: sqslocal.Region,
-		Mapping: e2e.Mapping{BatchSize: batchSize, ReportFailures: true},
-		Envs:    []e2e.Invoker{b.consumer},
+		Mapping: local.Mapping{BatchSize: batchSize, ReportFailures: true},
+		Envs:    []local.Invoker{b.consumer},
 	}
 
 	// Warm-up: one batch of another period through dispatcher and consumer, so no measured

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 )
 
 // BenchmarkColdStart measures a cold invocation of testdata/fn: process start, init (until

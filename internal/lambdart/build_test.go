@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 )
 
 // Build must produce what `make build` and bundling produce, for the host.
 func TestBuildFlagsMatchMakefile(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

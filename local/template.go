@@ -9,7 +9,7 @@
 //     synthesized stack; Deploy creates the queues and the table from it on the local
 //     backends and resolves every function's environment, so the suite exercises what would
 //     be deployed, not a hand-written copy.
-//   - lambdart (test/internal/lambdart) runs the bootstrap binaries, built as bundling builds
+//   - lambdart (internal/lambdart) runs the bootstrap binaries, built as bundling builds
 //     them, behind a local Lambda Runtime API.
 //   - Poller is the event source mapping: it receives up to the mapping's batch size, invokes,
 //     deletes only the records the partial batch response did not list, and leaves the rest to
@@ -18,7 +18,7 @@
 //     counting calls and injecting throttling, server errors or held responses.
 //
 // The scenarios are in the e2e-tagged test files: `make e2e` runs them.
-package e2e
+package local
 
 import (
 	"encoding/json"
@@ -59,6 +59,8 @@ type Template struct {
 	Composites []CompositeAlarm
 	// InvokeConfigs are the functions' asynchronous invocation settings, by function.
 	InvokeConfigs map[string]InvokeConfig
+	// Outputs are the stack's outputs, their values still CloudFormation expressions.
+	Outputs map[string]any
 }
 
 // InvokeConfig is an AWS::Lambda::EventInvokeConfig: Lambda's retries of an asynchronous
@@ -90,6 +92,15 @@ func (q Queue) MaxReceiveCount() int {
 	return int(n)
 }
 
+// VisibilityTimeout is the queue's visibility timeout: its VisibilityTimeout property, or
+// SQS's default of 30 seconds without one.
+func (q Queue) VisibilityTimeout() time.Duration {
+	if _, ok := q.Props["VisibilityTimeout"]; !ok {
+		return 30 * time.Second
+	}
+	return time.Duration(asFloat(q.Props["VisibilityTimeout"])) * time.Second
+}
+
 // Table is an AWS::DynamoDB::Table's properties.
 type Table struct {
 	LogicalID string
@@ -105,6 +116,10 @@ type Function struct {
 	MemoryMB  int
 	Handler   string
 	Runtime   string
+	// Path is the construct path CDK recorded in the resource's aws:cdk:path metadata
+	// ("" when the assembly was synthesized without it): the key of its source in the
+	// cloud assembly (cfn.ReadSources).
+	Path string
 }
 
 // Binary names the program of this repository that the function runs. The template says
@@ -211,7 +226,9 @@ func LoadTemplate(path string) (*Template, error) {
 		Resources map[string]struct {
 			Type       string
 			Properties map[string]any
+			Metadata   map[string]any
 		}
+		Outputs map[string]struct{ Value any }
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -222,6 +239,10 @@ func LoadTemplate(path string) (*Template, error) {
 		Tables:        map[string]Table{},
 		Functions:     map[string]Function{},
 		InvokeConfigs: map[string]InvokeConfig{},
+		Outputs:       map[string]any{},
+	}
+	for name, o := range doc.Outputs {
+		t.Outputs[name] = o.Value
 	}
 	ids := make([]string, 0, len(doc.Resources))
 	for id := range doc.Resources {
@@ -241,6 +262,7 @@ func LoadTemplate(path string) (*Template, error) {
 			f := Function{LogicalID: id, Env: env, Timeout: intProp(p, "Timeout", 3), MemoryMB: intProp(p, "MemorySize", 128)}
 			f.Handler, _ = p["Handler"].(string)
 			f.Runtime, _ = p["Runtime"].(string)
+			f.Path, _ = r.Metadata["aws:cdk:path"].(string)
 			t.Functions[id] = f
 		case typeMapping:
 			m := Mapping{

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 )
 
 // fnBinary is testdata/fn, built once like a deployed function.

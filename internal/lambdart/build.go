@@ -11,8 +11,8 @@ import (
 // BuildFlags are the go build arguments of every deployed function, one argument per
 // element: the Makefile's GO_LAMBDA_FLAGS, which constructs/internal/gofn.BuildFlags hands
 // to bundling (a test here compares them with the Makefile, as gofn's test does). They are
-// repeated rather than imported because gofn is internal to constructs/ and test/ cannot
-// import it.
+// repeated rather than imported because gofn is internal to constructs/, out of this
+// package's reach.
 var BuildFlags = []string{"-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w"}
 
 // Build compiles the Go main package pkg into the executable out the way bundling does
@@ -20,9 +20,16 @@ var BuildFlags = []string{"-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s 
 // pkg is an import path or a path relative to the working directory, as `go build` takes
 // it; a test's working directory is its package directory, inside this module.
 func Build(ctx context.Context, pkg, out string) error {
+	return BuildIn(ctx, "", pkg, out)
+}
+
+// BuildIn is Build run in directory dir ("" for the working directory): the module whose
+// go.mod is in or above dir builds pkg, as bundling builds an Entry in its ModuleDir.
+func BuildIn(ctx context.Context, dir, pkg, out string) error {
 	args := append([]string{"build"}, BuildFlags...)
 	args = append(args, "-o", out, pkg)
 	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
 	if output, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("lambdart: go build %s: %w\n%s", pkg, err, output)

@@ -1,4 +1,4 @@
-package e2e
+package local
 
 import (
 	"fmt"
@@ -138,6 +138,10 @@ type CompositeAlarm struct {
 	Actions                      []string
 	rule                         ruleNode
 }
+
+// Children are the alarms the rule names, as it names them (logical ids or alarm names), in
+// the rule's order.
+func (c CompositeAlarm) Children() []string { return c.rule.children(nil) }
 
 // parseAlarm reads an AWS::CloudWatch::Alarm's properties. Anything the evaluator cannot
 // apply faithfully (anomaly detection, an unknown statistic) is an error, never ignored.

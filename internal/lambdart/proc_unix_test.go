@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idempotent-sqs/pipeline/test/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 )
 
 // alive reports whether pid runs; a zombie waiting for its reaper counts as dead.
