@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -80,7 +79,7 @@ type templateFile struct{ name, path string }
 
 // stackTemplates lists the stack templates of the assembly in dir.
 func stackTemplates(dir string) ([]templateFile, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	_, err := os.Stat(filepath.Join(dir, "manifest.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		paths, err := filepath.Glob(filepath.Join(dir, "*.template.json"))
 		var out []templateFile
@@ -92,35 +91,13 @@ func stackTemplates(dir string) ([]templateFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m struct {
-		Artifacts map[string]struct {
-			Type        string `json:"type"`
-			DisplayName string `json:"displayName"`
-			Properties  struct {
-				TemplateFile  string `json:"templateFile"`
-				DirectoryName string `json:"directoryName"`
-			} `json:"properties"`
-		} `json:"artifacts"`
+	refs, err := cfn.Stacks(dir)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "manifest.json"), err)
-	}
-	var out []templateFile
-	for id, art := range m.Artifacts {
-		switch art.Type {
-		case "aws:cloudformation:stack":
-			name := art.DisplayName
-			if name == "" {
-				name = id
-			}
-			out = append(out, templateFile{name, filepath.Join(dir, art.Properties.TemplateFile)})
-		case "cdk:cloud-assembly": // a Stage's nested assembly
-			nested, err := stackTemplates(filepath.Join(dir, art.Properties.DirectoryName))
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, nested...)
-		}
+	out := make([]templateFile, len(refs))
+	for i, s := range refs {
+		out[i] = templateFile{s.DisplayName, filepath.Join(s.Dir, s.TemplateFile)}
 	}
 	return out, nil
 }

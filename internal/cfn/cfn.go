@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -85,4 +87,146 @@ func JoinString(v any, resolve func(part any) string) string {
 		}
 	}
 	return strings.Join(out, sep)
+}
+
+// SourceMetadata is the type of the cloud assembly metadata entry each bundled function of
+// these constructs carries (on its AWS::Lambda::Function, in the stack's manifest, not in
+// the template): where its source is, so that package local can build it for the machine it
+// runs on. Its data is a Source.
+const SourceMetadata = "idempotent-sqs:function-source"
+
+// Source is the data of a SourceMetadata entry: absolute paths on the machine that
+// synthesized, and the role of the main ("consumer" or "dispatcher").
+type Source struct {
+	Entry     string `json:"entry"`
+	ModuleDir string `json:"moduleDir,omitempty"` // "" when bundling searched upwards from Entry
+	Role      string `json:"role"`
+	// Path is the construct path of the function resource ("/Stack/Consumer/Resource/Resource");
+	// ReadSources fills it from the entry's place in the manifest.
+	Path string `json:"-"`
+}
+
+// ReadSources reads the SourceMetadata entries of stack in the cloud assembly at dir, by the
+// logical id of the function resource (from the aws:cdk:logicalId entry of the same
+// construct path, which CDK always records; the template's aws:cdk:path is there only when
+// the CLI synthesized). The entries are in the manifest's artifact metadata or in its
+// additionalMetadataFile, where current CDK versions put them.
+func ReadSources(dir, stack string) (map[string]Source, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	type entries = map[string][]struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	var m struct {
+		Artifacts map[string]struct {
+			Type       string `json:"type"`
+			Metadata   entries
+			Additional string `json:"additionalMetadataFile"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s/manifest.json: %w", dir, err)
+	}
+	a, ok := m.Artifacts[stack]
+	if !ok || a.Type != "aws:cloudformation:stack" {
+		return nil, fmt.Errorf("%s: no stack %q in the cloud assembly", dir, stack)
+	}
+	md := a.Metadata
+	if a.Additional != "" {
+		raw, err := os.ReadFile(filepath.Join(dir, a.Additional))
+		if err != nil {
+			return nil, err
+		}
+		var more entries
+		if err := json.Unmarshal(raw, &more); err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", dir, a.Additional, err)
+		}
+		md = more
+		for path, es := range a.Metadata {
+			md[path] = append(md[path], es...)
+		}
+	}
+	out := map[string]Source{}
+	for path, es := range md {
+		var src *Source
+		var id string
+		for _, e := range es {
+			switch e.Type {
+			case SourceMetadata:
+				src = &Source{Path: path}
+				if err := json.Unmarshal(e.Data, src); err != nil {
+					return nil, fmt.Errorf("%s: %s of %s: %w", dir, SourceMetadata, path, err)
+				}
+			case "aws:cdk:logicalId":
+				_ = json.Unmarshal(e.Data, &id)
+			}
+		}
+		if src != nil {
+			if id == "" {
+				return nil, fmt.Errorf("%s: %s has a %s entry but no aws:cdk:logicalId", dir, path, SourceMetadata)
+			}
+			out[id] = *src
+		}
+	}
+	return out, nil
+}
+
+// StackRef is one stack of a cloud assembly: its artifact id, the name `cdk deploy` shows
+// (the hierarchical id for a stack inside a Stage: "Dev/Billing") and where its template is.
+type StackRef struct {
+	ID, DisplayName string
+	Dir             string // the (nested) assembly directory holding the template and manifest
+	TemplateFile    string
+}
+
+// Stacks lists every stack of the cloud assembly at dir, the stacks of nested assemblies
+// (one per Stage) included, by display name. A directory without manifest.json is an
+// error satisfying errors.Is(err, fs.ErrNotExist).
+func Stacks(dir string) ([]StackRef, error) {
+	var out []StackRef
+	if err := walkAssembly(dir, &out, 0); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b StackRef) int { return strings.Compare(a.DisplayName, b.DisplayName) })
+	return out, nil
+}
+
+func walkAssembly(dir string, out *[]StackRef, depth int) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return err
+	}
+	var m struct {
+		Artifacts map[string]struct {
+			Type        string `json:"type"`
+			DisplayName string `json:"displayName"`
+			Properties  struct {
+				TemplateFile  string `json:"templateFile"`
+				DirectoryName string `json:"directoryName"`
+			} `json:"properties"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("%s/manifest.json: %w", dir, err)
+	}
+	for id, a := range m.Artifacts {
+		switch a.Type {
+		case "aws:cloudformation:stack":
+			name := a.DisplayName
+			if name == "" {
+				name = id
+			}
+			*out = append(*out, StackRef{ID: id, DisplayName: name, Dir: dir, TemplateFile: a.Properties.TemplateFile})
+		case "cdk:cloud-assembly":
+			if depth < 8 && a.Properties.DirectoryName != "" {
+				if err := walkAssembly(filepath.Join(dir, a.Properties.DirectoryName), out, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

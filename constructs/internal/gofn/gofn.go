@@ -37,6 +37,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/logkey"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
 // Defaults shared by both functions.
@@ -325,6 +326,7 @@ func New(scope constructs.Construct, p Props) *Function {
 		props.ReservedConcurrentExecutions = jsii.Number(float64(p.ReservedConcurrentExecutions))
 	}
 	fn := newGoFunction(scope, "Resource", props, &p)
+	addSource(fn, p)
 	awscdk.Annotations_Of(scope).AcknowledgeWarning(jsii.String(goBuildFlagsWarning),
 		jsii.String("the build flags are constants of constructs/internal/gofn, never user input"))
 
@@ -364,6 +366,28 @@ func New(scope constructs.Construct, p Props) *Function {
 		checkov.Add(role.Node().FindChild(jsii.String("DefaultPolicy")), checkov.NetworkInterfaceActions)
 	}
 	return &Function{Function: fn, Role: role, LogGroup: logGroup}
+}
+
+// addSource records where the function's source is, as cloud assembly metadata on its
+// AWS::Lambda::Function (the manifest, not the template: the template stays the same on
+// every machine): package local builds the function from it for the machine it runs on.
+func addSource(fn awslambda.Function, p Props) {
+	src := cfn.Source{Entry: absPath(p.Entry), Role: p.Main}
+	if p.ModuleDir != "" {
+		src.ModuleDir = absPath(p.ModuleDir)
+	}
+	data := map[string]any{"entry": src.Entry, "role": src.Role}
+	if src.ModuleDir != "" {
+		data["moduleDir"] = src.ModuleDir
+	}
+	fn.Node().DefaultChild().Node().AddMetadata(jsii.String(cfn.SourceMetadata), data, nil)
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 // Reasons of the compliance packs' suppressions on every function, written for a reviewer.

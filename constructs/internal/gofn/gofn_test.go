@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
 // The Makefile's GO_LAMBDA_FLAGS build the binaries that are measured and tested locally;
@@ -199,6 +200,23 @@ func TestBundling(t *testing.T) {
 			t.Fatalf("%s: unexpected S3Key %v", main, code["S3Key"])
 		}
 		checkBootstrap(t, main, filepath.Join(out, "asset."+hash, "bootstrap"), machines[main])
+	}
+
+	// Each function says where its source is, in the manifest (package local builds it from
+	// there for the machine it runs on).
+	sources, err := cfn.ReadSources(out, "Bundled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, main := range map[string]string{"consumer": "consumer", "dispatcher": "dispatcher", "dispatcher-x86_64": "dispatcher"} {
+		got, ok := sources[fns[name]]
+		entry, _, err := gofn.DefaultPaths(main)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || got.Entry != entry || got.Role != main || got.ModuleDir == "" || got.Path != "/Bundled/"+name+"/Resource/Resource" {
+			t.Errorf("%s: %s metadata = %+v, want entry %s and role %s", name, cfn.SourceMetadata, got, entry, main)
+		}
 	}
 }
 
