@@ -208,7 +208,7 @@ func (p *parser) mathUnary() (*mathNode, error) {
 		name := strings.ToUpper(t.text)
 		arity, ok := mathFuncs[name]
 		if !ok {
-			return nil, fmt.Errorf("metric math function %s is not evaluated by the e2e harness", t.text)
+			return nil, fmt.Errorf("metric math function %s is not evaluated by the local kit (package local)", t.text)
 		}
 		p.pos++
 		n := &mathNode{op: name}
@@ -383,7 +383,7 @@ func (p *parser) ruleNot() (ruleNode, error) {
 		child := c.text[strings.LastIndex(c.text, ":")+1:]
 		return ruleNode{op: strings.ToUpper(t.text), child: child}, p.expect(")")
 	}
-	return ruleNode{}, fmt.Errorf("rule function %q is not evaluated by the e2e harness", t.text)
+	return ruleNode{}, fmt.Errorf("rule function %q is not evaluated by the local kit (package local)", t.text)
 }
 
 func (n ruleNode) children(acc []string) []string {

@@ -158,7 +158,7 @@ func parseAlarm(id string, p map[string]any) (Alarm, error) {
 		return Alarm{}, fmt.Errorf("alarm %s: %s", id, fmt.Sprintf(format, args...))
 	}
 	if _, ok := comparisons[a.Comparison]; !ok {
-		return fail("comparison %q is not evaluated by the e2e harness (anomaly detection needs a model)", a.Comparison)
+		return fail("comparison %q is not evaluated by the local kit (package local) (anomaly detection needs a model)", a.Comparison)
 	}
 	if a.EvaluationPeriods < 1 || a.DatapointsToAlarm < 1 || a.DatapointsToAlarm > a.EvaluationPeriods {
 		return fail("%d of %d datapoints: want 1 <= M <= N", a.DatapointsToAlarm, a.EvaluationPeriods)
@@ -358,7 +358,7 @@ func statistic(stat string, vs []float64) (float64, error) {
 	if strings.HasPrefix(stat, "p") {
 		pct, err := strconv.ParseFloat(stat[1:], 64)
 		if err != nil || pct < 0 || pct > 100 {
-			return 0, fmt.Errorf("statistic %q is not evaluated by the e2e harness", stat)
+			return 0, fmt.Errorf("statistic %q is not evaluated by the local kit (package local)", stat)
 		}
 		if len(vs) == 0 {
 			return math.NaN(), nil
@@ -370,7 +370,7 @@ func statistic(stat string, vs []float64) (float64, error) {
 	switch stat {
 	case "Sum", "Maximum", "Minimum", "Average", "SampleCount":
 	default:
-		return 0, fmt.Errorf("statistic %q is not evaluated by the e2e harness", stat)
+		return 0, fmt.Errorf("statistic %q is not evaluated by the local kit (package local)", stat)
 	}
 	if len(vs) == 0 {
 		return math.NaN(), nil

@@ -57,7 +57,7 @@ var ignoredTableProps = map[string]bool{
 
 // Deploy creates every queue and table of t on the local backends, each name ending in
 // suffix so that several deployments of one template live side by side (one per scenario).
-// An unknown property is an error: the harness never silently deploys something other than
+// An unknown property is an error: the kit never silently deploys something other than
 // the template.
 func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Template, suffix string) (*Deployment, error) {
 	d := &Deployment{
@@ -78,7 +78,7 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 			case ignoredQueueProps[k]:
 				d.ignore("queue " + id + " " + k)
 			default:
-				return nil, fmt.Errorf("queue %s: property %s is not understood by the e2e harness; teach Deploy what it means", id, k)
+				return nil, fmt.Errorf("queue %s: property %s is not understood by the local kit (package local), which never creates something other than the template says: remove it, or report it to the project so the kit learns what it means", id, k)
 			}
 		}
 		name := d.localQueueName(q)
@@ -178,7 +178,7 @@ func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Ta
 			case "PROVISIONED":
 				in.BillingMode = dbtypes.BillingModeProvisioned
 			default:
-				return fmt.Errorf("table %s: BillingMode %v: the harness knows PAY_PER_REQUEST and PROVISIONED", tb.LogicalID, v)
+				return fmt.Errorf("table %s: BillingMode %v: the local kit knows PAY_PER_REQUEST and PROVISIONED", tb.LogicalID, v)
 			}
 		case "ProvisionedThroughput":
 			// A provisioned table (CloudFormation's default billing mode when BillingMode is
@@ -195,7 +195,7 @@ func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Ta
 		case "TableName":
 		default:
 			if !ignoredTableProps[k] {
-				return fmt.Errorf("table %s: property %s is not understood by the e2e harness; teach Deploy what it means", tb.LogicalID, k)
+				return fmt.Errorf("table %s: property %s is not understood by the local kit (package local), which never creates something other than the template says: remove it, or report it to the project so the kit learns what it means", tb.LogicalID, k)
 			}
 			d.ignore("table " + tb.LogicalID + " " + k)
 		}
@@ -280,7 +280,7 @@ func (d *Deployment) resolve(v any) (any, error) {
 					return d.join(arg)
 				}
 				if strings.HasPrefix(k, "Fn::") {
-					return nil, fmt.Errorf("intrinsic %s is not supported by the e2e harness", k)
+					return nil, fmt.Errorf("intrinsic %s is not supported by the local kit (package local)", k)
 				}
 			}
 		}

@@ -103,7 +103,7 @@ func TestLoadTemplate(t *testing.T) {
 	}
 	for _, bad := range []struct{ from, to, want string }{
 		{`{"Ref":"Q"},"\"}"`, `{"Ref":"Gone"},"\"}"`, `schedule H: sends to "Gone", not a queue of this stack`},
-		{`rate(5 minutes)`, `cron(0 * * * ? *)`, `schedule H: expression "cron(0 * * * ? *)": the harness fires SQS-target schedules by rate(N minutes|hours) only`},
+		{`rate(5 minutes)`, `cron(0 * * * ? *)`, `schedule H: expression "cron(0 * * * ? *)": the local kit fires SQS-target schedules by rate(N minutes|hours) only`},
 	} {
 		if _, err := LoadTemplate(write(t, strings.Replace(ok, bad.from, bad.to, 1))); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err = %v, want %q", bad.to, err, bad.want)

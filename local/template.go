@@ -1,23 +1,3 @@
-// Package e2e runs the pipeline's real Lambda binaries against a real SQS-compatible server
-// and DynamoDB Local, configured from a synthesized CloudFormation template, under the faults
-// SQS, EventBridge Scheduler and Lambda produce in production: duplicate deliveries,
-// duplicate schedule invocations, crashed and timed-out invocations, poison messages and a
-// failing DynamoDB.
-//
-// The harness (this package's non-test files) has four parts:
-//   - Template reads the queues, table, functions, event source mappings and schedules of a
-//     synthesized stack; Deploy creates the queues and the table from it on the local
-//     backends and resolves every function's environment, so the suite exercises what would
-//     be deployed, not a hand-written copy.
-//   - lambdart (internal/lambdart) runs the bootstrap binaries, built as bundling builds
-//     them, behind a local Lambda Runtime API.
-//   - Poller is the event source mapping: it receives up to the mapping's batch size, invokes,
-//     deletes only the records the partial batch response did not list, and leaves the rest to
-//     the visibility timeout. Scheduler invokes the dispatcher with the schedule's input.
-//   - ddbproxy (internal/ddbproxy) sits between the consumers and DynamoDB Local,
-//     counting calls and injecting throttling, server errors or held responses.
-//
-// The scenarios are in the e2e-tagged test files: `make e2e` runs them.
 package local
 
 import (
@@ -34,7 +14,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
-// Resource types the harness deploys or runs.
+// Resource types the kit deploys or runs.
 const (
 	typeQueue        = "AWS::SQS::Queue"
 	typeTable        = "AWS::DynamoDB::Table"
@@ -193,7 +173,7 @@ func parseSendSchedule(id string, p map[string]any) (SendSchedule, error) {
 	expr, _ := p["ScheduleExpression"].(string)
 	m := rateExpr.FindStringSubmatch(expr)
 	if m == nil {
-		return s, fmt.Errorf("schedule %s: expression %q: the harness fires SQS-target schedules by rate(N minutes|hours) only", id, expr)
+		return s, fmt.Errorf("schedule %s: expression %q: the local kit fires SQS-target schedules by rate(N minutes|hours) only", id, expr)
 	}
 	n, _ := strconv.Atoi(m[1])
 	s.Rate = time.Duration(n) * time.Minute
@@ -215,7 +195,7 @@ func LoadAssembly(dir string) (*Template, error) {
 	return LoadTemplate(files[0])
 }
 
-// LoadTemplate reads a synthesized template and checks that every part the harness needs is
+// LoadTemplate reads a synthesized template and checks that every part the kit needs is
 // there and understood: an unknown shape is an error, never a silently different topology.
 func LoadTemplate(path string) (*Template, error) {
 	raw, err := os.ReadFile(path)

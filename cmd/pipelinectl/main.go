@@ -88,6 +88,8 @@ Usage:
   pipelinectl verify         --stack STACK [--pipeline NAME] [--timeout D]
   pipelinectl backfill       --stack STACK --pipeline NAME --from TIME --to TIME [--yes]
   pipelinectl policy         --stack STACK --pipeline NAME [--access read|operate]
+  pipelinectl local up       --assembly DIR [--stack NAME] [--send FILE] [--fire NAME]
+  pipelinectl local install
   pipelinectl help [COMMAND]
 
 Where the resources are (one of --stack or --outputs, or the overrides):
@@ -110,8 +112,8 @@ Exit status: 0 done (a dry run included); 1 the command failed; 2 the command li
 wrong; 3 not done: interrupted, messages still hidden or a move task still running; the
 summary says what is where and the command that resumes.
 
-Run 'pipelinectl help dlq', 'help record', 'help status', 'help verify', 'help backfill' or
-'help policy' for each command's details.
+Run 'pipelinectl help dlq', 'help record', 'help status', 'help verify', 'help backfill',
+'help policy' or 'help local' for each command's details.
 `
 
 const dlqUsage = `pipelinectl dlq inspect: what is in a dead-letter queue, without consuming it.
@@ -239,6 +241,8 @@ func dispatch(ctx context.Context, args []string, w streams, connect connector) 
 			fmt.Fprint(stdout, verifyUsage)
 		case len(args) > 1 && args[1] == "status":
 			fmt.Fprint(stdout, statusUsage)
+		case len(args) > 1 && args[1] == "local":
+			fmt.Fprint(stdout, localUsage)
 		default:
 			fmt.Fprint(stdout, usage)
 		}
@@ -251,6 +255,8 @@ func dispatch(ctx context.Context, args []string, w streams, connect connector) 
 		return verify(ctx, args[1:], w, connect)
 	case "status":
 		return status(ctx, args[1:], w, connect)
+	case "local":
+		return localCmd(ctx, args[1:], w)
 	case "dlq", "record":
 		if len(args) < 2 {
 			return usagef("%s needs a subcommand: %s", args[0], map[string]string{"dlq": "inspect or redrive", "record": "get or release"}[args[0]])
@@ -268,12 +274,12 @@ func dispatch(ctx context.Context, args []string, w streams, connect connector) 
 		}
 		return usagef("unknown command %q%s", sub, didYouMean(sub, []string{"dlq inspect", "dlq redrive", "record get", "record release"}))
 	}
-	return usagef("unknown command %q%s", args[0], didYouMean(args[0], []string{"dlq", "record", "status", "verify", "backfill", "policy", "help"}))
+	return usagef("unknown command %q%s", args[0], didYouMean(args[0], []string{"dlq", "record", "status", "verify", "backfill", "policy", "local", "help"}))
 }
 
 // usageHint is the line after a usage error: where the command's help is.
 func usageHint(args []string) string {
-	if len(args) > 0 && (args[0] == "dlq" || args[0] == "record" || args[0] == "policy" || args[0] == "backfill" || args[0] == "verify" || args[0] == "status") {
+	if len(args) > 0 && (args[0] == "dlq" || args[0] == "record" || args[0] == "policy" || args[0] == "backfill" || args[0] == "verify" || args[0] == "status" || args[0] == "local") {
 		return fmt.Sprintf("Run 'pipelinectl help %s' for its flags.", args[0])
 	}
 	return "Run 'pipelinectl help' for usage."

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idempotent-sqs/pipeline/local"
+)
+
+const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this machine.
+
+  pipelinectl local install
+  pipelinectl local up --assembly DIR [--stack NAME]... [--send FILE --pipeline NAME]
+                       [--fire NAME] [--environments N] [--logs] [--every D]
+
+  install fetches DynamoDB Local and ElasticMQ (pinned versions, with Maven, checksums
+  checked) into the user cache, once; up does it when they are missing. Both need
+  Java 17+.
+
+  up builds every consumer and dispatcher of the stacks from its source for this machine,
+  starts DynamoDB Local and ElasticMQ on free loopback ports, creates the stacks' queues
+  and tables from their templates, and runs each consumer behind a poller that behaves
+  as its event source mapping. It prints the endpoints (for the AWS CLI, the SDKs and
+  pipelinectl), writes the stacks' outputs with local values to DIR/local-outputs.json
+  (pipelinectl's --outputs), then a status line per pipeline whenever it changes: queue
+  and DLQ depths, record outcomes, alarms in ALARM (evaluated on a clock 30 times the
+  wall clock). Ctrl-C stops everything it started; the data was in memory and is gone.
+
+  --assembly DIR       the directory 'cdk synth' wrote (default cdk.out)
+  --stack NAME         a stack to run (repeatable; default every stack of the assembly)
+  --send FILE          send each line of FILE as one message body, once up ('-' for stdin)
+  --pipeline NAME      the pipeline --send and --fire address (needed with several)
+  --fire NAME          run NAME's dispatcher once, as its schedule would now
+  --environments N     execution environments per consumer (default 2)
+  --logs               print every function log line, prefixed with the function
+  --every D            how often to check for changes (default 2s)
+`
+
+func localCmd(ctx context.Context, args []string, w streams) error {
+	if len(args) == 0 {
+		return usagef("local needs a subcommand: install or up")
+	}
+	switch args[0] {
+	case "install":
+		if len(args) > 1 {
+			return usagef("local install takes no arguments, got %q", args[1:])
+		}
+		if err := local.Install(ctx, w.out); err != nil {
+			return err
+		}
+		dir, _ := local.CacheDir()
+		fmt.Fprintf(w.out, "DynamoDB Local and ElasticMQ are installed (the kit looks in $DYNAMODB_LOCAL_DIR, $ELASTICMQ_DIR, then %s)\n", dir)
+		return nil
+	case "up":
+		return localUp(ctx, args[1:], w)
+	}
+	return usagef("unknown command %q%s", "local "+args[0], didYouMean("local "+args[0], []string{"local install", "local up"}))
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func localUp(ctx context.Context, args []string, w streams) error {
+	fs := flag.NewFlagSet("local up", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { fmt.Fprint(w.out, localUsage) }
+	var opts local.Options
+	var stacks stringList
+	var send, pipeline, fire string
+	var logs bool
+	every := 2 * time.Second
+	fs.StringVar(&opts.Assembly, "assembly", "cdk.out", "")
+	fs.Var(&stacks, "stack", "")
+	fs.StringVar(&send, "send", "", "")
+	fs.StringVar(&pipeline, "pipeline", "", "")
+	fs.StringVar(&fire, "fire", "", "")
+	fs.IntVar(&opts.Environments, "environments", 2, "")
+	fs.BoolVar(&logs, "logs", false, "")
+	fs.DurationVar(&every, "every", every, "")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs("local up", pos); err != nil {
+		return err
+	}
+	if opts.Environments < 1 {
+		return usagef("--environments %d: want 1 or more", opts.Environments)
+	}
+	if every < 100*time.Millisecond {
+		return usagef("--every %v: want 100ms or more", every)
+	}
+	var bodies []string
+	if send != "" {
+		if bodies, err = readBodies(send); err != nil {
+			return usagef("--send %s: %v", send, err)
+		}
+	}
+	opts.Stacks = stacks
+	opts.Progress = w.err
+	if logs {
+		opts.Logs = func(fn string, line []byte) { fmt.Fprintf(w.out, "%s | %s\n", fn, line) }
+	}
+	started := time.Now()
+	kit, err := local.Start(ctx, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &notDone{why: "interrupted while starting; everything started so far was stopped, nothing is left running. Run the same command to start again"}
+		}
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(w.err, "local: stopping the pollers, the functions and both servers")
+		if err := kit.Close(); err != nil {
+			fmt.Fprintf(w.err, "local: %v\n", err)
+		}
+		fmt.Fprintln(w.err, "local: stopped; nothing is left running. The queues and tables were in memory and are gone: 'pipelinectl local up' starts afresh")
+	}()
+	fmt.Fprintf(w.out, "Up in %v. Pipelines:\n", time.Since(started).Round(100*time.Millisecond))
+	for _, p := range kit.Pipelines() {
+		fmt.Fprintf(w.out, "  %s/%s  queue %s\n  %s  DLQ   %s\n  %s  table %s\n", p.Stack, p.Name, p.QueueURL,
+			strings.Repeat(" ", len(p.Stack+p.Name)+1), p.DLQURL, strings.Repeat(" ", len(p.Stack+p.Name)+1), p.Table)
+	}
+	for stack, ignored := range kit.Ignored() {
+		if len(ignored) > 0 {
+			fmt.Fprintf(w.out, "Not applied locally (%s): %s\n", stack, strings.Join(ignored, "; "))
+		}
+	}
+	outPath := filepath.Join(opts.Assembly, "local-outputs.json")
+	outputs, skipped := kit.Outputs()
+	if b, err := json.MarshalIndent(outputs, "", "  "); err == nil {
+		if err := os.WriteFile(outPath, b, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w.out, "\nIn another shell:\n")
+	for _, e := range kit.Environ() {
+		fmt.Fprintf(w.out, "  export %s\n", e)
+	}
+	fmt.Fprintf(w.out, "  aws sqs send-message --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'\n", kit.Pipelines()[0].QueueURL)
+	for stack := range outputs {
+		fmt.Fprintf(w.out, "  pipelinectl dlq inspect --outputs %s --stack %s --pipeline %s\n", outPath, stack, kit.Pipelines()[0].Name)
+		break
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(w.out, "Outputs with no local value (left out of %s): %s\n", outPath, strings.Join(skipped, ", "))
+	}
+	fmt.Fprintln(w.out, "\nCtrl-C stops everything.")
+
+	if len(bodies) > 0 {
+		if err := kit.Send(ctx, pipeline, bodies...); err != nil {
+			return err
+		}
+		fmt.Fprintf(w.out, "sent %d messages from %s\n", len(bodies), send)
+	}
+	if fire != "" {
+		n, err := kit.Fire(ctx, fire, time.Now().UTC().Truncate(time.Minute))
+		fmt.Fprintf(w.out, "fired the dispatcher of %s: %d attempt(s), last error: %v\n", fire, n, err)
+	}
+	return watch(ctx, kit, every, w.out)
+}
+
+// readBodies reads one message body per non-empty line of path ("-": stdin).
+func readBodies(path string) ([]string, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" {
+			out = append(out, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no message bodies in it (one per line)")
+	}
+	return out, nil
+}
+
+// watch prints a line per pipeline whenever its depths, outcomes or alarms change, until
+// ctx ends (Ctrl-C), which is a normal end.
+func watch(ctx context.Context, kit *local.Kit, every time.Duration, out io.Writer) error {
+	last := map[string]string{}
+	lastAlarms, lastErr := "", ""
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if st, err := kit.Status(ctx); err == nil {
+			for _, s := range st {
+				line := fmt.Sprintf("queue %d visible, %d in flight · DLQ %d · %s", s.Queue.Visible, s.Queue.InFlight+s.Queue.Delayed, s.DLQ.Visible, outcomes(s.Outcomes))
+				if last[s.Pipeline] != line {
+					fmt.Fprintf(out, "%s %s: %s\n", time.Now().Format("15:04:05"), s.Pipeline, line)
+					last[s.Pipeline] = line
+				}
+			}
+		} else if ctx.Err() == nil {
+			fmt.Fprintf(out, "%s status: %v\n", time.Now().Format("15:04:05"), err)
+		}
+		if states, err := kit.Alarms(); err == nil {
+			var firing []string
+			for _, a := range states {
+				if a.State == local.StateAlarm {
+					firing = append(firing, a.LogicalID)
+				}
+			}
+			line := "none"
+			if len(firing) > 0 {
+				line = strings.Join(firing, ", ")
+			}
+			if line != lastAlarms {
+				fmt.Fprintf(out, "%s alarms in ALARM: %s\n", time.Now().Format("15:04:05"), line)
+				lastAlarms = line
+			}
+		}
+		if err := kit.Err(); err != nil && err.Error() != lastErr {
+			fmt.Fprintf(out, "%s problem: %v\n", time.Now().Format("15:04:05"), err)
+			lastErr = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func outcomes(m map[string]int) string {
+	if len(m) == 0 {
+		return "no records yet"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
+	"github.com/idempotent-sqs/pipeline/stacks"
+)
+
+// `pipelinectl local up` stopped with Ctrl-C, once up and once while it starts: it ends
+// every process it started (the two JVMs and the function processes, found through /proc
+// as its descendants just before the signal), says so, and exits 0 once up (stopping is
+// how a session ends) or 3 when interrupted while starting.
+func TestLocalUpSIGINT(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "pipelinectl")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	asm := t.TempDir()
+	t.Setenv("CDK_VALIDATION", "false")
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(asm), Context: &map[string]any{"aws:cdk:bundling-stacks": []string{}}})
+	stacks.Build(app, stacks.Config{Stage: "ctrlc", ConsumerTimeout: 3 * time.Second})
+	app.Synth(nil)
+	msgs := filepath.Join(t.TempDir(), "msgs.txt")
+	if err := os.WriteFile(msgs, []byte("{\"idempotencyKey\":\"a\"}\n{\"idempotencyKey\":\"a\"}\nnot json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name, after string // the line after which the signal goes
+		code        int
+		want        []string
+	}{
+		{"up", "Ctrl-C stops everything.", exitOK, []string{"sent 3 messages", "local: stopped; nothing is left running"}},
+		{"starting", "local: starting DynamoDB Local and ElasticMQ", exitNotDone, []string{"interrupted while starting; everything started so far was stopped, nothing is left running"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, "local", "up", "--assembly", asm, "--send", msgs, "--pipeline", "Standard")
+			pr, pw := io.Pipe()
+			cmd.Stdout, cmd.Stderr = pw, pw
+			var out strings.Builder
+			reached, copied := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(copied)
+				sc := bufio.NewScanner(pr)
+				once := false
+				for sc.Scan() {
+					out.WriteString(sc.Text() + "\n")
+					if !once && strings.Contains(sc.Text(), tc.after) {
+						once = true
+						close(reached)
+					}
+				}
+			}()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-reached:
+			case <-time.After(3 * time.Minute):
+				cmd.Process.Kill()
+				t.Fatalf("no %q in 3 minutes", tc.after)
+			}
+			if tc.name == "up" {
+				time.Sleep(3 * time.Second) // a status line or two
+			}
+			started := localproc.Descendants(cmd.Process.Pid)
+			for deadline := time.Now().Add(time.Minute); len(started) < 2 && time.Now().Before(deadline); started = localproc.Descendants(cmd.Process.Pid) {
+				time.Sleep(20 * time.Millisecond) // starting: until both servers' JVMs run
+			}
+			start := time.Now()
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			stopped := time.Since(start)
+			pw.Close()
+			<-copied
+			code := cmd.ProcessState.ExitCode()
+			var left []int
+			for _, pid := range started {
+				if localproc.Alive(pid) {
+					left = append(left, pid)
+				}
+			}
+			t.Logf("SIGINT %s: exit %d, stopped %v after the signal; %d processes it had started, %d left\n%s",
+				tc.name, code, stopped.Round(time.Millisecond), len(started), len(left), out.String())
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			if len(left) > 0 {
+				t.Errorf("processes left running after SIGINT: %v", left)
+			}
+			if len(started) < 2 {
+				t.Errorf("only %d descendants seen before the signal (want at least the two servers): the check proves nothing", len(started))
+			}
+			wantContains(t, "SIGINT "+tc.name, out.String(), tc.want...)
+		})
+	}
+}

@@ -1,0 +1,41 @@
+// Package local runs the pipelines of a cloud assembly on this machine, for your own tests
+// and for a person trying a stack before deploying it (`pipelinectl local up`).
+//
+// Start takes the directory `cdk synth` wrote and brings up every stack's pipelines:
+//
+//	kit, err := local.Start(ctx, local.Options{Assembly: "cdk.out"})
+//	if err != nil { ... }
+//	defer kit.Close()
+//	kit.Send(ctx, "Orders", `{"idempotencyKey":"o-1"}`, `{"idempotencyKey":"o-1"}`)
+//	kit.WaitIdle(ctx)
+//	dead, _ := kit.DeadLetters(ctx, "Orders")
+//
+// What runs, each part from the templates and the cloud assembly, never from a second
+// description of the stack:
+//   - DynamoDB Local and ElasticMQ (an SQS-compatible server) on free loopback ports, from
+//     their pinned jars (Install fetches them with Maven into CacheDir; Java 17+).
+//   - Deploy creates the stacks' queues (attributes, redrive and redrive-allow policies) and
+//     tables (keys, TTL) from the templates. A property with no local meaning (encryption,
+//     tags, backups) is listed (Kit.Ignored); one the kit does not understand is an error.
+//     An idempotency table the stack imports gets a local stand-in (Kit.StandIns).
+//   - Every consumer and dispatcher is built from its source (the Entry the construct
+//     bundled, recorded in the cloud assembly) with the bundling flags for this machine, and
+//     run behind a local Lambda Runtime API (internal/lambdart) with the template's
+//     environment, timeout and memory, one process per execution environment.
+//   - A Poller per consumer is its event source mapping: batch size, batching window,
+//     maximum concurrency, partial batch responses; records not deleted return after the
+//     visibility timeout, and SQS's redrive policy moves them to the DLQ.
+//   - Fire runs a dispatcher as its schedule would, asynchronously: retries and the
+//     on-failure destination from its EventInvokeConfig (InvokeAsync).
+//   - The heartbeat schedules send their probes; an Observer records what runs as the
+//     CloudWatch metrics the templates' alarms read, and Evaluate applies every alarm and
+//     composite alarm with CloudWatch's rules on a clock AlarmTimeScale times the wall
+//     clock (Kit.Alarms, Kit.WaitForAlarm).
+//
+// Not modelled: IAM (every call is allowed), KMS (nothing is encrypted), quotas and
+// throttling beyond what InjectDynamoDB injects, CloudWatch Logs and X-Ray.
+//
+// The pieces are exported for tests that drive them by hand (test/e2e, the repository's
+// scenarios with fault injection, is such a user): LoadTemplate and Template, Deploy and
+// Deployment, Poller, Observer, Ledger, Evaluate and EvaluateAll.
+package local

@@ -1,0 +1,1027 @@
+package local
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
+)
+
+// Options configure Start. Only Assembly is required.
+type Options struct {
+	// Assembly is the cloud assembly directory `cdk synth` wrote (cdk.out, or -o DIR).
+	Assembly string
+	// Stacks to bring up, by the name `cdk ls` prints (or artifact id). Default: every
+	// stack of the assembly, those of its Stages included.
+	Stacks []string
+	// Environments is how many execution environments (processes) each consumer runs, each
+	// polling on its own, as Lambda scales an SQS event source. Default 2; never more than
+	// the mapping's MaximumConcurrency.
+	Environments int
+	// Env is set in every function's environment over the template's (a shorter
+	// RECORD_TTL, an endpoint of a service of yours).
+	Env map[string]string
+	// Logs receives every line a function writes, with the function's logical id. Default:
+	// the lines are dropped (the kit still reads them for outcomes and metrics).
+	Logs func(function string, line []byte)
+	// Progress receives what Start does (building, fetching, starting). Default: nothing.
+	Progress io.Writer
+	// AlarmTimeScale is how many times faster than the wall clock alarms are evaluated
+	// (every period, and the heartbeats' rate, divided by it). Default AlarmTimeScale (30:
+	// a 5-minute period takes 10 s); 1 evaluates in real time.
+	AlarmTimeScale int
+	// VisibilityTimeout, when set, replaces the template's visibility timeout on every
+	// pipeline queue, so that a failed record comes back in seconds rather than minutes: the
+	// timing changes, not the semantics (a record still in progress when it reappears is a
+	// duplicate the consumer defers). Default: the template's.
+	VisibilityTimeout time.Duration
+	// NoHeartbeats leaves the template's heartbeat schedules (constructs/heartbeat) off.
+	// With them on, as deployed, they send a probe every rate on the alarm clock, which the
+	// consumer records under a "pipelinectl-probe-" key.
+	NoHeartbeats bool
+}
+
+// Kit is a cloud assembly's pipelines running on this machine: DynamoDB Local and ElasticMQ
+// on free loopback ports, the stacks' queues and tables created from their templates, every
+// consumer and dispatcher built from its source for this machine and run behind a local
+// Lambda Runtime API, each consumer fed by a poller that behaves as its event source
+// mapping, and every alarm of the templates evaluated from what runs. Its methods are safe
+// for concurrent use. Stop it (Close) when done: it leaves no process behind.
+type Kit struct {
+	opts   Options
+	sqsd   *sqslocal.Server
+	ddb    *dynamolocal.Server
+	proxy  *ddbproxy.Proxy // the functions' DynamoDB endpoint: counts calls, injects faults
+	sq     *sqs.Client
+	db     *dynamodb.Client
+	binDir string
+	stacks []*stackRun
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	envs     []*lambdart.Env
+	bgErrs   []error
+	standIns []string
+	stopped  atomic.Bool
+	fires    atomic.Int64
+}
+
+type stackRun struct {
+	ref       cfn.StackRef
+	d         *Deployment
+	obs       *Observer
+	pipelines []*run
+}
+
+// Running is one pipeline of a running Kit: where its parts are on this machine.
+type Running struct {
+	// Name is the pipeline's name: the construct path of its consumer without the stack
+	// and the "/Consumer" and "/Resource" parts ("Standard", "Orders"). Kit methods take it,
+	// or "Stack/Name" when two stacks have one of that name.
+	Name, Stack      string
+	QueueURL, DLQURL string
+	// Table is the idempotency table's name.
+	Table string
+	// Consumer and Dispatcher are the logical ids of the functions (Dispatcher "" without one).
+	Consumer, Dispatcher string
+	Fifo                 bool
+}
+
+// run is a Running pipeline and what drives it.
+type run struct {
+	Running
+	p      Pipeline
+	st     *stackRun
+	ledger *Ledger
+	poller *Poller
+	mu     sync.Mutex
+	disp   *lambdart.Env
+}
+
+// Start brings up the pipelines of the stacks in opts.Assembly. It needs Java 17+ and Go;
+// the first run fetches DynamoDB Local and ElasticMQ with Maven into CacheDir (or use the
+// directories in $DYNAMODB_LOCAL_DIR and $ELASTICMQ_DIR, which Start sets when unset). A
+// template with something the kit cannot apply is an error naming it; properties with no
+// local meaning (encryption, tags, backups) are listed by Ignored. ctx bounds the start only.
+func Start(ctx context.Context, opts Options) (*Kit, error) {
+	if opts.Assembly == "" {
+		return nil, errors.New("local: Options.Assembly is empty: set it to the directory `cdk synth` wrote (cdk.out)")
+	}
+	if opts.Environments <= 0 {
+		opts.Environments = 2
+	}
+	if opts.AlarmTimeScale <= 0 {
+		opts.AlarmTimeScale = AlarmTimeScale
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	all, err := cfn.Stacks(opts.Assembly)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("local: %s is not a cloud assembly (no manifest.json): run `cdk synth` (or `cdk synth -o DIR`) first", opts.Assembly)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	refs, err := pick(all, opts.Stacks)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	k := &Kit{opts: opts}
+	k.ctx, k.cancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			k.Close()
+		}
+	}()
+	templates := make([]*Template, len(refs))
+	sources := make([]map[string]cfn.Source, len(refs))
+	for i, ref := range refs {
+		if templates[i], err = LoadTemplate(filepath.Join(ref.Dir, ref.TemplateFile)); err != nil {
+			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+		}
+		if sources[i], err = cfn.ReadSources(ref.Dir, ref.ID); err != nil {
+			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+		}
+	}
+	if k.binDir, err = os.MkdirTemp("", "pipeline-local-"); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	bins, err := k.build(ctx, refs, templates, sources)
+	if err != nil {
+		return nil, err
+	}
+	if err := useBackends(ctx, opts.Progress); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(opts.Progress, "local: starting DynamoDB Local and ElasticMQ")
+	var wg sync.WaitGroup
+	var dErr, sErr error
+	wg.Go(func() { k.ddb, dErr = dynamolocal.StartContext(ctx) })
+	wg.Go(func() { k.sqsd, sErr = sqslocal.StartKind(ctx, sqslocal.ElasticMQ) })
+	wg.Wait()
+	if err := errors.Join(dErr, sErr); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	k.sq, k.db = k.sqsd.Client(), k.ddb.Client()
+	if k.proxy, err = ddbproxy.New(k.ddb.Endpoint()); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	for i, ref := range refs {
+		if err := k.deploy(ctx, ref, templates[i], sources[i], bins); err != nil {
+			return nil, err
+		}
+	}
+	k.proxy.Observe = func(c ddbproxy.Call, r ddbproxy.Reply) { // DynamoDB's metrics of each stack's tables
+		for _, st := range k.stacks {
+			st.obs.Dynamo(c, r)
+		}
+	}
+	ok = true
+	return k, nil
+}
+
+// nameSafe matches what may not be in a local resource name (a stack's name becomes the
+// suffix of its queues' and tables' names).
+var nameSafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// build compiles every pipeline function's source once, for this machine.
+func (k *Kit) build(ctx context.Context, refs []cfn.StackRef, templates []*Template, sources []map[string]cfn.Source) (map[string]string, error) {
+	bins := map[string]string{}  // "<stack id>/<function>" -> bootstrap
+	built := map[string]string{} // entry and module dir -> bootstrap
+	for i, t := range templates {
+		ps, err := t.Pipelines()
+		if err != nil {
+			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
+		}
+		var fns []string
+		for _, p := range ps {
+			fns = append(fns, p.Consumer)
+			if p.Dispatcher != "" {
+				fns = append(fns, p.Dispatcher)
+			}
+		}
+		for _, id := range fns {
+			src, ok := sources[i][id]
+			if !ok {
+				return nil, fmt.Errorf("local: stack %s: function %s: the cloud assembly does not say where its source is; "+
+					"synthesize it again (`cdk synth`) with this version of the constructs, which records it", refs[i].DisplayName, id)
+			}
+			if out, ok := built[src.Entry+"\x00"+src.ModuleDir]; ok {
+				bins[refs[i].ID+"/"+id] = out
+				continue
+			}
+			sum := sha256.Sum256([]byte(src.Entry + "\x00" + src.ModuleDir))
+			out := filepath.Join(k.binDir, hex.EncodeToString(sum[:8]), "bootstrap")
+			fmt.Fprintf(k.opts.Progress, "local: building %s (%s) for this machine\n", src.Entry, src.Role)
+			dir, pkg := src.Entry, "."
+			if src.ModuleDir != "" {
+				dir, pkg = src.ModuleDir, src.Entry
+			}
+			if err := lambdart.BuildIn(ctx, dir, pkg, out); err != nil {
+				return nil, fmt.Errorf("local: stack %s: function %s: %w", refs[i].DisplayName, id, err)
+			}
+			built[src.Entry+"\x00"+src.ModuleDir], bins[refs[i].ID+"/"+id] = out, out
+		}
+	}
+	return bins, nil
+}
+
+// deploy creates one stack's queues and tables and starts its consumers' pollers.
+func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources map[string]cfn.Source, bins map[string]string) error {
+	suffix := strings.Trim(nameSafe.ReplaceAllString(ref.DisplayName, "-"), "-")
+	d, err := Deploy(ctx, k.sq, k.db, t, suffix)
+	if err != nil {
+		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+	}
+	st := &stackRun{ref: ref, d: d}
+	st.obs = NewObserver(d, k.sq, st.functionName, k.opts.AlarmTimeScale, func(format string, args ...any) {
+		k.background(fmt.Errorf("stack %s: "+format, append([]any{ref.DisplayName}, args...)...))
+	})
+	k.stacks = append(k.stacks, st)
+	ps, err := t.Pipelines()
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := k.standIn(ctx, st, p.Consumer); err != nil {
+			return err
+		}
+		if k.opts.VisibilityTimeout > 0 {
+			if _, err := k.sq.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(d.QueueURL[p.Queue]),
+				Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(k.opts.VisibilityTimeout.Seconds()))}}); err != nil {
+				return fmt.Errorf("local: stack %s: queue %s VisibilityTimeout: %w", ref.DisplayName, p.Queue, err)
+			}
+		}
+	}
+	pollSQ := k.sqsd.Client(func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, st.obs.Middleware) })
+	for _, p := range ps {
+		env, err := d.Env(p.Consumer)
+		if err != nil {
+			return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+		}
+		r := &run{Running: Running{Name: pipelineName(sources[p.Consumer].Path, ref.ID), Stack: ref.DisplayName,
+			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env["IDEMPOTENCY_TABLE_NAME"],
+			Consumer: p.Consumer, Dispatcher: p.Dispatcher, Fifo: p.Fifo}, p: p, st: st, ledger: NewLedger()}
+		n := k.opts.Environments
+		if p.Mapping.MaxConcurrency > 0 {
+			n = min(n, p.Mapping.MaxConcurrency)
+		}
+		envs := make([]Invoker, n)
+		for i := range envs {
+			e, err := k.env(st, p.Consumer, bins[ref.ID+"/"+p.Consumer], r.ledger.Line)
+			if err != nil {
+				return err
+			}
+			envs[i] = k.invoker(st, p.Consumer, e)
+		}
+		if p.Dispatcher != "" {
+			if r.disp, err = k.env(st, p.Dispatcher, bins[ref.ID+"/"+p.Dispatcher], nil); err != nil {
+				return err
+			}
+		}
+		r.poller = &Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
+		k.wg.Go(func() {
+			if err := r.poller.Run(k.ctx); err != nil {
+				k.background(fmt.Errorf("pipeline %s poller: %w", r.Name, err))
+			}
+		})
+		if !k.opts.NoHeartbeats {
+			st.obs.StartHeartbeats(p.Queue)
+		}
+		st.pipelines = append(st.pipelines, r)
+	}
+	return nil
+}
+
+// standIn creates, for a consumer whose idempotency table the stack imports (an existing
+// table, named but not created by the template), a local table of that name with the key
+// schema the consumer is told (IDEMPOTENCY_PARTITION_KEY, IDEMPOTENCY_SORT_KEY) and time to
+// live on "expiration", and notes it in StandIns.
+func (k *Kit) standIn(ctx context.Context, st *stackRun, consumer string) error {
+	env, err := st.d.Env(consumer)
+	if err != nil {
+		return fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
+	}
+	name := env["IDEMPOTENCY_TABLE_NAME"]
+	if name == "" || slices.Contains(slices.Collect(maps.Values(st.d.TableName)), name) {
+		return nil
+	}
+	if _, err := k.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}); err == nil {
+		return nil // another consumer's stand-in
+	}
+	pk, sk := env["IDEMPOTENCY_PARTITION_KEY"], env["IDEMPOTENCY_SORT_KEY"]
+	if pk == "" {
+		pk = "id"
+	}
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: dbtypes.BillingModePayPerRequest,
+		KeySchema:            []dbtypes.KeySchemaElement{{AttributeName: aws.String(pk), KeyType: dbtypes.KeyTypeHash}},
+		AttributeDefinitions: []dbtypes.AttributeDefinition{{AttributeName: aws.String(pk), AttributeType: dbtypes.ScalarAttributeTypeS}}}
+	if sk != "" {
+		in.KeySchema = append(in.KeySchema, dbtypes.KeySchemaElement{AttributeName: aws.String(sk), KeyType: dbtypes.KeyTypeRange})
+		in.AttributeDefinitions = append(in.AttributeDefinitions, dbtypes.AttributeDefinition{AttributeName: aws.String(sk), AttributeType: dbtypes.ScalarAttributeTypeS})
+	}
+	if _, err := k.db.CreateTable(ctx, in); err != nil {
+		return fmt.Errorf("local: stack %s: a stand-in for the imported idempotency table %s: %w", st.ref.DisplayName, name, err)
+	}
+	if _, err := k.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
+		TimeToLiveSpecification: &dbtypes.TimeToLiveSpecification{AttributeName: aws.String("expiration"), Enabled: aws.Bool(true)}}); err != nil {
+		return fmt.Errorf("local: stack %s: TTL of the stand-in table %s: %w", st.ref.DisplayName, name, err)
+	}
+	key := pk
+	if sk != "" {
+		key += ", sort key " + sk
+	}
+	k.mu.Lock()
+	k.standIns = append(k.standIns, fmt.Sprintf("%s: table %s (imported by the stack; created locally with partition key %s, TTL on expiration)", st.ref.DisplayName, name, key))
+	k.mu.Unlock()
+	return nil
+}
+
+// StandIns lists what the kit created locally for resources the stacks import (an existing
+// idempotency table): they exist in your account, not in the templates.
+func (k *Kit) StandIns() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.standIns)
+}
+
+// DynamoDBCall is one DynamoDB request a function makes, as InjectDynamoDB sees it.
+type DynamoDBCall struct {
+	Op    string // "UpdateItem", "GetItem", ...
+	Table string // the local table name
+	Key   string // the item's partition key value when the request names one
+}
+
+// InjectDynamoDB makes the functions' DynamoDB calls fail: fail is asked for each call and
+// returns the error type to answer with instead of performing it ("" performs it), e.g.
+// "AccessDeniedException" (as while a new IAM grant propagates; the SDK does not retry it),
+// "ProvisionedThroughputExceededException" or "ThrottlingException" (retried by the SDK),
+// or "InternalServerError" (a 500). nil stops injecting. It returns how many calls were
+// failed so far.
+func (k *Kit) InjectDynamoDB(fail func(DynamoDBCall) string) int64 {
+	if fail == nil {
+		k.proxy.Policy = nil
+		return k.proxy.Injected.Load()
+	}
+	k.proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+		typ := fail(DynamoDBCall{Op: c.Op, Table: c.Table, Key: c.Key})
+		switch {
+		case typ == "":
+			return ddbproxy.Fault{}
+		case strings.Contains(typ, "InternalServerError") || strings.Contains(typ, "ServiceUnavailable"):
+			return ddbproxy.Fault{Status: 500, Type: typ}
+		}
+		return ddbproxy.Fault{Status: 400, Type: typ}
+	}
+	return k.proxy.Injected.Load()
+}
+
+// Injected is how many DynamoDB calls InjectDynamoDB failed so far.
+func (k *Kit) Injected() int64 { return k.proxy.Injected.Load() }
+
+// Env is a pipeline's consumer environment as it runs here: the template's variables with
+// every reference resolved to the local resources (a table of yours passed as
+// ORDERS_TABLE_NAME is its local name).
+func (k *Kit) Env(pipeline string) (map[string]string, error) {
+	r, err := k.pipeline(pipeline)
+	if err != nil {
+		return nil, err
+	}
+	env, err := r.st.d.Env(r.Consumer)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(env, k.opts.Env)
+	return env, nil
+}
+
+// pipelineName is a consumer's construct path without the stack and its own last parts.
+func pipelineName(path, stack string) string {
+	name := strings.TrimPrefix(path, "/"+stack+"/")
+	for _, suffix := range []string{"/Resource", "/Resource", "/Consumer"} {
+		name = strings.TrimSuffix(name, suffix)
+	}
+	return name
+}
+
+func (st *stackRun) functionName(id string) string { return id + "-" + st.d.Suffix }
+
+// env starts one execution environment of a function (lazily: the process starts at the
+// first invocation) with the template's environment and the local endpoints.
+func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.Env, error) {
+	vars, err := st.d.Env(id)
+	if err != nil {
+		return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
+	}
+	vars["AWS_ENDPOINT_URL_DYNAMODB"] = k.proxy.URL
+	vars["AWS_ENDPOINT_URL_SQS"] = k.sqsd.Endpoint()
+	maps.Copy(vars, k.opts.Env)
+	f := st.d.Template.Functions[id]
+	e, err := lambdart.New(lambdart.Config{
+		Binary: bin, Env: vars, FunctionName: st.functionName(id),
+		Timeout: time.Duration(f.Timeout) * time.Second, MemoryMB: f.MemoryMB, Region: sqslocal.Region,
+		Output: func(line []byte) {
+			st.obs.Line(line)
+			if ledger != nil {
+				ledger(line)
+			}
+			if k.opts.Logs != nil {
+				k.opts.Logs(id, line)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	k.mu.Lock()
+	k.envs = append(k.envs, e)
+	k.mu.Unlock()
+	return e, nil
+}
+
+// invoker is a poller's view of an environment: a function error fails the invocation, and
+// each invocation is a Lambda metric.
+func (k *Kit) invoker(st *stackRun, id string, e *lambdart.Env) Invoker {
+	return InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		res, err := k.invoke(ctx, st, id, e, payload)
+		if err != nil {
+			return nil, err
+		}
+		if res.FunctionError != nil {
+			return nil, res.FunctionError
+		}
+		return res.Payload, nil
+	})
+}
+
+func (k *Kit) invoke(ctx context.Context, st *stackRun, id string, e *lambdart.Env, payload []byte) (lambdart.Result, error) {
+	start := time.Now()
+	res, err := e.Invoke(ctx, payload)
+	if ctx.Err() == nil {
+		st.obs.Invocation(id, start, res, err)
+	}
+	return res, err
+}
+
+func (k *Kit) background(err error) {
+	if k.stopped.Load() {
+		return
+	}
+	k.mu.Lock()
+	k.bgErrs = append(k.bgErrs, err)
+	k.mu.Unlock()
+}
+
+// Err is what went wrong in the background so far (a poller's SQS error, a heartbeat that
+// could not be sent), or nil.
+func (k *Kit) Err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return errors.Join(k.bgErrs...)
+}
+
+// Endpoints are the local servers' URLs, for the AWS SDKs and CLI (AWS_ENDPOINT_URL_SQS,
+// AWS_ENDPOINT_URL_DYNAMODB) and pipelinectl.
+type Endpoints struct {
+	SQS, DynamoDB, Region string
+}
+
+// Endpoints returns where the servers listen.
+func (k *Kit) Endpoints() Endpoints {
+	return Endpoints{SQS: k.sqsd.Endpoint(), DynamoDB: k.ddb.Endpoint(), Region: sqslocal.Region}
+}
+
+// Environ is the environment for a program (the AWS CLI, an SDK, pipelinectl) to reach the
+// local servers: their endpoints, the region and dummy credentials.
+func (k *Kit) Environ() []string {
+	e := k.Endpoints()
+	return []string{"AWS_ENDPOINT_URL_SQS=" + e.SQS, "AWS_ENDPOINT_URL_DYNAMODB=" + e.DynamoDB, "AWS_REGION=" + e.Region,
+		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
+}
+
+// SQS and DynamoDB return clients of the local servers.
+func (k *Kit) SQS() *sqs.Client           { return k.sqsd.Client() }
+func (k *Kit) DynamoDB() *dynamodb.Client { return k.ddb.Client() }
+
+// Ignored lists, per stack, the template properties that have no local meaning and were
+// not applied (encryption, tags, backups, provisioned capacity).
+func (k *Kit) Ignored() map[string][]string {
+	out := map[string][]string{}
+	for _, st := range k.stacks {
+		out[st.ref.DisplayName] = slices.Clone(st.d.Ignored)
+	}
+	return out
+}
+
+// Pipelines lists the running pipelines, by stack and name.
+func (k *Kit) Pipelines() []Running {
+	var out []Running
+	for _, st := range k.stacks {
+		for _, r := range st.pipelines {
+			out = append(out, r.Running)
+		}
+	}
+	return out
+}
+
+// pipeline finds a pipeline by name ("Name" or "Stack/Name"); "" is the only one.
+func (k *Kit) pipeline(name string) (*run, error) {
+	var found []*run
+	var names []string
+	for _, st := range k.stacks {
+		for _, r := range st.pipelines {
+			names = append(names, r.Stack+"/"+r.Name)
+			if name == "" || name == r.Name || name == r.Stack+"/"+r.Name {
+				found = append(found, r)
+			}
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return found[0], nil
+	case len(found) == 0:
+		return nil, fmt.Errorf("local: no pipeline %q; there are %s", name, strings.Join(names, ", "))
+	case name == "":
+		return nil, fmt.Errorf("local: %d pipelines run (%s): name one", len(found), strings.Join(names, ", "))
+	}
+	return nil, fmt.Errorf("local: %q names %d pipelines: use Stack/Name (%s)", name, len(found), strings.Join(names, ", "))
+}
+
+// Message is one message to send. On a FIFO queue GroupID defaults to "local" and
+// DeduplicationID to a new value per message, so that the same body sent twice arrives
+// twice, as a producer's retry after a lost response does.
+type Message struct {
+	Body                     string
+	GroupID, DeduplicationID string
+	Attributes               map[string]string
+}
+
+var dedupSeq atomic.Int64
+
+// Send sends bodies to a pipeline's queue ("" when only one runs).
+func (k *Kit) Send(ctx context.Context, pipeline string, bodies ...string) error {
+	msgs := make([]Message, len(bodies))
+	for i, b := range bodies {
+		msgs[i] = Message{Body: b}
+	}
+	return k.SendMessages(ctx, pipeline, msgs...)
+}
+
+// SendMessages sends messages to a pipeline's queue, in batches of ten.
+func (k *Kit) SendMessages(ctx context.Context, pipeline string, msgs ...Message) error {
+	r, err := k.pipeline(pipeline)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(msgs); start += 10 {
+		batch := msgs[start:min(start+10, len(msgs))]
+		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
+		for i, m := range batch {
+			e := sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(m.Body)}
+			if len(m.Attributes) > 0 {
+				e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{}
+				for n, v := range m.Attributes {
+					e.MessageAttributes[n] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+				}
+			}
+			if r.Fifo {
+				g, dd := m.GroupID, m.DeduplicationID
+				if g == "" {
+					g = "local"
+				}
+				if dd == "" {
+					dd = "local-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(dedupSeq.Add(1), 36)
+				}
+				e.MessageGroupId, e.MessageDeduplicationId = aws.String(g), aws.String(dd)
+			}
+			entries[i] = e
+		}
+		out, err := k.sq.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.QueueURL), Entries: entries})
+		if err != nil {
+			return fmt.Errorf("local: send to %s: %w (messages %d to %d were not sent)", r.Name, err, start, len(msgs)-1)
+		}
+		r.st.obs.Sent(r.p.Queue, out.Successful)
+		if len(out.Failed) > 0 {
+			f := out.Failed[0]
+			return fmt.Errorf("local: send to %s: %d of a batch refused, first %s: %s (messages from %d on may not be sent)",
+				r.Name, len(out.Failed), aws.ToString(f.Code), aws.ToString(f.Message), start)
+		}
+	}
+	return nil
+}
+
+// Fire runs a pipeline's dispatcher once, as its schedule would at the scheduled time at
+// (a new execution id each call: fire twice with the same time to see a scheduler's
+// duplicate firing be harmless). The invocation is asynchronous as Scheduler's is: a failure
+// is retried as the function's EventInvokeConfig says, the retries a minute apart on the
+// alarm clock, and the last failure goes to its on-failure destination. Fire returns when
+// the dispatcher is done, with the number of attempts and the last failure.
+func (k *Kit) Fire(ctx context.Context, pipeline string, at time.Time) (attempts int, err error) {
+	r, err := k.pipeline(pipeline)
+	if err != nil {
+		return 0, err
+	}
+	if r.Dispatcher == "" {
+		return 0, fmt.Errorf("local: pipeline %s has no dispatcher", r.Name)
+	}
+	t := r.st.d.Template
+	s, err := t.ScheduleFor(r.Dispatcher)
+	if err != nil {
+		return 0, fmt.Errorf("local: %w", err)
+	}
+	payload, err := ScheduleInput(s, at, fmt.Sprintf("local-%d-%d", time.Now().UnixNano(), k.fires.Add(1)), nil)
+	if err != nil {
+		return 0, fmt.Errorf("local: %w", err)
+	}
+	r.mu.Lock() // one environment: one invocation at a time, as Lambda runs one per environment
+	defer r.mu.Unlock()
+	return InvokeAsync(ctx, r.st.d, k.sq, r.Dispatcher, payload, r.st.obs.Clock, func(ctx context.Context, payload []byte) (lambdart.Result, error) {
+		return k.invoke(ctx, r.st, r.Dispatcher, r.disp, payload)
+	}, r.disp.FunctionARN())
+}
+
+// WaitIdle waits until every pipeline queue is empty (nothing visible, in flight or
+// delayed) on two reads a second apart, and returns how long it waited. Dead-letter queues
+// are not waited for.
+func (k *Kit) WaitIdle(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	quiet := 0
+	for {
+		busy, err := k.busy(ctx)
+		if err != nil {
+			return time.Since(start), err
+		}
+		if busy == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if quiet == 2 {
+			return time.Since(start), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), fmt.Errorf("local: not idle after %v (%d messages in the pipelines' queues): %w", time.Since(start).Round(time.Second), busy, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (k *Kit) busy(ctx context.Context) (int, error) {
+	n := 0
+	for _, st := range k.stacks {
+		for _, r := range st.pipelines {
+			d, err := k.depth(ctx, r.QueueURL)
+			if err != nil {
+				return 0, err
+			}
+			n += d.Visible + d.InFlight + d.Delayed
+		}
+	}
+	return n, nil
+}
+
+// Depth is a queue's approximate message counts.
+type Depth struct{ Visible, InFlight, Delayed int }
+
+func (k *Kit) depth(ctx context.Context, url string) (Depth, error) {
+	out, err := k.sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		return Depth{}, fmt.Errorf("local: queue attributes of %s: %w", url, err)
+	}
+	n := func(a sqstypes.QueueAttributeName) int { v, _ := strconv.Atoi(out.Attributes[string(a)]); return v }
+	return Depth{n(sqstypes.QueueAttributeNameApproximateNumberOfMessages), n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)}, nil
+}
+
+// Status is a pipeline's state at one moment.
+type Status struct {
+	Pipeline string
+	Queue    Depth
+	DLQ      Depth
+	// Outcomes counts the consumer's record outcomes by name ("processed", "duplicate",
+	// "invalid_input", "dead_lettered", "probe", ...), from its logs.
+	Outcomes map[string]int
+}
+
+// Status reads every pipeline's queue depths and outcomes.
+func (k *Kit) Status(ctx context.Context) ([]Status, error) {
+	var out []Status
+	for _, st := range k.stacks {
+		for _, r := range st.pipelines {
+			q, err := k.depth(ctx, r.QueueURL)
+			if err != nil {
+				return nil, err
+			}
+			dl, err := k.depth(ctx, r.DLQURL)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Status{Pipeline: r.Stack + "/" + r.Name, Queue: q, DLQ: dl, Outcomes: r.ledger.Outcomes()})
+		}
+	}
+	return out, nil
+}
+
+// Outcomes counts a pipeline's record outcomes so far (see Status).
+func (k *Kit) Outcomes(pipeline string) (map[string]int, error) {
+	r, err := k.pipeline(pipeline)
+	if err != nil {
+		return nil, err
+	}
+	return r.ledger.Outcomes(), nil
+}
+
+// DeadLetter is a message in a dead-letter queue.
+type DeadLetter struct {
+	Body string
+	// Reason is the DeadLetterReason attribute the consumer sets when it moves a record at
+	// once (bad input); "" for a record SQS moved after maxReceiveCount receives.
+	Reason     string
+	Attributes map[string]string
+}
+
+// DeadLetters reads a pipeline's dead-letter queue without taking anything out of it: each
+// message is received and made visible again at once.
+func (k *Kit) DeadLetters(ctx context.Context, pipeline string) ([]DeadLetter, error) {
+	r, err := k.pipeline(pipeline)
+	if err != nil {
+		return nil, err
+	}
+	var out []DeadLetter
+	var handles []string
+	defer func() {
+		for _, h := range handles { // back to visible, whatever happened
+			_, _ = k.sq.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
+				QueueUrl: aws.String(r.DLQURL), ReceiptHandle: aws.String(h), VisibilityTimeout: 0})
+		}
+	}()
+	for {
+		res, err := k.sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.DLQURL), MaxNumberOfMessages: 10,
+			VisibilityTimeout: 60, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			return nil, fmt.Errorf("local: read the DLQ of %s: %w", r.Name, err)
+		}
+		if len(res.Messages) == 0 {
+			return out, nil
+		}
+		for _, m := range res.Messages {
+			handles = append(handles, aws.ToString(m.ReceiptHandle))
+			dl := DeadLetter{Body: aws.ToString(m.Body), Attributes: map[string]string{}}
+			for n, v := range m.MessageAttributes {
+				dl.Attributes[n] = aws.ToString(v.StringValue)
+			}
+			dl.Reason = dl.Attributes["DeadLetterReason"]
+			out = append(out, dl)
+		}
+	}
+}
+
+// Records reads a pipeline's idempotency table: every item, its attributes as Go values
+// (strings, float64 numbers, bools, nested maps and lists).
+func (k *Kit) Records(ctx context.Context, pipeline string) ([]map[string]any, error) {
+	r, err := k.pipeline(pipeline)
+	if err != nil {
+		return nil, err
+	}
+	return k.Scan(ctx, r.Table)
+}
+
+// Scan reads every item of a local table (a pipeline's, or one of your own stacks' tables,
+// by the local name TableNames gives).
+func (k *Kit) Scan(ctx context.Context, table string) ([]map[string]any, error) {
+	var out []map[string]any
+	var start map[string]dbtypes.AttributeValue
+	for {
+		res, err := k.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, fmt.Errorf("local: scan %s: %w", table, err)
+		}
+		for _, item := range res.Items {
+			out = append(out, fromAttributes(item))
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		start = res.LastEvaluatedKey
+	}
+}
+
+// TableNames maps each table's logical id to its local name, per stack.
+func (k *Kit) TableNames() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, st := range k.stacks {
+		out[st.ref.DisplayName] = maps.Clone(st.d.TableName)
+	}
+	return out
+}
+
+func fromAttributes(item map[string]dbtypes.AttributeValue) map[string]any {
+	out := make(map[string]any, len(item))
+	for n, v := range item {
+		out[n] = fromAttribute(v)
+	}
+	return out
+}
+
+func fromAttribute(v dbtypes.AttributeValue) any {
+	switch a := v.(type) {
+	case *dbtypes.AttributeValueMemberS:
+		return a.Value
+	case *dbtypes.AttributeValueMemberN:
+		f, _ := strconv.ParseFloat(a.Value, 64)
+		return f
+	case *dbtypes.AttributeValueMemberBOOL:
+		return a.Value
+	case *dbtypes.AttributeValueMemberNULL:
+		return nil
+	case *dbtypes.AttributeValueMemberB:
+		return a.Value
+	case *dbtypes.AttributeValueMemberM:
+		return fromAttributes(a.Value)
+	case *dbtypes.AttributeValueMemberL:
+		l := make([]any, len(a.Value))
+		for i, e := range a.Value {
+			l[i] = fromAttribute(e)
+		}
+		return l
+	case *dbtypes.AttributeValueMemberSS:
+		return a.Value
+	case *dbtypes.AttributeValueMemberNS:
+		return a.Value
+	}
+	return nil
+}
+
+// AlarmState is one alarm of a running stack as CloudWatch would show it now.
+type AlarmState struct {
+	Stack, LogicalID, Name string
+	State                  string // StateOK, StateAlarm or StateInsufficient
+	// Since is when (wall clock) the alarm entered State; zero when it never changed.
+	Since time.Time
+}
+
+// Alarms evaluates every alarm and composite alarm of the running stacks, on the alarm
+// clock, with what the pipelines did so far.
+func (k *Kit) Alarms() ([]AlarmState, error) {
+	now := time.Now()
+	var out []AlarmState
+	for _, st := range k.stacks {
+		evs, err := st.obs.Evaluate(now)
+		if err != nil {
+			return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
+		}
+		names := map[string]string{}
+		for _, a := range st.d.Template.Alarms {
+			names[a.LogicalID] = a.Name
+		}
+		for _, c := range st.d.Template.Composites {
+			names[c.LogicalID] = c.Name
+		}
+		for _, id := range slices.Sorted(maps.Keys(evs)) {
+			ev := evs[id]
+			s := AlarmState{Stack: st.ref.DisplayName, LogicalID: id, Name: names[id], State: ev.StateAt(st.obs.Clock.Alarm(now))}
+			for _, tr := range ev.Transitions {
+				if tr.State == s.State {
+					s.Since = st.obs.Clock.Wall(tr.At)
+				}
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Close stops everything the kit started: pollers (an invocation in progress is cut short,
+// its messages return to their queues after the visibility timeout, as after a crash),
+// function processes, heartbeats, both servers; and removes the built binaries. It may be
+// called more than once, and from a signal handler's goroutine.
+func (k *Kit) Close() error {
+	if k.stopped.Swap(true) {
+		return nil
+	}
+	if k.cancel != nil {
+		k.cancel()
+	}
+	k.wg.Wait()
+	for _, st := range k.stacks {
+		if st.obs != nil {
+			st.obs.Stop()
+		}
+	}
+	k.mu.Lock()
+	envs := k.envs
+	k.envs = nil
+	k.mu.Unlock()
+	for _, e := range envs {
+		e.Close()
+	}
+	if k.sqsd != nil {
+		k.sqsd.Stop()
+	}
+	if k.proxy != nil {
+		k.proxy.Close()
+	}
+	if k.ddb != nil {
+		k.ddb.Stop()
+	}
+	if k.binDir != "" {
+		return os.RemoveAll(k.binDir)
+	}
+	return nil
+}
+
+// Effects counts, by idempotency key, the "effect applied" lines a pipeline's consumer
+// logged (consume.LogEffect, the default effect, writes one per run): a count above one is
+// an effect that ran twice.
+func (k *Kit) Effects(pipeline string) (map[string]int, error) {
+	r, err := k.pipeline(pipeline)
+	if err != nil {
+		return nil, err
+	}
+	return r.ledger.Effects(), nil
+}
+
+// Outputs are the running stacks' outputs resolved to their local values, by stack and
+// output name, as `cdk deploy --outputs-file` writes them: pipelinectl's --outputs reads
+// them (pipelinectl dlq inspect --outputs FILE --stack STACK --pipeline NAME). An output
+// the kit cannot resolve (an attribute of a resource it does not create) is left out and
+// named in the second result.
+func (k *Kit) Outputs() (map[string]map[string]string, []string) {
+	out := map[string]map[string]string{}
+	var skipped []string
+	for _, st := range k.stacks {
+		m := map[string]string{}
+		for _, name := range slices.Sorted(maps.Keys(st.d.Template.Outputs)) {
+			v, err := st.d.resolve(st.d.Template.Outputs[name])
+			if s, ok := v.(string); err == nil && ok {
+				m[name] = s
+			} else if f, ok := v.(float64); err == nil && ok {
+				m[name] = strconv.FormatFloat(f, 'f', -1, 64)
+			} else {
+				skipped = append(skipped, st.ref.DisplayName+"."+name)
+			}
+		}
+		out[st.ref.ID] = m
+	}
+	return out, skipped
+}
+
+// WaitForAlarm waits until an alarm whose logical id or name contains match is in ALARM,
+// and returns it. It reports, when ctx ends first, the states of the alarms that match.
+func (k *Kit) WaitForAlarm(ctx context.Context, match string) (AlarmState, error) {
+	for {
+		states, err := k.Alarms()
+		if err != nil {
+			return AlarmState{}, err
+		}
+		var seen []string
+		for _, a := range states {
+			if strings.Contains(a.LogicalID, match) || strings.Contains(a.Name, match) {
+				if a.State == StateAlarm {
+					return a, nil
+				}
+				seen = append(seen, a.LogicalID+" "+a.State)
+			}
+		}
+		if len(seen) == 0 {
+			return AlarmState{}, fmt.Errorf("local: no alarm's logical id or name contains %q", match)
+		}
+		select {
+		case <-ctx.Done():
+			return AlarmState{}, fmt.Errorf("local: waiting for %q in ALARM: %w (%s)", match, ctx.Err(), strings.Join(seen, ", "))
+		case <-time.After(time.Second):
+		}
+	}
+}

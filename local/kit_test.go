@@ -1,0 +1,147 @@
+package local_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
+	"github.com/idempotent-sqs/pipeline/local"
+	"github.com/idempotent-sqs/pipeline/stacks"
+)
+
+// The reference stack on the kit, as a user's test would drive it: 100 orders sent three
+// times each and three bad bodies; each effect runs once, the bad bodies are in the DLQ with
+// their reason, and the DLQ alarm is in ALARM. The stack is synthesized here (with a 3 s
+// consumer timeout, so a crashed record would come back in seconds).
+func TestKitRunsTheReferenceStack(t *testing.T) {
+	t.Setenv("CDK_VALIDATION", "false") // the nag packs run in test/stack; here only the pipeline matters
+	out := t.TempDir()
+	start := time.Now()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
+	stacks.Build(app, stacks.Config{Stage: "kit", ConsumerTimeout: 3 * time.Second})
+	app.Synth(nil)
+	t.Logf("synthesized in %v", time.Since(start).Round(100*time.Millisecond))
+
+	before := localproc.Descendants(os.Getpid()) // jsii's node processes, from the synth
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	start = time.Now()
+	var progress strings.Builder
+	kit, err := local.Start(ctx, local.Options{Assembly: out, Progress: &progress})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	defer kit.Close()
+	fmt.Printf("FIGURE kit start (build both functions, start DynamoDB Local and ElasticMQ, create the stack): %v\n", time.Since(start).Round(100*time.Millisecond))
+
+	var names []string
+	for _, p := range kit.Pipelines() {
+		names = append(names, fmt.Sprintf("%s fifo=%v", p.Name, p.Fifo))
+	}
+	if !slices.Equal(names, []string{"Fifo fifo=true", "Standard fifo=false"}) {
+		t.Fatalf("Pipelines = %v, want Fifo and Standard", names)
+	}
+	var bodies, keys []string
+	for i := range 100 {
+		key := fmt.Sprintf("order-%03d", i)
+		keys = append(keys, key)
+		for range 3 {
+			bodies = append(bodies, fmt.Sprintf(`{"idempotencyKey":%q,"amount":%d}`, key, i))
+		}
+	}
+	bad := []string{`not json`, `{"amount":1}`, `{"idempotencyKey":""}`}
+	start = time.Now()
+	if err := kit.Send(ctx, "Standard", append(bodies, bad...)...); err != nil {
+		t.Fatal(err)
+	}
+	waited, err := kit.WaitIdle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("FIGURE kit: 300 messages and 3 bad ones processed in %v (idle after %v)\n", time.Since(start).Round(100*time.Millisecond), waited.Round(100*time.Millisecond))
+
+	effects, err := kit.Effects("Standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if effects[k] != 1 {
+			t.Errorf("effect of %s ran %d times, want once", k, effects[k])
+		}
+	}
+	if len(effects) != len(keys) {
+		t.Errorf("%d keys had effects, want %d", len(effects), len(keys))
+	}
+	dl, err := kit.DeadLetters(ctx, "Standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range dl {
+		if m.Reason == "" {
+			t.Errorf("dead letter %q has no reason", m.Body)
+		}
+		got = append(got, m.Body)
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(bad))
+	if !slices.Equal(got, want) {
+		t.Errorf("DLQ holds %q, want the three bad bodies %q", got, want)
+	}
+	oc, _ := kit.Outcomes("Standard")
+	t.Logf("outcomes %v; dead letters %+v", oc, dl)
+
+	// The DLQ alarm: one period of one minute, on an alarm clock 30 times faster.
+	var alarm local.AlarmState
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) && alarm.State != local.StateAlarm {
+		time.Sleep(time.Second)
+		states, err := kit.Alarms()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range states {
+			if strings.Contains(a.LogicalID, "QueueStandardDeadLetterMessages") {
+				alarm = a
+			}
+		}
+	}
+	if alarm.State != local.StateAlarm {
+		t.Fatalf("the Standard DLQ alarm is %q (%s), want ALARM", alarm.State, alarm.LogicalID)
+	}
+	fmt.Printf("FIGURE kit: DLQ alarm %s in ALARM %v after the bad messages were sent\n", alarm.LogicalID, alarm.Since.Sub(start).Round(100*time.Millisecond))
+	if err := kit.Err(); err != nil {
+		t.Errorf("background: %v", err)
+	}
+	running := newSince(before)
+	if len(running) < 3 { // both servers and the function processes
+		t.Errorf("%d processes under the test before Close: the check after it proves nothing", len(running))
+	}
+	if err := kit.Close(); err != nil {
+		t.Error(err)
+	}
+	left := newSince(before)
+	if len(left) > 0 {
+		t.Errorf("processes left after Close: %v", left)
+	}
+	fmt.Printf("FIGURE kit: %d processes the kit started were running before Close (servers and function environments), %d after\n", len(running), len(left))
+}
+
+// newSince lists this process's descendants that are not in before.
+func newSince(before []int) []int {
+	var out []int
+	for _, p := range localproc.Descendants(os.Getpid()) {
+		if !slices.Contains(before, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

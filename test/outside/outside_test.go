@@ -1,0 +1,113 @@
+// Package outside proves that a Go module outside this repository can run its own pipeline
+// on the local kit: testdata/billing is a billing team's app (its own consumer writing its
+// own invoices table), put in a module of its own in a temporary directory with a replace
+// to this checkout, synthesized with the CDK CLI, and tested with its own 30-line test.
+package outside
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "billing")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "billing"))); err != nil {
+		t.Fatal(err)
+	}
+	// The module requires this one at the versions this checkout pins (the module proxy here
+	// serves no version lists, so nothing may be left for `go mod tidy` to look up).
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, requires, _ := strings.Cut(string(mod), "\nrequire ")
+	gomod := "module example.com/billing\n\ngo 1.26\n\nrequire github.com/idempotent-sqs/pipeline v0.0.0\n\nrequire " + requires +
+		"\nreplace github.com/idempotent-sqs/pipeline => " + root + "\n"
+	write(t, filepath.Join(dir, "go.mod"), gomod)
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "go.sum"), string(sum))
+	run(t, dir, nil, "go", "mod", "tidy")
+
+	start := time.Now()
+	run(t, dir, []string{"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
+		"CDK_DISABLE_VERSION_CHECK=1", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE="},
+		filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "-o", "cdk.out")
+	fmt.Printf("FIGURE outside module: cdk synth (bundles its consumer) in %v\n", time.Since(start).Round(100*time.Millisecond))
+
+	for _, run := range []string{"cold", "warm"} {
+		start := time.Now()
+		out := runOut(t, dir, nil, "go", "test", "-count=1", "-v", "./app/")
+		if !strings.Contains(out, "--- PASS: TestInvoicesOnceLocally") {
+			t.Fatalf("the billing module's own test did not pass:\n%s", out)
+		}
+		fmt.Printf("FIGURE outside module: its local test (100 invoices x 3 + 3 bad: 100 rows, 3 dead letters with reasons, DLQ alarm in ALARM), %s: %v\n",
+			run, time.Since(start).Round(100*time.Millisecond))
+	}
+	fmt.Printf("FIGURE outside module: the user's test function is %d lines\n", funcLines(t, filepath.Join(dir, "app", "local_test.go"), "TestInvoicesOnceLocally"))
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), fs.FileMode(0o644)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func run(t *testing.T, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	runOut(t, dir, env, name, args...)
+}
+
+func runOut(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s in %s: %v\n%s", name, strings.Join(args, " "), dir, err, out.String())
+	}
+	return out.String()
+}
+
+// funcLines counts the lines of func name in path, from its signature to its closing brace.
+func funcLines(t *testing.T, path, name string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, in := 0, false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "func "+name+"(") {
+			in = true
+		}
+		if in {
+			n++
+			if line == "}" {
+				return n
+			}
+		}
+	}
+	t.Fatalf("no func %s in %s", name, path)
+	return 0
+}
