@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestOrdersRunLocally(t *testing.T) {
 			bodies = append(bodies, fmt.Sprintf(`{"idempotencyKey":"order-%d","customer":"c-%d"}`, i, i%7))
 		}
 	}
-	bad := []string{`not json`, `{"customer":"c-1"}`, `{"idempotencyKey":""}`}
+	bad := []string{`not json`, `{"customer":"c-1"}`, `{"idempotencyKey":"order-x"}`} // no JSON, no key, no customer
 	if err := kit.Send(ctx, "Orders", append(bodies, bad...)...); err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +76,9 @@ func TestOrdersRunLocally(t *testing.T) {
 	}
 	var got []string
 	for _, m := range dead {
-		if m.Reason == "" {
-			t.Errorf("dead letter %q has no reason", m.Body)
+		if want := map[string]string{`not json`: "body_not_json: ", `{"customer":"c-1"}`: "value_missing: ",
+			`{"idempotencyKey":"order-x"}`: "body_invalid: "}[m.Body]; want == "" || !strings.HasPrefix(m.Reason, want) {
+			t.Errorf("dead letter %q: reason %q, want %q...", m.Body, m.Reason, want)
 		}
 		got = append(got, m.Body)
 	}

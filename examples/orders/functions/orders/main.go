@@ -1,9 +1,10 @@
-// Command orders is the example's consumer: it writes each order (the message body) to the
-// orders table, at most once to completion per idempotency key.
+// Command orders is the example's consumer: it writes each order (the message body, decoded
+// and validated) to the orders table, at most once to completion per idempotency key.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +13,22 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 )
+
+// Order is the message body. The idempotency key is read from it by the consumer
+// (IDEMPOTENCY_KEY_SOURCE, default body:idempotencyKey) before the effect runs.
+type Order struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+	Customer       string `json:"customer"`
+}
+
+// Validate refuses an order without a customer: it goes to the DLQ at once, as bad input
+// (body_invalid), and the effect never runs for it.
+func (o Order) Validate() error {
+	if o.Customer == "" {
+		return errors.New("customer is required")
+	}
+	return nil
+}
 
 func main() { consume.StartWith(build) }
 
@@ -23,13 +40,13 @@ func build(env consume.Env) (consume.Effect, error) {
 		return nil, fmt.Errorf("ORDERS_TABLE_NAME set: %v; AWS config: %v", ok, err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	return func(ctx context.Context, msg consume.Message) ([]byte, error) {
+	return consume.JSON(func(ctx context.Context, msg consume.Message, o Order) ([]byte, error) {
 		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{ // writes counts every write
-			TableName: aws.String(table), UpdateExpression: aws.String("SET body = :b ADD writes :one"),
+			TableName: aws.String(table), UpdateExpression: aws.String("SET customer = :c ADD writes :one"),
 			Key: map[string]ddb.AttributeValue{"orderId": &ddb.AttributeValueMemberS{Value: msg.Key}},
 			ExpressionAttributeValues: map[string]ddb.AttributeValue{
-				":b": &ddb.AttributeValueMemberS{Value: msg.Body}, ":one": &ddb.AttributeValueMemberN{Value: "1"}},
+				":c": &ddb.AttributeValueMemberS{Value: o.Customer}, ":one": &ddb.AttributeValueMemberN{Value: "1"}},
 		})
 		return nil, err
-	}, nil
+	}), nil
 }
