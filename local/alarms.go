@@ -270,7 +270,7 @@ func metricID(namespace, name string, dims any) MetricID {
 		m, _ := d.(map[string]any)
 		v := cfn.RefTarget(m["Value"])
 		if v == "" {
-			v = str(m["Value"])
+			v = staticString(m["Value"]) // a name, or one of an imported queue's ARN (Fn::Select of Fn::Split)
 		}
 		kv = append(kv, str(m["Name"]), v)
 	}

@@ -33,6 +33,7 @@ type Deployment struct {
 	Ignored []string
 
 	renamed map[string]string // template QueueName -> local name
+	byName  map[string]string // template QueueName -> logical id
 	region  string
 	account string
 }
@@ -63,7 +64,7 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 	d := &Deployment{
 		Template: t, Suffix: suffix,
 		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
-		TableName: map[string]string{}, renamed: map[string]string{},
+		TableName: map[string]string{}, renamed: map[string]string{}, byName: map[string]string{},
 	}
 	ids := slices.Sorted(maps.Keys(t.Queues))
 	// Pass 1: every queue with its plain attributes, so that every ARN exists for pass 2.
@@ -92,6 +93,9 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 			return nil, fmt.Errorf("queue %s ARN: %w", id, err)
 		}
 		d.QueueURL[id], d.QueueName[id] = *out.QueueUrl, name
+		if orig, ok := q.Props["QueueName"].(string); ok {
+			d.byName[orig] = id
+		}
 		d.QueueARN[id] = arn.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
 		if parts := strings.Split(d.QueueARN[id], ":"); len(parts) == 6 {
 			d.region, d.account = parts[3], parts[4]
@@ -242,7 +246,10 @@ func (d *Deployment) Env(function string) (map[string]string, error) {
 	return env, nil
 }
 
-var sqsARN = regexp.MustCompile(`^arn:aws:sqs:[^:]*:[^:]*:(.+)$`)
+var (
+	sqsARN = regexp.MustCompile(`^arn:aws:sqs:[^:]*:[^:]*:(.+)$`)
+	sqsURL = regexp.MustCompile(`^https://sqs\.[^/]+/[^/]+/([^/]+)$`)
+)
 
 // resolve evaluates the CloudFormation intrinsics the templates use: Ref and Fn::GetAtt of
 // queues and tables, the AWS:: pseudo parameters, Fn::Join. An SQS ARN built from a template
@@ -254,6 +261,11 @@ func (d *Deployment) resolve(v any) (any, error) {
 			if m := sqsARN.FindStringSubmatch(s); m != nil {
 				if local, ok := d.renamed[m[1]]; ok {
 					return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", d.region, d.account, local), nil
+				}
+			}
+			if m := sqsURL.FindStringSubmatch(s); m != nil { // an imported queue's URL
+				if id, ok := d.byName[m[1]]; ok {
+					return d.QueueURL[id], nil
 				}
 			}
 		}
@@ -278,6 +290,16 @@ func (d *Deployment) resolve(v any) (any, error) {
 					return d.getAtt(arg)
 				case "Fn::Join":
 					return d.join(arg)
+				case "Fn::Select", "Fn::Split": // of an imported queue's ARN (its name, region, account)
+					eval := func(v any) (any, bool) { r, err := d.resolve(v); return r, err == nil }
+					r, ok := evalSelect(arg, eval)
+					if k == "Fn::Split" {
+						r, ok = evalSplit(arg, eval)
+					}
+					if !ok {
+						return nil, fmt.Errorf("%s %v: not resolvable in this deployment", k, arg)
+					}
+					return r, nil
 				}
 				if strings.HasPrefix(k, "Fn::") {
 					return nil, fmt.Errorf("intrinsic %s is not supported by the local kit (package local)", k)
@@ -306,6 +328,8 @@ func (d *Deployment) ref(arg any) (any, error) {
 		return d.region, nil
 	case "AWS::Partition":
 		return "aws", nil
+	case "AWS::URLSuffix":
+		return "amazonaws.com", nil
 	}
 	if url, ok := d.QueueURL[id]; ok {
 		return url, nil

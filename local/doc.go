@@ -17,7 +17,8 @@
 //   - Deploy creates the stacks' queues (attributes, redrive and redrive-allow policies) and
 //     tables (keys, TTL) from the templates. A property with no local meaning (encryption,
 //     tags, backups) is listed (Kit.Ignored); one the kit does not understand is an error.
-//     An idempotency table the stack imports gets a local stand-in (Kit.StandIns).
+//     An idempotency table or a queue and its DLQ the stack imports get local stand-ins,
+//     from what the constructs record of them in the cloud assembly (Kit.StandIns).
 //   - Every consumer and dispatcher is built from its source (the Entry the construct
 //     bundled, recorded in the cloud assembly) with the bundling flags for this machine, and
 //     run behind a local Lambda Runtime API (internal/lambdart) with the template's

@@ -1,12 +1,15 @@
 package local
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
 // These test the kit itself, without backends: a kit that miscounts would let every
@@ -113,5 +116,76 @@ func TestLoadTemplate(t *testing.T) {
 	broken := strings.Replace(ok, `"FunctionName":{"Ref":"F"}`, `"FunctionName":{"Ref":"Gone"}`, 1)
 	if _, err := LoadTemplate(write(t, broken)); err == nil || !strings.Contains(err.Error(), `function "Gone" is not in this stack`) {
 		t.Errorf("a mapping to a missing function: err = %v", err)
+	}
+}
+
+func TestStandInQueue(t *testing.T) {
+	// A mapping of a queue the stack imports by name: its ARN is an expression of the
+	// account and region; the consumer's DLQ URL is computed from the DLQ's ARN.
+	arn := func(name string) string {
+		return `{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":sqs:",{"Ref":"AWS::Region"},":",{"Ref":"AWS::AccountId"},":` + name + `"]]}`
+	}
+	doc := `{"Resources":{
+	  "F":{"Type":"AWS::Lambda::Function","Properties":{"Environment":{"Variables":{"IDEMPOTENCY_TABLE_NAME":"t",
+	    "DEAD_LETTER_QUEUE_URL":{"Fn::Join":["",["https://sqs.",{"Fn::Select":[3,{"Fn::Split":[":",` + arn("in-dlq") + `]}]},".",{"Ref":"AWS::URLSuffix"},"/",{"Fn::Select":[4,{"Fn::Split":[":",` + arn("in-dlq") + `]}]},"/in-dlq"]]}}}}},
+	  "M":{"Type":"AWS::Lambda::EventSourceMapping","Properties":{"EventSourceArn":` + arn("in") + `,"FunctionName":{"Ref":"F"}}}}}`
+	p := filepath.Join(t.TempDir(), "S.template.json")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load := func() *Template {
+		tmpl, err := LoadTemplate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tmpl
+	}
+	// Without the construct's description of the queue, the kit says what to do.
+	if _, err := load().Pipelines(); err == nil || !strings.Contains(err.Error(),
+		"mapping M: its source arn:aws:sqs:local:000000000000:in is a queue the stack imports, and the cloud assembly does not describe it: synthesize again") {
+		t.Errorf("Pipelines without StandInQueue: err = %v", err)
+	}
+
+	var q cfn.ExistingQueue
+	if err := json.Unmarshal([]byte(`{"queueArn":`+arn("in")+`,"deadLetterQueueArn":`+arn("in-dlq")+`,"visibilityTimeout":30,"retentionPeriod":60}`), &q); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := load()
+	notes, err := tmpl.StandInQueue("M", q)
+	if err != nil || len(notes) != 2 || !strings.Contains(notes[0], "the stand-in uses 5") {
+		t.Fatalf("StandInQueue = %q, %v", notes, err)
+	}
+	ps, err := tmpl.Pipelines()
+	if err != nil || len(ps) != 1 || ps[0].Queue != "in" || ps[0].DLQ != "in-dlq" {
+		t.Fatalf("Pipelines = %+v, %v; want queue in, DLQ in-dlq", ps, err)
+	}
+	if v := tmpl.Queues["in"].VisibilityTimeout(); v != 30*time.Second {
+		t.Errorf("stand-in VisibilityTimeout = %v, want 30s", v)
+	}
+	// What the deployed environment resolves to: the local DLQ's URL.
+	d := &Deployment{Template: tmpl, QueueURL: map[string]string{"in-dlq": "http://127.0.0.1:1/000000000000/in-dlq-S"},
+		byName: map[string]string{"in-dlq": "in-dlq"}, renamed: map[string]string{}, region: "us-east-1", account: "000000000000"}
+	env, err := d.Env("F")
+	if err != nil || env["DEAD_LETTER_QUEUE_URL"] != "http://127.0.0.1:1/000000000000/in-dlq-S" {
+		t.Errorf("DEAD_LETTER_QUEUE_URL = %q, %v; want the stand-in's URL", env["DEAD_LETTER_QUEUE_URL"], err)
+	}
+
+	for _, bad := range []struct {
+		q    cfn.ExistingQueue
+		want string
+	}{
+		{cfn.ExistingQueue{QueueArn: map[string]any{"Ref": "QueueArnParam"}, DeadLetterQueueArn: "arn:aws:sqs:r:a:d"},
+			`mapping M: the imported queue's ARN map[Ref:QueueArnParam] is not a value the local kit can resolve (a parameter or another stack's export): import the queue by its literal name or ARN for the local run`},
+		{cfn.ExistingQueue{QueueArn: "arn:aws:sqs:r:a:in"},
+			"mapping M: the imported queue in has no dead-letter queue the consumer knows of: give the consumer a DeadLetterSource"},
+		{cfn.ExistingQueue{QueueArn: "arn:aws:sqs:r:a:in", DeadLetterQueueArn: map[string]any{"Fn::ImportValue": "dlq"}},
+			"mapping M: the imported dead-letter queue's ARN map[Fn::ImportValue:dlq] is not a value the local kit can resolve"},
+	} {
+		if _, err := load().StandInQueue("M", bad.q); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("StandInQueue(%+v): err = %v, want %q", bad.q, err, bad.want)
+		}
+	}
+	if _, err := load().StandInQueue("Nope", q); err == nil || !strings.Contains(err.Error(), "mapping Nope: no event source mapping of an imported queue") {
+		t.Errorf("StandInQueue of an unknown mapping: err = %v", err)
 	}
 }

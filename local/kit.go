@@ -171,6 +171,19 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 		if sources[i], err = cfn.ReadSources(ref.Dir, ref.ID); err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 		}
+		existing, err := cfn.ReadExistingQueues(ref.Dir, ref.ID)
+		if err != nil {
+			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+		}
+		for _, mapping := range slices.Sorted(maps.Keys(existing)) {
+			notes, err := templates[i].StandInQueue(mapping, existing[mapping])
+			if err != nil {
+				return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+			}
+			for _, n := range notes {
+				k.standIns = append(k.standIns, ref.DisplayName+": "+n)
+			}
+		}
 	}
 	if k.binDir, err = os.MkdirTemp("", "pipeline-local-"); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
@@ -367,7 +380,8 @@ func (k *Kit) standIn(ctx context.Context, st *stackRun, consumer string) error 
 }
 
 // StandIns lists what the kit created locally for resources the stacks import (an existing
-// idempotency table): they exist in your account, not in the templates.
+// idempotency table, an existing queue and its DLQ) and what it assumed of them: they exist
+// in your account, not in the templates.
 func (k *Kit) StandIns() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -56,6 +56,7 @@ type InvokeConfig struct {
 type Queue struct {
 	LogicalID string
 	Props     map[string]any
+	standIn   bool // made by StandInQueue, for a queue the stack imports
 }
 
 // Fifo reports whether the queue is a FIFO queue.
@@ -63,7 +64,11 @@ func (q Queue) Fifo() bool { b, _ := q.Props["FifoQueue"].(bool); return b }
 
 // DeadLetterQueue is the logical id the redrive policy points at, "" without one.
 func (q Queue) DeadLetterQueue() string {
-	return cfn.RefTarget(cfn.Dig(q.Props, "RedrivePolicy", "deadLetterTargetArn"))
+	target := cfn.Dig(q.Props, "RedrivePolicy", "deadLetterTargetArn")
+	if q.standIn {
+		return queueNameOf(staticString(target))
+	}
+	return cfn.RefTarget(target)
 }
 
 // MaxReceiveCount is the redrive policy's maxReceiveCount, 0 without one.
@@ -119,8 +124,12 @@ func (f Function) Binary() (string, error) {
 
 // Mapping is an AWS::Lambda::EventSourceMapping from a queue to a function.
 type Mapping struct {
-	LogicalID      string
-	Queue          string // logical id
+	LogicalID string
+	Queue     string // logical id
+	// SourceArn is EventSourceArn when it does not refer to a queue of the template (a
+	// queue the stack imports): a string or an expression of pseudo parameters. Queue is ""
+	// until StandInQueue names the local queue that stands in for it.
+	SourceArn      any
 	Function       string // logical id
 	BatchSize      int
 	WindowSeconds  int
@@ -253,6 +262,9 @@ func LoadTemplate(path string) (*Template, error) {
 				WindowSeconds:  intProp(p, "MaximumBatchingWindowInSeconds", 0),
 				MaxConcurrency: int(asFloat(cfn.Dig(p, "ScalingConfig", "MaximumConcurrency"))),
 			}
+			if m.Queue == "" {
+				m.SourceArn = p["EventSourceArn"]
+			}
 			types, _ := p["FunctionResponseTypes"].([]any)
 			m.ReportFailures = slices.Contains(types, any("ReportBatchItemFailures"))
 			t.Mappings = append(t.Mappings, m)
@@ -293,7 +305,7 @@ func LoadTemplate(path string) (*Template, error) {
 func (t *Template) check() error {
 	var problems []string
 	for _, m := range t.Mappings {
-		if _, ok := t.Queues[m.Queue]; !ok {
+		if _, ok := t.Queues[m.Queue]; !ok && m.SourceArn == nil {
 			problems = append(problems, fmt.Sprintf("mapping %s: source %q is not a queue of this stack", m.LogicalID, m.Queue))
 		}
 		if _, ok := t.Functions[m.Function]; !ok {
@@ -348,13 +360,18 @@ func (t *Template) ScheduleFor(function string) (Schedule, error) {
 func (t *Template) Pipelines() ([]Pipeline, error) {
 	var out []Pipeline
 	for _, m := range t.Mappings {
+		if m.Queue == "" {
+			return nil, fmt.Errorf("mapping %s: its source %s is a queue the stack imports, and the cloud assembly does not describe it: "+
+				"synthesize again (`cdk synth`) with this version of the constructs, which records it", m.LogicalID, staticString(m.SourceArn))
+		}
 		q := t.Queues[m.Queue]
 		p := Pipeline{Queue: m.Queue, DLQ: q.DeadLetterQueue(), Consumer: m.Function, Mapping: m, Fifo: q.Fifo()}
 		if p.DLQ == "" {
 			return nil, fmt.Errorf("queue %s has no redrive policy: poison messages would cycle forever", m.Queue)
 		}
 		for id, f := range t.Functions {
-			if cfn.RefTarget(f.Env["QUEUE_URL"]) == m.Queue {
+			url := f.Env["QUEUE_URL"]
+			if cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(staticString(url)) == m.Queue {
 				p.Dispatcher = id
 			}
 		}

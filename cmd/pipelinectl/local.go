@@ -139,6 +139,9 @@ func localUp(ctx context.Context, args []string, w streams) error {
 			fmt.Fprintf(w.out, "Not applied locally (%s): %s\n", stack, strings.Join(ignored, "; "))
 		}
 	}
+	for _, s := range kit.StandIns() {
+		fmt.Fprintf(w.out, "Stand-in for an imported resource: %s\n", s)
+	}
 	outPath := filepath.Join(opts.Assembly, "local-outputs.json")
 	outputs, skipped := kit.Outputs()
 	if b, err := json.MarshalIndent(outputs, "", "  "); err == nil {

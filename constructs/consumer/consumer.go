@@ -76,6 +76,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
 // Source is the queue the consumer reads. constructs/queue's ProcessingQueue satisfies it.
@@ -393,15 +394,38 @@ func NewIdempotentConsumer(scope constructs.Construct, id string, props *Idempot
 	c.fn.Function.AddEventSource(c.source)
 
 	for _, child := range *c.fn.Function.Node().Children() {
-		if cfn, ok := child.Node().DefaultChild().(awscdk.CfnResource); ok && *cfn.CfnResourceType() == "AWS::Lambda::EventSourceMapping" {
+		if res, ok := child.Node().DefaultChild().(awscdk.CfnResource); ok && *res.CfnResourceType() == "AWS::Lambda::EventSourceMapping" {
 			cdknag.NagSuppressions_AddResourceSuppressions(child, &[]*cdknag.NagPackSuppression{{
 				Id: jsii.String("Serverless-LambdaEventSourceMappingDestination"),
 				Reason: jsii.String("SQS event sources cannot have an on-failure destination (Lambda supports one for stream and Kafka sources only); " +
 					"the queue's redrive policy to its dead-letter queue is the failure path for records that keep failing"),
 			}}, jsii.Bool(true))
+			if c.queue.Node().DefaultChild() == nil { // an imported queue: no AWS::SQS::Queue in the template
+				addExistingQueue(res, props.Queue)
+			}
 		}
 	}
 	return c
+}
+
+// addExistingQueue records, on the event source mapping of a queue the stack imports, what
+// the template cannot say of it (its DLQ, type, visibility timeout, retention, redrive
+// count), as cloud assembly metadata in the manifest: package local stands in for the
+// queue from it.
+func addExistingQueue(mapping awscdk.CfnResource, q Source) {
+	data := map[string]any{
+		"queueArn":          q.Queue().QueueArn(),
+		"fifo":              q.Fifo(),
+		"visibilityTimeout": int(q.VisibilityTimeout().Seconds()),
+		"retentionPeriod":   int(q.RetentionPeriod().Seconds()),
+	}
+	if d, ok := q.(DeadLetterSource); ok && d.DeadLetterQueue() != nil {
+		data["deadLetterQueueArn"] = d.DeadLetterQueue().QueueArn()
+	}
+	if r, ok := q.(interface{ MaxReceiveCount() int }); ok && r.MaxReceiveCount() > 0 {
+		data["maxReceiveCount"] = r.MaxReceiveCount()
+	}
+	mapping.Node().AddMetadata(jsii.String(cfn.ExistingQueueMetadata), data, nil)
 }
 
 // resolve applies the defaults, runs every validation rule and panics once if any failed.

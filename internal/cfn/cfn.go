@@ -108,10 +108,40 @@ type Source struct {
 
 // ReadSources reads the SourceMetadata entries of stack in the cloud assembly at dir, by the
 // logical id of the function resource (from the aws:cdk:logicalId entry of the same
-// construct path, which CDK always records; the template's aws:cdk:path is there only when
-// the CLI synthesized). The entries are in the manifest's artifact metadata or in its
-// additionalMetadataFile, where current CDK versions put them.
+// construct path). A function without an entry (synthesized by an older version) is absent.
 func ReadSources(dir, stack string) (map[string]Source, error) {
+	return readMetadata[Source](dir, stack, SourceMetadata, func(s *Source, path string) { s.Path = path })
+}
+
+// ExistingQueueMetadata is the type of the cloud assembly metadata entry on the event source
+// mapping of a consumer whose queue the stack imports (queue.ImportProcessingQueue): what the
+// template cannot say of a queue it does not create, so that package local can stand in for
+// it. Its data is an ExistingQueue.
+const ExistingQueueMetadata = "idempotent-sqs:existing-queue"
+
+// ExistingQueue is the data of an ExistingQueueMetadata entry. The ARNs are CloudFormation
+// values: a string, or an expression of pseudo parameters (a queue imported by name).
+type ExistingQueue struct {
+	QueueArn           any  `json:"queueArn"`
+	DeadLetterQueueArn any  `json:"deadLetterQueueArn"`
+	Fifo               bool `json:"fifo"`
+	// VisibilityTimeout and RetentionPeriod are in seconds.
+	VisibilityTimeout int `json:"visibilityTimeout"`
+	RetentionPeriod   int `json:"retentionPeriod"`
+	// MaxReceiveCount is the redrive policy's, 0 when the user did not give it.
+	MaxReceiveCount int `json:"maxReceiveCount,omitempty"`
+}
+
+// ReadExistingQueues reads the ExistingQueueMetadata entries of stack in the cloud assembly
+// at dir, by the logical id of the event source mapping that carries each.
+func ReadExistingQueues(dir, stack string) (map[string]ExistingQueue, error) {
+	return readMetadata[ExistingQueue](dir, stack, ExistingQueueMetadata, nil)
+}
+
+// readMetadata reads the entries of one metadata type of stack in the cloud assembly at dir
+// (the manifest's and the additional metadata file's), by the logical id of the resource
+// whose construct path carries each; fill, when not nil, is given each entry's path.
+func readMetadata[T any](dir, stack, typ string, fill func(*T, string)) (map[string]T, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return nil, err
@@ -149,26 +179,29 @@ func ReadSources(dir, stack string) (map[string]Source, error) {
 			md[path] = append(md[path], es...)
 		}
 	}
-	out := map[string]Source{}
+	out := map[string]T{}
 	for path, es := range md {
-		var src *Source
+		var v *T
 		var id string
 		for _, e := range es {
 			switch e.Type {
-			case SourceMetadata:
-				src = &Source{Path: path}
-				if err := json.Unmarshal(e.Data, src); err != nil {
-					return nil, fmt.Errorf("%s: %s of %s: %w", dir, SourceMetadata, path, err)
+			case typ:
+				v = new(T)
+				if err := json.Unmarshal(e.Data, v); err != nil {
+					return nil, fmt.Errorf("%s: %s of %s: %w", dir, typ, path, err)
 				}
 			case "aws:cdk:logicalId":
 				_ = json.Unmarshal(e.Data, &id)
 			}
 		}
-		if src != nil {
+		if v != nil {
 			if id == "" {
-				return nil, fmt.Errorf("%s: %s has a %s entry but no aws:cdk:logicalId", dir, path, SourceMetadata)
+				return nil, fmt.Errorf("%s: %s has a %s entry but no aws:cdk:logicalId", dir, path, typ)
 			}
-			out[id] = *src
+			if fill != nil {
+				fill(v, path)
+			}
+			out[id] = *v
 		}
 	}
 	return out, nil

@@ -1,6 +1,6 @@
 // Package outside proves that a Go module outside this repository can run its own pipeline
 // on the local kit: testdata/billing is a billing team's app (its own consumer writing its
-// own invoices table), put in a module of its own in a temporary directory with a replace
+// own invoices table, reading a queue and DLQ that exist already), put in a module of its own in a temporary directory with a replace
 // to this checkout, synthesized with the CDK CLI, and tested with its own 30-line test.
 package outside
 
