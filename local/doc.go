@@ -27,7 +27,9 @@
 //     maximum concurrency, partial batch responses; records not deleted return after the
 //     visibility timeout, and SQS's redrive policy moves them to the DLQ.
 //   - Fire runs a dispatcher as its schedule would, asynchronously: retries and the
-//     on-failure destination from its EventInvokeConfig (InvokeAsync).
+//     on-failure destination from its EventInvokeConfig (InvokeAsync). With Options.Cron
+//     the kit also fires it at each time its schedule's expression gives, in real time
+//     (ParseScheduleExpression: cron, rate and at, in the schedule's time zone).
 //   - The heartbeat schedules send their probes; an Observer records what runs as the
 //     CloudWatch metrics the templates' alarms read, and Evaluate applies every alarm and
 //     composite alarm with CloudWatch's rules on a clock AlarmTimeScale times the wall

@@ -49,7 +49,8 @@ type Options struct {
 	// Logs receives every line a function writes, with the function's logical id. Default:
 	// the lines are dropped (the kit still reads them for outcomes and metrics).
 	Logs func(function string, line []byte)
-	// Progress receives what Start does (building, fetching, starting). Default: nothing.
+	// Progress receives what Start does (building, fetching, starting) and, with Cron, each
+	// firing of a schedule. Default: nothing.
 	Progress io.Writer
 	// AlarmTimeScale is how many times faster than the wall clock alarms are evaluated
 	// (every period, and the heartbeats' rate, divided by it). Default AlarmTimeScale (30:
@@ -60,6 +61,10 @@ type Options struct {
 	// timing changes, not the semantics (a record still in progress when it reappears is a
 	// duplicate the consumer defers). Default: the template's.
 	VisibilityTimeout time.Duration
+	// Cron fires each dispatcher on its schedule's expression (cron, rate or at, in its
+	// time zone) in real time, on the wall clock, as Scheduler does, besides Fire. Each
+	// firing is reported to Progress. Default: off; a test fires on demand with Fire.
+	Cron bool
 	// NoHeartbeats leaves the template's heartbeat schedules (constructs/heartbeat) off.
 	// With them on, as deployed, they send a probe every rate on the alarm clock, which the
 	// consumer records under a "pipelinectl-probe-" key.
@@ -89,6 +94,7 @@ type Kit struct {
 	envs     []*lambdart.Env
 	bgErrs   []error
 	standIns []string
+	sayMu    sync.Mutex
 	stopped  atomic.Bool
 	fires    atomic.Int64
 }
@@ -319,6 +325,11 @@ func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources
 		if p.Dispatcher != "" {
 			if r.disp, err = k.env(st, p.Dispatcher, bins[ref.ID+"/"+p.Dispatcher], nil); err != nil {
 				return err
+			}
+			if k.opts.Cron {
+				if err := k.cron(r); err != nil {
+					return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+				}
 			}
 		}
 		r.poller = &Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
@@ -664,6 +675,10 @@ func (k *Kit) Fire(ctx context.Context, pipeline string, at time.Time) (attempts
 	if err != nil {
 		return 0, err
 	}
+	return k.fire(ctx, r, at)
+}
+
+func (k *Kit) fire(ctx context.Context, r *run, at time.Time) (attempts int, err error) {
 	if r.Dispatcher == "" {
 		return 0, fmt.Errorf("local: pipeline %s has no dispatcher", r.Name)
 	}
@@ -681,6 +696,50 @@ func (k *Kit) Fire(ctx context.Context, pipeline string, at time.Time) (attempts
 	return InvokeAsync(ctx, r.st.d, k.sq, r.Dispatcher, payload, r.st.obs.Clock, func(ctx context.Context, payload []byte) (lambdart.Result, error) {
 		return k.invoke(ctx, r.st, r.Dispatcher, r.disp, payload)
 	}, r.disp.FunctionARN())
+}
+
+// say writes to Progress, one writer at a time (firings report from their goroutines).
+func (k *Kit) say(format string, args ...any) {
+	k.sayMu.Lock()
+	defer k.sayMu.Unlock()
+	fmt.Fprintf(k.opts.Progress, format, args...)
+}
+
+// cron fires r's dispatcher at each time its schedule's expression gives, until Close.
+func (k *Kit) cron(r *run) error {
+	s, err := r.st.d.Template.ScheduleFor(r.Dispatcher)
+	if err != nil {
+		return err
+	}
+	e, err := ParseScheduleExpression(s.Expression, s.Timezone, time.Now())
+	if err != nil {
+		return fmt.Errorf("schedule %s: %w; leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)", s.LogicalID, err)
+	}
+	first, ok := e.Next(time.Now())
+	if !ok {
+		k.say("local: %s: schedule %s never fires again\n", r.Name, e)
+		return nil
+	}
+	k.say("local: %s: schedule %s, first firing %s\n", r.Name, e, first.Format(time.RFC3339))
+	k.wg.Go(func() {
+		for at, ok := first, true; ok; at, ok = e.Next(at) {
+			select {
+			case <-k.ctx.Done():
+				return
+			case <-time.After(time.Until(at)):
+			}
+			n, err := k.fire(k.ctx, r, at)
+			if k.ctx.Err() != nil {
+				return
+			}
+			outcome := "done"
+			if err != nil {
+				outcome = fmt.Sprintf("failed after %d attempts: %v", n, err)
+			}
+			k.say("local: %s: fired its schedule for %s: %s\n", r.Name, at.Format(time.RFC3339), outcome)
+		}
+	})
+	return nil
 }
 
 // WaitIdle waits until every pipeline queue is empty (nothing visible, in flight or

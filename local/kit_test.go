@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,4 +145,70 @@ func newSince(before []int) []int {
 		}
 	}
 	return out
+}
+
+// With Cron, the kit fires each dispatcher on its schedule in real time: the reference stack
+// with a schedule of every minute; its first firing (within a minute of the start) sends the
+// stack's two work items, each applied once under a key of that minute's occurrence.
+func TestKitFiresOnCron(t *testing.T) {
+	t.Setenv("CDK_VALIDATION", "false")
+	out := t.TempDir()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
+	stacks.Build(app, stacks.Config{Stage: "cron", ConsumerTimeout: 3 * time.Second, Schedule: "* * * * ? *"})
+	app.Synth(nil)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	progress := &syncBuffer{}
+	kit, err := local.Start(ctx, local.Options{Assembly: out, Cron: true, NoHeartbeats: true, Progress: progress})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress)
+	}
+	defer kit.Close()
+	started := time.Now()
+	if !strings.Contains(progress.String(), "Standard: schedule cron(* * * * ? *) UTC, first firing ") {
+		t.Errorf("Progress does not announce the Standard schedule:\n%s", progress)
+	}
+	var effects map[string]int
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline) && len(effects) < 2; time.Sleep(time.Second) {
+		if effects, err = kit.Effects("Standard"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(effects) != 2 {
+		t.Fatalf("after %v the Standard pipeline applied %v, want the two work items of one firing\n%s", time.Since(started).Round(time.Second), effects, progress)
+	}
+	for key, n := range effects {
+		// <job>#<occurrence>#<item>: the occurrence is the minute the schedule fired for.
+		parts := strings.Split(key, "#")
+		at, err := time.Parse(time.RFC3339, parts[min(1, len(parts)-1)])
+		if n != 1 || len(parts) != 3 || err != nil || at.Second() != 0 || at.Before(started.Add(-time.Minute)) || at.After(time.Now()) {
+			t.Errorf("effect %q applied %d times: want once, keyed by a minute since the start", key, n)
+		}
+	}
+	if !strings.Contains(progress.String(), "Standard: fired its schedule for ") {
+		t.Errorf("Progress does not report the firing:\n%s", progress)
+	}
+	fmt.Printf("FIGURE kit, cron: the every-minute schedule's first firing applied its 2 items %v after the kit was up\n", time.Since(started).Round(100*time.Millisecond))
+	if err := kit.Err(); err != nil {
+		t.Errorf("background: %v", err)
+	}
+}
+
+// syncBuffer is a strings.Builder that the kit's goroutines and the test may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -22,7 +22,7 @@ const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this 
 
   pipelinectl local install
   pipelinectl local up --assembly DIR [--stack NAME]... [--send FILE --pipeline NAME]
-                       [--fire NAME] [--environments N] [--logs] [--every D]
+                       [--fire NAME] [--cron=false] [--environments N] [--logs] [--every D]
 
   install fetches DynamoDB Local and ElasticMQ (pinned versions, with Maven, checksums
   checked) into the user cache, once; up does it when they are missing. Both need
@@ -42,6 +42,8 @@ const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this 
   --send FILE          send each line of FILE as one message body, once up ('-' for stdin)
   --pipeline NAME      the pipeline --send and --fire address (needed with several)
   --fire NAME          run NAME's dispatcher once, as its schedule would now
+  --cron               fire each dispatcher on its schedule's cron, rate or at expression,
+                       in real time (default true; --cron=false fires only with --fire)
   --environments N     execution environments per consumer (default 2)
   --logs               print every function log line, prefixed with the function
   --every D            how often to check for changes (default 2s)
@@ -87,6 +89,7 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	fs.StringVar(&send, "send", "", "")
 	fs.StringVar(&pipeline, "pipeline", "", "")
 	fs.StringVar(&fire, "fire", "", "")
+	fs.BoolVar(&opts.Cron, "cron", true, "")
 	fs.IntVar(&opts.Environments, "environments", 2, "")
 	fs.BoolVar(&logs, "logs", false, "")
 	fs.DurationVar(&every, "every", every, "")
