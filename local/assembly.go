@@ -8,15 +8,15 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
-// pick returns the stacks named (by display name or artifact id), or every stack with a
-// pipeline when names is empty. An unknown name is an error listing the stacks there are.
+// pick returns the stacks named (by display name, stack name or artifact id), or every
+// stack when names is empty. An unknown name is an error listing the stacks there are.
 func pick(all []cfn.StackRef, names []string) ([]cfn.StackRef, error) {
 	if len(names) == 0 {
 		return all, nil
 	}
 	var out []cfn.StackRef
 	for _, n := range names {
-		i := slices.IndexFunc(all, func(s cfn.StackRef) bool { return s.DisplayName == n || s.ID == n })
+		i := slices.IndexFunc(all, func(s cfn.StackRef) bool { return s.DisplayName == n || s.StackName == n || s.ID == n })
 		if i < 0 {
 			have := make([]string, len(all))
 			for j, s := range all {

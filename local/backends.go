@@ -77,9 +77,16 @@ func (b backend) dir() (dir string, installed bool, err error) {
 
 // Install fetches DynamoDB Local and ElasticMQ, at their pinned versions, from Maven Central
 // into CacheDir, unless they are already where the kit looks for them (see Start). It needs
-// Maven (mvn) and writes its progress to w. Two installs at once are safe: each fetches into
-// a directory of its own and the first to finish is kept.
+// Maven (mvn) and writes its progress to w. Two installs at once (two test packages of a
+// module, each starting a kit) take turns: the second waits on a lock file in CacheDir
+// (Maven's local repository is not safe for two runs at once) and then finds the jars.
 func Install(ctx context.Context, w io.Writer) error {
+	var unlock func()
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
 	for _, b := range backends {
 		dir, ok, err := b.dir()
 		if err != nil {
@@ -90,6 +97,17 @@ func Install(ctx context.Context, w io.Writer) error {
 		}
 		if os.Getenv(b.env) != "" {
 			return fmt.Errorf("local: %s=%s holds no %s: unset it to let the kit install %s in %s, or put the jars there", b.env, dir, b.jar, b.name, filepath.Dir(dir))
+		}
+		if unlock == nil {
+			if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+				return fmt.Errorf("local: %w", err)
+			}
+			if unlock, err = lockFile(ctx, filepath.Join(filepath.Dir(dir), "install.lock")); err != nil {
+				return fmt.Errorf("local: waiting for another install: %w", err)
+			}
+			if _, ok, _ := b.dir(); ok { // installed while this one waited
+				continue
+			}
 		}
 		if err := b.install(ctx, dir, w); err != nil {
 			return err
@@ -174,11 +192,8 @@ func checkJava(ctx context.Context) error {
 }
 
 // useBackends makes sure both servers' jars are there (Install when they are not) and points
-// the server starters at them through their environment variables.
+// the server starters at them through their environment variables. Start has checked Java.
 func useBackends(ctx context.Context, w io.Writer) error {
-	if err := checkJava(ctx); err != nil {
-		return err
-	}
 	if err := Install(ctx, w); err != nil {
 		return err
 	}

@@ -65,6 +65,7 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 		Template: t, Suffix: suffix,
 		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
 		TableName: map[string]string{}, renamed: map[string]string{}, byName: map[string]string{},
+		Ignored: slices.Clone(t.NotApplied),
 	}
 	ids := slices.Sorted(maps.Keys(t.Queues))
 	// Pass 1: every queue with its plain attributes, so that every ARN exists for pass 2.
@@ -337,7 +338,59 @@ func (d *Deployment) ref(arg any) (any, error) {
 	if name, ok := d.TableName[id]; ok {
 		return name, nil
 	}
-	return nil, fmt.Errorf("Ref %q: not a queue or table of this deployment", id)
+	if name := d.localName(id); name != "" {
+		return name, nil
+	}
+	return nil, fmt.Errorf("Ref %q: not a queue, table, function, schedule or alarm of this deployment", id)
+}
+
+// FunctionName is the name a function of the template has locally: its logical id and the
+// deployment's suffix (what Ref of it and the Lambda stand-in's names are).
+func (d *Deployment) FunctionName(id string) string { return id + "-" + d.Suffix }
+
+// AlarmName is the name an alarm or composite alarm of the template has locally: its
+// AlarmName when the template gives one, else its logical id.
+func (d *Deployment) AlarmName(id string) string {
+	for _, a := range d.Template.Alarms {
+		if a.LogicalID == id && a.Name != "" {
+			return a.Name
+		}
+	}
+	for _, c := range d.Template.Composites {
+		if c.LogicalID == id && c.Name != "" {
+			return c.Name
+		}
+	}
+	return id
+}
+
+// localName is what Ref of a function, a schedule or an alarm gives locally: its name.
+func (d *Deployment) localName(id string) string {
+	t := d.Template
+	if _, ok := t.Functions[id]; ok {
+		return d.FunctionName(id)
+	}
+	for _, s := range t.Schedules {
+		if s.LogicalID == id {
+			return id + "-" + d.Suffix
+		}
+	}
+	for _, s := range t.SendSchedules {
+		if s.LogicalID == id {
+			return id + "-" + d.Suffix
+		}
+	}
+	for _, a := range t.Alarms {
+		if a.LogicalID == id {
+			return d.AlarmName(id)
+		}
+	}
+	for _, c := range t.Composites {
+		if c.LogicalID == id {
+			return d.AlarmName(id)
+		}
+	}
+	return ""
 }
 
 func (d *Deployment) getAtt(arg any) (any, error) {

@@ -12,11 +12,14 @@
 //
 // What runs, each part from the templates and the cloud assembly, never from a second
 // description of the stack:
-//   - DynamoDB Local and ElasticMQ (an SQS-compatible server) on free loopback ports, from
+//   - DynamoDB Local and ElasticMQ (an SQS-compatible server) on free ports (ElasticMQ on
+//     loopback; DynamoDB Local takes no address and listens on every interface), from
 //     their pinned jars (Install fetches them with Maven into CacheDir; Java 17+).
 //   - Deploy creates the stacks' queues (attributes, redrive and redrive-allow policies) and
 //     tables (keys, TTL) from the templates. A property with no local meaning (encryption,
-//     tags, backups) is listed (Kit.Ignored); one the kit does not understand is an error.
+//     tags, backups; a function's reserved concurrency, VPC or layers; a disabled mapping) is
+//     listed (Kit.Ignored); a queue or table property the kit does not understand, and a
+//     mapping's filter, are errors.
 //     An idempotency table or a queue and its DLQ the stack imports get local stand-ins,
 //     from what the constructs record of them in the cloud assembly (Kit.StandIns).
 //   - Every consumer and dispatcher is built from its source (the Entry the construct
@@ -34,6 +37,10 @@
 //     CloudWatch metrics the templates' alarms read, and Evaluate applies every alarm and
 //     composite alarm with CloudWatch's rules on a clock AlarmTimeScale times the wall
 //     clock (Kit.Alarms, Kit.WaitForAlarm).
+//   - One loopback server answers the Lambda (Invoke of a dispatcher,
+//     ListEventSourceMappings), CloudWatch (DescribeAlarms) and Scheduler (GetSchedule)
+//     calls pipelinectl makes, from what runs (Endpoints.AWS; Environ exports it), and
+//     Outputs resolves the stacks' outputs to local names for pipelinectl's --outputs.
 //
 // Not modelled: IAM (every call is allowed), KMS (nothing is encrypted), quotas and
 // throttling beyond what InjectDynamoDB injects, CloudWatch Logs and X-Ray.

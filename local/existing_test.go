@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
@@ -21,19 +22,25 @@ import (
 // (its ARN and URL are expressions of the account and region), one FIFO queue by literal
 // ARN. The template has no AWS::SQS::Queue for either; the kit stands in for both and their
 // DLQs from what the consumer records in the cloud assembly, and the consumer, its DLQ
-// sends and the DLQ alarm use the stand-ins.
+// sends and the DLQ alarm use the stand-ins. The stack is in a Stage, beside a stack with
+// no pipeline (a shared topic), as a multi-stage app has them: the pipelines keep their
+// names, the outputs are keyed by the CloudFormation stack name, the other stack is only
+// created.
 func TestKitStandsInForImportedQueues(t *testing.T) {
 	t.Setenv("CDK_VALIDATION", "false")
 	out := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
-	stack := awscdk.NewStack(app, jsii.String("Imported"), nil)
+	stage := awscdk.NewStage(app, jsii.String("Dev"), nil)
+	awssns.NewTopic(awscdk.NewStack(stage, jsii.String("Shared"), nil), jsii.String("Topic"), nil)
+	stack := awscdk.NewStack(stage, jsii.String("Imported"), nil)
 	byName := queue.ImportProcessingQueue(stack, "Invoices", &queue.ExistingProcessingQueueProps{
 		QueueName: "billing-invoices", DeadLetterQueueName: "billing-invoices-dlq",
 		VisibilityTimeout: 18 * time.Second, RetentionPeriod: 4 * 24 * time.Hour,
 	})
-	pipeline.NewPipeline(stack, "Invoicing", &pipeline.PipelineProps{
+	invoicing := pipeline.NewPipeline(stack, "Invoicing", &pipeline.PipelineProps{
 		ExistingQueue: byName, Consumer: &consumer.IdempotentConsumerProps{Timeout: 3 * time.Second},
 	})
+	awscdk.NewCfnOutput(stack, jsii.String("InvoicingConsumerName"), &awscdk.CfnOutputProps{Value: invoicing.Consumer().Function().FunctionName()})
 	byArn := queue.ImportProcessingQueue(stack, "Ledger", &queue.ExistingProcessingQueueProps{
 		QueueArn:           "arn:aws:sqs:eu-west-1:111122223333:ledger.fifo",
 		DeadLetterQueueArn: "arn:aws:sqs:eu-west-1:111122223333:ledger-dlq.fifo",
@@ -62,8 +69,17 @@ func TestKitStandsInForImportedQueues(t *testing.T) {
 			t.Errorf("StandIns lack %q:\n%s", want, standIns)
 		}
 	}
+	var names []string
 	for _, p := range kit.Pipelines() {
-		t.Logf("%s: queue %s, DLQ %s", p.Name, p.QueueURL, p.DLQURL)
+		t.Logf("%s/%s: queue %s, DLQ %s", p.Stack, p.Name, p.QueueURL, p.DLQURL)
+		names = append(names, p.Stack+" "+p.Name)
+	}
+	if !slices.Equal(names, []string{"Dev/Imported Invoicing", "Dev/Imported Ledgers"}) {
+		t.Errorf("Pipelines = %q, want Invoicing and Ledgers of Dev/Imported", names)
+	}
+	outputs, skipped := kit.Outputs()
+	if name := outputs["Dev-Imported"]["InvoicingConsumerName"]; !strings.HasPrefix(name, "InvoicingConsumer") || len(skipped) > 0 {
+		t.Errorf("Outputs = %v (skipped %v), want Dev-Imported's InvoicingConsumerName, the consumer's local name", outputs, skipped)
 	}
 
 	start := time.Now()

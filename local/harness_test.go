@@ -107,10 +107,26 @@ func TestLoadTemplate(t *testing.T) {
 	for _, bad := range []struct{ from, to, want string }{
 		{`{"Ref":"Q"},"\"}"`, `{"Ref":"Gone"},"\"}"`, `schedule H: sends to "Gone", not a queue of this stack`},
 		{`rate(5 minutes)`, `cron(0 * * * ? *)`, `schedule H: expression "cron(0 * * * ? *)": the local kit fires SQS-target schedules by rate(N minutes|hours) only`},
+		{`"BatchSize":10,`, `"BatchSize":10,"FilterCriteria":{"Filters":[{"Pattern":"{}"}]},`,
+			`mapping M: property FilterCriteria is not applied by the local kit (package local): the consumer would see other records than in AWS`},
 	} {
 		if _, err := LoadTemplate(write(t, strings.Replace(ok, bad.from, bad.to, 1))); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err = %v, want %q", bad.to, err, bad.want)
 		}
+	}
+
+	// What may matter in AWS and is not applied is listed, never dropped silently.
+	listed, err := LoadTemplate(write(t, strings.Replace(strings.Replace(ok, `"BatchSize":10,`, `"BatchSize":10,"Enabled":false,`, 1),
+		`"Properties":{"Timeout":3,`, `"Properties":{"Timeout":3,"ReservedConcurrentExecutions":5,"Layers":["arn:l"],`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"function F Layers", "function F ReservedConcurrentExecutions", "mapping M is disabled (Enabled: false): its queue is not polled"}
+	if !slices.Equal(listed.NotApplied, want) || !listed.Mappings[0].Disabled {
+		t.Errorf("NotApplied = %q, Disabled %v; want %q", listed.NotApplied, listed.Mappings[0].Disabled, want)
+	}
+	if len(tmpl.NotApplied) != 0 {
+		t.Errorf("NotApplied of the plain template = %q, want none", tmpl.NotApplied)
 	}
 
 	broken := strings.Replace(ok, `"FunctionName":{"Ref":"F"}`, `"FunctionName":{"Ref":"Gone"}`, 1)

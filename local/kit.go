@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,10 +57,14 @@ type Options struct {
 	// (every period, and the heartbeats' rate, divided by it). Default AlarmTimeScale (30:
 	// a 5-minute period takes 10 s); 1 evaluates in real time.
 	AlarmTimeScale int
-	// VisibilityTimeout, when set, replaces the template's visibility timeout on every
-	// pipeline queue, so that a failed record comes back in seconds rather than minutes: the
-	// timing changes, not the semantics (a record still in progress when it reappears is a
-	// duplicate the consumer defers). Default: the template's.
+	// VisibilityTimeout replaces the template's visibility timeout on every pipeline queue
+	// (whole seconds, 1 s to 12 h), so that a failed or deferred record comes back sooner:
+	// the timing changes, not the semantics (a record still in progress when it reappears is
+	// a duplicate the consumer defers). Default: the consumer's timeout, when the template's
+	// is longer (the constructs make it 6 timeouts: 3 minutes for a 30 s consumer, which a
+	// duplicate deferred behind its first copy would wait). Much shorter than the consumer's
+	// timeout, a duplicate deferred behind a slow attempt is received often enough to reach
+	// the queue's maxReceiveCount and the DLQ, which it would not in AWS.
 	VisibilityTimeout time.Duration
 	// Cron fires each dispatcher on its schedule's expression (cron, rate or at, in its
 	// time zone) in real time, on the wall clock, as Scheduler does, besides Fire. Each
@@ -72,7 +77,7 @@ type Options struct {
 }
 
 // Kit is a cloud assembly's pipelines running on this machine: DynamoDB Local and ElasticMQ
-// on free loopback ports, the stacks' queues and tables created from their templates, every
+// on free ports, the stacks' queues and tables created from their templates, every
 // consumer and dispatcher built from its source for this machine and run behind a local
 // Lambda Runtime API, each consumer fed by a poller that behaves as its event source
 // mapping, and every alarm of the templates evaluated from what runs. Its methods are safe
@@ -95,6 +100,10 @@ type Kit struct {
 	bgErrs   []error
 	standIns []string
 	sayMu    sync.Mutex
+	inject   atomic.Pointer[func(DynamoDBCall) string] // InjectDynamoDB's
+	observed atomic.Pointer[[]*stackRun]               // the stacks deployed so far, for the proxy's Observe
+	api      *http.Server                              // the Lambda, CloudWatch and Scheduler stand-ins (awsapi.go)
+	apiURL   string
 	stopped  atomic.Bool
 	fires    atomic.Int64
 }
@@ -110,9 +119,11 @@ type stackRun struct {
 type Running struct {
 	// Name is the pipeline's name: the construct path of its consumer without the stack
 	// and the "/Consumer" and "/Resource" parts ("Standard", "Orders"). Kit methods take it,
-	// or "Stack/Name" when two stacks have one of that name.
-	Name, Stack      string
-	QueueURL, DLQURL string
+	// or "Stack/Name" when two stacks have one of that name. Stack is the stack's construct
+	// path ("Dev/Pipeline" in a Stage), StackName its CloudFormation name ("Dev-Pipeline"),
+	// which Outputs and pipelinectl's --stack use.
+	Name, Stack, StackName string
+	QueueURL, DLQURL       string
 	// Table is the idempotency table's name.
 	Table string
 	// Consumer and Dispatcher are the logical ids of the functions (Dispatcher "" without one).
@@ -142,6 +153,9 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	}
 	if opts.Environments <= 0 {
 		opts.Environments = 2
+	}
+	if v := opts.VisibilityTimeout; v != 0 && (v < time.Second || v > 12*time.Hour || v%time.Second != 0) {
+		return nil, fmt.Errorf("local: Options.VisibilityTimeout %v: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout", v)
 	}
 	if opts.AlarmTimeScale <= 0 {
 		opts.AlarmTimeScale = AlarmTimeScale
@@ -191,6 +205,22 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 			}
 		}
 	}
+	var names []string
+	for i, t := range templates {
+		names = append(names, refs[i].DisplayName)
+		if ps, err := t.Pipelines(); err != nil {
+			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
+		} else if len(ps) > 0 {
+			names = nil
+			break
+		}
+	}
+	if names != nil {
+		return nil, fmt.Errorf("local: no pipeline to run: none of the stacks %s has an SQS event source mapping", strings.Join(names, ", "))
+	}
+	if err := checkJava(ctx); err != nil { // before the builds: say what to install at once
+		return nil, err
+	}
 	if k.binDir, err = os.MkdirTemp("", "pipeline-local-"); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -214,15 +244,38 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if k.proxy, err = ddbproxy.New(k.ddb.Endpoint()); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
+	// The proxy's hooks are set once, before any function runs, and read what changes
+	// through atomics: InjectDynamoDB swaps the fault function, each deploy the stacks.
+	k.proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+		fail := k.inject.Load()
+		if fail == nil {
+			return ddbproxy.Fault{}
+		}
+		switch typ := (*fail)(DynamoDBCall{Op: c.Op, Table: c.Table, Key: c.Key}); {
+		case typ == "":
+			return ddbproxy.Fault{}
+		case strings.Contains(typ, "InternalServerError") || strings.Contains(typ, "ServiceUnavailable"):
+			return ddbproxy.Fault{Status: 500, Type: typ}
+		default:
+			return ddbproxy.Fault{Status: 400, Type: typ}
+		}
+	}
+	k.proxy.Observe = func(c ddbproxy.Call, r ddbproxy.Reply) { // DynamoDB's metrics of each stack's tables
+		if sts := k.observed.Load(); sts != nil {
+			for _, st := range *sts {
+				st.obs.Dynamo(c, r)
+			}
+		}
+	}
 	for i, ref := range refs {
 		if err := k.deploy(ctx, ref, templates[i], sources[i], bins); err != nil {
 			return nil, err
 		}
+		sts := slices.Clone(k.stacks)
+		k.observed.Store(&sts)
 	}
-	k.proxy.Observe = func(c ddbproxy.Call, r ddbproxy.Reply) { // DynamoDB's metrics of each stack's tables
-		for _, st := range k.stacks {
-			st.obs.Dynamo(c, r)
-		}
+	if err := k.serveAWS(); err != nil {
+		return nil, err
 	}
 	ok = true
 	return k, nil
@@ -294,9 +347,13 @@ func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources
 		if err := k.standIn(ctx, st, p.Consumer); err != nil {
 			return err
 		}
-		if k.opts.VisibilityTimeout > 0 {
+		visibility := k.opts.VisibilityTimeout
+		if consumer := time.Duration(t.Functions[p.Consumer].Timeout) * time.Second; visibility == 0 && t.Queues[p.Queue].VisibilityTimeout() > consumer {
+			visibility = consumer
+		}
+		if visibility > 0 {
 			if _, err := k.sq.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(d.QueueURL[p.Queue]),
-				Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(k.opts.VisibilityTimeout.Seconds()))}}); err != nil {
+				Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(visibility.Seconds()))}}); err != nil {
 				return fmt.Errorf("local: stack %s: queue %s VisibilityTimeout: %w", ref.DisplayName, p.Queue, err)
 			}
 		}
@@ -307,7 +364,7 @@ func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources
 		if err != nil {
 			return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 		}
-		r := &run{Running: Running{Name: pipelineName(sources[p.Consumer].Path, ref.ID), Stack: ref.DisplayName,
+		r := &run{Running: Running{Name: pipelineName(sources[p.Consumer].Path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
 			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env["IDEMPOTENCY_TABLE_NAME"],
 			Consumer: p.Consumer, Dispatcher: p.Dispatcher, Fifo: p.Fifo}, p: p, st: st, ledger: NewLedger()}
 		n := k.opts.Environments
@@ -334,6 +391,9 @@ func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources
 		}
 		r.poller = &Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
 		k.wg.Go(func() {
+			if p.Mapping.Disabled {
+				return
+			}
 			if err := r.poller.Run(k.ctx); err != nil {
 				k.background(fmt.Errorf("pipeline %s poller: %w", r.Name, err))
 			}
@@ -414,18 +474,9 @@ type DynamoDBCall struct {
 // failed so far.
 func (k *Kit) InjectDynamoDB(fail func(DynamoDBCall) string) int64 {
 	if fail == nil {
-		k.proxy.Policy = nil
-		return k.proxy.Injected.Load()
-	}
-	k.proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
-		typ := fail(DynamoDBCall{Op: c.Op, Table: c.Table, Key: c.Key})
-		switch {
-		case typ == "":
-			return ddbproxy.Fault{}
-		case strings.Contains(typ, "InternalServerError") || strings.Contains(typ, "ServiceUnavailable"):
-			return ddbproxy.Fault{Status: 500, Type: typ}
-		}
-		return ddbproxy.Fault{Status: 400, Type: typ}
+		k.inject.Store(nil)
+	} else {
+		k.inject.Store(&fail)
 	}
 	return k.proxy.Injected.Load()
 }
@@ -458,7 +509,7 @@ func pipelineName(path, stack string) string {
 	return name
 }
 
-func (st *stackRun) functionName(id string) string { return id + "-" + st.d.Suffix }
+func (st *stackRun) functionName(id string) string { return st.d.FunctionName(id) }
 
 // env starts one execution environment of a function (lazily: the process starts at the
 // first invocation) with the template's environment and the local endpoints.
@@ -538,19 +589,25 @@ func (k *Kit) Err() error {
 // AWS_ENDPOINT_URL_DYNAMODB) and pipelinectl.
 type Endpoints struct {
 	SQS, DynamoDB, Region string
+	// AWS serves the parts of Lambda (Invoke of a dispatcher, ListEventSourceMappings),
+	// CloudWatch (DescribeAlarms) and Scheduler (GetSchedule) that pipelinectl reads,
+	// from what the kit runs.
+	AWS string
 }
 
 // Endpoints returns where the servers listen.
 func (k *Kit) Endpoints() Endpoints {
-	return Endpoints{SQS: k.sqsd.Endpoint(), DynamoDB: k.ddb.Endpoint(), Region: sqslocal.Region}
+	return Endpoints{SQS: k.sqsd.Endpoint(), DynamoDB: k.ddb.Endpoint(), Region: sqslocal.Region, AWS: k.apiURL}
 }
 
 // Environ is the environment for a program (the AWS CLI, an SDK, pipelinectl) to reach the
-// local servers: their endpoints, the region and dummy credentials.
+// local servers: their endpoints, the region (AWS_REGION, and AWS_DEFAULT_REGION for the
+// AWS CLI v1) and dummy credentials.
 func (k *Kit) Environ() []string {
 	e := k.Endpoints()
-	return []string{"AWS_ENDPOINT_URL_SQS=" + e.SQS, "AWS_ENDPOINT_URL_DYNAMODB=" + e.DynamoDB, "AWS_REGION=" + e.Region,
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
+	return []string{"AWS_ENDPOINT_URL_SQS=" + e.SQS, "AWS_ENDPOINT_URL_DYNAMODB=" + e.DynamoDB,
+		"AWS_ENDPOINT_URL_LAMBDA=" + e.AWS, "AWS_ENDPOINT_URL_CLOUDWATCH=" + e.AWS, "AWS_ENDPOINT_URL_SCHEDULER=" + e.AWS,
+		"AWS_REGION=" + e.Region, "AWS_DEFAULT_REGION=" + e.Region, "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
 }
 
 // SQS and DynamoDB return clients of the local servers.
@@ -585,7 +642,7 @@ func (k *Kit) pipeline(name string) (*run, error) {
 	for _, st := range k.stacks {
 		for _, r := range st.pipelines {
 			names = append(names, r.Stack+"/"+r.Name)
-			if name == "" || name == r.Name || name == r.Stack+"/"+r.Name {
+			if name == "" || name == r.Name || name == r.Stack+"/"+r.Name || name == r.StackName+"/"+r.Name {
 				found = append(found, r)
 			}
 		}
@@ -669,7 +726,8 @@ func (k *Kit) SendMessages(ctx context.Context, pipeline string, msgs ...Message
 // duplicate firing be harmless). The invocation is asynchronous as Scheduler's is: a failure
 // is retried as the function's EventInvokeConfig says, the retries a minute apart on the
 // alarm clock, and the last failure goes to its on-failure destination. Fire returns when
-// the dispatcher is done, with the number of attempts and the last failure.
+// the dispatcher is done, with the number of attempts and the last failure, or when ctx
+// ends or the kit is closed. A zero at is the current minute.
 func (k *Kit) Fire(ctx context.Context, pipeline string, at time.Time) (attempts int, err error) {
 	r, err := k.pipeline(pipeline)
 	if err != nil {
@@ -679,6 +737,12 @@ func (k *Kit) Fire(ctx context.Context, pipeline string, at time.Time) (attempts
 }
 
 func (k *Kit) fire(ctx context.Context, r *run, at time.Time) (attempts int, err error) {
+	ctx, cancel := context.WithCancel(ctx) // Close ends a firing and its retries
+	defer cancel()
+	defer context.AfterFunc(k.ctx, cancel)()
+	if at.IsZero() {
+		at = time.Now().UTC().Truncate(time.Minute)
+	}
 	if r.Dispatcher == "" {
 		return 0, fmt.Errorf("local: pipeline %s has no dispatcher", r.Name)
 	}
@@ -846,7 +910,10 @@ type DeadLetter struct {
 }
 
 // DeadLetters reads a pipeline's dead-letter queue without taking anything out of it: each
-// message is received and made visible again at once.
+// message is received and made visible again at once. A FIFO queue hands out no message
+// behind one in flight in its group, so at most 10 of each group are read at a time: when
+// more are there, DeadLetters returns those it read and an error saying how many it could
+// not.
 func (k *Kit) DeadLetters(ctx context.Context, pipeline string) ([]DeadLetter, error) {
 	r, err := k.pipeline(pipeline)
 	if err != nil {
@@ -867,6 +934,17 @@ func (k *Kit) DeadLetters(ctx context.Context, pipeline string) ([]DeadLetter, e
 			return nil, fmt.Errorf("local: read the DLQ of %s: %w", r.Name, err)
 		}
 		if len(res.Messages) == 0 {
+			if !r.Fifo {
+				return out, nil
+			}
+			d, err := k.depth(ctx, r.DLQURL)
+			if err != nil {
+				return out, err
+			}
+			if d.Visible > 0 {
+				return out, fmt.Errorf("local: read %d messages of the FIFO DLQ of %s; %d more are behind them in their message groups, "+
+					"which SQS hands out only once those before them leave the queue (10 of a group at a time)", len(out), r.Name, d.Visible)
+			}
 			return out, nil
 		}
 		for _, m := range res.Messages {
@@ -1001,8 +1079,11 @@ func (k *Kit) Alarms() ([]AlarmState, error) {
 // function processes, heartbeats, both servers; and removes the built binaries. It may be
 // called more than once, and from a signal handler's goroutine.
 func (k *Kit) Close() error {
-	if k.stopped.Swap(true) {
+	if k == nil || k.stopped.Swap(true) { // nil: a Start that failed, closed by a defer
 		return nil
+	}
+	if k.api != nil {
+		k.api.Close()
 	}
 	if k.cancel != nil {
 		k.cancel()
@@ -1046,8 +1127,8 @@ func (k *Kit) Effects(pipeline string) (map[string]int, error) {
 	return r.ledger.Effects(), nil
 }
 
-// Outputs are the running stacks' outputs resolved to their local values, by stack and
-// output name, as `cdk deploy --outputs-file` writes them: pipelinectl's --outputs reads
+// Outputs are the running stacks' outputs resolved to their local values, by stack
+// (CloudFormation) name and output name, as `cdk deploy --outputs-file` writes them: pipelinectl's --outputs reads
 // them (pipelinectl dlq inspect --outputs FILE --stack STACK --pipeline NAME). An output
 // the kit cannot resolve (an attribute of a resource it does not create) is left out and
 // named in the second result.
@@ -1066,7 +1147,7 @@ func (k *Kit) Outputs() (map[string]map[string]string, []string) {
 				skipped = append(skipped, st.ref.DisplayName+"."+name)
 			}
 		}
-		out[st.ref.ID] = m
+		out[st.ref.StackName] = m
 	}
 	return out, skipped
 }

@@ -3,6 +3,8 @@ package local_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -119,6 +121,7 @@ func TestKitRunsTheReferenceStack(t *testing.T) {
 		t.Fatalf("the Standard DLQ alarm is %q (%s), want ALARM", alarm.State, alarm.LogicalID)
 	}
 	fmt.Printf("FIGURE kit: DLQ alarm %s in ALARM %v after the bad messages were sent\n", alarm.LogicalID, alarm.Since.Sub(start).Round(100*time.Millisecond))
+	checkAWSStandIns(t, kit, alarm)
 	if err := kit.Err(); err != nil {
 		t.Errorf("background: %v", err)
 	}
@@ -192,6 +195,56 @@ func TestKitFiresOnCron(t *testing.T) {
 	fmt.Printf("FIGURE kit, cron: the every-minute schedule's first firing applied its 2 items %v after the kit was up\n", time.Since(started).Round(100*time.Millisecond))
 	if err := kit.Err(); err != nil {
 		t.Errorf("background: %v", err)
+	}
+}
+
+// checkAWSStandIns asks the kit's Lambda and CloudWatch stand-ins what the AWS CLI and the
+// SDKs ask (their JSON protocol) and what they cannot answer: the DLQ alarm in ALARM is
+// reported as such, a consumer cannot be invoked directly, an unknown function is not found.
+func checkAWSStandIns(t *testing.T, kit *local.Kit, dlqAlarm local.AlarmState) {
+	t.Helper()
+	url := kit.Endpoints().AWS
+	call := func(method, path, target, body string) (int, string) {
+		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if target != "" {
+			req.Header.Set("X-Amz-Target", target)
+			req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	code, body := call("POST", "/", "GraniteServiceVersion20100801.DescribeAlarms", `{"AlarmNames":["`+dlqAlarm.LogicalID+`"]}`)
+	if code != 200 || !strings.Contains(body, `"AlarmName":"`+dlqAlarm.LogicalID+`"`) || !strings.Contains(body, `"StateValue":"ALARM"`) {
+		t.Errorf("DescribeAlarms (JSON) of the DLQ alarm: %d %s", code, body)
+	}
+	consumer := ""
+	for _, p := range kit.Pipelines() {
+		if p.Name == "Standard" {
+			consumer = p.Consumer + "-" + p.Stack
+		}
+	}
+	for _, c := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/2015-03-31/functions/" + consumer + "/invocations", 400, "the local kit invokes a consumer from its queue only: send the message to http"},
+		{"/2015-03-31/functions/Nope/invocations", 404, "Function not found: Nope (the local kit's functions are named <logical id>-<stack>"},
+	} {
+		if code, body := call("POST", c.path, "", "{}"); code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("Invoke %s: %d %s, want %d %q", c.path, code, body, c.code, c.want)
+		}
+	}
+	if code, body := call("GET", "/2015-03-31/event-source-mappings?FunctionName="+consumer, "", ""); code != 200 || !strings.Contains(body, `"State":"Enabled"`) {
+		t.Errorf("ListEventSourceMappings of %s: %d %s", consumer, code, body)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Each way Start refuses, with the message a user sees, before anything is started.
@@ -30,11 +31,19 @@ func TestStartRefuses(t *testing.T) {
 	}
 	write(t, filepath.Join(noSource, "assembly-Dev"), "manifest.json", `{"artifacts":{"DevBilling1234":{"type":"aws:cloudformation:stack","displayName":"Dev/Billing","properties":{"templateFile":"DevBilling1234.template.json"}}}}`)
 
+	noPipeline := t.TempDir()
+	write(t, noPipeline, "manifest.json", `{"artifacts":{"Shared":{"type":"aws:cloudformation:stack","properties":{"templateFile":"Shared.template.json"}}}}`)
+	write(t, noPipeline, "Shared.template.json", `{"Resources":{"T":{"Type":"AWS::SNS::Topic","Properties":{}}}}`)
+
 	for _, tc := range []struct {
 		name string
 		opts Options
 		want string
 	}{
+		{"no pipeline", Options{Assembly: noPipeline}, "local: no pipeline to run: none of the stacks Shared has an SQS event source mapping"},
+		{"visibility in milliseconds", Options{Assembly: noSource, VisibilityTimeout: 500 * time.Millisecond},
+			"local: Options.VisibilityTimeout 500ms: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout"},
+		{"visibility over 12 hours", Options{Assembly: noSource, VisibilityTimeout: 13 * time.Hour}, "local: Options.VisibilityTimeout 13h0m0s: want whole seconds"},
 		{"no assembly", Options{}, "local: Options.Assembly is empty: set it to the directory `cdk synth` wrote (cdk.out)"},
 		{"not an assembly", Options{Assembly: t.TempDir()}, "is not a cloud assembly (no manifest.json): run `cdk synth` (or `cdk synth -o DIR`) first"},
 		{"unknown stack", Options{Assembly: noSource, Stacks: []string{"Prod/Billing"}}, `local: no stack "Prod/Billing" in the cloud assembly; it has Billing, Dev/Billing`},

@@ -3,6 +3,7 @@ package local
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,7 +42,28 @@ type Template struct {
 	InvokeConfigs map[string]InvokeConfig
 	// Outputs are the stack's outputs, their values still CloudFormation expressions.
 	Outputs map[string]any
+	// NotApplied lists the function and event source mapping properties that may matter in
+	// AWS and that the kit does not apply (reserved concurrency, a VPC, layers, a disabled
+	// mapping); Deploy adds them to its Ignored.
+	NotApplied []string
 }
+
+// Function properties the kit applies (Environment, Timeout, MemorySize, reported) or that
+// have no meaning for a function built from its source and run here; any other is listed
+// in NotApplied.
+var functionPropsNoEffect = map[string]bool{
+	"Environment": true, "Timeout": true, "MemorySize": true, "Handler": true, "Runtime": true, "Code": true, "Role": true,
+	"Description": true, "Tags": true, "Architectures": true, "LoggingConfig": true, "TracingConfig": true, "FunctionName": true,
+}
+
+// Event source mapping properties the kit applies, and those with no local meaning.
+var (
+	mappingPropsApplied = map[string]bool{
+		"EventSourceArn": true, "FunctionName": true, "BatchSize": true, "MaximumBatchingWindowInSeconds": true,
+		"ScalingConfig": true, "FunctionResponseTypes": true, "Enabled": true,
+	}
+	mappingPropsNoEffect = map[string]bool{"Tags": true, "MetricsConfig": true, "KmsKeyArn": true}
+)
 
 // InvokeConfig is an AWS::Lambda::EventInvokeConfig: Lambda's retries of an asynchronous
 // invocation and where an event goes when they are exhausted.
@@ -135,6 +157,7 @@ type Mapping struct {
 	WindowSeconds  int
 	MaxConcurrency int
 	ReportFailures bool // FunctionResponseTypes has ReportBatchItemFailures
+	Disabled       bool // Enabled: false: the kit runs no poller for it
 }
 
 // Schedule is an AWS::Scheduler::Schedule targeting a function.
@@ -247,6 +270,11 @@ func LoadTemplate(path string) (*Template, error) {
 		case typeTable:
 			t.Tables[id] = Table{LogicalID: id, Props: p}
 		case typeFunction:
+			for _, k := range slices.Sorted(maps.Keys(p)) {
+				if !functionPropsNoEffect[k] {
+					t.NotApplied = append(t.NotApplied, "function "+id+" "+k)
+				}
+			}
 			env, _ := cfn.Dig(p, "Environment", "Variables").(map[string]any)
 			f := Function{LogicalID: id, Env: env, Timeout: intProp(p, "Timeout", 3), MemoryMB: intProp(p, "MemorySize", 128)}
 			f.Handler, _ = p["Handler"].(string)
@@ -254,6 +282,12 @@ func LoadTemplate(path string) (*Template, error) {
 			f.Path, _ = r.Metadata["aws:cdk:path"].(string)
 			t.Functions[id] = f
 		case typeMapping:
+			for _, k := range slices.Sorted(maps.Keys(p)) {
+				if !mappingPropsApplied[k] && !mappingPropsNoEffect[k] {
+					return nil, fmt.Errorf("%s: mapping %s: property %s is not applied by the local kit (package local): the consumer would see "+
+						"other records than in AWS (FilterCriteria drops some); remove it, or report it to the project so the kit learns it", path, id, k)
+				}
+			}
 			m := Mapping{
 				LogicalID:      id,
 				Queue:          cfn.RefTarget(p["EventSourceArn"]),
@@ -264,6 +298,10 @@ func LoadTemplate(path string) (*Template, error) {
 			}
 			if m.Queue == "" {
 				m.SourceArn = p["EventSourceArn"]
+			}
+			if enabled, ok := p["Enabled"].(bool); ok && !enabled {
+				m.Disabled = true
+				t.NotApplied = append(t.NotApplied, "mapping "+id+" is disabled (Enabled: false): its queue is not polled")
 			}
 			types, _ := p["FunctionResponseTypes"].([]any)
 			m.ReportFailures = slices.Contains(types, any("ReportBatchItemFailures"))
@@ -377,10 +415,7 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 		}
 		out = append(out, p)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("template %s: no event source mapping", t.Name)
-	}
-	return out, nil
+	return out, nil // none: a stack of other resources (a shared table, a topic)
 }
 
 // Pipeline is one queue's slice of the topology, by logical id.

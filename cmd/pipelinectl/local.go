@@ -22,16 +22,18 @@ const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this 
 
   pipelinectl local install
   pipelinectl local up --assembly DIR [--stack NAME]... [--send FILE --pipeline NAME]
-                       [--fire NAME] [--cron=false] [--environments N] [--logs] [--every D]
+                       [--fire NAME] [--cron=false] [--environments N] [--visibility-timeout D]
+                       [--logs] [--every D]
 
   install fetches DynamoDB Local and ElasticMQ (pinned versions, with Maven, checksums
   checked) into the user cache, once; up does it when they are missing. Both need
   Java 17+.
 
   up builds every consumer and dispatcher of the stacks from its source for this machine,
-  starts DynamoDB Local and ElasticMQ on free loopback ports, creates the stacks' queues
-  and tables from their templates, and runs each consumer behind a poller that behaves
-  as its event source mapping. It prints the endpoints (for the AWS CLI, the SDKs and
+  starts DynamoDB Local and ElasticMQ on free ports (DynamoDB Local, which takes no
+  address, on every interface; the rest on loopback), creates the stacks' queues and
+  tables from their templates, and runs each consumer behind a poller that behaves as
+  its event source mapping. It prints the endpoints (for the AWS CLI, the SDKs and
   pipelinectl), writes the stacks' outputs with local values to DIR/local-outputs.json
   (pipelinectl's --outputs), then a status line per pipeline whenever it changes: queue
   and DLQ depths, record outcomes, alarms in ALARM (evaluated on a clock 30 times the
@@ -45,6 +47,10 @@ const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this 
   --cron               fire each dispatcher on its schedule's cron, rate or at expression,
                        in real time (default true; --cron=false fires only with --fire)
   --environments N     execution environments per consumer (default 2)
+  --visibility-timeout D
+                       the pipeline queues' visibility timeout, whole seconds (default: the
+                       consumer's timeout, when the template's is longer: a deferred
+                       duplicate comes back after it)
   --logs               print every function log line, prefixed with the function
   --every D            how often to check for changes (default 2s)
 `
@@ -91,6 +97,7 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	fs.StringVar(&fire, "fire", "", "")
 	fs.BoolVar(&opts.Cron, "cron", true, "")
 	fs.IntVar(&opts.Environments, "environments", 2, "")
+	fs.DurationVar(&opts.VisibilityTimeout, "visibility-timeout", 0, "")
 	fs.BoolVar(&logs, "logs", false, "")
 	fs.DurationVar(&every, "every", every, "")
 	pos, err := parse(fs, args)
@@ -156,21 +163,37 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	for _, e := range kit.Environ() {
 		fmt.Fprintf(w.out, "  export %s\n", e)
 	}
-	fmt.Fprintf(w.out, "  aws sqs send-message --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'\n", kit.Pipelines()[0].QueueURL)
-	for stack := range outputs {
-		fmt.Fprintf(w.out, "  pipelinectl dlq inspect --outputs %s --stack %s --pipeline %s\n", outPath, stack, kit.Pipelines()[0].Name)
-		break
+	example := kit.Pipelines()[0]
+	for _, p := range kit.Pipelines() {
+		if !p.Fifo {
+			example = p
+			break
+		}
 	}
+	group := ""
+	if example.Fifo {
+		group = " --message-group-id g1 --message-deduplication-id k1"
+	}
+	fmt.Fprintf(w.out, "  aws sqs send-message --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'%s\n", example.QueueURL, group)
+	fmt.Fprintf(w.out, "  pipelinectl status --outputs %s --stack %s\n", outPath, example.StackName)
+	fmt.Fprintf(w.out, "  pipelinectl verify --outputs %s --stack %s --pipeline %s\n", outPath, example.StackName, example.Name)
+	fmt.Fprintf(w.out, "  pipelinectl dlq inspect --outputs %s --stack %s --pipeline %s\n", outPath, example.StackName, example.Name)
 	if len(skipped) > 0 {
 		fmt.Fprintf(w.out, "Outputs with no local value (left out of %s): %s\n", outPath, strings.Join(skipped, ", "))
 	}
 	fmt.Fprintln(w.out, "\nCtrl-C stops everything.")
 
-	if len(bodies) > 0 {
-		if err := kit.Send(ctx, pipeline, bodies...); err != nil {
-			return err
+	for sent := 0; sent < len(bodies); sent += 10 {
+		if err := kit.Send(ctx, pipeline, bodies[sent:min(sent+10, len(bodies))]...); err != nil {
+			if ctx.Err() != nil {
+				return &notDone{why: fmt.Sprintf("interrupted while sending %s: %d of its %d messages were sent, the next 10 perhaps; "+
+					"the local queues and tables were in memory and are gone with the rest, nothing is left running. Run the same command to start afresh", send, sent, len(bodies))}
+			}
+			return fmt.Errorf("sending %s: %d of %d messages sent, then: %w", send, sent, len(bodies), err)
 		}
-		fmt.Fprintf(w.out, "sent %d messages from %s\n", len(bodies), send)
+		if sent+10 >= len(bodies) {
+			fmt.Fprintf(w.out, "sent %d messages from %s\n", len(bodies), send)
+		}
 	}
 	if fire != "" {
 		n, err := kit.Fire(ctx, fire, time.Now().UTC().Truncate(time.Minute))

@@ -73,6 +73,30 @@ func TestLocalUpSIGINT(t *testing.T) {
 			}
 			if tc.name == "up" {
 				time.Sleep(3 * time.Second) // a status line or two
+				// In another shell, as up says: pipelinectl status and verify with the
+				// exports it printed, against the kit's SQS, DynamoDB, Lambda and
+				// CloudWatch stand-ins and the outputs file it wrote. The bad message sent
+				// is in the DLQ: both see it, and its alarm.
+				var env []string
+				for _, line := range strings.Split(out.String(), "\n") {
+					if e, ok := strings.CutPrefix(line, "  export "); ok {
+						env = append(env, e)
+					}
+				}
+				outputs := []string{"--outputs", filepath.Join(asm, "local-outputs.json"), "--stack", "IdempotentSqsPipeline-ctrlc"}
+				for _, args := range [][]string{{"status"}, {"verify", "--pipeline", "Standard", "--timeout", "2m"}} {
+					c := exec.Command(bin, append(args, outputs...)...)
+					c.Env = append(os.Environ(), env...)
+					got, _ := c.CombinedOutput()
+					t.Logf("pipelinectl %s against the kit: exit %d\n%s", args[0], c.ProcessState.ExitCode(), got)
+					want := map[string][]string{
+						"status": {"consumer  StandardConsumer", "Enabled, last processing result \"OK\", batch size 10", "PROBLEM   messages in the DLQ: 1",
+							"PROBLEM   alarm MonitoringQueueStandardDeadLetterMessages"},
+						"verify": {"Standard     OK: probe pipelinectl-probe-", "completed, and the dispatcher's, in ",
+							"Standard     FAILED: alarm MonitoringQueueStandardDeadLetterMessages"},
+					}[args[0]]
+					wantContains(t, "pipelinectl "+args[0]+" against local up", string(got), want...)
+				}
 			}
 			started := localproc.Descendants(cmd.Process.Pid)
 			for deadline := time.Now().Add(time.Minute); len(started) < 2 && time.Now().Before(deadline); started = localproc.Descendants(cmd.Process.Pid) {

@@ -210,7 +210,10 @@ func readMetadata[T any](dir, stack, typ string, fill func(*T, string)) (map[str
 // StackRef is one stack of a cloud assembly: its artifact id, the name `cdk deploy` shows
 // (the hierarchical id for a stack inside a Stage: "Dev/Billing") and where its template is.
 type StackRef struct {
-	ID, DisplayName string
+	// ID is the artifact id, DisplayName the stack's construct path ("Dev/Pipeline" in a
+	// Stage), StackName its CloudFormation name ("Dev-Pipeline"), which `cdk deploy
+	// --outputs-file` keys the outputs by.
+	ID, DisplayName, StackName string
 	Dir             string // the (nested) assembly directory holding the template and manifest
 	TemplateFile    string
 }
@@ -238,6 +241,7 @@ func walkAssembly(dir string, out *[]StackRef, depth int) error {
 			DisplayName string `json:"displayName"`
 			Properties  struct {
 				TemplateFile  string `json:"templateFile"`
+				StackName     string `json:"stackName"`
 				DirectoryName string `json:"directoryName"`
 			} `json:"properties"`
 		} `json:"artifacts"`
@@ -252,7 +256,11 @@ func walkAssembly(dir string, out *[]StackRef, depth int) error {
 			if name == "" {
 				name = id
 			}
-			*out = append(*out, StackRef{ID: id, DisplayName: name, Dir: dir, TemplateFile: a.Properties.TemplateFile})
+			stackName := a.Properties.StackName
+			if stackName == "" {
+				stackName = id
+			}
+			*out = append(*out, StackRef{ID: id, DisplayName: name, StackName: stackName, Dir: dir, TemplateFile: a.Properties.TemplateFile})
 		case "cdk:cloud-assembly":
 			if depth < 8 && a.Properties.DirectoryName != "" {
 				if err := walkAssembly(filepath.Join(dir, a.Properties.DirectoryName), out, depth+1); err != nil {

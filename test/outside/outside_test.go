@@ -49,14 +49,25 @@ func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
 		filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "-o", "cdk.out")
 	fmt.Printf("FIGURE outside module: cdk synth (bundles its consumer) in %v\n", time.Since(start).Round(100*time.Millisecond))
 
+	// As on a user's machine: no jar directories given, an empty user cache. The cold run
+	// fetches DynamoDB Local and ElasticMQ with Maven into it (from the local Maven
+	// repository, which make tools filled), the warm one finds them there.
+	cache := t.TempDir()
+	userEnv := []string{"DYNAMODB_LOCAL_DIR=", "ELASTICMQ_DIR=", "XDG_CACHE_HOME=" + cache}
 	for _, run := range []string{"cold", "warm"} {
 		start := time.Now()
-		out := runOut(t, dir, nil, "go", "test", "-count=1", "-v", "./app/")
+		out := runOut(t, dir, userEnv, "go", "test", "-count=1", "-v", "./app/")
+		for _, jar := range []string{"*/dynamodb-local-*/DynamoDBLocal*.jar", "*/elasticmq-*/elasticmq-server_*.jar"} {
+			if m, _ := filepath.Glob(filepath.Join(cache, jar)); len(m) == 0 {
+				t.Errorf("%s run: no %s in the user cache %s: the kit did not install the servers there", run, jar, cache)
+			}
+		}
 		if !strings.Contains(out, "--- PASS: TestInvoicesOnceLocally") {
 			t.Fatalf("the billing module's own test did not pass:\n%s", out)
 		}
+		how := map[string]string{"cold": "cold (an empty user cache: the kit fetches both servers with Maven)", "warm": "warm (the servers in the user cache)"}[run]
 		fmt.Printf("FIGURE outside module: its local test (100 invoices x 3 + 3 bad: 100 rows, 3 dead letters with reasons, DLQ alarm in ALARM), %s: %v\n",
-			run, time.Since(start).Round(100*time.Millisecond))
+			how, time.Since(start).Round(100*time.Millisecond))
 	}
 	fmt.Printf("FIGURE outside module: the user's test function is %d lines\n", funcLines(t, filepath.Join(dir, "app", "local_test.go"), "TestInvoicesOnceLocally"))
 }

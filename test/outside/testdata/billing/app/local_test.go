@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/idempotent-sqs/pipeline/local"
 )
 
 // 100 invoices, each sent three times, and three bad messages, on this machine.
 func TestInvoicesOnceLocally(t *testing.T) {
-	ctx := t.Context()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
 	kit, err := local.Start(ctx, local.Options{Assembly: "../cdk.out"})
 	if err != nil {
 		t.Fatal(err)

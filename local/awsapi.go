@@ -1,0 +1,323 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
+)
+
+// The AWS APIs besides SQS and DynamoDB that pipelinectl reads (status, verify, backfill),
+// served by the kit on one loopback port from what it runs: Lambda's Invoke (a dispatcher,
+// as a deployed one) and ListEventSourceMappings (each consumer's poller), CloudWatch's
+// DescribeAlarms (every alarm as the kit evaluates it), Scheduler's GetSchedule (the
+// template's schedules). Point AWS_ENDPOINT_URL_LAMBDA, _CLOUDWATCH and _SCHEDULER at it
+// (Kit.Environ does). Anything else is answered with an error that says so.
+
+// serveAWS starts the stand-in server for the running stacks.
+func (k *Kit) serveAWS() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("local: the Lambda, CloudWatch and Scheduler stand-ins: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", k.lambdaInvoke)
+	mux.HandleFunc("GET /2015-03-31/event-source-mappings/", k.lambdaMappings)
+	mux.HandleFunc("GET /2015-03-31/event-source-mappings", k.lambdaMappings) // the AWS CLI's path
+	mux.HandleFunc("GET /schedules/{name}", k.schedulerGet)
+	mux.HandleFunc("POST /{$}", k.cloudWatch)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		awsError(w, http.StatusNotImplemented, "NotImplemented", fmt.Sprintf("the local kit does not stand in for %s %s", r.Method, r.URL.Path))
+	})
+	k.api = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	k.apiURL = "http://" + ln.Addr().String()
+	go k.api.Serve(ln)
+	return nil
+}
+
+func awsError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amzn-ErrorType", code)
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]string{"__type": code, "Message": msg, "message": msg})
+}
+
+// function finds a running function by its local name or ARN: its pipeline and role.
+func (k *Kit) function(nameOrArn string) (*run, string) {
+	name := nameOrArn[strings.LastIndex(nameOrArn, ":")+1:]
+	if strings.HasPrefix(nameOrArn, "arn:") {
+		parts := strings.Split(nameOrArn, ":")
+		name = parts[min(6, len(parts)-1)] // arn:aws:lambda:region:account:function:name[:qualifier]
+	}
+	for _, st := range k.stacks {
+		for _, r := range st.pipelines {
+			if name == st.functionName(r.Consumer) {
+				return r, "consumer"
+			}
+			if r.Dispatcher != "" && name == st.functionName(r.Dispatcher) {
+				return r, "dispatcher"
+			}
+		}
+	}
+	return nil, ""
+}
+
+// lambdaInvoke runs a dispatcher as Lambda's Invoke does: RequestResponse (the default)
+// answers with its result, X-Amz-Function-Error when it failed; Event runs it as an
+// asynchronous invocation (retries, on-failure destination) and answers 202 at once. A
+// consumer is invoked by its poller only: a payload of yours belongs on its queue.
+func (k *Kit) lambdaInvoke(w http.ResponseWriter, req *http.Request) {
+	r, role := k.function(req.PathValue("name"))
+	if r == nil {
+		awsError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+req.PathValue("name")+" (the local kit's functions are named <logical id>-<stack>; see the outputs file)")
+		return
+	}
+	if role == "consumer" {
+		awsError(w, http.StatusBadRequest, "InvalidRequestContentException", "the local kit invokes a consumer from its queue only: send the message to "+r.QueueURL)
+		return
+	}
+	payload, err := io.ReadAll(req.Body)
+	if err != nil {
+		awsError(w, http.StatusBadRequest, "InvalidRequestContentException", err.Error())
+		return
+	}
+	switch req.Header.Get("X-Amz-Invocation-Type") {
+	case "DryRun":
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case "Event":
+		k.wg.Go(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			InvokeAsync(k.ctx, r.st.d, k.sq, r.Dispatcher, payload, r.st.obs.Clock, func(ctx context.Context, payload []byte) (lambdart.Result, error) {
+				return k.invoke(ctx, r.st, r.Dispatcher, r.disp, payload)
+			}, r.disp.FunctionARN())
+		})
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	r.mu.Lock()
+	res, err := k.invoke(req.Context(), r.st, r.Dispatcher, r.disp, payload)
+	r.mu.Unlock()
+	switch {
+	case err != nil:
+		awsError(w, http.StatusInternalServerError, "ServiceException", err.Error())
+	case res.FunctionError != nil:
+		w.Header().Set("X-Amz-Function-Error", "Unhandled")
+		json.NewEncoder(w).Encode(map[string]string{"errorMessage": res.FunctionError.Error()})
+	default:
+		w.Write(res.Payload)
+	}
+}
+
+// lambdaMappings answers ListEventSourceMappings for a consumer (FunctionName): its
+// mapping from the template, Enabled while the kit runs its poller.
+func (k *Kit) lambdaMappings(w http.ResponseWriter, req *http.Request) {
+	fn := req.URL.Query().Get("FunctionName")
+	r, role := k.function(fn)
+	var list []map[string]any
+	if r != nil && role == "consumer" {
+		list = append(list, map[string]any{
+			"UUID": r.p.Mapping.LogicalID, "EventSourceArn": r.st.d.QueueARN[r.p.Queue], "State": "Enabled", "LastProcessingResult": "OK",
+			"FunctionArn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, r.st.d.account, r.st.functionName(r.Consumer)),
+			"BatchSize":   r.p.Mapping.BatchSize, "ScalingConfig": map[string]any{"MaximumConcurrency": r.p.Mapping.MaxConcurrency},
+		})
+	} else if fn != "" && r == nil {
+		awsError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+fn)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"EventSourceMappings": list})
+}
+
+// schedulerGet answers GetSchedule for a schedule of the templates, by its local name
+// (<logical id>-<stack>, what Ref of it gives in the outputs file).
+func (k *Kit) schedulerGet(w http.ResponseWriter, req *http.Request) {
+	name := req.PathValue("name")
+	for _, st := range k.stacks {
+		for _, s := range st.d.Template.Schedules {
+			if st.d.localName(s.LogicalID) != name {
+				continue
+			}
+			group := req.URL.Query().Get("groupName")
+			if group == "" {
+				group = "default"
+			}
+			json.NewEncoder(w).Encode(map[string]any{"Name": name, "GroupName": group, "State": "ENABLED",
+				"ScheduleExpression": s.Expression, "ScheduleExpressionTimezone": s.Timezone,
+				"Target": map[string]any{"Arn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, st.d.account, st.functionName(s.Function)), "Input": s.Input}})
+			return
+		}
+	}
+	awsError(w, http.StatusNotFound, "ResourceNotFoundException", "Schedule "+name+" does not exist.")
+}
+
+// cloudWatch answers DescribeAlarms as CloudWatch does, in its query protocol (form and
+// XML, as pipelinectl and older SDKs ask) or its JSON protocol (X-Amz-Target, as the AWS
+// CLI and newer SDKs ask): with ChildrenOfAlarmName, the composite's children, name and
+// state only; with AlarmNames or AlarmNamePrefix (or neither), those metric alarms, and the
+// composite alarms too when AlarmTypes names CompositeAlarm, with their reasons and
+// descriptions. States are the kit's evaluation now.
+func (k *Kit) cloudWatch(w http.ResponseWriter, req *http.Request) {
+	var q struct {
+		AlarmNames          []string
+		AlarmNamePrefix     string
+		ChildrenOfAlarmName string
+		AlarmTypes          []string
+		action              string
+		json                bool
+	}
+	if target := req.Header.Get("X-Amz-Target"); target != "" {
+		q.json = true
+		_, q.action, _ = strings.Cut(target, ".")
+		if err := json.NewDecoder(req.Body).Decode(&q); err != nil && err != io.EOF {
+			cloudWatchError(w, true, http.StatusBadRequest, "SerializationException", err.Error())
+			return
+		}
+	} else if err := req.ParseForm(); err == nil {
+		q.action, q.AlarmNamePrefix, q.ChildrenOfAlarmName = req.Form.Get("Action"), req.Form.Get("AlarmNamePrefix"), req.Form.Get("ChildrenOfAlarmName")
+		for i := 1; req.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)) != ""; i++ {
+			q.AlarmNames = append(q.AlarmNames, req.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)))
+		}
+		for i := 1; req.Form.Get(fmt.Sprintf("AlarmTypes.member.%d", i)) != ""; i++ {
+			q.AlarmTypes = append(q.AlarmTypes, req.Form.Get(fmt.Sprintf("AlarmTypes.member.%d", i)))
+		}
+	}
+	if q.action != "DescribeAlarms" {
+		cloudWatchError(w, q.json, http.StatusBadRequest, "InvalidAction", fmt.Sprintf("the local kit answers CloudWatch's DescribeAlarms only, not %q", q.action))
+		return
+	}
+	states, err := k.Alarms()
+	if err != nil {
+		cloudWatchError(w, q.json, http.StatusInternalServerError, "InternalFailure", err.Error())
+		return
+	}
+	type alarm struct {
+		AlarmName, StateValue                     string
+		StateReason, AlarmDescription, MetricName string `json:",omitempty"`
+		composite                                 bool
+	}
+	var all []alarm
+	for _, st := range k.stacks {
+		for _, s := range states {
+			if s.Stack != st.ref.DisplayName {
+				continue
+			}
+			a := alarm{AlarmName: st.d.AlarmName(s.LogicalID), StateValue: s.State,
+				StateReason: fmt.Sprintf("evaluated by the local kit on a clock %d times the wall clock", k.opts.AlarmTimeScale)}
+			for _, t := range st.d.Template.Alarms {
+				if t.LogicalID == s.LogicalID {
+					a.AlarmDescription = t.Description
+					if ms := t.Metrics(); len(ms) == 1 {
+						a.MetricName = ms[0].Name
+					}
+				}
+			}
+			for _, c := range st.d.Template.Composites {
+				if c.LogicalID == s.LogicalID {
+					a.AlarmDescription, a.composite = c.Description, true
+				}
+			}
+			all = append(all, a)
+		}
+	}
+	var pick func(alarm) bool
+	full := true
+	switch {
+	case q.ChildrenOfAlarmName != "":
+		full = false
+		children := map[string]bool{}
+		for _, st := range k.stacks {
+			for _, c := range st.d.Template.Composites {
+				if st.d.AlarmName(c.LogicalID) == q.ChildrenOfAlarmName {
+					for _, child := range c.Children() {
+						children[st.d.AlarmName(child)] = true
+					}
+				}
+			}
+		}
+		pick = func(a alarm) bool { return children[a.AlarmName] }
+	case len(q.AlarmNames) > 0:
+		pick = func(a alarm) bool { return slices.Contains(q.AlarmNames, a.AlarmName) }
+	default:
+		pick = func(a alarm) bool { return strings.HasPrefix(a.AlarmName, q.AlarmNamePrefix) }
+	}
+	composites := slices.Contains(q.AlarmTypes, "CompositeAlarm")
+	metrics := len(q.AlarmTypes) == 0 || slices.Contains(q.AlarmTypes, "MetricAlarm")
+	var metricAlarms, compositeAlarms []alarm
+	for _, a := range all {
+		if !pick(a) {
+			continue
+		}
+		if !full {
+			a = alarm{AlarmName: a.AlarmName, StateValue: a.StateValue, composite: a.composite}
+		}
+		switch {
+		case a.composite && (composites || !full):
+			compositeAlarms = append(compositeAlarms, a)
+		case !a.composite && (metrics || !full):
+			metricAlarms = append(metricAlarms, a)
+		}
+	}
+	if q.json {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		json.NewEncoder(w).Encode(map[string]any{"MetricAlarms": orEmpty(metricAlarms), "CompositeAlarms": orEmpty(compositeAlarms)})
+		return
+	}
+	var b strings.Builder
+	b.WriteString(`<DescribeAlarmsResponse xmlns="http://monitoring.amazonaws.com/doc/2010-08-01/"><DescribeAlarmsResult>`)
+	for _, list := range []struct {
+		tag    string
+		alarms []alarm
+	}{{"MetricAlarms", metricAlarms}, {"CompositeAlarms", compositeAlarms}} {
+		b.WriteString("<" + list.tag + ">")
+		for _, a := range list.alarms {
+			b.WriteString("<member>")
+			for _, f := range [][2]string{{"AlarmName", a.AlarmName}, {"StateValue", a.StateValue}, {"StateReason", a.StateReason},
+				{"AlarmDescription", a.AlarmDescription}, {"MetricName", a.MetricName}} {
+				if f[1] != "" {
+					b.WriteString("<" + f[0] + ">" + xmlText(f[1]) + "</" + f[0] + ">")
+				}
+			}
+			b.WriteString("</member>")
+		}
+		b.WriteString("</" + list.tag + ">")
+	}
+	b.WriteString(`</DescribeAlarmsResult></DescribeAlarmsResponse>`)
+	w.Header().Set("Content-Type", "text/xml")
+	io.WriteString(w, b.String())
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// cloudWatchError answers with a CloudWatch error in the request's protocol.
+func cloudWatchError(w http.ResponseWriter, asJSON bool, status int, code, msg string) {
+	if asJSON {
+		awsError(w, status, code, msg)
+		return
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<ErrorResponse><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error></ErrorResponse>`, code, xmlText(msg))
+}
+
+func xmlText(s string) string {
+	var b strings.Builder
+	xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
