@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -36,16 +37,28 @@ func TestLocalUpSIGINT(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	many := filepath.Join(t.TempDir(), "many.txt") // minutes of sending: the signal comes while it sends
+	var lines strings.Builder
+	for i := range 200_000 {
+		fmt.Fprintf(&lines, "{\"idempotencyKey\":\"m-%d\"}\n", i)
+	}
+	if err := os.WriteFile(many, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		name, after string // the line after which the signal goes
+		send        string
 		code        int
 		want        []string
 	}{
-		{"up", "Ctrl-C stops everything.", exitOK, []string{"sent 3 messages", "local: stopped; nothing is left running"}},
-		{"starting", "local: starting DynamoDB Local and ElasticMQ", exitNotDone, []string{"interrupted while starting; everything started so far was stopped, nothing is left running"}},
+		{"up", "Ctrl-C stops everything.", msgs, exitOK, []string{"sent 3 messages", "local: stopped; nothing is left running"}},
+		{"starting", "local: starting DynamoDB Local and ElasticMQ", msgs, exitNotDone, []string{"interrupted while starting; everything started so far was stopped, nothing is left running"}},
+		{"sending", "Ctrl-C stops everything.", many, exitNotDone, []string{"interrupted while sending " + many + ": ", " of its 200000 messages were sent, the next 10 perhaps; " +
+			"the local queues and tables were in memory and are gone with the rest, nothing is left running"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(bin, "local", "up", "--assembly", asm, "--send", msgs, "--pipeline", "Standard")
+			cmd := exec.Command(bin, "local", "up", "--assembly", asm, "--send", tc.send, "--pipeline", "Standard")
 			pr, pw := io.Pipe()
 			cmd.Stdout, cmd.Stderr = pw, pw
 			var out strings.Builder
