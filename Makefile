@@ -296,6 +296,17 @@ soak: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the soak alone with SOAK_MESS
 sqs-compare: $(GOMOD_STAMP) $(ELASTICMQ_STAMP) $(FAUXQS_STAMP) $(MOTO_STAMP) ## measure each SQS server's fidelity (table in test/sqsfidelity/README.md)
 	$(GO) run ./test/sqsfidelity/cmd/compare
 
+# AWS's Lambda Runtime Interface Emulator, pinned, for rie-compare only (the kit does not use it).
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE_BIN := $(ROOT)/.cache/rie-$(RIE_VERSION)/aws-lambda-rie
+
+$(RIE_BIN):
+	GOBIN=$(dir $(RIE_BIN)) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+.PHONY: rie-compare
+rie-compare: $(GOMOD_STAMP) $(RIE_BIN) ## run a test function behind AWS's Runtime Interface Emulator and behind internal/lambdart, print what a caller sees of each (docs/design.md, "Why not AWS's Lambda Runtime Interface Emulator")
+	AWS_LAMBDA_RIE=$(RIE_BIN) $(GO) test -tags riecompare -count=1 -run '^TestRIECompare$$' -v ./internal/lambdart/ | grep -vE '^(=== RUN|PASS$$)'
+
 .PHONY: bench
 bench: app $(DDB_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## every benchmark with figures, into docs/benchmarks.md (about 25 min; a quiet machine; root for the CPU-quota cgroups, else a loud unconfined fallback)
 	test/bench/report.sh docs/benchmarks.md
