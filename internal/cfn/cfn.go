@@ -214,8 +214,8 @@ type StackRef struct {
 	// Stage), StackName its CloudFormation name ("Dev-Pipeline"), which `cdk deploy
 	// --outputs-file` keys the outputs by.
 	ID, DisplayName, StackName string
-	Dir             string // the (nested) assembly directory holding the template and manifest
-	TemplateFile    string
+	Dir                        string // the (nested) assembly directory holding the template and manifest
+	TemplateFile               string
 }
 
 // Stacks lists every stack of the cloud assembly at dir, the stacks of nested assemblies
