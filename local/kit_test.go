@@ -1,11 +1,13 @@
 package local_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -22,21 +24,13 @@ import (
 
 // The reference stack on the kit, as a user's test would drive it: 100 orders sent three
 // times each and three bad bodies; each effect runs once, the bad bodies are in the DLQ with
-// their reason, and the DLQ alarm is in ALARM. The stack is synthesized here (with a 3 s
-// consumer timeout, so a crashed record would come back in seconds).
+// their reason, and the DLQ alarm is in ALARM.
 func TestKitRunsTheReferenceStack(t *testing.T) {
-	t.Setenv("CDK_VALIDATION", "false") // the nag packs run in test/stack; here only the pipeline matters
-	out := t.TempDir()
-	start := time.Now()
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
-	stacks.Build(app, stacks.Config{Stage: "kit", ConsumerTimeout: 3 * time.Second})
-	app.Synth(nil)
-	t.Logf("synthesized in %v", time.Since(start).Round(100*time.Millisecond))
-
+	out := referenceAssembly(t)
 	before := localproc.Descendants(os.Getpid()) // jsii's node processes, from the synth
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	start = time.Now()
+	start := time.Now()
 	var progress strings.Builder
 	kit, err := local.Start(ctx, local.Options{Assembly: out, Progress: &progress})
 	if err != nil {
@@ -139,6 +133,124 @@ func TestKitRunsTheReferenceStack(t *testing.T) {
 	fmt.Printf("FIGURE kit: %d processes the kit started were running before Close (servers and function environments), %d after\n", len(running), len(left))
 }
 
+// The reference stack, synthesized once for the package's tests: a 3 s consumer timeout, so
+// a crashed record comes back in seconds, and a dispatcher schedule of every minute, which
+// only TestKitFiresOnCron lets fire. The nag packs run in test/stack; here only the
+// pipeline matters.
+var reference struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func referenceAssembly(t *testing.T) string {
+	t.Helper()
+	reference.once.Do(func() {
+		if reference.dir, reference.err = os.MkdirTemp("", "kit-assembly-"); reference.err != nil {
+			return
+		}
+		os.Setenv("CDK_VALIDATION", "false")
+		defer os.Unsetenv("CDK_VALIDATION")
+		start := time.Now()
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(reference.dir)})
+		stacks.Build(app, stacks.Config{Stage: "kit", ConsumerTimeout: 3 * time.Second, Schedule: "* * * * ? *"})
+		app.Synth(nil)
+		fmt.Printf("reference stack synthesized in %v\n", time.Since(start).Round(100*time.Millisecond))
+	})
+	if reference.err != nil {
+		t.Fatal(reference.err)
+	}
+	return reference.dir
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv(killedHelper) != "" {
+		runKilledHelper()
+		return
+	}
+	code := m.Run()
+	if reference.dir != "" {
+		os.RemoveAll(reference.dir)
+	}
+	os.Exit(code)
+}
+
+// A test that is killed (a go test -timeout, a Ctrl-C of go test, an OOM kill) runs no
+// deferred Close: what the kit started must end with it. The test binary runs itself as a
+// user's test that started a kit, and is killed with SIGKILL once the kit is up; every
+// process the kit had started (both servers, function environments) is gone after it.
+func TestKitKilledLeavesNothing(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), killedHelper+"="+referenceAssembly(t))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	up := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "up") {
+				up <- sc.Text()
+			}
+		}
+	}()
+	select {
+	case <-up:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the helper's kit was not up in 5 minutes")
+	}
+	started := localproc.Descendants(cmd.Process.Pid)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	killed := time.Now()
+	var left []int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		left = left[:0]
+		for _, pid := range started {
+			if localproc.Alive(pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+	}
+	if len(started) < 3 {
+		t.Errorf("only %d processes under the killed test (want both servers and a function): the check proves nothing", len(started))
+	}
+	if len(left) > 0 {
+		t.Errorf("processes left 30 s after the test was killed: %v", left)
+	}
+	fmt.Printf("FIGURE kit: a test killed with SIGKILL once its kit was up: %d processes it had started, %d left (%v after the kill)\n",
+		len(started), len(left), time.Since(killed).Round(10*time.Millisecond))
+}
+
+const killedHelper = "LOCAL_KIT_KILLED_HELPER"
+
+// runKilledHelper is the killed user's test: start a kit, send a message so a function
+// environment runs, say "up", and wait to be killed.
+func runKilledHelper() {
+	ctx := context.Background()
+	kit, err := local.Start(ctx, local.Options{Assembly: os.Getenv(killedHelper)})
+	if err != nil {
+		fmt.Println("start:", err)
+		os.Exit(1)
+	}
+	if err := kit.Send(ctx, "Standard", `{"idempotencyKey":"k"}`); err == nil {
+		_, err = kit.WaitIdle(ctx)
+	}
+	fmt.Println("up", err)
+	select {}
+}
+
 // newSince lists this process's descendants that are not in before.
 func newSince(before []int) []int {
 	var out []int
@@ -154,12 +266,7 @@ func newSince(before []int) []int {
 // with a schedule of every minute; its first firing (within a minute of the start) sends the
 // stack's two work items, each applied once under a key of that minute's occurrence.
 func TestKitFiresOnCron(t *testing.T) {
-	t.Setenv("CDK_VALIDATION", "false")
-	out := t.TempDir()
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
-	stacks.Build(app, stacks.Config{Stage: "cron", ConsumerTimeout: 3 * time.Second, Schedule: "* * * * ? *"})
-	app.Synth(nil)
-
+	out := referenceAssembly(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	progress := &syncBuffer{}
