@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -38,8 +39,21 @@ func (k *Kit) serveAWS() error {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		awsError(w, http.StatusNotImplemented, "NotImplemented", fmt.Sprintf("the local kit does not stand in for %s %s", r.Method, r.URL.Path))
 	})
-	k.api = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	k.apiURL = "http://" + ln.Addr().String()
+	port := ln.Addr().(*net.TCPAddr).Port
+	hosts := []string{fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("localhost:%d", port)}
+	guard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only AWS clients: a signed request (every SDK, the AWS CLI and pipelinectl sign;
+		// a web page cannot send Authorization without a preflight this server refuses) to
+		// this address by its own name (no DNS rebinding).
+		if !slices.Contains(hosts, r.Host) || !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+			awsError(w, http.StatusForbidden, "AccessDeniedException", "the local kit answers signed AWS requests to "+hosts[0]+" only")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 6<<20) // Lambda's synchronous payload limit
+		mux.ServeHTTP(w, r)
+	})
+	k.api = &http.Server{Handler: guard, ReadHeaderTimeout: 10 * time.Second}
+	k.apiURL = "http://" + hosts[0]
 	go k.api.Serve(ln)
 	return nil
 }
@@ -53,13 +67,15 @@ func awsError(w http.ResponseWriter, status int, code, msg string) {
 	enc.Encode(map[string]string{"__type": code, "Message": msg, "message": msg})
 }
 
-// function finds a running function by its local name or ARN: its pipeline and role.
+// function finds a running function by its name, partial ARN or ARN, with or without a
+// qualifier (arn:aws:lambda:region:account:function:name[:qualifier],
+// account:function:name[:qualifier], name[:qualifier]): its pipeline and role.
 func (k *Kit) function(nameOrArn string) (*run, string) {
-	name := nameOrArn[strings.LastIndex(nameOrArn, ":")+1:]
-	if strings.HasPrefix(nameOrArn, "arn:") {
-		parts := strings.Split(nameOrArn, ":")
-		name = parts[min(6, len(parts)-1)] // arn:aws:lambda:region:account:function:name[:qualifier]
+	name := nameOrArn
+	if _, after, ok := strings.Cut(nameOrArn, ":function:"); ok {
+		name = after
 	}
+	name, _, _ = strings.Cut(name, ":")
 	for _, st := range k.stacks {
 		for _, r := range st.pipelines {
 			if name == st.functionName(r.Consumer) {
@@ -97,7 +113,11 @@ func (k *Kit) lambdaInvoke(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case "Event":
-		k.wg.Go(func() {
+		if k.ctx.Err() != nil {
+			awsError(w, http.StatusServiceUnavailable, "ServiceException", "the local kit is stopping")
+			return
+		}
+		k.wg.Go(func() { // Close shuts the server down (this handler returns) before it waits for these
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			InvokeAsync(k.ctx, r.st.d, k.sq, r.Dispatcher, payload, r.st.obs.Clock, func(ctx context.Context, payload []byte) (lambdart.Result, error) {
@@ -107,35 +127,78 @@ func (k *Kit) lambdaInvoke(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	// The invocation runs to its end whatever the client does, as Lambda's does; Close
+	// ends it.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(req.Context()))
+	defer cancel()
+	defer context.AfterFunc(k.ctx, cancel)()
 	r.mu.Lock()
-	res, err := k.invoke(req.Context(), r.st, r.Dispatcher, r.disp, payload)
+	res, err := k.invoke(ctx, r.st, r.Dispatcher, r.disp, payload)
 	r.mu.Unlock()
+	// As Lambda answers: a function that failed in any way (an error, a panic, a timeout, a
+	// crash, an init failure) is 200 with X-Amz-Function-Error; only a kit that is stopping
+	// is a service error.
+	fail := func(typ, msg string) {
+		w.Header().Set("X-Amz-Function-Error", "Unhandled")
+		json.NewEncoder(w).Encode(map[string]string{"errorType": typ, "errorMessage": msg})
+	}
 	switch {
+	case errors.Is(err, lambdart.ErrClosed) || k.ctx.Err() != nil:
+		awsError(w, http.StatusServiceUnavailable, "ServiceException", "the local kit is stopping")
+	case errors.Is(err, lambdart.ErrInit):
+		fail("Runtime.InitError", err.Error())
+	case errors.Is(err, lambdart.ErrTimeout):
+		fail("Sandbox.Timedout", err.Error())
+	case errors.Is(err, lambdart.ErrCrashed):
+		fail("Runtime.ExitError", err.Error())
 	case err != nil:
-		awsError(w, http.StatusInternalServerError, "ServiceException", err.Error())
+		fail("Runtime.Unknown", err.Error())
 	case res.FunctionError != nil:
 		w.Header().Set("X-Amz-Function-Error", "Unhandled")
-		json.NewEncoder(w).Encode(map[string]string{"errorMessage": res.FunctionError.Error()})
+		if len(res.FunctionError.Payload) > 0 {
+			w.Write(res.FunctionError.Payload)
+		} else {
+			json.NewEncoder(w).Encode(res.FunctionError)
+		}
 	default:
 		w.Write(res.Payload)
 	}
 }
 
-// lambdaMappings answers ListEventSourceMappings for a consumer (FunctionName): its
-// mapping from the template, Enabled while the kit runs its poller.
+// lambdaMappings answers ListEventSourceMappings: the mapping of the consumer FunctionName
+// names, or of every consumer, from the template; Enabled while the kit runs its poller,
+// Disabled for a mapping the template disables (the kit does not poll it).
 func (k *Kit) lambdaMappings(w http.ResponseWriter, req *http.Request) {
 	fn := req.URL.Query().Get("FunctionName")
-	r, role := k.function(fn)
-	var list []map[string]any
-	if r != nil && role == "consumer" {
-		list = append(list, map[string]any{
+	var runs []*run
+	if fn != "" {
+		r, role := k.function(fn)
+		if r == nil {
+			awsError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+fn)
+			return
+		}
+		if role == "consumer" {
+			runs = append(runs, r)
+		}
+	} else {
+		for _, st := range k.stacks {
+			runs = append(runs, st.pipelines...)
+		}
+	}
+	list := []map[string]any{}
+	for _, r := range runs {
+		m := map[string]any{
 			"UUID": r.p.Mapping.LogicalID, "EventSourceArn": r.st.d.QueueARN[r.p.Queue], "State": "Enabled", "LastProcessingResult": "OK",
 			"FunctionArn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, r.st.d.account, r.st.functionName(r.Consumer)),
-			"BatchSize":   r.p.Mapping.BatchSize, "ScalingConfig": map[string]any{"MaximumConcurrency": r.p.Mapping.MaxConcurrency},
-		})
-	} else if fn != "" && r == nil {
-		awsError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+fn)
-		return
+			"BatchSize":   r.p.Mapping.BatchSize,
+		}
+		if r.p.Mapping.Disabled {
+			m["State"], m["LastProcessingResult"] = "Disabled", "No records processed"
+		}
+		if r.p.Mapping.MaxConcurrency > 0 {
+			m["ScalingConfig"] = map[string]any{"MaximumConcurrency": r.p.Mapping.MaxConcurrency}
+		}
+		list = append(list, m)
 	}
 	json.NewEncoder(w).Encode(map[string]any{"EventSourceMappings": list})
 }
@@ -163,8 +226,8 @@ func (k *Kit) schedulerGet(w http.ResponseWriter, req *http.Request) {
 }
 
 // cloudWatch answers DescribeAlarms as CloudWatch does, in its query protocol (form and
-// XML, as pipelinectl and older SDKs ask) or its JSON protocol (X-Amz-Target, as the AWS
-// CLI and newer SDKs ask): with ChildrenOfAlarmName, the composite's children, name and
+// XML, as pipelinectl asks) or its JSON protocol (X-Amz-Target, as the AWS CLI asks; not
+// the RPCv2 CBOR protocol of the newest SDKs' CloudWatch clients): with ChildrenOfAlarmName, the composite's children, name and
 // state only; with AlarmNames or AlarmNamePrefix (or neither), those metric alarms, and the
 // composite alarms too when AlarmTypes names CompositeAlarm, with their reasons and
 // descriptions. States are the kit's evaluation now.

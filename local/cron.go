@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 	_ "time/tzdata" // a schedule's time zone resolves on a machine without a zone database
 
@@ -30,8 +31,8 @@ var (
 
 // ParseScheduleExpression parses expr in the time zone zone ("" is UTC). A rate schedule
 // counts from start, as Scheduler counts from the schedule's creation. A cron is evaluated
-// by Scheduler's documented rules (package awscron, which the dispatcher construct checks
-// it with at synth, daylight-saving changes included).
+// by package awscron, which the dispatcher construct checks it with at synth: Scheduler's
+// documented rules, a local time that a spring-forward change skips included.
 func ParseScheduleExpression(expr, zone string, start time.Time) (*ScheduleExpression, error) {
 	loc := time.UTC
 	if zone != "" {
@@ -69,12 +70,27 @@ func ParseScheduleExpression(expr, zone string, start time.Time) (*ScheduleExpre
 	return e, nil
 }
 
+// parse is the schedule's expression, or an error saying why the kit cannot fire it on
+// its own and what to do instead.
+func (s Schedule) parse(start time.Time) (*ScheduleExpression, error) {
+	const instead = "leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)"
+	if len(s.DeployTime) > 0 {
+		return nil, fmt.Errorf("schedule %s: %s is a deploy-time value the kit cannot know: %s", s.LogicalID, strings.Join(s.DeployTime, " and "), instead)
+	}
+	e, err := ParseScheduleExpression(s.Expression, s.Timezone, start)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %s: %w; %s", s.LogicalID, err, instead)
+	}
+	return e, nil
+}
+
 // String is the expression and its time zone.
 func (e *ScheduleExpression) String() string { return e.expr + " " + e.loc.String() }
 
 // Next is the first firing time after t, and false when there is none (an at() in the
 // past, a cron whose dates have all gone by). A local time that occurs twice (a fall-back
-// change) fires once, at its first instant.
+// change) fires once, at its first instant: the kit's choice, since Scheduler documents
+// only that it runs once.
 func (e *ScheduleExpression) Next(t time.Time) (time.Time, bool) {
 	switch {
 	case e.rate > 0:

@@ -1,6 +1,8 @@
 package local
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,11 @@ func TestScheduleExpressionNext(t *testing.T) {
 		{"cron(0 9 * * ? *)", "Europe/Berlin", []string{"2026-11-27T08:00:00Z", "2026-11-28T08:00:00Z"}},
 		{"cron(30 0 * * ? *)", "Pacific/Auckland", []string{"2026-11-27T11:30:00Z"}},                                                                                                           // 00:30 on the 28th there
 		{"cron(0 12 15W * ? *)", "", []string{"2026-12-15T12:00:00Z", "2027-01-15T12:00:00Z", "2027-02-15T12:00:00Z", "2027-03-15T12:00:00Z", "2027-04-15T12:00:00Z", "2027-05-14T12:00:00Z"}}, // a Saturday 15th: Friday,
+		// Daylight saving in New York: on 14 March 2027 02:30 does not exist (skipped: the next
+		// is 14 March 2028, EDT by then); on 7 November 2027 01:30 occurs twice (fired once,
+		// at the first instant, EDT; the next day's is EST).
+		{"cron(30 2 14 3 ? 2027-2028)", "America/New_York", []string{"2028-03-14T06:30:00Z"}},
+		{"cron(30 1 7,8 11 ? 2027)", "America/New_York", []string{"2027-11-07T05:30:00Z", "2027-11-08T06:30:00Z"}},
 		{"rate(5 minutes)", "", []string{"2026-11-26T21:50:00Z", "2026-11-26T21:55:00Z"}},
 		{"rate(1 day)", "", []string{"2026-11-27T21:45:00Z"}},
 		{"at(2026-12-24T18:00:00)", "America/New_York", []string{"2026-12-24T23:00:00Z"}},
@@ -72,5 +79,29 @@ func TestScheduleExpressionErrors(t *testing.T) {
 		if _, err := ParseScheduleExpression(c.expr, c.zone, time.Now()); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: err = %v, want %q", c.expr, c.zone, err, c.want)
 		}
+	}
+}
+
+// A schedule whose expression or time zone is a CfnParameter cannot fire on its own here.
+func TestScheduleParseDeployTime(t *testing.T) {
+	doc := `{"Resources":{"F":{"Type":"AWS::Lambda::Function","Properties":{"Environment":{"Variables":{"QUEUE_URL":"q"}}}},
+	  "S":{"Type":"AWS::Scheduler::Schedule","Properties":{"ScheduleExpression":{"Ref":"Cron"},
+	  "ScheduleExpressionTimezone":"Europe/Paris","Target":{"Arn":{"Fn::GetAtt":["F","Arn"]},"Input":"{}"}}}}}`
+	p := filepath.Join(t.TempDir(), "S.template.json")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := LoadTemplate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `schedule S: ScheduleExpression {"Ref":"Cron"} is a deploy-time value the kit cannot know: leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)`
+	if _, err := tmpl.Schedules[0].parse(time.Now()); err == nil || err.Error() != want {
+		t.Errorf("parse = %v, want %q", err, want)
+	}
+	s := Schedule{LogicalID: "S", Expression: "cron(0 * * *)"}
+	if _, err := s.parse(time.Now()); err == nil || !strings.Contains(err.Error(), `schedule S: schedule expression "cron(0 * * *)": cron "0 * * *": fields: 4 fields, want 6`) ||
+		!strings.HasSuffix(err.Error(), "fire it with Fire (--fire)") {
+		t.Errorf("parse of a bad cron = %v", err)
 	}
 }

@@ -292,13 +292,24 @@ func (d *Deployment) resolve(v any) (any, error) {
 				case "Fn::Join":
 					return d.join(arg)
 				case "Fn::Select", "Fn::Split": // of an imported queue's ARN (its name, region, account)
-					eval := func(v any) (any, bool) { r, err := d.resolve(v); return r, err == nil }
+					var inner error
+					eval := func(v any) (any, bool) {
+						r, err := d.resolve(v)
+						if err != nil && inner == nil {
+							inner = err
+						}
+						return r, err == nil
+					}
 					r, ok := evalSelect(arg, eval)
 					if k == "Fn::Split" {
 						r, ok = evalSplit(arg, eval)
 					}
 					if !ok {
-						return nil, fmt.Errorf("%s %v: not resolvable in this deployment", k, arg)
+						b, _ := json.Marshal(arg)
+						if inner != nil {
+							return nil, fmt.Errorf("%s %s: %w", k, b, inner)
+						}
+						return nil, fmt.Errorf("%s %s: not resolvable in this deployment", k, b)
 					}
 					return r, nil
 				}
@@ -349,8 +360,14 @@ func (d *Deployment) ref(arg any) (any, error) {
 func (d *Deployment) FunctionName(id string) string { return id + "-" + d.Suffix }
 
 // AlarmName is the name an alarm or composite alarm of the template has locally: its
-// AlarmName when the template gives one, else its logical id.
+// AlarmName when the template gives one, else its logical id and the deployment's suffix
+// (CloudFormation names it after the stack too: two stacks' alarms never share a name).
 func (d *Deployment) AlarmName(id string) string {
+	for _, a := range d.Template.Alarms {
+		if a.Name != "" && a.Name == id { // a composite's rule may name a child by its AlarmName
+			return id
+		}
+	}
 	for _, a := range d.Template.Alarms {
 		if a.LogicalID == id && a.Name != "" {
 			return a.Name
@@ -361,7 +378,7 @@ func (d *Deployment) AlarmName(id string) string {
 			return c.Name
 		}
 	}
-	return id
+	return id + "-" + d.Suffix
 }
 
 // localName is what Ref of a function, a schedule or an alarm gives locally: its name.

@@ -126,9 +126,12 @@ type Running struct {
 	QueueURL, DLQURL       string
 	// Table is the idempotency table's name.
 	Table string
-	// Consumer and Dispatcher are the logical ids of the functions (Dispatcher "" without one).
-	Consumer, Dispatcher string
-	Fifo                 bool
+	// Consumer and Dispatcher are the logical ids of the functions (Dispatcher "" without one),
+	// ConsumerName and DispatcherName their names here (what the stand-in Lambda API and
+	// the outputs know them by).
+	Consumer, Dispatcher         string
+	ConsumerName, DispatcherName string
+	Fifo                         bool
 }
 
 // run is a Running pipeline and what drives it.
@@ -366,7 +369,10 @@ func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources
 		}
 		r := &run{Running: Running{Name: pipelineName(sources[p.Consumer].Path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
 			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env["IDEMPOTENCY_TABLE_NAME"],
-			Consumer: p.Consumer, Dispatcher: p.Dispatcher, Fifo: p.Fifo}, p: p, st: st, ledger: NewLedger()}
+			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo}, p: p, st: st, ledger: NewLedger()}
+		if p.Dispatcher != "" {
+			r.DispatcherName = d.FunctionName(p.Dispatcher)
+		}
 		n := k.opts.Environments
 		if p.Mapping.MaxConcurrency > 0 {
 			n = min(n, p.Mapping.MaxConcurrency)
@@ -775,9 +781,9 @@ func (k *Kit) cron(r *run) error {
 	if err != nil {
 		return err
 	}
-	e, err := ParseScheduleExpression(s.Expression, s.Timezone, time.Now())
+	e, err := s.parse(time.Now())
 	if err != nil {
-		return fmt.Errorf("schedule %s: %w; leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)", s.LogicalID, err)
+		return err
 	}
 	first, ok := e.Next(time.Now())
 	if !ok {
@@ -786,7 +792,7 @@ func (k *Kit) cron(r *run) error {
 	}
 	k.say("local: %s: schedule %s, first firing %s\n", r.Name, e, first.Format(time.RFC3339))
 	k.wg.Go(func() {
-		for at, ok := first, true; ok; at, ok = e.Next(at) {
+		for at, ok := first, true; ok; {
 			select {
 			case <-k.ctx.Done():
 				return
@@ -801,6 +807,18 @@ func (k *Kit) cron(r *run) error {
 				outcome = fmt.Sprintf("failed after %d attempts: %v", n, err)
 			}
 			k.say("local: %s: fired its schedule for %s: %s\n", r.Name, at.Format(time.RFC3339), outcome)
+			// The next occurrence after the one fired, unless the machine slept or a firing
+			// took long: occurrences more than a minute past are skipped, not fired in a burst.
+			next, more := e.Next(at)
+			if since := time.Now().Add(-time.Minute); more && next.Before(since) {
+				skipped := 0
+				for more && next.Before(since) {
+					skipped++
+					next, more = e.Next(next)
+				}
+				k.say("local: %s: skipped %d occurrences of its schedule that passed while it fired or the machine slept\n", r.Name, skipped)
+			}
+			at, ok = next, more
 		}
 	})
 	return nil
@@ -1037,6 +1055,8 @@ func fromAttribute(v dbtypes.AttributeValue) any {
 
 // AlarmState is one alarm of a running stack as CloudWatch would show it now.
 type AlarmState struct {
+	// Name is the alarm's name here: its AlarmName, or its logical id and the stack's
+	// suffix (Deployment.AlarmName), as the stand-in DescribeAlarms reports it.
 	Stack, LogicalID, Name string
 	State                  string // StateOK, StateAlarm or StateInsufficient
 	// Since is when (wall clock) the alarm entered State; zero when it never changed.
@@ -1053,16 +1073,9 @@ func (k *Kit) Alarms() ([]AlarmState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
 		}
-		names := map[string]string{}
-		for _, a := range st.d.Template.Alarms {
-			names[a.LogicalID] = a.Name
-		}
-		for _, c := range st.d.Template.Composites {
-			names[c.LogicalID] = c.Name
-		}
 		for _, id := range slices.Sorted(maps.Keys(evs)) {
 			ev := evs[id]
-			s := AlarmState{Stack: st.ref.DisplayName, LogicalID: id, Name: names[id], State: ev.StateAt(st.obs.Clock.Alarm(now))}
+			s := AlarmState{Stack: st.ref.DisplayName, LogicalID: id, Name: st.d.AlarmName(id), State: ev.StateAt(st.obs.Clock.Alarm(now))}
 			for _, tr := range ev.Transitions {
 				if tr.State == s.State {
 					s.Since = st.obs.Clock.Wall(tr.At)
@@ -1082,11 +1095,14 @@ func (k *Kit) Close() error {
 	if k == nil || k.stopped.Swap(true) { // nil: a Start that failed, closed by a defer
 		return nil
 	}
-	if k.api != nil {
-		k.api.Close()
-	}
 	if k.cancel != nil {
-		k.cancel()
+		k.cancel() // first: a handler of the AWS stand-ins sees it and starts nothing more
+	}
+	if k.api != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		k.api.Shutdown(ctx) // waits for the handlers, so none adds to wg while it is waited for
+		cancel()
+		k.api.Close()
 	}
 	k.wg.Wait()
 	for _, st := range k.stacks {

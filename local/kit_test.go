@@ -306,15 +306,21 @@ func TestKitFiresOnCron(t *testing.T) {
 }
 
 // checkAWSStandIns asks the kit's Lambda and CloudWatch stand-ins what the AWS CLI and the
-// SDKs ask (their JSON protocol) and what they cannot answer: the DLQ alarm in ALARM is
-// reported as such, a consumer cannot be invoked directly, an unknown function is not found.
+// SDKs ask (CloudWatch's JSON protocol; pipelinectl's tests ask in the query protocol) and
+// what they cannot answer: the DLQ alarm in ALARM is reported as such, a dispatcher that
+// fails is a 200 with X-Amz-Function-Error as in Lambda, a consumer cannot be invoked
+// directly, an unknown function is not found, an unsigned request is refused.
 func checkAWSStandIns(t *testing.T, kit *local.Kit, dlqAlarm local.AlarmState) {
 	t.Helper()
 	url := kit.Endpoints().AWS
+	var funcErr string
 	call := func(method, path, target, body string) (int, string) {
 		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if path != "/unsigned" {
+			req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20261126/us-east-1/lambda/aws4_request")
 		}
 		if target != "" {
 			req.Header.Set("X-Amz-Target", target)
@@ -326,28 +332,34 @@ func checkAWSStandIns(t *testing.T, kit *local.Kit, dlqAlarm local.AlarmState) {
 		}
 		defer res.Body.Close()
 		b, _ := io.ReadAll(res.Body)
+		funcErr = res.Header.Get("X-Amz-Function-Error")
 		return res.StatusCode, string(b)
 	}
-	code, body := call("POST", "/", "GraniteServiceVersion20100801.DescribeAlarms", `{"AlarmNames":["`+dlqAlarm.LogicalID+`"]}`)
-	if code != 200 || !strings.Contains(body, `"AlarmName":"`+dlqAlarm.LogicalID+`"`) || !strings.Contains(body, `"StateValue":"ALARM"`) {
-		t.Errorf("DescribeAlarms (JSON) of the DLQ alarm: %d %s", code, body)
+	code, body := call("POST", "/", "GraniteServiceVersion20100801.DescribeAlarms", `{"AlarmNames":["`+dlqAlarm.Name+`"]}`)
+	if code != 200 || !strings.Contains(body, `"AlarmName":"`+dlqAlarm.Name+`"`) || !strings.Contains(body, `"StateValue":"ALARM"`) {
+		t.Errorf("DescribeAlarms (JSON) of the DLQ alarm %s: %d %s", dlqAlarm.Name, code, body)
 	}
-	consumer := ""
+	var consumer, dispatcher string
 	for _, p := range kit.Pipelines() {
 		if p.Name == "Standard" {
-			consumer = p.Consumer + "-" + p.Stack
+			consumer, dispatcher = p.ConsumerName, p.DispatcherName
 		}
 	}
 	for _, c := range []struct {
-		path string
-		code int
-		want string
+		path, body string
+		code       int
+		want       string
 	}{
-		{"/2015-03-31/functions/" + consumer + "/invocations", 400, "the local kit invokes a consumer from its queue only: send the message to http"},
-		{"/2015-03-31/functions/Nope/invocations", 404, "Function not found: Nope (the local kit's functions are named <logical id>-<stack>"},
+		{"/2015-03-31/functions/" + consumer + "/invocations", "{}", 400, "the local kit invokes a consumer from its queue only: send the message to http"},
+		{"/2015-03-31/functions/Nope/invocations", "{}", 404, "Function not found: Nope (the local kit's functions are named <logical id>-<stack>"},
+		{"/2015-03-31/functions/arn:aws:lambda:us-east-1:123456789012:function:" + dispatcher + ":live/invocations", `{"scheduledTime":"yesterday"}`, 200, `"errorMessage"`},
+		{"/unsigned", "{}", 403, "the local kit answers signed AWS requests to 127.0.0.1:"},
 	} {
-		if code, body := call("POST", c.path, "", "{}"); code != c.code || !strings.Contains(body, c.want) {
-			t.Errorf("Invoke %s: %d %s, want %d %q", c.path, code, body, c.code, c.want)
+		if code, body := call("POST", c.path, "", c.body); code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("POST %s: %d %s, want %d %q", c.path, code, body, c.code, c.want)
+		}
+		if strings.Contains(c.path, dispatcher) && funcErr != "Unhandled" {
+			t.Errorf("a failed dispatcher: X-Amz-Function-Error %q, want Unhandled", funcErr)
 		}
 	}
 	if code, body := call("GET", "/2015-03-31/event-source-mappings?FunctionName="+consumer, "", ""); code != 200 || !strings.Contains(body, `"State":"Enabled"`) {

@@ -171,6 +171,9 @@ type Schedule struct {
 	// DeadLetter is the logical id of the queue Scheduler sends an event to when it cannot
 	// invoke the target, "" for none.
 	DeadLetter string
+	// DeployTime names the expression and time zone properties that are not literals (a
+	// CfnParameter's Ref), with their values: known only when CloudFormation deploys.
+	DeployTime []string
 }
 
 // SendSchedule is an AWS::Scheduler::Schedule whose target is SQS SendMessage (a universal
@@ -318,8 +321,17 @@ func LoadTemplate(path string) (*Template, error) {
 			input, _ := cfn.Dig(p, "Target", "Input").(string)
 			expr, _ := p["ScheduleExpression"].(string)
 			zone, _ := p["ScheduleExpressionTimezone"].(string)
-			t.Schedules = append(t.Schedules, Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input,
-				Expression: expr, Timezone: zone, DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))})
+			s := Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input,
+				Expression: expr, Timezone: zone, DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))}
+			for _, k := range []string{"ScheduleExpression", "ScheduleExpressionTimezone"} {
+				if v, ok := p[k]; ok {
+					if _, literal := v.(string); !literal {
+						b, _ := json.Marshal(v)
+						s.DeployTime = append(s.DeployTime, k+" "+string(b))
+					}
+				}
+			}
+			t.Schedules = append(t.Schedules, s)
 		case typeInvokeConfig:
 			t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: intProp(p, "MaximumRetryAttempts", 2),
 				OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), MaxEventAgeSecs: intProp(p, "MaximumEventAgeInSeconds", 21600)}

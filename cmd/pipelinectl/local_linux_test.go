@@ -97,7 +97,8 @@ func TestLocalUpSIGINT(t *testing.T) {
 					}
 				}
 				outputs := []string{"--outputs", filepath.Join(asm, "local-outputs.json"), "--stack", "IdempotentSqsPipeline-ctrlc"}
-				for _, args := range [][]string{{"status"}, {"verify", "--pipeline", "Standard", "--timeout", "2m"}} {
+				for _, args := range [][]string{{"status"}, {"verify", "--pipeline", "Standard", "--timeout", "2m"},
+					{"backfill", "--pipeline", "Standard", "--from", "2026-11-26T18:00:00Z", "--to", "2026-11-26T20:00:00Z"}} {
 					c := exec.Command(bin, append(args, outputs...)...)
 					c.Env = append(os.Environ(), env...)
 					got, _ := c.CombinedOutput()
@@ -107,6 +108,8 @@ func TestLocalUpSIGINT(t *testing.T) {
 							"PROBLEM   alarm MonitoringQueueStandardDeadLetterMessages"},
 						"verify": {"Standard     OK: probe pipelinectl-probe-", "completed, and the dispatcher's, in ",
 							"Standard     FAILED: alarm MonitoringQueueStandardDeadLetterMessages"},
+						"backfill": {"schedule     StandardDispatcherSchedule", ": cron(0 * * * ? *) in UTC (ENABLED)", "occurrences  2 in [2026-11-26T18:00:00Z, 2026-11-26T20:00:00Z)",
+							"Dry run: nothing dispatched."},
 					}[args[0]]
 					wantContains(t, "pipelinectl "+args[0]+" against local up", string(got), want...)
 				}
