@@ -304,6 +304,11 @@ func (k *Kit) build(ctx context.Context, refs []cfn.StackRef, templates []*Templ
 				fns = append(fns, p.Dispatcher)
 			}
 		}
+		for _, id := range slices.Sorted(maps.Keys(t.Functions)) {
+			if !slices.Contains(fns, id) {
+				t.NotApplied = append(t.NotApplied, "function "+id+" is not a pipeline's consumer or dispatcher: not run")
+			}
+		}
 		for _, id := range fns {
 			src, ok := sources[i][id]
 			if !ok {

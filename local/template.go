@@ -264,6 +264,7 @@ func LoadTemplate(path string) (*Template, error) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids) // deterministic mapping and schedule order
+	others := map[string]int{}
 	for _, id := range ids {
 		r := doc.Resources[id]
 		p := r.Properties
@@ -347,7 +348,17 @@ func LoadTemplate(path string) (*Template, error) {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			t.Composites = append(t.Composites, c)
+		case "AWS::CDK::Metadata":
+		default:
+			others[r.Type]++
 		}
+	}
+	if len(others) > 0 { // IAM, KMS, topics, log groups, dashboards, autoscaling, your own
+		var parts []string
+		for _, typ := range slices.Sorted(maps.Keys(others)) {
+			parts = append(parts, fmt.Sprintf("%s x%d", typ, others[typ]))
+		}
+		t.NotApplied = append(t.NotApplied, "not created locally: "+strings.Join(parts, ", "))
 	}
 	return t, t.check()
 }
