@@ -116,6 +116,23 @@ func TestKitRunsTheReferenceStack(t *testing.T) {
 	}
 	fmt.Printf("FIGURE kit: DLQ alarm %s in ALARM %v after the bad messages were sent\n", alarm.LogicalID, alarm.Since.Sub(start).Round(100*time.Millisecond))
 	checkAWSStandIns(t, kit, alarm)
+
+	// A FIFO DLQ hands out nothing behind a message in flight in its group: 12 bad messages
+	// of one group are read 10 at a time, and DeadLetters says so rather than return part.
+	var fifoBad []string
+	for i := range 12 {
+		fifoBad = append(fifoBad, fmt.Sprintf("not json %d", i))
+	}
+	if err := kit.Send(ctx, "Fifo", fifoBad...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kit.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fifoDead, err := kit.DeadLetters(ctx, "Fifo")
+	if err == nil || !strings.Contains(err.Error(), "more are behind them in their message groups") || len(fifoDead) == 0 || len(fifoDead) >= 12 {
+		t.Errorf("DeadLetters of a FIFO DLQ with 12 in one group: %d read, err %v; want some and an error saying the rest are behind them", len(fifoDead), err)
+	}
 	if err := kit.Err(); err != nil {
 		t.Errorf("background: %v", err)
 	}
