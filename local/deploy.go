@@ -32,7 +32,6 @@ type Deployment struct {
 	// backups, tags), so a reader of the test log knows what was not exercised.
 	Ignored []string
 
-	renamed map[string]string // template QueueName -> local name
 	byName  map[string]string // template QueueName -> logical id
 	region  string
 	account string
@@ -64,7 +63,7 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 	d := &Deployment{
 		Template: t, Suffix: suffix,
 		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
-		TableName: map[string]string{}, renamed: map[string]string{}, byName: map[string]string{},
+		TableName: map[string]string{}, byName: map[string]string{},
 		Ignored: slices.Clone(t.NotApplied),
 	}
 	ids := slices.Sorted(maps.Keys(t.Queues))
@@ -143,7 +142,6 @@ func (d *Deployment) ignore(what string) {
 
 func (d *Deployment) localQueueName(q Queue) string {
 	base, _ := q.Props["QueueName"].(string)
-	orig := base
 	if base == "" {
 		base = q.LogicalID
 	}
@@ -159,9 +157,6 @@ func (d *Deployment) localQueueName(q Queue) string {
 	name := base + "-" + d.Suffix
 	if q.Fifo() {
 		name += ".fifo"
-	}
-	if orig != "" {
-		d.renamed[orig] = name
 	}
 	return name
 }
@@ -259,9 +254,9 @@ func (d *Deployment) resolve(v any) (any, error) {
 	switch x := v.(type) {
 	case string, float64, bool, nil:
 		if s, ok := x.(string); ok {
-			if m := sqsARN.FindStringSubmatch(s); m != nil {
-				if local, ok := d.renamed[m[1]]; ok {
-					return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", d.region, d.account, local), nil
+			if m := sqsARN.FindStringSubmatch(s); m != nil { // a template or imported queue's ARN, by name
+				if id, ok := d.byName[m[1]]; ok {
+					return d.QueueARN[id], nil
 				}
 			}
 			if m := sqsURL.FindStringSubmatch(s); m != nil { // an imported queue's URL
@@ -289,29 +284,12 @@ func (d *Deployment) resolve(v any) (any, error) {
 					return d.ref(arg)
 				case "Fn::GetAtt":
 					return d.getAtt(arg)
-				case "Fn::Join":
-					return d.join(arg)
-				case "Fn::Select", "Fn::Split": // of an imported queue's ARN (its name, region, account)
-					var inner error
-					eval := func(v any) (any, bool) {
-						r, err := d.resolve(v)
-						if err != nil && inner == nil {
-							inner = err
-						}
-						return r, err == nil
+				case "Fn::Join", "Fn::Select", "Fn::Split":
+					r, err := d.intrinsic(k, arg)
+					if err != nil || k != "Fn::Join" {
+						return r, err
 					}
-					r, ok := evalSelect(arg, eval)
-					if k == "Fn::Split" {
-						r, ok = evalSplit(arg, eval)
-					}
-					if !ok {
-						b, _ := json.Marshal(arg)
-						if inner != nil {
-							return nil, fmt.Errorf("%s %s: %w", k, b, inner)
-						}
-						return nil, fmt.Errorf("%s %s: not resolvable in this deployment", k, b)
-					}
-					return r, nil
+					return d.resolve(r) // the joined string may be a template queue's ARN or URL
 				}
 				if strings.HasPrefix(k, "Fn::") {
 					return nil, fmt.Errorf("intrinsic %s is not supported by the local kit (package local)", k)
@@ -430,26 +408,27 @@ func (d *Deployment) getAtt(arg any) (any, error) {
 	return nil, fmt.Errorf("Fn::GetAtt %s.%s: not resolvable in this deployment", id, attr)
 }
 
-func (d *Deployment) join(arg any) (any, error) {
-	a, _ := arg.([]any)
-	if len(a) != 2 {
-		return nil, fmt.Errorf("Fn::Join %v: want [separator, list]", arg)
-	}
-	sep, _ := a[0].(string)
-	parts, err := d.resolve(a[1])
-	if err != nil {
-		return nil, err
-	}
-	list, _ := parts.([]any)
-	strs := make([]string, len(list))
-	for i, p := range list {
-		s, ok := p.(string)
-		if !ok {
-			return nil, fmt.Errorf("Fn::Join part %v is not a string", p)
+// intrinsic evaluates Fn::Join, Fn::Select (of an imported queue's ARN: its name, region,
+// account) or Fn::Split with the deployment's values, keeping the first error of an
+// argument as the cause.
+func (d *Deployment) intrinsic(name string, arg any) (any, error) {
+	var inner error
+	eval := func(v any) (any, bool) {
+		r, err := d.resolve(v)
+		if err != nil && inner == nil {
+			inner = err
 		}
-		strs[i] = s
+		return r, err == nil
 	}
-	return d.resolve(strings.Join(strs, sep)) // the joined string may be a template queue ARN
+	fn := map[string]func(any, func(any) (any, bool)) (any, bool){"Fn::Join": evalJoin, "Fn::Select": evalSelect, "Fn::Split": evalSplit}[name]
+	if r, ok := fn(arg, eval); ok {
+		return r, nil
+	}
+	b, _ := json.Marshal(arg)
+	if inner != nil {
+		return nil, fmt.Errorf("%s %s: %w", name, b, inner)
+	}
+	return nil, fmt.Errorf("%s %s: not resolvable in this deployment", name, b)
 }
 
 func scalar(v any) string {

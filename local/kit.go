@@ -208,17 +208,22 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 			}
 		}
 	}
+	pipelines := 0
 	var names []string
 	for i, t := range templates {
-		names = append(names, refs[i].DisplayName)
-		if ps, err := t.Pipelines(); err != nil {
+		ps, err := t.Pipelines()
+		if err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
-		} else if len(ps) > 0 {
-			names = nil
-			break
+		}
+		pipelines += len(ps)
+		names = append(names, refs[i].DisplayName)
+		for _, id := range slices.Sorted(maps.Keys(t.Functions)) {
+			if !slices.ContainsFunc(ps, func(p Pipeline) bool { return id == p.Consumer || id == p.Dispatcher }) {
+				t.NotApplied = append(t.NotApplied, "function "+id+" is not a pipeline's consumer or dispatcher: not run")
+			}
 		}
 	}
-	if names != nil {
+	if pipelines == 0 {
 		return nil, fmt.Errorf("local: no pipeline to run: none of the stacks %s has an SQS event source mapping", strings.Join(names, ", "))
 	}
 	if err := checkJava(ctx); err != nil { // before the builds: say what to install at once
@@ -302,11 +307,6 @@ func (k *Kit) build(ctx context.Context, refs []cfn.StackRef, templates []*Templ
 			fns = append(fns, p.Consumer)
 			if p.Dispatcher != "" {
 				fns = append(fns, p.Dispatcher)
-			}
-		}
-		for _, id := range slices.Sorted(maps.Keys(t.Functions)) {
-			if !slices.Contains(fns, id) {
-				t.NotApplied = append(t.NotApplied, "function "+id+" is not a pipeline's consumer or dispatcher: not run")
 			}
 		}
 		for _, id := range fns {
