@@ -1,7 +1,6 @@
 package local_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -199,34 +198,21 @@ func TestMain(m *testing.M) {
 func TestKitKilledLeavesNothing(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), killedHelper+"="+referenceAssembly(t))
-	stdout, err := cmd.StdoutPipe()
+	proc, err := localproc.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	up := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "up") {
-				up <- sc.Text()
-			}
-		}
-	}()
-	select {
-	case <-up:
-	case <-time.After(5 * time.Minute):
-		t.Fatal("the helper's kit was not up in 5 minutes")
+	defer proc.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	if err := proc.WaitOutput(ctx, "kit up:"); err != nil { // a helper that cannot start its kit fails here at once
+		t.Fatalf("the helper's kit: %v", err)
 	}
 	started := localproc.Descendants(cmd.Process.Pid)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	<-proc.Exited()
 	killed := time.Now()
 	var left []int
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -264,7 +250,7 @@ func runKilledHelper() {
 	if err := kit.Send(ctx, "Standard", `{"idempotencyKey":"k"}`); err == nil {
 		_, err = kit.WaitIdle(ctx)
 	}
-	fmt.Println("up", err)
+	fmt.Println("kit up:", err)
 	select {}
 }
 

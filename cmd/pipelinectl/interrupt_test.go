@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
 // An operator's redrive of 3,000 messages, interrupted by a storm of Ctrl-Cs (ctx cancelled
@@ -310,48 +309,35 @@ func TestRedriveSIGINT(t *testing.T) {
 	fillDLQ(t, p, "", append(bodies, "bad-1")...)
 	args := append(p.args("dlq", "redrive", "--yes", "--rate", "50"), "--journal", filepath.Join(t.TempDir(), "j"))
 	cmd := exec.Command(bin, args...)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	var out strings.Builder
-	moving := make(chan struct{})
-	copied := make(chan struct{})
-	go func() { // the output, line by line; moving closes when the move has begun
-		defer close(copied)
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "journal ") {
-				close(moving)
-			}
-		}
-	}()
-	if err := cmd.Start(); err != nil {
+	proc, err := localproc.Start(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-moving:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the redrive did not begin to move in 2 minutes")
+	defer proc.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := proc.WaitOutput(ctx, "journal      "); err != nil { // the move has begun
+		t.Fatalf("the redrive: %v", err)
 	}
 	time.Sleep(500 * time.Millisecond) // at 50 a second, about 25 moved of 300
 	start := time.Now()
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	<-proc.Exited()
+	err = proc.WaitErr()
 	stopped := time.Since(start)
-	pw.Close()
-	<-copied
+
 	code := cmd.ProcessState.ExitCode()
-	t.Logf("$ pipelinectl %s, SIGINT 0.5 s into the move: exit %d, stopped %s after the signal (%v)\n%s", strings.Join(args, " "), code, stopped.Round(time.Millisecond), err, out.String())
-	wantContains(t, "SIGINT", out.String(), "NOT DONE     interrupted (exit 3)", "resume with  pipelinectl dlq redrive --yes ")
+	t.Logf("$ pipelinectl %s, SIGINT 0.5 s into the move: exit %d, stopped %s after the signal (%v)\n%s", strings.Join(args, " "), code, stopped.Round(time.Millisecond), err, proc.Output())
+	wantContains(t, "SIGINT", proc.Output(), "NOT DONE     interrupted (exit 3)", "resume with  pipelinectl dlq redrive --yes ")
 	if code != exitNotDone {
 		t.Errorf("exit %d after SIGINT, want %d", code, exitNotDone)
 	}
 	if q := queueCounts(t, p.dlqURL); q[1] != 0 {
 		t.Errorf("DLQ after SIGINT = %v: %d still in flight, want all given back", q, q[1])
 	}
-	resume := strings.TrimSpace(out.String()[strings.Index(out.String(), "resume with  ")+len("resume with  "):])
+	resume := strings.TrimSpace(proc.Output()[strings.Index(proc.Output(), "resume with  ")+len("resume with  "):])
 	resume = strings.SplitN(resume, "\n", 2)[0]
 	code, rerun, _ := ctl(t, strings.Fields(resume)[1:]...)
 	if code != exitOK {

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,30 +58,18 @@ func TestLocalUpSIGINT(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, "local", "up", "--assembly", asm, "--send", tc.send, "--pipeline", "Standard")
-			pr, pw := io.Pipe()
-			cmd.Stdout, cmd.Stderr = pw, pw
-			var out strings.Builder
-			reached, copied := make(chan struct{}), make(chan struct{})
-			go func() {
-				defer close(copied)
-				sc := bufio.NewScanner(pr)
-				once := false
-				for sc.Scan() {
-					out.WriteString(sc.Text() + "\n")
-					if !once && strings.Contains(sc.Text(), tc.after) {
-						once = true
-						close(reached)
-					}
-				}
-			}()
-			if err := cmd.Start(); err != nil {
+			proc, err := localproc.Start(cmd)
+			if err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case <-reached:
-			case <-time.After(3 * time.Minute):
-				cmd.Process.Kill()
-				t.Fatalf("no %q in 3 minutes", tc.after)
+			defer proc.Stop()
+			// Its own deadline, well under the package's: a local up that cannot start fails
+			// here at once with its exit status and output.
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+			err = proc.WaitOutput(ctx, tc.after)
+			cancel()
+			if err != nil {
+				t.Fatalf("pipelinectl local up: %v", err)
 			}
 			if tc.name == "up" {
 				time.Sleep(3 * time.Second) // a status line or two
@@ -91,7 +78,7 @@ func TestLocalUpSIGINT(t *testing.T) {
 				// CloudWatch stand-ins and the outputs file it wrote. The bad message sent
 				// is in the DLQ: both see it, and its alarm.
 				var env []string
-				for _, line := range strings.Split(out.String(), "\n") {
+				for _, line := range strings.Split(proc.Output(), "\n") {
 					if e, ok := strings.CutPrefix(line, "  export "); ok {
 						env = append(env, e)
 					}
@@ -122,10 +109,8 @@ func TestLocalUpSIGINT(t *testing.T) {
 			if err := cmd.Process.Signal(os.Interrupt); err != nil {
 				t.Fatal(err)
 			}
-			_ = cmd.Wait()
+			<-proc.Exited()
 			stopped := time.Since(start)
-			pw.Close()
-			<-copied
 			code := cmd.ProcessState.ExitCode()
 			var left []int
 			for _, pid := range started {
@@ -134,7 +119,7 @@ func TestLocalUpSIGINT(t *testing.T) {
 				}
 			}
 			t.Logf("SIGINT %s: exit %d, stopped %v after the signal; %d processes it had started, %d left\n%s",
-				tc.name, code, stopped.Round(time.Millisecond), len(started), len(left), out.String())
+				tc.name, code, stopped.Round(time.Millisecond), len(started), len(left), proc.Output())
 			if code != tc.code {
 				t.Errorf("exit %d, want %d", code, tc.code)
 			}
@@ -144,7 +129,7 @@ func TestLocalUpSIGINT(t *testing.T) {
 			if len(started) < 2 {
 				t.Errorf("only %d descendants seen before the signal (want at least the two servers): the check proves nothing", len(started))
 			}
-			wantContains(t, "SIGINT "+tc.name, out.String(), tc.want...)
+			wantContains(t, "SIGINT "+tc.name, proc.Output(), tc.want...)
 		})
 	}
 }

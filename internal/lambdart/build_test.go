@@ -65,3 +65,36 @@ func TestBuildIsStaticAndStripped(t *testing.T) {
 		t.Error(`binary has a symbol table; -ldflags "-s -w" was not applied`)
 	}
 }
+
+// A module reached through a symbolic link (macOS's /tmp, a devcontainer's /workspace)
+// builds as from its real path: go resolves its working directory to the real path, so an
+// entry given through the link would otherwise be "outside main module".
+func TestBuildInThroughSymlink(t *testing.T) {
+	real := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod":     "module example.com/linked\n\ngo 1.24\n",
+		"fn/main.go": "package main\n\nfunc main() {}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(real, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(real, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "bootstrap")
+	if err := lambdart.BuildIn(t.Context(), link, filepath.Join(link, "fn"), out); err != nil {
+		t.Fatalf("BuildIn through the link %s: %v", link, err)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Fatal(err)
+	}
+	err := lambdart.BuildIn(t.Context(), filepath.Join(link, "gone"), filepath.Join(link, "fn"), out)
+	if err == nil || !strings.Contains(err.Error(), "the directory to build in: lstat") {
+		t.Errorf("a directory that does not exist: err = %v", err)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,6 +102,28 @@ func (p *Process) WaitReady(ctx context.Context, probe func(context.Context) err
 		}
 	}
 }
+
+// WaitOutput waits until the process's output contains want. A process that exits first,
+// or ctx ending first, is an error with its exit status and its output: a test waiting for
+// a process to say something fails at once with what the process said, never hangs.
+func (p *Process) WaitOutput(ctx context.Context, want string) error {
+	said := func(context.Context) error {
+		if strings.Contains(p.Output(), want) {
+			return nil
+		}
+		return errNotYet
+	}
+	_, err := p.WaitReady(ctx, said)
+	switch {
+	case err == nil || said(ctx) == nil: // it may have said it just before it exited
+		return nil
+	case errors.Is(err, ErrExited):
+		return fmt.Errorf("the process exited (%v) before it printed %q; its output:\n%s", p.WaitErr(), want, p.Output())
+	}
+	return fmt.Errorf("the process did not print %q (%v); its output so far:\n%s", want, err, p.Output())
+}
+
+var errNotYet = errors.New("not yet")
 
 // Stop sends SIGTERM to the process group, SIGKILL after StopGrace if the process still
 // runs, and returns once the process has exited. It is safe to call more than once.

@@ -163,3 +163,39 @@ func TestStartError(t *testing.T) {
 		t.Errorf("Start = %v, want cmd.Start's error unwrapped", err)
 	}
 }
+
+// A process that exits before it says what a test waits for fails the wait at once, with
+// its exit status and output; one that says it, even just before it exits, passes.
+func TestWaitOutput(t *testing.T) {
+	p, err := Start(exec.Command("sh", "-c", "echo starting; echo 'no port' >&2; exit 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	start := time.Now()
+	err = p.WaitOutput(t.Context(), "Up in")
+	if err == nil || !strings.Contains(err.Error(), `the process exited (exit status 2) before it printed "Up in"; its output:`) ||
+		!strings.Contains(err.Error(), "no port") {
+		t.Errorf("WaitOutput of a process that exits = %v", err)
+	}
+	t.Logf("failed %v after the start", time.Since(start).Round(time.Millisecond))
+	p2, err := Start(exec.Command("sh", "-c", "echo 'Up in 1s'"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Stop()
+	<-p2.Exited()
+	if err := p2.WaitOutput(t.Context(), "Up in"); err != nil {
+		t.Errorf("WaitOutput of a process that said it and exited = %v", err)
+	}
+	p3, err := Start(exec.Command("sleep", "60"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p3.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := p3.WaitOutput(ctx, "Up in"); err == nil || !strings.Contains(err.Error(), `the process did not print "Up in" (context deadline exceeded)`) {
+		t.Errorf("WaitOutput past its deadline = %v", err)
+	}
+}
