@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,15 @@ type Deployment struct {
 	// Ignored lists the template properties that have no local meaning (encryption,
 	// backups, tags), so a reader of the test log knows what was not exercised.
 	Ignored []string
+	// StackName is the stack's CloudFormation name (Ref AWS::StackName); default the
+	// template's name.
+	StackName string
+	// Import gives the value of another stack's export (Fn::ImportValue), nil for none.
+	Import func(name string) (any, error)
+	// Overrides are variables set in the functions' environments over the template's
+	// (Options.Env): "VAR" in every function's, "FUNCTION.VAR" in the function of that
+	// logical id's. An overridden variable's template value is not resolved.
+	Overrides map[string]string
 
 	byName  map[string]string // template QueueName -> logical id
 	region  string
@@ -60,12 +70,7 @@ var ignoredTableProps = map[string]bool{
 // An unknown property is an error: the kit never silently deploys something other than
 // the template.
 func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Template, suffix string) (*Deployment, error) {
-	d := &Deployment{
-		Template: t, Suffix: suffix,
-		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
-		TableName: map[string]string{}, byName: map[string]string{},
-		Ignored: slices.Clone(t.NotApplied),
-	}
+	d := newDeployment(t, suffix)
 	ids := slices.Sorted(maps.Keys(t.Queues))
 	// Pass 1: every queue with its plain attributes, so that every ARN exists for pass 2.
 	for _, id := range ids {
@@ -134,6 +139,43 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 	return d, nil
 }
 
+func newDeployment(t *Template, suffix string) *Deployment {
+	return &Deployment{
+		Template: t, Suffix: suffix,
+		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
+		TableName: map[string]string{}, byName: map[string]string{},
+		Ignored: slices.Clone(t.NotApplied),
+	}
+}
+
+// Plan is a Deployment of t that creates nothing: every queue and table has the local name
+// Deploy would give it and a URL and ARN of the same shape, so that the functions'
+// environments can be resolved, and every problem reported, before anything starts.
+func Plan(t *Template, suffix string) *Deployment {
+	d := newDeployment(t, suffix)
+	d.region, d.account = "local", "000000000000"
+	for id, q := range t.Queues {
+		name := d.localQueueName(q)
+		d.QueueName[id], d.QueueURL[id] = name, "http://localhost/000000000000/"+name
+		d.QueueARN[id] = "arn:aws:sqs:local:000000000000:" + name
+		if orig, ok := q.Props["QueueName"].(string); ok {
+			d.byName[orig] = id
+		}
+	}
+	for id, tb := range t.Tables {
+		d.TableName[id] = d.localTableName(tb)
+	}
+	return d
+}
+
+func (d *Deployment) localTableName(tb Table) string {
+	name, _ := tb.Props["TableName"].(string)
+	if name == "" {
+		name = tb.LogicalID
+	}
+	return name + "-" + d.Suffix
+}
+
 func (d *Deployment) ignore(what string) {
 	if !slices.Contains(d.Ignored, what) {
 		d.Ignored = append(d.Ignored, what)
@@ -164,7 +206,12 @@ func (d *Deployment) localQueueName(q Queue) string {
 func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Table) error {
 	in := &dynamodb.CreateTableInput{BillingMode: dbtypes.BillingModePayPerRequest}
 	var ttl *dbtypes.TimeToLiveSpecification
-	for k, v := range tb.Props {
+	kind := "table"
+	if tb.Global {
+		kind = "global table" // CDK's TableV2: created as its replica in this region
+	}
+	for _, k := range slices.Sorted(maps.Keys(tb.Props)) {
+		v := tb.Props[k]
 		raw, _ := json.Marshal(v)
 		var err error
 		switch k {
@@ -172,13 +219,19 @@ func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Ta
 			err = json.Unmarshal(raw, &in.KeySchema)
 		case "AttributeDefinitions":
 			err = json.Unmarshal(raw, &in.AttributeDefinitions)
+		case "GlobalSecondaryIndexes":
+			err = json.Unmarshal(raw, &in.GlobalSecondaryIndexes)
+		case "LocalSecondaryIndexes":
+			err = json.Unmarshal(raw, &in.LocalSecondaryIndexes)
 		case "BillingMode":
 			switch v {
 			case "PAY_PER_REQUEST":
 			case "PROVISIONED":
-				in.BillingMode = dbtypes.BillingModeProvisioned
+				if !tb.Global {
+					in.BillingMode = dbtypes.BillingModeProvisioned
+				}
 			default:
-				return fmt.Errorf("table %s: BillingMode %v: the local kit knows PAY_PER_REQUEST and PROVISIONED", tb.LogicalID, v)
+				return fmt.Errorf("%s %s: BillingMode %v: the local kit knows PAY_PER_REQUEST and PROVISIONED", kind, tb.LogicalID, v)
 			}
 		case "ProvisionedThroughput":
 			// A provisioned table (CloudFormation's default billing mode when BillingMode is
@@ -188,58 +241,127 @@ func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Ta
 			in.BillingMode = dbtypes.BillingModeProvisioned
 			in.ProvisionedThroughput = new(dbtypes.ProvisionedThroughput)
 			err = json.Unmarshal(raw, in.ProvisionedThroughput)
-			d.ignore("table " + tb.LogicalID + " ProvisionedThroughput (not enforced by DynamoDB Local) and its auto scaling")
+			d.ignore(kind + " " + tb.LogicalID + " ProvisionedThroughput (not enforced by DynamoDB Local) and its auto scaling")
 		case "TimeToLiveSpecification":
 			ttl = new(dbtypes.TimeToLiveSpecification)
 			err = json.Unmarshal(raw, ttl)
 		case "TableName":
+		case "Replicas":
+			d.ignore(replicaNote(tb.LogicalID, v))
+		case "WriteProvisionedThroughputSettings", "WriteOnDemandThroughputSettings", "OnDemandThroughput", "WarmThroughput",
+			"StreamSpecification", "TableClass", "KinesisStreamSpecification", "ResourcePolicy", "ImportSourceSpecification":
+			d.ignore(kind + " " + tb.LogicalID + " " + k)
 		default:
 			if !ignoredTableProps[k] {
-				return fmt.Errorf("table %s: property %s is not understood by the local kit (package local), which never creates something other than the template says: remove it, or report it to the project so the kit learns what it means", tb.LogicalID, k)
+				return fmt.Errorf("%s %s: property %s is not understood by the local kit (package local), which never creates something other than the template says: remove it, or report it to the project so the kit learns what it means", kind, tb.LogicalID, k)
 			}
-			d.ignore("table " + tb.LogicalID + " " + k)
+			d.ignore(kind + " " + tb.LogicalID + " " + k)
 		}
 		if err != nil {
-			return fmt.Errorf("table %s %s: %w", tb.LogicalID, k, err)
+			return fmt.Errorf("%s %s %s: %w", kind, tb.LogicalID, k, err)
 		}
 	}
-	name, _ := tb.Props["TableName"].(string)
-	if name == "" {
-		name = tb.LogicalID
+	// The indexes' capacity, like the table's, is not enforced; an on-demand table takes none.
+	for i := range in.GlobalSecondaryIndexes {
+		g := &in.GlobalSecondaryIndexes[i]
+		g.OnDemandThroughput, g.WarmThroughput = nil, nil
+		if in.BillingMode == dbtypes.BillingModePayPerRequest {
+			g.ProvisionedThroughput = nil
+		}
 	}
-	name += "-" + d.Suffix
+	name := d.localTableName(tb)
 	in.TableName = aws.String(name)
 	if _, err := db.CreateTable(ctx, in); err != nil {
-		return fmt.Errorf("create table %s: %w", tb.LogicalID, err)
+		return fmt.Errorf("create %s %s: %w", kind, tb.LogicalID, err)
 	}
 	if ttl != nil {
 		if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: in.TableName, TimeToLiveSpecification: ttl}); err != nil {
-			return fmt.Errorf("table %s TTL: %w", tb.LogicalID, err)
+			return fmt.Errorf("%s %s TTL: %w", kind, tb.LogicalID, err)
 		}
 	}
 	d.TableName[tb.LogicalID] = name
 	return nil
 }
 
-// Env returns a function's environment with every value resolved against this deployment.
+// replicaNote says what the kit does with a global table's replicas: one table, this region's.
+func replicaNote(id string, replicas any) string {
+	list, _ := replicas.([]any)
+	note := "global table " + id + " Replicas: one local table stands for the replica in the stack's region"
+	if len(list) > 1 {
+		note += fmt.Sprintf(" (%d other replicas not created)", len(list)-1)
+	}
+	return note + "; replica settings (point-in-time recovery, deletion protection, tags, table class) have no local meaning"
+}
+
+// Env returns a function's environment with every value resolved against this deployment
+// and the Overrides applied. Every variable the kit cannot resolve is reported, each naming
+// what it refers to and how to give the variable a value instead.
 func (d *Deployment) Env(function string) (map[string]string, error) {
 	f, ok := d.Template.Functions[function]
 	if !ok {
 		return nil, fmt.Errorf("no function %s", function)
 	}
 	env := map[string]string{}
-	for k, v := range f.Env {
-		r, err := d.resolve(v)
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(f.Env)) {
+		if v, ok := d.override(function, k); ok {
+			env[k] = v
+			continue
+		}
+		r, err := d.resolve(f.Env[k])
 		if err != nil {
-			return nil, fmt.Errorf("function %s %s: %w", function, k, err)
+			errs = append(errs, envError(function, k, err))
+			continue
 		}
 		s, ok := r.(string)
 		if !ok {
-			return nil, fmt.Errorf("function %s %s: resolved to %T, want a string", function, k, r)
+			errs = append(errs, fmt.Errorf("function %s: %s resolved to %T, want a string", function, k, r))
+			continue
 		}
 		env[k] = s
 	}
-	return env, nil
+	for k, v := range d.Overrides { // a variable the template does not set
+		if name, ok := strings.CutPrefix(k, function+"."); ok {
+			env[name] = v
+		} else if !strings.Contains(k, ".") {
+			env[k] = v
+		}
+	}
+	return env, errors.Join(errs...)
+}
+
+// override is the value Overrides give function's variable name: "FUNCTION.NAME" before "NAME".
+func (d *Deployment) override(function, name string) (string, bool) {
+	if v, ok := d.Overrides[function+"."+name]; ok {
+		return v, true
+	}
+	v, ok := d.Overrides[name]
+	return v, ok
+}
+
+// unresolved is a reference the kit has no local value for: a resource it does not create
+// (or an attribute it cannot give), a parameter without a value, or an intrinsic it does not
+// evaluate.
+type unresolved struct {
+	what  string // `Orders1234 (AWS::SNS::Topic)`, `parameter RefundsTableArn`, `Fn::ImportValue`
+	why   string
+	param string // the parameter's name, when a parameter has no value
+}
+
+func (e *unresolved) Error() string { return e.what + ", " + e.why }
+
+// envError says why a variable has no local value and how to give it one.
+func envError(function, name string, err error) error {
+	set := fmt.Sprintf("Options.Env[%q] or pipelinectl local up --env %s.%s=VALUE", function+"."+name, function, name)
+	var u *unresolved
+	if !errors.As(err, &u) {
+		return fmt.Errorf("function %s: %s: %w; set the variable for the local run with %s", function, name, err, set)
+	}
+	if u.param != "" {
+		return fmt.Errorf("function %s: %s refers to %s, %s: give the parameter a value with Options.Parameters[%q] or pipelinectl local up --parameter %s=VALUE, or set the variable with %s",
+			function, name, u.what, u.why, u.param, u.param, set)
+	}
+	return fmt.Errorf("function %s: %s refers to %s, %s: set the variable for the local run with %s", function, name, u.what, u.why, set)
 }
 
 var (
@@ -290,9 +412,20 @@ func (d *Deployment) resolve(v any) (any, error) {
 						return r, err
 					}
 					return d.resolve(r) // the joined string may be a template queue's ARN or URL
+				case "Fn::Sub":
+					return d.sub(arg)
+				case "Fn::ImportValue":
+					name, err := d.resolve(arg)
+					if s, ok := name.(string); err == nil && ok && d.Import != nil {
+						return d.Import(s)
+					}
+					if err != nil {
+						return nil, err
+					}
 				}
 				if strings.HasPrefix(k, "Fn::") {
-					return nil, fmt.Errorf("intrinsic %s is not supported by the local kit (package local)", k)
+					b, _ := json.Marshal(arg)
+					return nil, &unresolved{what: k + " " + string(b), why: "an intrinsic the local kit does not evaluate"}
 				}
 			}
 		}
@@ -320,6 +453,8 @@ func (d *Deployment) ref(arg any) (any, error) {
 		return "aws", nil
 	case "AWS::URLSuffix":
 		return "amazonaws.com", nil
+	case "AWS::StackName":
+		return cmp.Or(d.StackName, d.Template.Name), nil
 	}
 	if url, ok := d.QueueURL[id]; ok {
 		return url, nil
@@ -330,7 +465,31 @@ func (d *Deployment) ref(arg any) (any, error) {
 	if name := d.localName(id); name != "" {
 		return name, nil
 	}
-	return nil, fmt.Errorf("Ref %q: not a queue, table, function, schedule or alarm of this deployment", id)
+	if p, ok := d.Template.Parameters[id]; ok {
+		if p.Value != nil {
+			return p.Value, nil
+		}
+		why := "which has no Default"
+		if p.FromSSM() {
+			why = fmt.Sprintf("whose value is read from Systems Manager parameter %s at deploy time", jsonish(p.Default))
+		}
+		return nil, &unresolved{what: "parameter " + id + " (" + p.Type + ")", why: why, param: id}
+	}
+	return nil, d.notLocal(id, "")
+}
+
+// notLocal is the error for a reference to a resource (or one of its attributes) the kit
+// has no local value for.
+func (d *Deployment) notLocal(id, attr string) error {
+	typ, ok := d.Template.Types[id]
+	if !ok {
+		return &unresolved{what: id, why: "which is not a resource or parameter of the template"}
+	}
+	what := id + " (" + typ + ")"
+	if attr != "" {
+		return &unresolved{what: id + "." + attr + " (" + typ + ")", why: "an attribute the local kit has no value for"}
+	}
+	return &unresolved{what: what, why: "which the local kit does not create"}
 }
 
 // FunctionName is the name a function of the template has locally: its logical id and the
@@ -405,7 +564,7 @@ func (d *Deployment) getAtt(arg any) (any, error) {
 	case attr == "Arn" && d.TableName[id] != "":
 		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", d.region, d.account, d.TableName[id]), nil
 	}
-	return nil, fmt.Errorf("Fn::GetAtt %s.%s: not resolvable in this deployment", id, attr)
+	return nil, d.notLocal(id, attr)
 }
 
 // intrinsic evaluates Fn::Join, Fn::Select (of an imported queue's ARN: its name, region,
@@ -429,6 +588,40 @@ func (d *Deployment) intrinsic(name string, arg any) (any, error) {
 		return nil, fmt.Errorf("%s %s: %w", name, b, inner)
 	}
 	return nil, fmt.Errorf("%s %s: not resolvable in this deployment", name, b)
+}
+
+var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
+
+// sub evaluates Fn::Sub: "${Name}" (a parameter, a resource's Ref, a pseudo parameter, or
+// a variable of its map) and "${Id.Attribute}"; "${!Literal}" stays "${Literal}".
+func (d *Deployment) sub(arg any) (any, error) {
+	format, _ := arg.(string)
+	vars := map[string]any{}
+	if a, ok := arg.([]any); ok && len(a) == 2 {
+		format, _ = a[0].(string)
+		vars, _ = a[1].(map[string]any)
+	}
+	var firstErr error
+	out := subVar.ReplaceAllStringFunc(format, func(m string) string {
+		name := m[2 : len(m)-1]
+		var v any
+		var err error
+		if expr, ok := vars[name]; ok {
+			v, err = d.resolve(expr)
+		} else if id, attr, ok := strings.Cut(name, "."); ok {
+			v, err = d.getAtt([]any{id, attr})
+		} else {
+			v, err = d.ref(name)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return scalar(v)
+	})
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return strings.ReplaceAll(out, "${!", "${"), nil
 }
 
 func scalar(v any) string {

@@ -22,13 +22,22 @@
 //     mapping's filter, are errors.
 //     An idempotency table or a queue and its DLQ the stack imports get local stand-ins,
 //     from what the constructs record of them in the cloud assembly (Kit.StandIns).
-//   - Every consumer and dispatcher is built from its source (the Entry the construct
-//     bundled, recorded in the cloud assembly) with the bundling flags for this machine, and
-//     run behind a local Lambda Runtime API (internal/lambdart) with the template's
-//     environment, timeout and memory, one process per execution environment.
-//   - A Poller per consumer is its event source mapping: batch size, batching window,
-//     maximum concurrency, partial batch responses; records not deleted return after the
-//     visibility timeout, and SQS's redrive policy moves them to the DLQ.
+//   - Every SQS event source mapping is a pipeline. A consumer or dispatcher of these
+//     constructs is built from its source (the Entry the construct bundled, recorded in the
+//     cloud assembly) with the bundling flags for this machine; any other function runs
+//     from its code asset when that is a bootstrap executable for this machine (a
+//     GoFunction, a Rust function). Each runs behind a local Lambda Runtime API
+//     (internal/lambdart) with the template's environment, timeout and memory, one process
+//     per execution environment. What cannot run (a mapping onto a function the stack does
+//     not create, another runtime or architecture) is listed by NotRun; its queue is created.
+//   - Each function's environment is resolved against the local resources (a TableV2's
+//     global table, parameters with Options.Parameters or their Default, Fn::Sub,
+//     Fn::ImportValue of a running stack's export); Options.Env sets any variable instead.
+//     Every variable the kit cannot resolve is reported before anything starts.
+//   - A Poller per consumer is its event source mapping: batch size, a batching window from
+//     the first record, Lambda's 6 MB payload (MaxPayload), maximum concurrency, partial
+//     batch responses; records not deleted return after the visibility timeout, and SQS's
+//     redrive policy moves them to the DLQ.
 //   - Fire runs a dispatcher as its schedule would, asynchronously: retries and the
 //     on-failure destination from its EventInvokeConfig (InvokeAsync). With Options.Cron
 //     the kit also fires it at each time its schedule's expression gives, in real time

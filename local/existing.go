@@ -94,7 +94,7 @@ var pseudo = map[string]string{
 
 func staticValue(v any) (any, bool) {
 	switch x := v.(type) {
-	case string:
+	case string, float64: // an Fn::Select's index is a number
 		return x, true
 	case []any:
 		out := make([]any, len(x))

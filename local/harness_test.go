@@ -183,7 +183,7 @@ func TestStandInQueue(t *testing.T) {
 	// What the deployed environment resolves to: the local DLQ's URL.
 	d := &Deployment{Template: tmpl, QueueURL: map[string]string{"in-dlq": "http://127.0.0.1:1/000000000000/in-dlq-S"},
 		QueueARN: map[string]string{"in-dlq": "arn:aws:sqs:us-east-1:000000000000:in-dlq-S"},
-		byName: map[string]string{"in-dlq": "in-dlq"}, region: "us-east-1", account: "000000000000"}
+		byName:   map[string]string{"in-dlq": "in-dlq"}, region: "us-east-1", account: "000000000000"}
 	env, err := d.Env("F")
 	if err != nil || env["DEAD_LETTER_QUEUE_URL"] != "http://127.0.0.1:1/000000000000/in-dlq-S" {
 		t.Errorf("DEAD_LETTER_QUEUE_URL = %q, %v; want the stand-in's URL", env["DEAD_LETTER_QUEUE_URL"], err)

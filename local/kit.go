@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,9 +45,17 @@ type Options struct {
 	// polling on its own, as Lambda scales an SQS event source. Default 2; never more than
 	// the mapping's MaximumConcurrency.
 	Environments int
-	// Env is set in every function's environment over the template's (a shorter
-	// RECORD_TTL, an endpoint of a service of yours).
+	// Env sets variables in the functions' environments over the template's: "NAME" in
+	// every function's (a shorter RECORD_TTL, an endpoint of a service of yours),
+	// "FUNCTION.NAME" in the function of that logical id's, in every stack that has it. A
+	// variable set here is not resolved from the template: the way to run a function whose
+	// variable refers to something the kit does not create (pipelinectl local up --env).
 	Env map[string]string
+	// Parameters give the stacks' parameters (CfnParameter) their values, by name, in every
+	// stack that has the parameter; a parameter not given takes its Default. One without
+	// either is an error when a function's environment refers to it (pipelinectl local up
+	// --parameter).
+	Parameters map[string]string
 	// Logs receives every line a function writes, with the function's logical id. Default:
 	// the lines are dropped (the kit still reads them for outcomes and metrics).
 	Logs func(function string, line []byte)
@@ -99,6 +108,7 @@ type Kit struct {
 	envs     []*lambdart.Env
 	bgErrs   []error
 	standIns []string
+	notRun   []string
 	sayMu    sync.Mutex
 	inject   atomic.Pointer[func(DynamoDBCall) string] // InjectDynamoDB's
 	observed atomic.Pointer[[]*stackRun]               // the stacks deployed so far, for the proxy's Observe
@@ -208,23 +218,32 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 			}
 		}
 	}
-	pipelines := 0
+	plans := make([]*stackPlan, len(refs))
 	var names []string
+	running := 0
 	for i, t := range templates {
-		ps, err := t.Pipelines()
-		if err != nil {
+		t.UseParameters(opts.Parameters)
+		if plans[i], err = plan(refs[i], t, sources[i]); err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
 		}
-		pipelines += len(ps)
+		running += len(plans[i].pipelines)
 		names = append(names, refs[i].DisplayName)
-		for _, id := range slices.Sorted(maps.Keys(t.Functions)) {
-			if !slices.ContainsFunc(ps, func(p Pipeline) bool { return id == p.Consumer || id == p.Dispatcher }) {
-				t.NotApplied = append(t.NotApplied, "function "+id+" is not a pipeline's consumer or dispatcher: not run")
-			}
+		for _, n := range plans[i].notRun {
+			k.notRun = append(k.notRun, refs[i].DisplayName+": "+n)
 		}
 	}
-	if pipelines == 0 {
-		return nil, fmt.Errorf("local: no pipeline to run: none of the stacks %s has an SQS event source mapping", strings.Join(names, ", "))
+	if running == 0 {
+		why := ""
+		if len(k.notRun) > 0 {
+			why = ":\n  - " + strings.Join(k.notRun, "\n  - ")
+		}
+		return nil, fmt.Errorf("local: no pipeline to run: none of the stacks %s has an SQS event source mapping onto a function the kit can run%s", strings.Join(names, ", "), why)
+	}
+	if err := checkNames(plans, opts); err != nil {
+		return nil, err
+	}
+	if err := checkEnv(plans, opts.Env); err != nil { // every problem at once, before anything starts
+		return nil, err
 	}
 	if err := checkJava(ctx); err != nil { // before the builds: say what to install at once
 		return nil, err
@@ -232,7 +251,7 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if k.binDir, err = os.MkdirTemp("", "pipeline-local-"); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	bins, err := k.build(ctx, refs, templates, sources)
+	bins, err := k.build(ctx, plans)
 	if err != nil {
 		return nil, err
 	}
@@ -275,12 +294,19 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 			}
 		}
 	}
-	for i, ref := range refs {
-		if err := k.deploy(ctx, ref, templates[i], sources[i], bins); err != nil {
+	// Every stack's queues and tables first, so that a function of one stack may refer to
+	// another's (Fn::ImportValue), then the functions.
+	for _, sp := range plans {
+		if err := k.create(ctx, sp); err != nil {
 			return nil, err
 		}
-		sts := slices.Clone(k.stacks)
-		k.observed.Store(&sts)
+	}
+	sts := slices.Clone(k.stacks)
+	k.observed.Store(&sts)
+	for i, sp := range plans {
+		if err := k.run(ctx, k.stacks[i], sp, sources[i], bins); err != nil {
+			return nil, err
+		}
 	}
 	if err := k.serveAWS(); err != nil {
 		return nil, err
@@ -293,30 +319,21 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 // suffix of its queues' and tables' names).
 var nameSafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
-// build compiles every pipeline function's source once, for this machine.
-func (k *Kit) build(ctx context.Context, refs []cfn.StackRef, templates []*Template, sources []map[string]cfn.Source) (map[string]string, error) {
+// build compiles the source of every function that runs, once per source, for this
+// machine; a function whose code is a bootstrap executable in the assembly runs as it is.
+func (k *Kit) build(ctx context.Context, plans []*stackPlan) (map[string]string, error) {
 	bins := map[string]string{}  // "<stack id>/<function>" -> bootstrap
 	built := map[string]string{} // entry and module dir -> bootstrap
-	for i, t := range templates {
-		ps, err := t.Pipelines()
-		if err != nil {
-			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
-		}
-		var fns []string
-		for _, p := range ps {
-			fns = append(fns, p.Consumer)
-			if p.Dispatcher != "" {
-				fns = append(fns, p.Dispatcher)
+	for _, sp := range plans {
+		for _, id := range slices.Sorted(maps.Keys(sp.code)) {
+			c := sp.code[id]
+			if c.src == nil {
+				bins[sp.ref.ID+"/"+id] = c.bootstrap
+				continue
 			}
-		}
-		for _, id := range fns {
-			src, ok := sources[i][id]
-			if !ok {
-				return nil, fmt.Errorf("local: stack %s: function %s: the cloud assembly does not say where its source is; "+
-					"synthesize it again (`cdk synth`) with this version of the constructs, which records it", refs[i].DisplayName, id)
-			}
+			src := *c.src
 			if out, ok := built[src.Entry+"\x00"+src.ModuleDir]; ok {
-				bins[refs[i].ID+"/"+id] = out
+				bins[sp.ref.ID+"/"+id] = out
 				continue
 			}
 			sum := sha256.Sum256([]byte(src.Entry + "\x00" + src.ModuleDir))
@@ -327,30 +344,41 @@ func (k *Kit) build(ctx context.Context, refs []cfn.StackRef, templates []*Templ
 				dir, pkg = src.ModuleDir, src.Entry
 			}
 			if err := lambdart.BuildIn(ctx, dir, pkg, out); err != nil {
-				return nil, fmt.Errorf("local: stack %s: function %s: %w", refs[i].DisplayName, id, err)
+				return nil, fmt.Errorf("local: stack %s: function %s: %w", sp.ref.DisplayName, id, err)
 			}
-			built[src.Entry+"\x00"+src.ModuleDir], bins[refs[i].ID+"/"+id] = out, out
+			built[src.Entry+"\x00"+src.ModuleDir], bins[sp.ref.ID+"/"+id] = out, out
 		}
 	}
 	return bins, nil
 }
 
-// deploy creates one stack's queues and tables and starts its consumers' pollers.
-func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources map[string]cfn.Source, bins map[string]string) error {
-	suffix := strings.Trim(nameSafe.ReplaceAllString(ref.DisplayName, "-"), "-")
-	d, err := Deploy(ctx, k.sq, k.db, t, suffix)
+// create creates one stack's queues and tables.
+func (k *Kit) create(ctx context.Context, sp *stackPlan) error {
+	ref := sp.ref
+	d, err := Deploy(ctx, k.sq, k.db, sp.t, stackSuffix(ref))
 	if err != nil {
 		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+	}
+	d.StackName, d.Overrides = ref.StackName, k.opts.Env
+	d.Import = func(name string) (any, error) {
+		deps := make([]*Deployment, len(k.stacks))
+		for i, st := range k.stacks {
+			deps[i] = st.d
+		}
+		return importValue(deps, name)
 	}
 	st := &stackRun{ref: ref, d: d}
 	st.obs = NewObserver(d, k.sq, st.functionName, k.opts.AlarmTimeScale, func(format string, args ...any) {
 		k.background(fmt.Errorf("stack %s: "+format, append([]any{ref.DisplayName}, args...)...))
 	})
 	k.stacks = append(k.stacks, st)
-	ps, err := t.Pipelines()
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// run starts one stack's pipelines: each consumer's environments behind its poller, each
+// dispatcher's environment and, with Options.Cron, its schedule.
+func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[string]cfn.Source, bins map[string]string) error {
+	ref, t, d, ps := sp.ref, sp.t, st.d, sp.pipelines
 	for _, p := range ps {
 		if err := k.standIn(ctx, st, p.Consumer); err != nil {
 			return err
@@ -372,7 +400,8 @@ func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources
 		if err != nil {
 			return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 		}
-		r := &run{Running: Running{Name: pipelineName(sources[p.Consumer].Path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
+		path := cmp.Or(sources[p.Consumer].Path, t.Functions[p.Consumer].Path, p.Consumer)
+		r := &run{Running: Running{Name: pipelineName(path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
 			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env["IDEMPOTENCY_TABLE_NAME"],
 			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo}, p: p, st: st, ledger: NewLedger()}
 		if p.Dispatcher != "" {
@@ -400,7 +429,7 @@ func (k *Kit) deploy(ctx context.Context, ref cfn.StackRef, t *Template, sources
 				}
 			}
 		}
-		r.poller = &Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
+		r.poller = &Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
 		k.wg.Go(func() {
 			if p.Mapping.Disabled {
 				return
@@ -470,6 +499,11 @@ func (k *Kit) StandIns() []string {
 	return slices.Clone(k.standIns)
 }
 
+// NotRun lists, per stack, what the kit does not run and why: a mapping onto a function the
+// stack does not create, a function whose code it cannot run here (another runtime or
+// architecture), a function outside the pipelines. Their queues and tables are created.
+func (k *Kit) NotRun() []string { return slices.Clone(k.notRun) }
+
 // DynamoDBCall is one DynamoDB request a function makes, as InjectDynamoDB sees it.
 type DynamoDBCall struct {
 	Op    string // "UpdateItem", "GetItem", ...
@@ -503,17 +537,12 @@ func (k *Kit) Env(pipeline string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := r.st.d.Env(r.Consumer)
-	if err != nil {
-		return nil, err
-	}
-	maps.Copy(env, k.opts.Env)
-	return env, nil
+	return r.st.d.Env(r.Consumer)
 }
 
 // pipelineName is a consumer's construct path without the stack and its own last parts.
 func pipelineName(path, stack string) string {
-	name := strings.TrimPrefix(path, "/"+stack+"/")
+	name := strings.TrimPrefix(strings.TrimPrefix(path, "/"), stack+"/") // the manifest's paths start with "/", the template's not
 	for _, suffix := range []string{"/Resource", "/Resource", "/Consumer"} {
 		name = strings.TrimSuffix(name, suffix)
 	}
@@ -529,9 +558,11 @@ func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.
 	if err != nil {
 		return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
 	}
-	vars["AWS_ENDPOINT_URL_DYNAMODB"] = k.proxy.URL
-	vars["AWS_ENDPOINT_URL_SQS"] = k.sqsd.Endpoint()
-	maps.Copy(vars, k.opts.Env)
+	for name, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": k.proxy.URL, "AWS_ENDPOINT_URL_SQS": k.sqsd.Endpoint()} {
+		if _, set := st.d.override(id, name); !set {
+			vars[name] = v
+		}
+	}
 	f := st.d.Template.Functions[id]
 	e, err := lambdart.New(lambdart.Config{
 		Binary: bin, Env: vars, FunctionName: st.functionName(id),

@@ -46,6 +46,7 @@ type Poller struct {
 	QueueARN string
 	Region   string
 	Mapping  Mapping
+	Fifo     bool      // the queue is a FIFO queue: no batching window
 	Envs     []Invoker // one concurrent poller each; at most Mapping.MaxConcurrency are used
 
 	Stats PollerStats
@@ -89,8 +90,10 @@ func (p *Poller) Run(ctx context.Context) error {
 }
 
 func (p *Poller) loop(ctx context.Context, env Invoker) error {
+	var held []sqstypes.Message // received, past the payload limit of the batch before
 	for ctx.Err() == nil {
-		batch, err := p.receive(ctx)
+		batch, rest, err := p.receive(ctx, held)
+		held = rest
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -110,33 +113,81 @@ func (p *Poller) loop(ctx context.Context, env Invoker) error {
 	return nil
 }
 
-// receive collects up to BatchSize records within the batching window (one long poll when
-// the window is 0).
-func (p *Poller) receive(ctx context.Context) ([]sqstypes.Message, error) {
+// MaxPayload is Lambda's quota on a synchronous invocation's request payload (6 MB), which
+// an event source mapping keeps a batch's event under.
+const MaxPayload = 6 * 1024 * 1024
+
+// receive gathers a batch as Lambda's SQS event source mapping does ("Using Lambda with
+// Amazon SQS", Lambda developer guide): without a batching window, what one long poll
+// returns; with one, it goes on polling from the first record until the window has passed,
+// the batch is full, or the next record would take the event past MaxPayload. A FIFO queue
+// takes no window (Lambda does not support one for FIFO queues). The records of the last
+// receive that did not fit are returned as rest, for the next batch, in their order; held
+// are those of the receive before.
+func (p *Poller) receive(ctx context.Context, held []sqstypes.Message) (batch, rest []sqstypes.Message, err error) {
 	size := p.Mapping.BatchSize
 	if size <= 0 {
 		size = 10
 	}
-	deadline := time.Now().Add(time.Duration(p.Mapping.WindowSeconds) * time.Second)
-	var batch []sqstypes.Message
-	for {
-		want := min(size-len(batch), 10)
+	window := time.Duration(p.Mapping.WindowSeconds) * time.Second
+	if p.Fifo {
+		window = 0
+	}
+	payload := len(`{"Records":[]}`)
+	var deadline time.Time
+	add := func(msgs []sqstypes.Message) {
+		for i, m := range msgs {
+			n := p.recordSize(m)
+			if len(batch) > 0 && (len(batch) >= size || payload+n > MaxPayload) {
+				rest = append(rest, msgs[i:]...)
+				return
+			}
+			batch, payload = append(batch, m), payload+n
+		}
+	}
+	add(held)
+	for len(rest) == 0 && len(batch) < size {
+		wait := int32(1) // short, so that a cancelled run stops promptly
+		if len(batch) > 0 {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(window)
+			}
+			left := time.Until(deadline)
+			if left <= 0 {
+				break
+			}
+			if left < time.Second { // wait out the window, then take what is there
+				select {
+				case <-ctx.Done():
+					return batch, nil, ctx.Err()
+				case <-time.After(left):
+				}
+				wait = 0
+			}
+		}
 		p.Stats.SQSCalls.Add(1)
 		out, err := p.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(p.QueueURL),
-			MaxNumberOfMessages:         int32(want),
-			WaitTimeSeconds:             1, // short, so a cancelled run stops promptly
+			MaxNumberOfMessages:         int32(min(size-len(batch), 10)),
+			WaitTimeSeconds:             wait,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		})
 		if err != nil {
-			return batch, err
+			return batch, nil, err
 		}
-		batch = append(batch, out.Messages...)
-		if len(batch) >= size || len(out.Messages) == 0 || !time.Now().Before(deadline) {
-			return batch, nil
+		add(out.Messages)
+		if window == 0 || wait == 0 {
+			break
 		}
 	}
+	return batch, rest, nil
+}
+
+// recordSize is what m adds to the event: its record and a comma.
+func (p *Poller) recordSize(m sqstypes.Message) int {
+	b, _ := json.Marshal(p.record(m))
+	return len(b) + 1
 }
 
 func (p *Poller) deliver(ctx context.Context, env Invoker, batch []sqstypes.Message) error {

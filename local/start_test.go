@@ -109,6 +109,7 @@ func TestPipelineName(t *testing.T) {
 		"/Stack/Orders/Consumer/Resource/Resource":       "Orders",
 		"/Stack/Billing/Resource/Resource":               "Billing", // consumer.New directly
 		"/Stack/Team/Billing/Consumer/Resource/Resource": "Team/Billing",
+		"Stack/Refunds/Resource":                         "Refunds", // a function's aws:cdk:path in the template
 	} {
 		if got := pipelineName(path, "Stack"); got != want {
 			t.Errorf("pipelineName(%s) = %q, want %q", path, got, want)

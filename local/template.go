@@ -19,6 +19,7 @@ import (
 const (
 	typeQueue        = "AWS::SQS::Queue"
 	typeTable        = "AWS::DynamoDB::Table"
+	typeGlobalTable  = "AWS::DynamoDB::GlobalTable" // CDK's TableV2
 	typeFunction     = "AWS::Lambda::Function"
 	typeMapping      = "AWS::Lambda::EventSourceMapping"
 	typeSchedule     = "AWS::Scheduler::Schedule"
@@ -42,6 +43,14 @@ type Template struct {
 	InvokeConfigs map[string]InvokeConfig
 	// Outputs are the stack's outputs, their values still CloudFormation expressions.
 	Outputs map[string]any
+	// Exports are the outputs the stack exports (what another stack's Fn::ImportValue
+	// reads), by export name: the output's name.
+	Exports map[string]string
+	// Parameters are the stack's parameters (CfnParameter), by name.
+	Parameters map[string]Parameter
+	// Types is every resource's type, by logical id: what an error about a reference the
+	// kit cannot resolve names.
+	Types map[string]string
 	// NotApplied lists the function and event source mapping properties that may matter in
 	// AWS and that the kit does not apply (reserved concurrency, a VPC, layers, a disabled
 	// mapping); Deploy adds them to its Ignored.
@@ -108,11 +117,52 @@ func (q Queue) VisibilityTimeout() time.Duration {
 	return time.Duration(asFloat(q.Props["VisibilityTimeout"])) * time.Second
 }
 
-// Table is an AWS::DynamoDB::Table's properties.
+// Table is an AWS::DynamoDB::Table's properties, or an AWS::DynamoDB::GlobalTable's
+// (Global), which the kit creates as one table: the replica in the stack's region.
 type Table struct {
 	LogicalID string
 	Props     map[string]any
+	Global    bool
 }
+
+// Parameter is a stack parameter: its type, default value (nil without one) and the value
+// the kit uses (UseParameters).
+type Parameter struct {
+	Name    string
+	Type    string
+	Default any
+	// Value is what Ref of the parameter gives locally (a string, or a list for the list
+	// types), nil when it has none: no Default and none given.
+	Value any
+}
+
+// UseParameters gives each parameter its local value: the one in given, by name, else its
+// Default (not for an SSM parameter, whose Default names the value, not it).
+func (t *Template) UseParameters(given map[string]string) {
+	for name, p := range t.Parameters {
+		v, ok := given[name]
+		if !ok && p.Default != nil && !p.FromSSM() {
+			v, ok = scalar(p.Default), true
+		}
+		p.Value = nil
+		if ok {
+			p.Value = v
+			if strings.HasPrefix(p.Type, "List<") || p.Type == "CommaDelimitedList" || strings.HasPrefix(p.Type, "AWS::SSM::Parameter::Value<List<") {
+				var list []any
+				for _, e := range strings.Split(v, ",") {
+					list = append(list, strings.TrimSpace(e))
+				}
+				p.Value = list
+			}
+		}
+		t.Parameters[name] = p
+	}
+}
+
+// FromSSM reports whether the parameter's value is read from Systems Manager Parameter Store
+// at deploy time (type AWS::SSM::Parameter::Value<...>): its Default names a parameter there,
+// it is not the value.
+func (p Parameter) FromSSM() bool { return strings.HasPrefix(p.Type, "AWS::SSM::Parameter::Value<") }
 
 // Function is an AWS::Lambda::Function: its environment (values still CloudFormation
 // expressions), timeout and memory.
@@ -127,6 +177,12 @@ type Function struct {
 	// ("" when the assembly was synthesized without it): the key of its source in the
 	// cloud assembly (cfn.ReadSources).
 	Path string
+	// Asset is the directory of the function's code asset in the cloud assembly, relative
+	// to it (the aws:asset:path metadata of a Code asset), "" for none (inline code, an
+	// image, an S3 object the app names, or an assembly synthesized without asset metadata).
+	Asset string
+	// Image reports a container image function (PackageType Image).
+	Image bool
 }
 
 // Binary names the program of this repository that the function runs. The template says
@@ -151,8 +207,11 @@ type Mapping struct {
 	// SourceArn is EventSourceArn when it does not refer to a queue of the template (a
 	// queue the stack imports): a string or an expression of pseudo parameters. Queue is ""
 	// until StandInQueue names the local queue that stands in for it.
-	SourceArn      any
-	Function       string // logical id
+	SourceArn any
+	Function  string // logical id; "" for a function the stack does not create (External)
+	// External names a function the stack does not create (an existing function the
+	// mapping points at by name or ARN): the kit runs nothing for it, the queue is created.
+	External       string
 	BatchSize      int
 	WindowSeconds  int
 	MaxConcurrency int
@@ -243,7 +302,14 @@ func LoadTemplate(path string) (*Template, error) {
 			Properties map[string]any
 			Metadata   map[string]any
 		}
-		Outputs map[string]struct{ Value any }
+		Outputs map[string]struct {
+			Value  any
+			Export struct{ Name any }
+		}
+		Parameters map[string]struct {
+			Type    string
+			Default any
+		}
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -255,9 +321,21 @@ func LoadTemplate(path string) (*Template, error) {
 		Functions:     map[string]Function{},
 		InvokeConfigs: map[string]InvokeConfig{},
 		Outputs:       map[string]any{},
+		Parameters:    map[string]Parameter{},
+		Exports:       map[string]string{},
+		Types:         map[string]string{},
 	}
 	for name, o := range doc.Outputs {
 		t.Outputs[name] = o.Value
+		if export := staticString(o.Export.Name); export != "" {
+			t.Exports[export] = name
+		}
+	}
+	for name, p := range doc.Parameters {
+		t.Parameters[name] = Parameter{Name: name, Type: p.Type, Default: p.Default}
+	}
+	for id, r := range doc.Resources {
+		t.Types[id] = r.Type
 	}
 	ids := make([]string, 0, len(doc.Resources))
 	for id := range doc.Resources {
@@ -271,8 +349,8 @@ func LoadTemplate(path string) (*Template, error) {
 		switch r.Type {
 		case typeQueue:
 			t.Queues[id] = Queue{LogicalID: id, Props: p}
-		case typeTable:
-			t.Tables[id] = Table{LogicalID: id, Props: p}
+		case typeTable, typeGlobalTable:
+			t.Tables[id] = Table{LogicalID: id, Props: p, Global: r.Type == typeGlobalTable}
 		case typeFunction:
 			for _, k := range slices.Sorted(maps.Keys(p)) {
 				if !functionPropsNoEffect[k] {
@@ -284,6 +362,10 @@ func LoadTemplate(path string) (*Template, error) {
 			f.Handler, _ = p["Handler"].(string)
 			f.Runtime, _ = p["Runtime"].(string)
 			f.Path, _ = r.Metadata["aws:cdk:path"].(string)
+			if prop, _ := r.Metadata["aws:asset:property"].(string); prop == "Code" {
+				f.Asset, _ = r.Metadata["aws:asset:path"].(string)
+			}
+			f.Image = p["PackageType"] == "Image"
 			t.Functions[id] = f
 		case typeMapping:
 			for _, k := range slices.Sorted(maps.Keys(p)) {
@@ -302,6 +384,9 @@ func LoadTemplate(path string) (*Template, error) {
 			}
 			if m.Queue == "" {
 				m.SourceArn = p["EventSourceArn"]
+			}
+			if _, param := t.Parameters[m.Function]; m.Function == "" || param { // an existing function, by name, ARN or parameter
+				m.Function, m.External = "", functionNameOf(p["FunctionName"])
 			}
 			if enabled, ok := p["Enabled"].(bool); ok && !enabled {
 				m.Disabled = true
@@ -369,7 +454,7 @@ func (t *Template) check() error {
 		if _, ok := t.Queues[m.Queue]; !ok && m.SourceArn == nil {
 			problems = append(problems, fmt.Sprintf("mapping %s: source %q is not a queue of this stack", m.LogicalID, m.Queue))
 		}
-		if _, ok := t.Functions[m.Function]; !ok {
+		if _, ok := t.Functions[m.Function]; !ok && m.External == "" {
 			problems = append(problems, fmt.Sprintf("mapping %s: function %q is not in this stack", m.LogicalID, m.Function))
 		}
 	}
@@ -421,6 +506,9 @@ func (t *Template) ScheduleFor(function string) (Schedule, error) {
 func (t *Template) Pipelines() ([]Pipeline, error) {
 	var out []Pipeline
 	for _, m := range t.Mappings {
+		if m.External != "" {
+			continue // listed by NotRun
+		}
 		if m.Queue == "" {
 			return nil, fmt.Errorf("mapping %s: its source %s is a queue the stack imports, and the cloud assembly does not describe it: "+
 				"synthesize again (`cdk synth`) with this version of the constructs, which records it", m.LogicalID, staticString(m.SourceArn))
@@ -430,15 +518,53 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 		if p.DLQ == "" {
 			return nil, fmt.Errorf("queue %s has no redrive policy: poison messages would cycle forever", m.Queue)
 		}
-		for id, f := range t.Functions {
+		for id, f := range t.Functions { // a scheduled function sending to the queue
 			url := f.Env["QUEUE_URL"]
-			if cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(staticString(url)) == m.Queue {
+			if _, err := t.ScheduleFor(id); err == nil && (cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(staticString(url)) == m.Queue) {
 				p.Dispatcher = id
 			}
 		}
 		out = append(out, p)
 	}
 	return out, nil // none: a stack of other resources (a shared table, a topic)
+}
+
+// NotRun lists the event source mappings onto functions the stack does not create (an
+// existing function, by name or ARN): nothing runs for them; their queues are created.
+func (t *Template) NotRun() []string {
+	var out []string
+	for _, m := range t.Mappings {
+		if m.External != "" {
+			out = append(out, fmt.Sprintf("not run locally: %s (a function the stack does not create), mapped to %s by %s; the queue is created",
+				m.External, mappingSource(m), m.LogicalID))
+		}
+	}
+	return out
+}
+
+// mappingSource names a mapping's queue: its logical id, or the imported queue's name.
+func mappingSource(m Mapping) string {
+	if m.Queue != "" {
+		return "queue " + m.Queue
+	}
+	if name := queueNameOf(staticString(m.SourceArn)); name != "" {
+		return "queue " + name
+	}
+	return "the queue " + jsonish(m.SourceArn)
+}
+
+// functionNameOf renders a mapping's FunctionName that is not a function of the stack: a
+// name, an ARN (its name and qualifier) or an expression.
+func functionNameOf(v any) string {
+	s := staticString(v)
+	if s == "" {
+		b, _ := json.Marshal(v)
+		return "function " + string(b)
+	}
+	if parts := strings.Split(s, ":"); len(parts) >= 7 && parts[0] == "arn" && parts[2] == "lambda" {
+		s = strings.Join(parts[6:], ":")
+	}
+	return "function " + s
 }
 
 // Pipeline is one queue's slice of the topology, by logical id.

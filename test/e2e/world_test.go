@@ -275,7 +275,7 @@ func (w *world) invokeFailures() []string {
 // its receives in w.recv.
 func (w *world) poller(p local.Pipeline, envs ...local.Invoker) *local.Poller {
 	return &local.Poller{SQS: w.pollSQ, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
-		Region: sqslocal.Region, Mapping: p.Mapping, Envs: envs}
+		Region: sqslocal.Region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
 }
 
 // poll runs n consumer environments behind the pipeline's event source mapping until the

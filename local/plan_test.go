@@ -1,0 +1,185 @@
+package local
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
+)
+
+// writeAssembly writes a cloud assembly of one stack S with the template doc, and an asset
+// directory asset.f holding bootstrap, a copy of the file at bootstrap ("" for none).
+func writeAssembly(t *testing.T, doc, bootstrap string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"manifest.json":   `{"artifacts":{"S":{"type":"aws:cloudformation:stack","properties":{"templateFile":"S.template.json"}}}}`,
+		"S.template.json": doc,
+	}
+	if bootstrap != "" {
+		b, err := os.ReadFile(bootstrap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["asset.f/bootstrap"] = string(b)
+	}
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A function of the user's own (not built by these constructs) whose code asset is a
+// bootstrap executable: here this test binary, an executable for this machine.
+const userFunction = `"F":{"Type":"AWS::Lambda::Function","Metadata":{"aws:asset:path":"asset.f","aws:asset:property":"Code"},
+	  "Properties":{"Runtime":"provided.al2023","Handler":"bootstrap","Code":{"S3Bucket":"b","S3Key":"f.zip"},"Environment":{"Variables":%s}}},
+	  "Q":{"Type":"AWS::SQS::Queue","Properties":{"RedrivePolicy":{"deadLetterTargetArn":{"Fn::GetAtt":["D","Arn"]},"maxReceiveCount":3}}},
+	  "D":{"Type":"AWS::SQS::Queue","Properties":{}},
+	  "M":{"Type":"AWS::Lambda::EventSourceMapping","Properties":{"EventSourceArn":{"Fn::GetAtt":["Q","Arn"]},"FunctionName":{"Ref":"F"}}}`
+
+// Every variable the kit cannot resolve is reported at once, each naming the function, the
+// variable, what it refers to (logical id and type, or the parameter) and the way out; the
+// ways out work.
+func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
+	vars := `{"ORDERS":{"Ref":"Topic"},
+	  "REFUNDS":{"Fn::Select":[1,{"Fn::Split":["/",{"Fn::Select":[5,{"Fn::Split":[":",{"Ref":"RefundsTableArn"}]}]}]}]},
+	  "SECRET":{"Ref":"Secret"}, "STREAM":{"Fn::GetAtt":["T","StreamArn"]}, "IMPORTED":{"Fn::ImportValue":"Shared:Orders"},
+	  "GIVEN":{"Ref":"TableName"}, "TABLE":{"Ref":"T"}, "ARN":{"Fn::Sub":"${T.Arn}/index/*"}, "STACK":{"Ref":"AWS::StackName"}}`
+	doc := `{"Parameters":{"RefundsTableArn":{"Type":"String"},"TableName":{"Type":"String","Default":"orders-dev"},
+	    "Secret":{"Type":"AWS::SSM::Parameter::Value<String>","Default":"/app/secret"}},
+	  "Resources":{"Topic":{"Type":"AWS::SNS::Topic"},
+	  "T":{"Type":"AWS::DynamoDB::GlobalTable","Properties":{"KeySchema":[{"AttributeName":"id","KeyType":"HASH"}]}},` +
+		strings.Replace(userFunction, "%s", vars, 1) + `}}`
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := writeAssembly(t, doc, self)
+	check := func(opts Options) error {
+		t.Helper()
+		tmpl, err := LoadTemplate(filepath.Join(dir, "S.template.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.UseParameters(opts.Parameters)
+		sp, err := plan(cfn.StackRef{ID: "S", DisplayName: "S", StackName: "S", Dir: dir}, tmpl, nil)
+		if err != nil || len(sp.pipelines) != 1 || sp.code["F"].bootstrap != filepath.Join(dir, "asset.f", "bootstrap") {
+			t.Fatalf("plan = %+v, %v; want F's pipeline, run from its asset's bootstrap", sp, err)
+		}
+		if err := checkNames([]*stackPlan{sp}, opts); err != nil {
+			return err
+		}
+		return checkEnv([]*stackPlan{sp}, opts.Env)
+	}
+	err = check(Options{})
+	want := `local: 5 environment variables have no local value:
+  - stack S, function F: IMPORTED refers to Fn::ImportValue "Shared:Orders", an export of none of the stacks the kit runs (run the stack that exports it too): set the variable for the local run with Options.Env["F.IMPORTED"] or pipelinectl local up --env F.IMPORTED=VALUE
+  - stack S, function F: ORDERS refers to Topic (AWS::SNS::Topic), which the local kit does not create: set the variable for the local run with Options.Env["F.ORDERS"] or pipelinectl local up --env F.ORDERS=VALUE
+  - stack S, function F: REFUNDS refers to parameter RefundsTableArn (String), which has no Default: give the parameter a value with Options.Parameters["RefundsTableArn"] or pipelinectl local up --parameter RefundsTableArn=VALUE, or set the variable with Options.Env["F.REFUNDS"] or pipelinectl local up --env F.REFUNDS=VALUE
+  - stack S, function F: SECRET refers to parameter Secret (AWS::SSM::Parameter::Value<String>), whose value is read from Systems Manager parameter "/app/secret" at deploy time: give the parameter a value with Options.Parameters["Secret"] or pipelinectl local up --parameter Secret=VALUE, or set the variable with Options.Env["F.SECRET"] or pipelinectl local up --env F.SECRET=VALUE
+  - stack S, function F: STREAM refers to T.StreamArn (AWS::DynamoDB::GlobalTable), an attribute the local kit has no value for: set the variable for the local run with Options.Env["F.STREAM"] or pipelinectl local up --env F.STREAM=VALUE`
+	if err == nil || err.Error() != want {
+		t.Errorf("checkEnv =\n%v\nwant\n%s", err, want)
+	}
+
+	// The ways out: a value for each parameter, the variables set.
+	opts := Options{Parameters: map[string]string{"RefundsTableArn": "arn:aws:dynamodb:eu-west-1:111122223333:table/refunds", "Secret": "s3cr3t"},
+		Env: map[string]string{"F.ORDERS": "arn:aws:sns:local:000000000000:orders", "F.STREAM": "none", "F.IMPORTED": "orders-shared"}}
+	if err := check(opts); err != nil {
+		t.Fatalf("with the parameters and variables given: %v", err)
+	}
+	tmpl, _ := LoadTemplate(filepath.Join(dir, "S.template.json"))
+	tmpl.UseParameters(opts.Parameters)
+	d := Plan(tmpl, "S")
+	d.StackName, d.Overrides = "Dev-S", opts.Env
+	env, err := d.Env("F")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"REFUNDS": "refunds", "GIVEN": "orders-dev", "SECRET": "s3cr3t", "TABLE": "T-S", "ORDERS": opts.Env["F.ORDERS"],
+		"ARN": "arn:aws:dynamodb:local:000000000000:table/T-S/index/*", "STACK": "Dev-S"} {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+
+	for _, bad := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Env: map[string]string{"G.ORDERS": "x"}}, `local: Options.Env["G.ORDERS"]: no function G in the stacks; name one by its logical id (F)`},
+		{Options{Parameters: map[string]string{"Refunds": "x"}}, `local: Options.Parameters["Refunds"]: no stack has a parameter Refunds; they have RefundsTableArn, Secret, TableName`},
+	} {
+		if err := check(bad.opts); err == nil || err.Error() != bad.want {
+			t.Errorf("err = %v, want %q", err, bad.want)
+		}
+	}
+}
+
+// elfFor writes a minimal ELF header for machine m: enough for debug/elf to read it.
+func elfFor(t *testing.T, m uint16) string {
+	t.Helper()
+	h := make([]byte, 64)
+	copy(h, "\x7fELF")
+	h[4], h[5], h[6] = 2, 1, 1                // 64-bit, little endian, version 1
+	binary.LittleEndian.PutUint16(h[16:], 2)  // ET_EXEC
+	binary.LittleEndian.PutUint16(h[18:], m)  // e_machine
+	binary.LittleEndian.PutUint32(h[20:], 1)  // e_version
+	binary.LittleEndian.PutUint16(h[52:], 64) // e_ehsize
+	path := filepath.Join(t.TempDir(), "bootstrap")
+	if err := os.WriteFile(path, h, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// What the kit cannot run never stops it and is listed with the reason: a mapping onto a
+// function the stack does not create, a bootstrap for another architecture, a function of
+// another runtime. Alone in an assembly, they leave nothing to run, and the error says why.
+func TestStartListsWhatItCannotRun(t *testing.T) {
+	other, machine, name := uint16(183), "arm64", "x86_64" // EM_AARCH64 on an amd64 machine
+	if runtime.GOARCH == "arm64" {
+		other, machine, name = 62, "x86_64", "arm64"
+	}
+	fn := strings.Replace(userFunction, "%s", `{}`, 1)
+	for _, tc := range []struct {
+		name, doc, bootstrap, want string
+	}{
+		{"existing function", `{"Resources":{` + strings.Replace(fn, `{"Ref":"F"}`, `"arn:aws:lambda:eu-west-1:111122223333:function:orders-existing:live"`, 1) + `}}`, "",
+			"not run locally: function orders-existing:live (a function the stack does not create), mapped to queue Q by M; the queue is created"},
+		{"existing function by name", `{"Resources":{` + strings.Replace(fn, `{"Ref":"F"}`, // as Function_FromFunctionName writes it
+			`{"Fn::Select":[6,{"Fn::Split":[":",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":lambda:",{"Ref":"AWS::Region"},":",{"Ref":"AWS::AccountId"},":function:orders-legacy"]]}]}]}`, 1) + `}}`, "",
+			"not run locally: function orders-legacy (a function the stack does not create), mapped to queue Q by M; the queue is created"},
+		{"another architecture", `{"Resources":{` + fn + `}}`, elfFor(t, other),
+			"not run locally: function F, mapped to queue Q: its bootstrap is built for " + machine + " and this machine is " + name + " (linux/" + runtime.GOARCH +
+				"): give the function Architecture " + name + " (for a GoFunction, awslambda.Architecture_" + strings.ToUpper(name) + "()) to run it here; the queue is created"},
+		{"another runtime", `{"Resources":{` + strings.Replace(fn, "provided.al2023", "nodejs22.x", 1) + `}}`, "",
+			"not run locally: function F, mapped to queue Q: its runtime is nodejs22.x; the local kit runs Go source the constructs recorded and bootstrap executables " +
+				"(runtime provided.al2023 or provided.al2: Go, Rust); the queue is created"},
+		{"no bootstrap", `{"Resources":{` + fn + `}}`, "",
+			"not run locally: function F, mapped to queue Q: its code asset has no file named bootstrap, which Lambda's provided runtimes run; the queue is created"},
+	} {
+		if runtime.GOOS != "linux" && tc.name == "another architecture" {
+			continue // the message is about the OS there
+		}
+		kit, err := Start(context.Background(), Options{Assembly: writeAssembly(t, tc.doc, tc.bootstrap)})
+		if err == nil {
+			kit.Close()
+		}
+		want := "local: no pipeline to run: none of the stacks S has an SQS event source mapping onto a function the kit can run:\n  - S: " + tc.want
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: err =\n%v\nwant\n%s", tc.name, err, want)
+		}
+	}
+}
