@@ -69,6 +69,9 @@ BENCH_TS := $(ROOT)/.cache/bench-ts
 BENCH_TS_STAMP := $(BENCH_TS)/.installed
 BENCH_PY_VENV := $(ROOT)/.cache/bench-py-venv
 BENCH_PY_STAMP := $(BENCH_PY_VENV)/.installed
+# The AWS CLI v1 (pip), which the README local-commands test runs the printed commands with.
+export AWSCLI_VENV := $(ROOT)/.cache/awscli-venv
+AWSCLI_STAMP := $(AWSCLI_VENV)/.installed
 
 .PHONY: help
 help: ## list the targets
@@ -81,7 +84,7 @@ help: ## list the targets
 STEP := scripts/step.sh
 
 SYNTH_TOOLS := $(NODE_STAMP) $(GOMOD_STAMP)
-TEST_TOOLS := $(SYNTH_TOOLS) $(VENV_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP)
+TEST_TOOLS := $(SYNTH_TOOLS) $(VENV_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) $(AWSCLI_STAMP)
 
 # The installs do not depend on each other (but for the order-only one below), so they run in
 # parallel; -s keeps the sub-make from listing what is already installed. No --output-sync:
@@ -138,6 +141,11 @@ $(BENCH_TS_STAMP): test/bench/peers/ts/package.json test/bench/peers/ts/package-
 $(BENCH_PY_STAMP): test/bench/peers/py/requirements.txt
 	@$(STEP) "installing Powertools for AWS Lambda (Python), a benchmark peer (pip)" "first time about 1 min" -- \
 	  sh -c 'python3 -m venv $(BENCH_PY_VENV) && $(BENCH_PY_VENV)/bin/pip install --quiet --disable-pip-version-check -r test/bench/peers/py/requirements.txt'
+	@touch $@
+
+$(AWSCLI_STAMP): test/backends/awscli/requirements.txt
+	@$(STEP) "installing the AWS CLI v1 for the README's local commands (pip)" "first time about 30 s" -- \
+	  sh -c 'python3 -m venv $(AWSCLI_VENV) && $(AWSCLI_VENV)/bin/pip install --quiet --disable-pip-version-check -r test/backends/awscli/requirements.txt'
 	@touch $@
 
 $(GOMOD_STAMP): go.mod go.sum
@@ -202,7 +210,7 @@ vet: $(GOMOD_STAMP)
 	$(GO) vet -tags e2e ./test/e2e/
 
 .PHONY: unit
-unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
+unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
 	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 4 min" -- \
 	  $(GO) test -count=1 ./...
 

@@ -91,6 +91,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "standard"}, exitUsage, `has no pipeline "standard" (no output standardDeadLetterQueueUrl); did you mean Standard?; its pipelines: Standard`},
 		{[]string{"dlq", "inspect", "--outputs", other, "--pipeline", "Standard"}, exitUsage, `has no pipeline "Standard", and no pipeline at all: no output ends in DeadLetterQueueUrl (is it a stack of these constructs? its outputs: BucketName)`},
 		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
+		{[]string{"local", "up", "--parameter", "RefundsTableArn"}, exitUsage, `local up: invalid value "RefundsTableArn" for flag -parameter: "RefundsTableArn": want NAME=VALUE`},
+		{[]string{"local", "up", "--env", "=x"}, exitUsage, `local up: invalid value "=x" for flag -env: "=x": want NAME=VALUE`},
 		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, exitUsage, "absent.json: no such file; 'cdk deploy --outputs-file " + filepath.Join(dir, "absent.json") + "' writes it, or give --stack NAME to read the outputs from CloudFormation"},
 		{[]string{"dlq", "inspect", "--outputs", notJSON}, exitError, "not the JSON of 'cdk deploy --outputs-file'"},
 		{[]string{"dlq", "inspect", "--outputs", two}, exitUsage, "holds stacks A, B: pick one with --stack"},

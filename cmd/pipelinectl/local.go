@@ -23,6 +23,7 @@ const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this 
   pipelinectl local install
   pipelinectl local up --assembly DIR [--stack NAME]... [--send FILE --pipeline NAME]
                        [--fire NAME] [--cron=false] [--environments N] [--visibility-timeout D]
+                       [--parameter NAME=VALUE]... [--env [FUNCTION.]VAR=VALUE]...
                        [--logs] [--every D]
 
   install fetches DynamoDB Local and ElasticMQ (pinned versions, with Maven, checksums
@@ -51,6 +52,13 @@ const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this 
                        the pipeline queues' visibility timeout, whole seconds (default: the
                        consumer's timeout, when the template's is longer: a deferred
                        duplicate comes back after it)
+  --parameter NAME=VALUE
+                       a value for the stacks' parameter NAME (repeatable); a parameter not
+                       given takes its Default
+  --env [FUNCTION.]VAR=VALUE
+                       set VAR in every function's environment, or with FUNCTION. (a logical
+                       id) in that function's, over the template's value (repeatable): for a
+                       variable that refers to something the kit does not create
   --logs               print every function log line, prefixed with the function
   --every D            how often to check for changes (default 2s)
 `
@@ -76,6 +84,25 @@ func localCmd(ctx context.Context, args []string, w streams) error {
 	return usagef("unknown command %q%s", "local "+args[0], didYouMean("local "+args[0], []string{"local install", "local up"}))
 }
 
+// assignments collects repeated NAME=VALUE flags.
+type assignments struct {
+	flag string
+	m    map[string]string
+}
+
+func (a *assignments) String() string { return "" }
+func (a *assignments) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q: want NAME=VALUE", v)
+	}
+	if a.m == nil {
+		a.m = map[string]string{}
+	}
+	a.m[name] = value
+	return nil
+}
+
 type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
@@ -99,6 +126,9 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	fs.IntVar(&opts.Environments, "environments", 2, "")
 	fs.DurationVar(&opts.VisibilityTimeout, "visibility-timeout", 0, "")
 	fs.BoolVar(&logs, "logs", false, "")
+	params, env := assignments{flag: "--parameter"}, assignments{flag: "--env"}
+	fs.Var(&params, "parameter", "")
+	fs.Var(&env, "env", "")
 	fs.DurationVar(&every, "every", every, "")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -120,6 +150,7 @@ func localUp(ctx context.Context, args []string, w streams) error {
 		}
 	}
 	opts.Stacks = stacks
+	opts.Parameters, opts.Env = params.m, env.m
 	opts.Progress = w.err
 	if logs {
 		opts.Logs = func(fn string, line []byte) { fmt.Fprintf(w.out, "%s | %s\n", fn, line) }
@@ -152,6 +183,9 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	for _, s := range kit.StandIns() {
 		fmt.Fprintf(w.out, "Stand-in for an imported resource: %s\n", s)
 	}
+	for _, s := range kit.NotRun() {
+		fmt.Fprintf(w.out, "Not run locally: %s\n", strings.Replace(s, "not run locally: ", "", 1))
+	}
 	outPath := filepath.Join(opts.Assembly, "local-outputs.json")
 	outputs, skipped := kit.Outputs()
 	if b, err := json.MarshalIndent(outputs, "", "  "); err == nil {
@@ -174,7 +208,9 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	if example.Fifo {
 		group = " --message-group-id g1 --message-deduplication-id k1"
 	}
-	fmt.Fprintf(w.out, "  aws sqs send-message --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'%s\n", example.QueueURL, group)
+	// --endpoint-url: the AWS CLI v1 does not read AWS_ENDPOINT_URL_SQS.
+	fmt.Fprintf(w.out, "  aws sqs send-message --endpoint-url %s --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'%s\n",
+		kit.Endpoints().SQS, example.QueueURL, group)
 	fmt.Fprintf(w.out, "  pipelinectl status --outputs %s --stack %s\n", outPath, example.StackName)
 	fmt.Fprintf(w.out, "  pipelinectl verify --outputs %s --stack %s --pipeline %s\n", outPath, example.StackName, example.Name)
 	fmt.Fprintf(w.out, "  pipelinectl dlq inspect --outputs %s --stack %s --pipeline %s\n", outPath, example.StackName, example.Name)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,33 @@ import (
 	"github.com/idempotent-sqs/pipeline/stacks"
 )
 
+// reference is the reference stack synthesized once for the package (stage ctrlc, a 3 s
+// consumer timeout; no bundling: the kit builds the functions from their source).
+var reference struct {
+	once sync.Once
+	dir  string
+}
+
+func referenceAssembly(t *testing.T) string {
+	t.Helper()
+	reference.once.Do(func() {
+		dir, err := os.MkdirTemp("", "pipelinectl-assembly-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Setenv("CDK_VALIDATION", "false")
+		defer os.Unsetenv("CDK_VALIDATION")
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(dir), Context: &map[string]any{"aws:cdk:bundling-stacks": []string{}}})
+		stacks.Build(app, stacks.Config{Stage: "ctrlc", ConsumerTimeout: 3 * time.Second})
+		app.Synth(nil)
+		reference.dir = dir
+	})
+	if reference.dir == "" {
+		t.Fatal("the reference stack was not synthesized (see the first test that asked for it)")
+	}
+	return reference.dir
+}
+
 // `pipelinectl local up` stopped with Ctrl-C, once up and once while it starts: it ends
 // every process it started (the two JVMs and the function processes, found through /proc
 // as its descendants just before the signal), says so, and exits 0 once up (stopping is
@@ -26,11 +54,7 @@ func TestLocalUpSIGINT(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	asm := t.TempDir()
-	t.Setenv("CDK_VALIDATION", "false")
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(asm), Context: &map[string]any{"aws:cdk:bundling-stacks": []string{}}})
-	stacks.Build(app, stacks.Config{Stage: "ctrlc", ConsumerTimeout: 3 * time.Second})
-	app.Synth(nil)
+	asm := referenceAssembly(t)
 	msgs := filepath.Join(t.TempDir(), "msgs.txt")
 	if err := os.WriteFile(msgs, []byte("{\"idempotencyKey\":\"a\"}\n{\"idempotencyKey\":\"a\"}\nnot json\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -73,6 +73,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	sqsSrv.Stop()
 	ddbSrv.Stop()
+	if reference.dir != "" {
+		os.RemoveAll(reference.dir)
+	}
 	os.Exit(code)
 }
 

@@ -22,31 +22,10 @@ func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "billing")
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "billing"))); err != nil {
-		t.Fatal(err)
-	}
-	// The module requires this one at the versions this checkout pins (the module proxy here
-	// serves no version lists, so nothing may be left for `go mod tidy` to look up).
-	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, requires, _ := strings.Cut(string(mod), "\nrequire ")
-	gomod := "module example.com/billing\n\ngo 1.26\n\nrequire github.com/idempotent-sqs/pipeline v0.0.0\n\nrequire " + requires +
-		"\nreplace github.com/idempotent-sqs/pipeline => " + root + "\n"
-	write(t, filepath.Join(dir, "go.mod"), gomod)
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(dir, "go.sum"), string(sum))
-	run(t, dir, nil, "go", "mod", "tidy")
+	dir := newModule(t, "billing", t.TempDir(), root, false)
 
 	start := time.Now()
-	run(t, dir, []string{"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
-		"CDK_DISABLE_VERSION_CHECK=1", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE="},
-		filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "-o", "cdk.out")
+	synth(t, dir, root)
 	fmt.Printf("FIGURE outside module: cdk synth (bundles its consumer) in %v\n", time.Since(start).Round(100*time.Millisecond))
 
 	// As on a user's machine: no jar directories given, an empty user cache. The cold run
@@ -72,6 +51,50 @@ func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
 	fmt.Printf("FIGURE outside module: the user's test function is %d lines\n", funcLines(t, filepath.Join(dir, "app", "local_test.go"), "TestInvoicesOnceLocally"))
 }
 
+// newModule copies testdata/name into a module of its own under parent, requiring this one
+// (at root) at the versions this checkout pins (the module proxy here serves no version
+// lists, so nothing may be left for `go mod tidy` to look up), and returns its directory.
+// With tool, it adds pipelinectl as a tool of the module first, as the README says (go get
+// -tool), while go.sum still has every sum the tool needs (this machine reaches no checksum
+// database).
+func newModule(t *testing.T, name, parent, root string, tool bool) string {
+	t.Helper()
+	dir := filepath.Join(parent, name)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", name))); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, requires, _ := strings.Cut(string(mod), "\nrequire ")
+	requires, _, _ = strings.Cut(requires, "\ntool ")
+	gomod := "module example.com/" + name + "\n\ngo 1.26\n\nrequire github.com/idempotent-sqs/pipeline v0.0.0\n\nrequire " + requires +
+		"\nreplace github.com/idempotent-sqs/pipeline => " + root + "\n"
+	write(t, filepath.Join(dir, "go.mod"), gomod)
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "go.sum"), string(sum))
+	if tool {
+		// GOPROXY=off: go get asks the proxy whether the package path is a module of its
+		// own before it takes the module the app requires; the proxy of this machine
+		// refuses such version lists (403) where the public one answers 404.
+		run(t, dir, []string{"GOPROXY=off"}, "go", "get", "-tool", "github.com/idempotent-sqs/pipeline/cmd/pipelinectl")
+	}
+	run(t, dir, nil, "go", "mod", "tidy")
+	return dir
+}
+
+// synth runs the CDK CLI's synth in dir, offline, into dir/cdk.out.
+func synth(t *testing.T, dir, root string) {
+	t.Helper()
+	run(t, dir, []string{"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
+		"CDK_DISABLE_VERSION_CHECK=1", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE="},
+		filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "-o", "cdk.out")
+}
+
 func write(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), fs.FileMode(0o644)); err != nil {
@@ -88,7 +111,8 @@ func runOut(t *testing.T, dir string, env []string, name string, args ...string)
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), env...), "PWD="+dir) // as a shell that cd'ed there, a path through a link kept
+
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
