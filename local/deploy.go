@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 )
 
 // Deployment is a Template created on the local backends: real queue URLs and ARNs, table
@@ -76,16 +78,9 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 	for _, id := range ids {
 		q := t.Queues[id]
 		attrs := map[string]string{}
-		for k, v := range q.Props {
-			switch {
-			case slices.Contains(plainQueueAttrs, k):
-				attrs[k] = scalar(v)
-			case k == "QueueName", k == "RedrivePolicy", k == "RedriveAllowPolicy":
-			case ignoredQueueProps[k]:
-				d.ignore("queue " + id + " " + k)
-			default:
-				return nil, fmt.Errorf("queue %s: property %s is not understood by the local kit (package local), which never creates something other than the template says: remove it, or report it to the project so the kit learns what it means", id, k)
-			}
+		attrs, err := d.queueAttributes(q)
+		if err != nil {
+			return nil, err
 		}
 		name := d.localQueueName(q)
 		out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
@@ -153,11 +148,11 @@ func newDeployment(t *Template, suffix string) *Deployment {
 // environments can be resolved, and every problem reported, before anything starts.
 func Plan(t *Template, suffix string) *Deployment {
 	d := newDeployment(t, suffix)
-	d.region, d.account = "local", "000000000000"
+	d.region, d.account = sqslocal.Region, sqslocal.AccountID // as ElasticMQ's ARNs will say
 	for id, q := range t.Queues {
 		name := d.localQueueName(q)
-		d.QueueName[id], d.QueueURL[id] = name, "http://localhost/000000000000/"+name
-		d.QueueARN[id] = "arn:aws:sqs:local:000000000000:" + name
+		d.QueueName[id], d.QueueURL[id] = name, "http://localhost/"+d.account+"/"+name
+		d.QueueARN[id] = "arn:aws:sqs:" + d.region + ":" + d.account + ":" + name
 		if orig, ok := q.Props["QueueName"].(string); ok {
 			d.byName[orig] = id
 		}
@@ -174,6 +169,33 @@ func (d *Deployment) localTableName(tb Table) string {
 		name = tb.LogicalID
 	}
 	return name + "-" + d.Suffix
+}
+
+// queueAttributes are the SQS attributes of q's plain properties, each resolved (a
+// parameter's value), and notes what has no local meaning.
+func (d *Deployment) queueAttributes(q Queue) (map[string]string, error) {
+	attrs := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(q.Props)) {
+		switch {
+		case slices.Contains(plainQueueAttrs, k):
+			v, err := d.resolve(q.Props[k])
+			var u *unresolved
+			if errors.As(err, &u) && u.param != "" {
+				return nil, fmt.Errorf("queue %s: %s refers to %w: give the parameter a value with Options.Parameters[%q] or pipelinectl local up --parameter %s=VALUE",
+					q.LogicalID, k, u, u.param, u.param)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("queue %s: %s refers to %w", q.LogicalID, k, err)
+			}
+			attrs[k] = scalar(v)
+		case k == "QueueName", k == "RedrivePolicy", k == "RedriveAllowPolicy":
+		case ignoredQueueProps[k]:
+			d.ignore("queue " + q.LogicalID + " " + k)
+		default:
+			return nil, fmt.Errorf("queue %s: property %s is not understood by the local kit (package local), which never creates something other than the template says: remove it, or report it to the project so the kit learns what it means", q.LogicalID, k)
+		}
+	}
+	return attrs, nil
 }
 
 func (d *Deployment) ignore(what string) {
@@ -321,10 +343,13 @@ func (d *Deployment) Env(function string) (map[string]string, error) {
 		env[k] = s
 	}
 	for k, v := range d.Overrides { // a variable the template does not set
+		if _, set := f.Env[k]; !set && !strings.Contains(k, ".") {
+			if _, own := d.Overrides[function+"."+k]; !own {
+				env[k] = v
+			}
+		}
 		if name, ok := strings.CutPrefix(k, function+"."); ok {
 			env[name] = v
-		} else if !strings.Contains(k, ".") {
-			env[k] = v
 		}
 	}
 	return env, errors.Join(errs...)
@@ -416,12 +441,14 @@ func (d *Deployment) resolve(v any) (any, error) {
 					return d.sub(arg)
 				case "Fn::ImportValue":
 					name, err := d.resolve(arg)
-					if s, ok := name.(string); err == nil && ok && d.Import != nil {
-						return d.Import(s)
-					}
-					if err != nil {
+					s, ok := name.(string)
+					switch {
+					case err != nil:
 						return nil, err
+					case !ok || d.Import == nil:
+						return nil, &unresolved{what: "Fn::ImportValue " + jsonish(name), why: "an export of none of the stacks the kit runs (run the stack that exports it too)"}
 					}
+					return d.Import(s)
 				}
 				if strings.HasPrefix(k, "Fn::") {
 					b, _ := json.Marshal(arg)

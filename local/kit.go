@@ -69,8 +69,9 @@ type Options struct {
 	// VisibilityTimeout replaces the template's visibility timeout on every pipeline queue
 	// (whole seconds, 1 s to 12 h), so that a failed or deferred record comes back sooner:
 	// the timing changes, not the semantics (a record still in progress when it reappears is
-	// a duplicate the consumer defers). Default: the consumer's timeout, when the template's
-	// is longer (the constructs make it 6 timeouts: 3 minutes for a 30 s consumer, which a
+	// a duplicate the consumer defers). Default: the consumer's timeout plus the mapping's
+	// batching window (a record waits it out first), when the template's is longer (the
+	// constructs make it 6 timeouts: 3 minutes for a 30 s consumer, which a
 	// duplicate deferred behind its first copy would wait). Much shorter than the consumer's
 	// timeout, a duplicate deferred behind a slow attempt is received often enough to reach
 	// the queue's maxReceiveCount and the DLQ, which it would not in AWS.
@@ -222,11 +223,17 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	var names []string
 	running := 0
 	for i, t := range templates {
-		t.UseParameters(opts.Parameters)
+		if err := t.UseParameters(opts.Parameters); err != nil {
+			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
+		}
 		if plans[i], err = plan(refs[i], t, sources[i]); err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
 		}
-		running += len(plans[i].pipelines)
+		for _, p := range plans[i].pipelines {
+			if !p.Mapping.Disabled {
+				running++
+			}
+		}
 		names = append(names, refs[i].DisplayName)
 		for _, n := range plans[i].notRun {
 			k.notRun = append(k.notRun, refs[i].DisplayName+": "+n)
@@ -383,9 +390,11 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 		if err := k.standIn(ctx, st, p.Consumer); err != nil {
 			return err
 		}
+		// The consumer's timeout, and the batching window a record may wait through first.
 		visibility := k.opts.VisibilityTimeout
-		if consumer := time.Duration(t.Functions[p.Consumer].Timeout) * time.Second; visibility == 0 && t.Queues[p.Queue].VisibilityTimeout() > consumer {
-			visibility = consumer
+		held := time.Duration(t.Functions[p.Consumer].Timeout+p.Mapping.WindowSeconds) * time.Second
+		if visibility == 0 && t.Queues[p.Queue].VisibilityTimeout() > held {
+			visibility = held
 		}
 		if visibility > 0 {
 			if _, err := k.sq.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(d.QueueURL[p.Queue]),

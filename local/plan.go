@@ -49,6 +49,9 @@ func plan(ref cfn.StackRef, t *Template, sources map[string]cfn.Source) (*stackP
 		}
 		if why != "" {
 			sp.notRun = append(sp.notRun, fmt.Sprintf("not run locally: function %s, mapped to %s: %s; the queue is created", p.Consumer, mappingSource(p.Mapping), why))
+			if p.Dispatcher != "" {
+				sp.notRun = append(sp.notRun, fmt.Sprintf("not run locally: function %s, which sends to queue %s on its schedule: the queue's consumer is not run", p.Dispatcher, p.Queue))
+			}
 			continue
 		}
 		sp.code[p.Consumer] = c
@@ -136,47 +139,47 @@ func checkBootstrap(path string) string {
 	return ""
 }
 
-// checkEnv resolves every running function's environment against a plan of its stack, with
-// the overrides and parameters given, and reports every variable it cannot resolve.
+// checkEnv resolves, against a plan of each stack, with the overrides and parameters given,
+// every running function's environment and every queue's attributes, and reports all it
+// cannot resolve at once.
 func checkEnv(plans []*stackPlan, overrides map[string]string) error {
 	deps := make([]*Deployment, len(plans))
 	for i, sp := range plans {
 		deps[i] = Plan(sp.t, stackSuffix(sp.ref))
 		deps[i].StackName, deps[i].Overrides = sp.ref.StackName, overrides
-	}
-	var errs []error
-	for i, sp := range plans {
 		deps[i].Import = func(name string) (any, error) { return importValue(deps, name) }
+	}
+	var lines []string
+	say := func(stack string, err error) {
+		for _, l := range strings.Split(err.Error(), "\n") {
+			lines = append(lines, "  - stack "+stack+", "+l)
+		}
+	}
+	for i, sp := range plans {
+		for _, id := range slices.Sorted(maps.Keys(sp.t.Queues)) {
+			if _, err := deps[i].queueAttributes(sp.t.Queues[id]); err != nil {
+				say(sp.ref.DisplayName, err)
+			}
+		}
 		for _, id := range slices.Sorted(maps.Keys(sp.code)) {
 			if _, err := deps[i].Env(id); err != nil {
-				errs = append(errs, fmt.Errorf("stack %s: %w", sp.ref.DisplayName, err)) // one line per variable
+				say(sp.ref.DisplayName, err) // one line per variable
 			}
 		}
 	}
-	if len(errs) == 0 {
+	if len(lines) == 0 {
 		return nil
 	}
-	lines := prefixStack(errs)
-	return fmt.Errorf("local: %d environment variables have no local value:\n%s", len(lines), strings.Join(lines, "\n"))
-}
-
-// prefixStack renders each stack's errors one line each, under the stack's name.
-func prefixStack(errs []error) []string {
-	var out []string
-	for _, err := range errs {
-		stack, rest, _ := strings.Cut(err.Error(), ": ")
-		for _, l := range strings.Split(rest, "\n") {
-			out = append(out, "  - "+stack+", "+l)
-		}
-	}
-	return out
+	return fmt.Errorf("local: %d values the kit cannot resolve:\n%s", len(lines), strings.Join(lines, "\n"))
 }
 
 // importValue is the value of the export name among deps' stacks (Fn::ImportValue).
 func importValue(deps []*Deployment, name string) (any, error) {
 	for _, d := range deps {
-		if out, ok := d.Template.Exports[name]; ok {
-			return d.resolve(d.Template.Outputs[out])
+		for _, out := range slices.Sorted(maps.Keys(d.Template.Exports)) {
+			if export, err := d.resolve(d.Template.Exports[out]); err == nil && export == name {
+				return d.resolve(d.Template.Outputs[out])
+			}
 		}
 	}
 	return nil, &unresolved{what: "Fn::ImportValue " + jsonish(name), why: "an export of none of the stacks the kit runs (run the stack that exports it too)"}

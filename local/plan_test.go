@@ -72,7 +72,9 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tmpl.UseParameters(opts.Parameters)
+		if err := tmpl.UseParameters(opts.Parameters); err != nil {
+			t.Fatal(err)
+		}
 		sp, err := plan(cfn.StackRef{ID: "S", DisplayName: "S", StackName: "S", Dir: dir}, tmpl, nil)
 		if err != nil || len(sp.pipelines) != 1 || sp.code["F"].bootstrap != filepath.Join(dir, "asset.f", "bootstrap") {
 			t.Fatalf("plan = %+v, %v; want F's pipeline, run from its asset's bootstrap", sp, err)
@@ -83,7 +85,7 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 		return checkEnv([]*stackPlan{sp}, opts.Env)
 	}
 	err = check(Options{})
-	want := `local: 5 environment variables have no local value:
+	want := `local: 5 values the kit cannot resolve:
   - stack S, function F: IMPORTED refers to Fn::ImportValue "Shared:Orders", an export of none of the stacks the kit runs (run the stack that exports it too): set the variable for the local run with Options.Env["F.IMPORTED"] or pipelinectl local up --env F.IMPORTED=VALUE
   - stack S, function F: ORDERS refers to Topic (AWS::SNS::Topic), which the local kit does not create: set the variable for the local run with Options.Env["F.ORDERS"] or pipelinectl local up --env F.ORDERS=VALUE
   - stack S, function F: REFUNDS refers to parameter RefundsTableArn (String), which has no Default: give the parameter a value with Options.Parameters["RefundsTableArn"] or pipelinectl local up --parameter RefundsTableArn=VALUE, or set the variable with Options.Env["F.REFUNDS"] or pipelinectl local up --env F.REFUNDS=VALUE
@@ -100,7 +102,9 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 		t.Fatalf("with the parameters and variables given: %v", err)
 	}
 	tmpl, _ := LoadTemplate(filepath.Join(dir, "S.template.json"))
-	tmpl.UseParameters(opts.Parameters)
+	if err := tmpl.UseParameters(opts.Parameters); err != nil {
+		t.Fatal(err)
+	}
 	d := Plan(tmpl, "S")
 	d.StackName, d.Overrides = "Dev-S", opts.Env
 	env, err := d.Env("F")
@@ -108,10 +112,16 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, v := range map[string]string{"REFUNDS": "refunds", "GIVEN": "orders-dev", "SECRET": "s3cr3t", "TABLE": "T-S", "ORDERS": opts.Env["F.ORDERS"],
-		"ARN": "arn:aws:dynamodb:local:000000000000:table/T-S/index/*", "STACK": "Dev-S"} {
+		"ARN": "arn:aws:dynamodb:us-east-1:123456789012:table/T-S/index/*", "STACK": "Dev-S"} {
 		if env[k] != v {
 			t.Errorf("%s = %q, want %q", k, env[k], v)
 		}
+	}
+
+	// A variable the template does not set: the function's own value before everyone's.
+	d.Overrides = map[string]string{"EXTRA": "everyone", "F.EXTRA": "mine", "OTHER": "everyone"}
+	if env, _ := d.Env("F"); env["EXTRA"] != "mine" || env["OTHER"] != "everyone" {
+		t.Errorf("EXTRA = %q, OTHER = %q; want mine, everyone", env["EXTRA"], env["OTHER"])
 	}
 
 	for _, bad := range []struct {
@@ -181,5 +191,64 @@ func TestStartListsWhatItCannotRun(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: err =\n%v\nwant\n%s", tc.name, err, want)
 		}
+	}
+}
+
+// Fn::ImportValue finds another stack's export by its name as CloudFormation will compute it
+// (CDK's names hold the stack's name), and a parameter reaches a queue's attributes and a
+// mapping's numbers, or is reported there.
+func TestImportsAndParametersBeyondTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	load := func(name, doc string) *Template {
+		t.Helper()
+		path := filepath.Join(dir, name+".template.json")
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tmpl, err := LoadTemplate(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tmpl
+	}
+	shared := load("Shared", `{"Resources":{"T":{"Type":"AWS::DynamoDB::Table","Properties":{}}},
+	  "Outputs":{"Orders":{"Value":{"Ref":"T"},"Export":{"Name":{"Fn::Join":["",[{"Ref":"AWS::StackName"},":Orders"]]}}}}}`)
+	app := load("App", `{"Parameters":{"Wait":{"Type":"Number"},"Batch":{"Type":"Number","Default":"25"}},"Resources":{
+	  "Q":{"Type":"AWS::SQS::Queue","Properties":{"DelaySeconds":{"Ref":"Wait"}}},
+	  "S":{"Type":"AWS::Lambda::EventSourceMapping","Properties":{"EventSourceArn":{"Fn::GetAtt":["T","StreamArn"]},"FunctionName":"x","StartingPosition":"LATEST"}},
+	  "T":{"Type":"AWS::DynamoDB::Table","Properties":{}},
+	  "M":{"Type":"AWS::Lambda::EventSourceMapping","Properties":{"EventSourceArn":{"Fn::GetAtt":["Q","Arn"]},"FunctionName":"fn","BatchSize":{"Ref":"Batch"}}}}}`)
+	if err := app.UseParameters(nil); err != nil || app.Mappings[0].BatchSize != 25 {
+		t.Errorf("BatchSize from the parameter's default = %d, %v; want 25", app.Mappings[0].BatchSize, err)
+	}
+	if notRun := strings.Join(app.NotRun(), "\n"); !strings.Contains(notRun, "not run locally: mapping S, whose source is T (AWS::DynamoDB::Table), not an SQS queue") {
+		t.Errorf("NotRun = %s, want the stream mapping", notRun)
+	}
+	deps := []*Deployment{Plan(shared, "Dev-Shared"), Plan(app, "Dev-App")}
+	deps[0].StackName, deps[1].StackName = "Dev-Shared", "Dev-App"
+	if v, err := importValue(deps, "Dev-Shared:Orders"); err != nil || v != "T-Dev-Shared" {
+		t.Errorf("Fn::ImportValue Dev-Shared:Orders = %v, %v; want the shared table's local name", v, err)
+	}
+	if _, err := deps[1].queueAttributes(app.Queues["Q"]); err == nil || err.Error() != `queue Q: DelaySeconds refers to parameter Wait (Number), which has no Default: `+
+		`give the parameter a value with Options.Parameters["Wait"] or pipelinectl local up --parameter Wait=VALUE` {
+		t.Errorf("a queue attribute from a parameter without a value: %v", err)
+	}
+	if err := app.UseParameters(map[string]string{"Batch": "lots"}); err == nil || err.Error() != `mapping M: BatchSize refers to parameter Batch, which has no number `+
+		`for the local run ("lots"): give it one with Options.Parameters["Batch"] or pipelinectl local up --parameter Batch=N` {
+		t.Errorf("a batch size parameter that is not a number: %v", err)
+	}
+}
+
+// A mapping onto an alias (or a version) of a function of the stack runs that function.
+func TestMappingOntoAnAlias(t *testing.T) {
+	doc := `{"Resources":{` + strings.Replace(strings.Replace(userFunction, "%s", `{}`, 1), `"FunctionName":{"Ref":"F"}`, `"FunctionName":{"Ref":"Live"}`, 1) + `,
+	  "Live":{"Type":"AWS::Lambda::Alias","Properties":{"FunctionName":{"Ref":"F"},"FunctionVersion":"1","Name":"live"}}}}`
+	path := filepath.Join(t.TempDir(), "S.template.json")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := LoadTemplate(path)
+	if err != nil || tmpl.Mappings[0].Function != "F" {
+		t.Fatalf("mapping onto alias Live: %+v, %v; want function F", tmpl.Mappings, err)
 	}
 }

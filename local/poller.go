@@ -92,6 +92,7 @@ func (p *Poller) Run(ctx context.Context) error {
 func (p *Poller) loop(ctx context.Context, env Invoker) error {
 	var held []sqstypes.Message // received, past the payload limit of the batch before
 	for ctx.Err() == nil {
+		held = p.renew(ctx, held)
 		batch, rest, err := p.receive(ctx, held)
 		held = rest
 		if err != nil {
@@ -111,6 +112,30 @@ func (p *Poller) loop(ctx context.Context, env Invoker) error {
 		}
 	}
 	return nil
+}
+
+// renew restarts the visibility timeout of records held over from the batch before (they
+// waited through its invocation) and returns those still held: a record whose receipt
+// handle no longer works has become visible again and goes to whoever receives it next.
+func (p *Poller) renew(ctx context.Context, held []sqstypes.Message) []sqstypes.Message {
+	if len(held) == 0 {
+		return nil
+	}
+	vis, err := p.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(p.QueueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameVisibilityTimeout}})
+	if err != nil {
+		return nil // they come back after the visibility timeout, as after a crash
+	}
+	seconds, _ := strconv.Atoi(vis.Attributes[string(sqstypes.QueueAttributeNameVisibilityTimeout)])
+	var kept []sqstypes.Message
+	for _, m := range held {
+		p.Stats.SQSCalls.Add(1)
+		if _, err := p.SQS.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(p.QueueURL),
+			ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: int32(seconds)}); err == nil {
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
 
 // MaxPayload is Lambda's quota on a synchronous invocation's request payload (6 MB), which

@@ -43,14 +43,18 @@ type Template struct {
 	InvokeConfigs map[string]InvokeConfig
 	// Outputs are the stack's outputs, their values still CloudFormation expressions.
 	Outputs map[string]any
-	// Exports are the outputs the stack exports (what another stack's Fn::ImportValue
-	// reads), by export name: the output's name.
-	Exports map[string]string
+	// Exports are the names of the outputs the stack exports (what another stack's
+	// Fn::ImportValue reads), by output name; the names are still CloudFormation
+	// expressions (CDK's include the stack's name).
+	Exports map[string]any
 	// Parameters are the stack's parameters (CfnParameter), by name.
 	Parameters map[string]Parameter
 	// Types is every resource's type, by logical id: what an error about a reference the
 	// kit cannot resolve names.
 	Types map[string]string
+	// otherSources lists the event source mappings that do not read an SQS queue (a
+	// DynamoDB or Kinesis stream, Kafka, MQ), for NotRun.
+	otherSources []string
 	// NotApplied lists the function and event source mapping properties that may matter in
 	// AWS and that the kit does not apply (reserved concurrency, a VPC, layers, a disabled
 	// mapping); Deploy adds them to its Ignored.
@@ -137,8 +141,10 @@ type Parameter struct {
 }
 
 // UseParameters gives each parameter its local value: the one in given, by name, else its
-// Default (not for an SSM parameter, whose Default names the value, not it).
-func (t *Template) UseParameters(given map[string]string) {
+// Default (not for an SSM parameter, whose Default names the value, not it), and a mapping
+// number that refers to a parameter (its batch size, window or maximum concurrency) the
+// parameter's value; a parameter without one there is an error.
+func (t *Template) UseParameters(given map[string]string) error {
 	for name, p := range t.Parameters {
 		v, ok := given[name]
 		if !ok && p.Default != nil && !p.FromSSM() {
@@ -147,7 +153,7 @@ func (t *Template) UseParameters(given map[string]string) {
 		p.Value = nil
 		if ok {
 			p.Value = v
-			if strings.HasPrefix(p.Type, "List<") || p.Type == "CommaDelimitedList" || strings.HasPrefix(p.Type, "AWS::SSM::Parameter::Value<List<") {
+			if strings.Contains(p.Type, "List<") || strings.Contains(p.Type, "CommaDelimitedList") {
 				var list []any
 				for _, e := range strings.Split(v, ",") {
 					list = append(list, strings.TrimSpace(e))
@@ -157,6 +163,27 @@ func (t *Template) UseParameters(given map[string]string) {
 		}
 		t.Parameters[name] = p
 	}
+	for i, m := range t.Mappings {
+		for _, n := range []struct {
+			into *int
+			path []string
+		}{{&t.Mappings[i].BatchSize, []string{"BatchSize"}}, {&t.Mappings[i].WindowSeconds, []string{"MaximumBatchingWindowInSeconds"}},
+			{&t.Mappings[i].MaxConcurrency, []string{"ScalingConfig", "MaximumConcurrency"}}} {
+			ref := cfn.RefTarget(cfn.Dig(m.props, n.path...))
+			p, ok := t.Parameters[ref]
+			if !ok {
+				continue
+			}
+			v, _ := p.Value.(string)
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return fmt.Errorf("mapping %s: %s refers to parameter %s, which has no number for the local run (%q): give it one with Options.Parameters[%q] or pipelinectl local up --parameter %s=N",
+					m.LogicalID, strings.Join(n.path, "."), ref, v, ref, ref)
+			}
+			*n.into = int(f)
+		}
+	}
+	return nil
 }
 
 // FromSSM reports whether the parameter's value is read from Systems Manager Parameter Store
@@ -217,6 +244,8 @@ type Mapping struct {
 	MaxConcurrency int
 	ReportFailures bool // FunctionResponseTypes has ReportBatchItemFailures
 	Disabled       bool // Enabled: false: the kit runs no poller for it
+
+	props map[string]any // as in the template, for the numbers a parameter gives
 }
 
 // Schedule is an AWS::Scheduler::Schedule targeting a function.
@@ -322,13 +351,13 @@ func LoadTemplate(path string) (*Template, error) {
 		InvokeConfigs: map[string]InvokeConfig{},
 		Outputs:       map[string]any{},
 		Parameters:    map[string]Parameter{},
-		Exports:       map[string]string{},
+		Exports:       map[string]any{},
 		Types:         map[string]string{},
 	}
 	for name, o := range doc.Outputs {
 		t.Outputs[name] = o.Value
-		if export := staticString(o.Export.Name); export != "" {
-			t.Exports[export] = name
+		if o.Export.Name != nil {
+			t.Exports[name] = o.Export.Name
 		}
 	}
 	for name, p := range doc.Parameters {
@@ -368,6 +397,10 @@ func LoadTemplate(path string) (*Template, error) {
 			f.Image = p["PackageType"] == "Image"
 			t.Functions[id] = f
 		case typeMapping:
+			if what := notSQS(t, p["EventSourceArn"]); what != "" { // a stream, Kafka, MQ: not a pipeline
+				t.otherSources = append(t.otherSources, fmt.Sprintf("not run locally: mapping %s, whose source is %s, not an SQS queue", id, what))
+				continue
+			}
 			for _, k := range slices.Sorted(maps.Keys(p)) {
 				if !mappingPropsApplied[k] && !mappingPropsNoEffect[k] {
 					return nil, fmt.Errorf("%s: mapping %s: property %s is not applied by the local kit (package local): the consumer would see "+
@@ -394,6 +427,7 @@ func LoadTemplate(path string) (*Template, error) {
 			}
 			types, _ := p["FunctionResponseTypes"].([]any)
 			m.ReportFailures = slices.Contains(types, any("ReportBatchItemFailures"))
+			m.props = p
 			t.Mappings = append(t.Mappings, m)
 		case typeSchedule:
 			if strings.HasSuffix(cfn.JoinString(cfn.Dig(p, "Target", "Arn"), func(any) string { return "aws" }), sqsSendTarget) {
@@ -436,6 +470,13 @@ func LoadTemplate(path string) (*Template, error) {
 		case "AWS::CDK::Metadata":
 		default:
 			others[r.Type]++
+		}
+	}
+	for i, m := range t.Mappings { // a mapping onto an alias or a version runs the function behind it
+		if typ := t.Types[m.Function]; typ == "AWS::Lambda::Alias" || typ == "AWS::Lambda::Version" {
+			if fn := cfn.RefTarget(doc.Resources[m.Function].Properties["FunctionName"]); t.Types[fn] == typeFunction {
+				t.Mappings[i].Function = fn
+			}
 		}
 	}
 	if len(others) > 0 { // IAM, KMS, topics, log groups, dashboards, autoscaling, your own
@@ -529,10 +570,11 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 	return out, nil // none: a stack of other resources (a shared table, a topic)
 }
 
-// NotRun lists the event source mappings onto functions the stack does not create (an
-// existing function, by name or ARN): nothing runs for them; their queues are created.
+// NotRun lists the event source mappings the kit runs nothing for: those of a source other
+// than an SQS queue, and those onto a function the stack does not create (an existing
+// function, by name or ARN), whose queues are created.
 func (t *Template) NotRun() []string {
-	var out []string
+	out := slices.Clone(t.otherSources)
 	for _, m := range t.Mappings {
 		if m.External != "" {
 			out = append(out, fmt.Sprintf("not run locally: %s (a function the stack does not create), mapped to %s by %s; the queue is created",
@@ -551,6 +593,24 @@ func mappingSource(m Mapping) string {
 		return "queue " + name
 	}
 	return "the queue " + jsonish(m.SourceArn)
+}
+
+// notSQS describes a mapping's source when it is not an SQS queue ("" when it is, or may be:
+// a queue the stack imports through an expression the kit reads later).
+func notSQS(t *Template, src any) string {
+	if src == nil {
+		return "not an ARN (a self-managed Kafka cluster)"
+	}
+	if id := cfn.RefTarget(src); id != "" {
+		if typ, ok := t.Types[id]; ok && typ != typeQueue {
+			return id + " (" + typ + ")"
+		}
+		return ""
+	}
+	if parts := strings.Split(staticString(src), ":"); len(parts) >= 6 && parts[0] == "arn" && parts[2] != "sqs" {
+		return strings.Join(parts, ":")
+	}
+	return ""
 }
 
 // functionNameOf renders a mapping's FunctionName that is not a function of the stack: a

@@ -85,10 +85,7 @@ func localCmd(ctx context.Context, args []string, w streams) error {
 }
 
 // assignments collects repeated NAME=VALUE flags.
-type assignments struct {
-	flag string
-	m    map[string]string
-}
+type assignments struct{ m map[string]string }
 
 func (a *assignments) String() string { return "" }
 func (a *assignments) Set(v string) error {
@@ -126,7 +123,7 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	fs.IntVar(&opts.Environments, "environments", 2, "")
 	fs.DurationVar(&opts.VisibilityTimeout, "visibility-timeout", 0, "")
 	fs.BoolVar(&logs, "logs", false, "")
-	params, env := assignments{flag: "--parameter"}, assignments{flag: "--env"}
+	var params, env assignments
 	fs.Var(&params, "parameter", "")
 	fs.Var(&env, "env", "")
 	fs.DurationVar(&every, "every", every, "")
