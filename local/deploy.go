@@ -143,10 +143,10 @@ func newDeployment(t *Template, suffix string) *Deployment {
 	}
 }
 
-// Plan is a Deployment of t that creates nothing: every queue and table has the local name
+// planned is a Deployment of t that creates nothing: every queue and table has the local name
 // Deploy would give it and a URL and ARN of the same shape, so that the functions'
 // environments can be resolved, and every problem reported, before anything starts.
-func Plan(t *Template, suffix string) *Deployment {
+func planned(t *Template, suffix string) *Deployment {
 	d := newDeployment(t, suffix)
 	d.region, d.account = sqslocal.Region, sqslocal.AccountID // as ElasticMQ's ARNs will say
 	for id, q := range t.Queues {

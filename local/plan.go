@@ -145,7 +145,7 @@ func checkBootstrap(path string) string {
 func checkEnv(plans []*stackPlan, overrides map[string]string) error {
 	deps := make([]*Deployment, len(plans))
 	for i, sp := range plans {
-		deps[i] = Plan(sp.t, stackSuffix(sp.ref))
+		deps[i] = planned(sp.t, stackSuffix(sp.ref))
 		deps[i].StackName, deps[i].Overrides = sp.ref.StackName, overrides
 		deps[i].Import = func(name string) (any, error) { return importValue(deps, name) }
 	}

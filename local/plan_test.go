@@ -105,7 +105,7 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 	if err := tmpl.UseParameters(opts.Parameters); err != nil {
 		t.Fatal(err)
 	}
-	d := Plan(tmpl, "S")
+	d := planned(tmpl, "S")
 	d.StackName, d.Overrides = "Dev-S", opts.Env
 	env, err := d.Env("F")
 	if err != nil {
@@ -224,7 +224,7 @@ func TestImportsAndParametersBeyondTheEnvironment(t *testing.T) {
 	if notRun := strings.Join(app.NotRun(), "\n"); !strings.Contains(notRun, "not run locally: mapping S, whose source is T (AWS::DynamoDB::Table), not an SQS queue") {
 		t.Errorf("NotRun = %s, want the stream mapping", notRun)
 	}
-	deps := []*Deployment{Plan(shared, "Dev-Shared"), Plan(app, "Dev-App")}
+	deps := []*Deployment{planned(shared, "Dev-Shared"), planned(app, "Dev-App")}
 	deps[0].StackName, deps[1].StackName = "Dev-Shared", "Dev-App"
 	if v, err := importValue(deps, "Dev-Shared:Orders"); err != nil || v != "T-Dev-Shared" {
 		t.Errorf("Fn::ImportValue Dev-Shared:Orders = %v, %v; want the shared table's local name", v, err)
