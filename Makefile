@@ -211,7 +211,7 @@ vet: $(GOMOD_STAMP)
 
 .PHONY: unit
 unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
-	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 4 min" -- \
+	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 7 min" -- \
 	  $(GO) test -count=1 ./...
 
 # The examples build as a user's app does: their own module, GOFLAGS=-trimpath (no source
