@@ -33,19 +33,19 @@ func (t *Template) StandInQueue(mapping string, q cfn.ExistingQueue) ([]string, 
 	if i < 0 || t.Mappings[i].SourceArn == nil {
 		return nil, fmt.Errorf("mapping %s: no event source mapping of an imported queue by that logical id", mapping)
 	}
-	src := queueNameOf(staticString(q.QueueArn))
+	src := queueNameOf(staticString(t.withParameters(q.QueueArn)))
 	if src == "" {
 		return nil, fmt.Errorf("mapping %s: the imported queue's ARN %s is not a value the local kit can resolve "+
-			"(a parameter or another stack's export): import the queue by its literal name or ARN for the local run", mapping, jsonish(q.QueueArn))
+			"(another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)", mapping, jsonish(q.QueueArn))
 	}
 	if q.DeadLetterQueueArn == nil {
 		return nil, fmt.Errorf("mapping %s: the imported queue %s has no dead-letter queue the consumer knows of: "+
 			"give the consumer a DeadLetterSource (queue.ImportProcessingQueue's DeadLetterQueueArn or DeadLetterQueueName)", mapping, src)
 	}
-	dlq := queueNameOf(staticString(q.DeadLetterQueueArn))
+	dlq := queueNameOf(staticString(t.withParameters(q.DeadLetterQueueArn)))
 	if dlq == "" {
 		return nil, fmt.Errorf("mapping %s: the imported dead-letter queue's ARN %s is not a value the local kit can resolve "+
-			"(a parameter or another stack's export): import it by its literal name or ARN for the local run", mapping, jsonish(q.DeadLetterQueueArn))
+			"(another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)", mapping, jsonish(q.DeadLetterQueueArn))
 	}
 	var notes []string
 	receives := q.MaxReceiveCount
@@ -73,6 +73,32 @@ func (t *Template) StandInQueue(mapping string, q cfn.ExistingQueue) ([]string, 
 	notes = append(notes, fmt.Sprintf("queue %s and its DLQ %s (imported by the stack; created locally, visibility timeout %d s, maxReceiveCount %d)",
 		src, dlq, q.VisibilityTimeout, receives))
 	return notes, nil
+}
+
+// withParameters is v with every Ref of a parameter that has a value (UseParameters)
+// replaced by the value.
+func (t *Template) withParameters(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = t.withParameters(e)
+		}
+		return out
+	case map[string]any:
+		if ref, ok := x["Ref"].(string); ok && len(x) == 1 {
+			if p, ok := t.Parameters[ref]; ok && p.Value != nil {
+				return p.Value
+			}
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = t.withParameters(e)
+		}
+		return out
+	}
+	return v
 }
 
 // staticString renders a CloudFormation value that depends on nothing deployed (a string;

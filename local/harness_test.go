@@ -194,7 +194,7 @@ func TestStandInQueue(t *testing.T) {
 		want string
 	}{
 		{cfn.ExistingQueue{QueueArn: map[string]any{"Ref": "QueueArnParam"}, DeadLetterQueueArn: "arn:aws:sqs:r:a:d"},
-			`mapping M: the imported queue's ARN map[Ref:QueueArnParam] is not a value the local kit can resolve (a parameter or another stack's export): import the queue by its literal name or ARN for the local run`},
+			`mapping M: the imported queue's ARN map[Ref:QueueArnParam] is not a value the local kit can resolve (another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)`},
 		{cfn.ExistingQueue{QueueArn: "arn:aws:sqs:r:a:in"},
 			"mapping M: the imported queue in has no dead-letter queue the consumer knows of: give the consumer a DeadLetterSource"},
 		{cfn.ExistingQueue{QueueArn: "arn:aws:sqs:r:a:in", DeadLetterQueueArn: map[string]any{"Fn::ImportValue": "dlq"}},
@@ -203,6 +203,15 @@ func TestStandInQueue(t *testing.T) {
 		if _, err := load().StandInQueue("M", bad.q); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("StandInQueue(%+v): err = %v, want %q", bad.q, err, bad.want)
 		}
+	}
+	// A queue imported by an ARN the app takes as a parameter: the parameter's value names it.
+	withParam := load()
+	withParam.Parameters["QueueArnParam"] = Parameter{Name: "QueueArnParam", Type: "String", Default: "arn:aws:sqs:eu-west-1:111122223333:from-param"}
+	if err := withParam.UseParameters(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := withParam.StandInQueue("M", cfn.ExistingQueue{QueueArn: map[string]any{"Ref": "QueueArnParam"}, DeadLetterQueueArn: "arn:aws:sqs:r:a:d"}); err != nil || withParam.Mappings[0].Queue != "from-param" {
+		t.Errorf("StandInQueue of a queue imported through a parameter: queue %q, %v; want from-param", withParam.Mappings[0].Queue, err)
 	}
 	if _, err := load().StandInQueue("Nope", q); err == nil || !strings.Contains(err.Error(), "mapping Nope: no event source mapping of an imported queue") {
 		t.Errorf("StandInQueue of an unknown mapping: err = %v", err)

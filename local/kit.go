@@ -205,6 +205,9 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 		if sources[i], err = cfn.ReadSources(ref.Dir, ref.ID); err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 		}
+		if err := templates[i].UseParameters(opts.Parameters); err != nil { // an imported queue's ARN may be one
+			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+		}
 		existing, err := cfn.ReadExistingQueues(ref.Dir, ref.ID)
 		if err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
@@ -223,9 +226,6 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	var names []string
 	running := 0
 	for i, t := range templates {
-		if err := t.UseParameters(opts.Parameters); err != nil {
-			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
-		}
 		if plans[i], err = plan(refs[i], t, sources[i]); err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
 		}
@@ -944,9 +944,11 @@ func (k *Kit) Status(ctx context.Context) ([]Status, error) {
 			if err != nil {
 				return nil, err
 			}
-			dl, err := k.depth(ctx, r.DLQURL)
-			if err != nil {
-				return nil, err
+			var dl Depth
+			if r.DLQURL != "" { // a queue without a redrive policy has none
+				if dl, err = k.depth(ctx, r.DLQURL); err != nil {
+					return nil, err
+				}
 			}
 			out = append(out, Status{Pipeline: r.Stack + "/" + r.Name, Queue: q, DLQ: dl, Outcomes: r.ledger.Outcomes()})
 		}
@@ -981,6 +983,9 @@ func (k *Kit) DeadLetters(ctx context.Context, pipeline string) ([]DeadLetter, e
 	r, err := k.pipeline(pipeline)
 	if err != nil {
 		return nil, err
+	}
+	if r.DLQURL == "" {
+		return nil, fmt.Errorf("local: pipeline %s has no dead-letter queue: its queue has no redrive policy", r.Name)
 	}
 	var out []DeadLetter
 	var handles []string

@@ -55,6 +55,10 @@ func plan(ref cfn.StackRef, t *Template, sources map[string]cfn.Source) (*stackP
 			continue
 		}
 		sp.code[p.Consumer] = c
+		if p.DLQ == "" {
+			t.NotApplied = append(t.NotApplied, "queue "+p.Queue+" has no redrive policy: a record that keeps failing is received again "+
+				"until the queue's retention period ends, as in AWS, and no dead-letter queue shows it")
+		}
 		if p.Dispatcher != "" {
 			c, why, err := codeFor(ref, t, sources, p.Dispatcher)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -250,5 +251,29 @@ func TestMappingOntoAnAlias(t *testing.T) {
 	tmpl, err := LoadTemplate(path)
 	if err != nil || tmpl.Mappings[0].Function != "F" {
 		t.Fatalf("mapping onto alias Live: %+v, %v; want function F", tmpl.Mappings, err)
+	}
+}
+
+// A queue without a redrive policy (a user's own function may read one) runs, and says what
+// that means instead of refusing the app.
+func TestQueueWithoutRedrivePolicy(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"Resources":{` + strings.Replace(strings.Replace(userFunction, "%s", `{}`, 1),
+		`"Properties":{"RedrivePolicy":{"deadLetterTargetArn":{"Fn::GetAtt":["D","Arn"]},"maxReceiveCount":3}}`, `"Properties":{}`, 1) + `}}`
+	dir := writeAssembly(t, doc, self)
+	tmpl, err := LoadTemplate(filepath.Join(dir, "S.template.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := plan(cfn.StackRef{ID: "S", DisplayName: "S", StackName: "S", Dir: dir}, tmpl, nil)
+	if err != nil || len(sp.pipelines) != 1 || sp.pipelines[0].DLQ != "" {
+		t.Fatalf("plan = %+v, %v; want the pipeline, without a DLQ", sp, err)
+	}
+	want := "queue Q has no redrive policy: a record that keeps failing is received again until the queue's retention period ends, as in AWS, and no dead-letter queue shows it"
+	if !slices.Contains(tmpl.NotApplied, want) {
+		t.Errorf("NotApplied = %q, want %q", tmpl.NotApplied, want)
 	}
 }

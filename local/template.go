@@ -543,7 +543,8 @@ func (t *Template) ScheduleFor(function string) (Schedule, error) {
 }
 
 // Pipelines pairs each processing queue (a queue with an event source mapping) with its
-// consumer, DLQ and the dispatcher whose QUEUE_URL names it.
+// consumer, DLQ ("" when the queue has no redrive policy) and the dispatcher whose QUEUE_URL
+// names it.
 func (t *Template) Pipelines() ([]Pipeline, error) {
 	var out []Pipeline
 	for _, m := range t.Mappings {
@@ -556,12 +557,9 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 		}
 		q := t.Queues[m.Queue]
 		p := Pipeline{Queue: m.Queue, DLQ: q.DeadLetterQueue(), Consumer: m.Function, Mapping: m, Fifo: q.Fifo()}
-		if p.DLQ == "" {
-			return nil, fmt.Errorf("queue %s has no redrive policy: poison messages would cycle forever", m.Queue)
-		}
 		for id, f := range t.Functions { // a scheduled function sending to the queue
 			url := f.Env["QUEUE_URL"]
-			if _, err := t.ScheduleFor(id); err == nil && (cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(staticString(url)) == m.Queue) {
+			if _, err := t.ScheduleFor(id); err == nil && (cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(staticString(t.withParameters(url))) == m.Queue) {
 				p.Dispatcher = id
 			}
 		}

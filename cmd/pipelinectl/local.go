@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,8 +170,12 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	}()
 	fmt.Fprintf(w.out, "Up in %v. Pipelines:\n", time.Since(started).Round(100*time.Millisecond))
 	for _, p := range kit.Pipelines() {
-		fmt.Fprintf(w.out, "  %s/%s  queue %s\n  %s  DLQ   %s\n  %s  table %s\n", p.Stack, p.Name, p.QueueURL,
-			strings.Repeat(" ", len(p.Stack+p.Name)+1), p.DLQURL, strings.Repeat(" ", len(p.Stack+p.Name)+1), p.Table)
+		indent := strings.Repeat(" ", len(p.Stack+p.Name)+1)
+		fmt.Fprintf(w.out, "  %s/%s  queue %s\n", p.Stack, p.Name, p.QueueURL)
+		fmt.Fprintf(w.out, "  %s  DLQ   %s\n", indent, cmp.Or(p.DLQURL, "none: the queue has no redrive policy"))
+		if p.Table != "" { // a function of the user's own keeps no idempotency table
+			fmt.Fprintf(w.out, "  %s  table %s\n", indent, p.Table)
+		}
 	}
 	for stack, ignored := range kit.Ignored() {
 		if len(ignored) > 0 {
