@@ -85,6 +85,16 @@ func localCmd(ctx context.Context, args []string, w streams) error {
 	return usagef("unknown command %q%s", "local "+args[0], didYouMean("local "+args[0], []string{"local install", "local up"}))
 }
 
+// invokedAs is how to run this program again, for the commands local up prints: `go tool
+// pipelinectl` when the go command built it (go tool, go run: the binary is in its build
+// cache or a go-build directory), else pipelinectl.
+func invokedAs(arg0 string) string {
+	if strings.Contains(filepath.ToSlash(arg0), "/go-build") {
+		return "go tool pipelinectl"
+	}
+	return "pipelinectl"
+}
+
 // assignments collects repeated NAME=VALUE flags.
 type assignments struct{ m map[string]string }
 
@@ -213,9 +223,10 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	// --endpoint-url: the AWS CLI v1 does not read AWS_ENDPOINT_URL_SQS.
 	fmt.Fprintf(w.out, "  aws sqs send-message --endpoint-url %s --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'%s\n",
 		kit.Endpoints().SQS, example.QueueURL, group)
-	fmt.Fprintf(w.out, "  pipelinectl status --outputs %s --stack %s\n", outPath, example.StackName)
-	fmt.Fprintf(w.out, "  pipelinectl verify --outputs %s --stack %s --pipeline %s\n", outPath, example.StackName, example.Name)
-	fmt.Fprintf(w.out, "  pipelinectl dlq inspect --outputs %s --stack %s --pipeline %s\n", outPath, example.StackName, example.Name)
+	self := invokedAs(os.Args[0])
+	fmt.Fprintf(w.out, "  %s status --outputs %s --stack %s\n", self, outPath, example.StackName)
+	fmt.Fprintf(w.out, "  %s verify --outputs %s --stack %s --pipeline %s\n", self, outPath, example.StackName, example.Name)
+	fmt.Fprintf(w.out, "  %s dlq inspect --outputs %s --stack %s --pipeline %s\n", self, outPath, example.StackName, example.Name)
 	if len(skipped) > 0 {
 		fmt.Fprintf(w.out, "Outputs with no local value (left out of %s): %s\n", outPath, strings.Join(skipped, ", "))
 	}

@@ -52,7 +52,7 @@ func readmeCommands(t *testing.T, title string) []string {
 // The README's "Run it locally" commands, as written, in a directory of this module whose
 // cdk.out is the reference stack's assembly; then every command local up prints, as
 // written, in another shell with the exports it prints: the AWS CLI v1 (pip, make tools
-// installs it) and pipelinectl on PATH. Each must succeed; Ctrl-C then stops everything.
+// installs it) and `go tool pipelinectl`. Each must succeed; Ctrl-C then stops everything.
 // (`go get -tool`, for a module of the user's, is run by test/outside.)
 func TestReadmeLocalCommands(t *testing.T) {
 	cmds := readmeCommands(t, "Run it locally")
@@ -67,9 +67,6 @@ func TestReadmeLocalCommands(t *testing.T) {
 		t.Fatalf("the AWS CLI v1 is not installed (%v): make tools installs it", err)
 	}
 	bin := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "pipelinectl"), ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	aws, _ = filepath.Abs(aws)
 	if err := os.Symlink(aws, filepath.Join(bin, "aws")); err != nil {
 		t.Fatal(err)
@@ -105,7 +102,8 @@ func TestReadmeLocalCommands(t *testing.T) {
 		t.Fatalf("$ %s: %v", cmds[0], err)
 	}
 	// Another shell: this one's variables (but the empty AWS_PROFILE the package's TestMain
-	// sets, which the AWS CLI takes for a profile named ""), pipelinectl and aws on PATH.
+	// sets, which the AWS CLI takes for a profile named ""), aws on PATH; pipelinectl is
+	// printed as `go tool pipelinectl`, as it was run.
 	var env []string
 	for _, e := range os.Environ() {
 		if e != "AWS_PROFILE=" {
@@ -127,7 +125,7 @@ func TestReadmeLocalCommands(t *testing.T) {
 			printed = append(printed, strings.TrimSpace(line))
 		}
 	}
-	if len(printed) < 4 || !strings.HasPrefix(printed[0], "aws sqs send-message ") {
+	if len(printed) < 4 || !strings.HasPrefix(printed[0], "aws sqs send-message ") || !strings.HasPrefix(printed[1], "go tool pipelinectl status ") {
 		t.Fatalf("local up printed the commands %q, want aws sqs send-message and pipelinectl's:\n%s", printed, proc.Output())
 	}
 	for _, c := range printed {
@@ -147,5 +145,18 @@ func TestReadmeLocalCommands(t *testing.T) {
 	if code := up.ProcessState.ExitCode(); code != 0 || !strings.Contains(proc.Output(), "sent 2 messages from messages.txt") ||
 		!strings.Contains(proc.Output(), "local: stopped; nothing is left running") {
 		t.Errorf("$ %s: exit %d after Ctrl-C\n%s", cmds[0], code, proc.Output())
+	}
+}
+
+func TestInvokedAs(t *testing.T) {
+	for arg0, want := range map[string]string{
+		"/root/.cache/go-build/40/401f33-d/pipelinectl": "go tool pipelinectl", // go tool
+		"/tmp/go-build2911/b001/exe/pipelinectl":        "go tool pipelinectl", // go run
+		"/usr/local/bin/pipelinectl":                    "pipelinectl",
+		"pipelinectl":                                   "pipelinectl",
+	} {
+		if got := invokedAs(arg0); got != want {
+			t.Errorf("invokedAs(%q) = %q, want %q", arg0, got, want)
+		}
 	}
 }
