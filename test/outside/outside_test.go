@@ -18,6 +18,7 @@ import (
 )
 
 func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
+	t.Parallel() // two modules, two kits: they wait on builds and servers, not on each other
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 // synthesizes with the CDK CLI, passes its own test on the kit (defaults), and runs with
 // `go tool pipelinectl local up --parameter` as the README says, then stops on Ctrl-C.
 func TestAnOutsideAppRunsUnchanged(t *testing.T) {
+	t.Parallel() // two modules, two kits: they wait on builds and servers, not on each other
 	real, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
