@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
@@ -86,8 +88,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "inspect", "--outputs", badTTL, "--pipeline", "S"}, exitError, "stack S in " + badTTL + `: output SRecordTTL is "4 days", not a duration; give --record-ttl`},
 		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, exitUsage, `no AWS profile "nope" (from --profile or AWS_PROFILE) in the shared config files`},
 		{[]string{"dlq", "inspect", "--queue-url", "u", "--endpoint-url", "localhost:9324"}, exitUsage, "--endpoint-url localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
-		{[]string{"dlq", "inspect", "--queue-url", "http://127.0.0.1:1/q", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "connect: connection refused\ncannot reach the endpoint: check --endpoint-url or AWS_ENDPOINT_URL_SQS"},
-		{[]string{"dlq", "inspect", "--stack", "S", "--pipeline", "Standard", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)\ncannot reach the endpoint"},
+		{[]string{"dlq", "inspect", "--queue-url", "http://127.0.0.1:1/q", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "connect: connection refused\ncannot reach the SQS endpoint: check AWS_ENDPOINT_URL_SQS (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself)"},
+		{[]string{"dlq", "inspect", "--stack", "S", "--pipeline", "Standard", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)\ncannot reach the CloudFormation endpoint: check AWS_ENDPOINT_URL_CLOUDFORMATION"},
 		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "standard"}, exitUsage, `has no pipeline "standard" (no output standardDeadLetterQueueUrl); did you mean Standard?; its pipelines: Standard`},
 		{[]string{"dlq", "inspect", "--outputs", other, "--pipeline", "Standard"}, exitUsage, `has no pipeline "Standard", and no pipeline at all: no output ends in DeadLetterQueueUrl (is it a stack of these constructs? its outputs: BucketName)`},
 		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
@@ -469,5 +471,22 @@ func putLapsed(t *testing.T, p *pipe, key string) {
 		idempotency.AttrLockExpiration: n(time.Now().Add(-time.Minute).UnixMilli()),
 	}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An unreachable endpoint is explained with the variable of the service that could not be
+// reached, once, however deep the error is wrapped.
+func TestExplainNamesTheServicesVariable(t *testing.T) {
+	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	for service, want := range map[string]string{"CloudWatch": "AWS_ENDPOINT_URL_CLOUDWATCH", "Scheduler": "AWS_ENDPOINT_URL_SCHEDULER",
+		"Lambda": "AWS_ENDPOINT_URL_LAMBDA", "DynamoDB": "AWS_ENDPOINT_URL_DYNAMODB"} {
+		err := explain(fmt.Errorf("the alarms: %w", &smithy.OperationError{ServiceID: service, OperationName: "Op", Err: refused}))
+		msg := err.Error()
+		if !strings.Contains(msg, "cannot reach the "+service+" endpoint: check "+want+" (") {
+			t.Errorf("%s: %s", service, msg)
+		}
+		if again := explain(fmt.Errorf("status: %w", err)).Error(); strings.Count(again, "cannot reach") != 1 {
+			t.Errorf("%s explained twice: %s", service, again)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 )
 
@@ -156,7 +157,8 @@ func checkEndpoints(flagValue string, getenv func(string) string) error {
 	if flagValue != "" && !strings.Contains(flagValue, "://") {
 		return usagef("--endpoint-url %s: give a URL with its scheme, e.g. http://%s", flagValue, flagValue)
 	}
-	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDFORMATION"} {
+	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDFORMATION",
+		"AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_LAMBDA", "AWS_ENDPOINT_URL_SCHEDULER"} {
 		if e := getenv(v); e != "" && !strings.Contains(e, "://") {
 			return usagef("%s=%s: give a URL with its scheme, e.g. http://%s", v, e, e)
 		}
@@ -172,9 +174,18 @@ func explain(err error) error {
 	case strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials") || strings.Contains(msg, "no EC2 IMDS role"):
 		return fmt.Errorf("%w\nno AWS credentials: set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "+
 			"against ElasticMQ or DynamoDB Local any static pair works", err)
+	case strings.Contains(msg, "\ncannot reach the "): // explained already, by a callee
+		return err
 	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout"):
-		return fmt.Errorf("%w\ncannot reach the endpoint: check --endpoint-url or AWS_ENDPOINT_URL_SQS / _DYNAMODB / _CLOUDFORMATION "+
-			"(unset for AWS itself) and --region, and that the server is up", err)
+		var op *smithy.OperationError
+		if !errors.As(err, &op) {
+			return fmt.Errorf("%w\ncannot reach the endpoint: check --endpoint-url or the AWS_ENDPOINT_URL_<SERVICE> variables "+
+				"(unset for AWS itself) and --region, and that the server is up", err)
+		}
+		// The variable the SDK reads for this service: its service id, upper case, spaces as _.
+		v := "AWS_ENDPOINT_URL_" + strings.ToUpper(strings.ReplaceAll(op.Service(), " ", "_"))
+		return fmt.Errorf("%w\ncannot reach the %s endpoint: check %s (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself) "+
+			"and --region, and that the server is up", err, op.Service(), v)
 	case strings.Contains(msg, "DynamoDB") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
 		return fmt.Errorf("%w\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?", err)
 	case strings.Contains(msg, "SQS") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
