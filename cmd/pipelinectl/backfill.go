@@ -77,7 +77,9 @@ func backfill(ctx context.Context, args []string, w streams, connect connector) 
 	fromFlag := fs.String("from", "", "first instant (RFC 3339), inclusive")
 	toFlag := fs.String("to", "", "last instant (RFC 3339), exclusive")
 	yes := fs.Bool("yes", false, "invoke (default: dry run)")
-	rate := fs.Int("rate", 1, "invocations per second at most")
+	rate := new(int)
+	*rate = 1
+	fs.Var(wholeNumber{rate, "invocations a second"}, "rate", "invocations per second at most")
 	outputFlag(fs, c)
 	pos, err := parse(fs, args)
 	if err != nil {

@@ -83,8 +83,12 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "redrive", "--rate", "501"}, exitUsage, "--rate 501: use 1 to 500 messages per second, or leave it out for no limit"},
 		{[]string{"dlq", "redrive", "--rate", "-1"}, exitUsage, "--rate -1: use 1 to 500 messages per second, or leave it out for no limit"},
 		{[]string{"dlq", "redrive", "--wait", "0s"}, exitUsage, "--wait 0s: use a positive duration"},
-		{[]string{"dlq", "redrive", "--record-ttl", "-1h"}, exitUsage, "--record-ttl -1h0m0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 600h (at least 1s)"},
-		{[]string{"dlq", "inspect", "--record-ttl", "10ms"}, exitUsage, "--record-ttl 10ms: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 600h (at least 1s)"},
+		{[]string{"dlq", "redrive", "--record-ttl", "-1h"}, exitUsage, "--record-ttl -1h0m0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s), or leave it out to read the pipeline's RecordTTL output"},
+		{[]string{"dlq", "inspect", "--record-ttl", "0s"}, exitUsage, "--record-ttl 0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s)"},
+		{[]string{"dlq", "inspect", "--record-ttl", "25 days"}, exitUsage, `dlq inspect: invalid value "25 days" for flag -record-ttl: want a duration such as 25d or 600h`},
+		{[]string{"dlq", "redrive", "--rate", "fast"}, exitUsage, `dlq redrive: invalid value "fast" for flag -rate: want a whole number of messages a second, e.g. 50`},
+		{[]string{"backfill", "--rate", "fast"}, exitUsage, `backfill: invalid value "fast" for flag -rate: want a whole number of invocations a second, e.g. 50`},
+		{[]string{"dlq", "inspect", "--record-ttl", "10ms"}, exitUsage, "--record-ttl 10ms: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s)"},
 		{[]string{"dlq", "inspect", "--outputs", badTTL, "--pipeline", "S"}, exitError, "stack S in " + badTTL + `: output SRecordTTL is "4 days", not a duration; give --record-ttl`},
 		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, exitUsage, `no AWS profile "nope" (from --profile or AWS_PROFILE) in the shared config files`},
 		{[]string{"dlq", "inspect", "--queue-url", "u", "--endpoint-url", "localhost:9324"}, exitUsage, "--endpoint-url localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
@@ -487,6 +491,17 @@ func TestExplainNamesTheServicesVariable(t *testing.T) {
 		}
 		if again := explain(fmt.Errorf("status: %w", err)).Error(); strings.Count(again, "cannot reach") != 1 {
 			t.Errorf("%s explained twice: %s", service, again)
+		}
+	}
+}
+
+// --record-ttl takes days as the runbooks write them, and Go's units.
+func TestRecordTTLInDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{"25d": 600 * time.Hour, "1.5d": 36 * time.Hour, "600h": 600 * time.Hour, "90m": 90 * time.Minute} {
+		var d time.Duration
+		var set bool
+		if err := (days{&d, &set}).Set(in); err != nil || d != want || !set {
+			t.Errorf("--record-ttl %s = %v, %v; want %v", in, d, err, want)
 		}
 	}
 }

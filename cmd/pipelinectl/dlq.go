@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,14 +33,66 @@ const (
 
 // recordTTLFlag adds --record-ttl to a dlq command's flags.
 func recordTTLFlag(fs *flag.FlagSet, c *common) {
-	fs.DurationVar(&c.recordTTL, "record-ttl", 0, "the consumer's record TTL (default: the pipeline's RecordTTL output)")
+	fs.Var(days{&c.recordTTL, &c.recordTTLSet}, "record-ttl", "the consumer's record TTL (default: the pipeline's RecordTTL output)")
 }
 
-// checkRecordTTL refuses a --record-ttl that cannot be a record TTL.
+// checkRecordTTL refuses a --record-ttl that cannot be a record TTL, zero included: leaving
+// the flag out is how to read the pipeline's output instead.
 func checkRecordTTL(c *common) error {
-	if c.recordTTL < 0 || (c.recordTTL > 0 && c.recordTTL < time.Second) {
-		return usagef("--record-ttl %s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 600h (at least 1s)", c.recordTTL)
+	if c.recordTTLSet && c.recordTTL < time.Second {
+		return usagef("--record-ttl %s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s), or leave it out to read the pipeline's RecordTTL output", c.recordTTL)
 	}
+	return nil
+}
+
+// days is a flag.Value for a duration as the docs and runbooks write one: in days (25d,
+// 1.5d) or in Go's units (600h, 90m).
+type days struct {
+	d   *time.Duration
+	set *bool
+}
+
+func (v days) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v days) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var f float64
+		if f, err = strconv.ParseFloat(n, 64); err == nil {
+			d = time.Duration(f * float64(24*time.Hour))
+		}
+	}
+	if err != nil {
+		return errors.New("want a duration such as 25d or 600h")
+	}
+	*v.d, *v.set = d, true
+	return nil
+}
+
+// wholeNumber is a flag.Value for a whole number of something ("messages a second").
+type wholeNumber struct {
+	n    *int
+	what string
+}
+
+func (c wholeNumber) String() string {
+	if c.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*c.n)
+}
+
+func (c wholeNumber) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a whole number of %s, e.g. 50", c.what)
+	}
+	*c.n = n
 	return nil
 }
 

@@ -140,7 +140,7 @@ const dlqUsage = `pipelinectl dlq inspect: what is in a dead-letter queue, witho
   --sample N         messages shown per group (default 1, 0 for none)
   --max N            stop the scan after N messages (default 1000)
   --hold D           visibility timeout of the scan (default 30s)
-  --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL (default: the RecordTTL output)
+  --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (default: the RecordTTL output)
   --include-invalid  plan as 'redrive --include-invalid' would; --include-expired likewise
   --output json      one JSON document on stdout: counts, every scanned message (id,
                      group, reason, times, attributes, whole body, what a redrive does)
@@ -186,7 +186,7 @@ pipelinectl dlq redrive: move dead-lettered messages back once their cause is fi
                      unless the producer or the key configuration was fixed)
   --include-expired  move messages older than the record TTL too, each named with a
                      WARNING: one whose effect had completed runs it again
-  --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL (default: the RecordTTL output)
+  --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (default: the RecordTTL output)
   --to QUEUE         another destination of the same queue type: its URL, ARN or name
   --wait D           how long to wait for a move task (default 15m)
   --journal FILE     the journal of this DLQ's moves (default: in the cache directory)

@@ -62,7 +62,8 @@ func pause(ctx context.Context, d time.Duration) bool {
 func dlqRedrive(ctx context.Context, args []string, w streams, connect connector) error {
 	fs, c := newFlags("dlq redrive", dlqUsage, w.out)
 	yes := fs.Bool("yes", false, "move (default: dry run)")
-	rate := fs.Int("rate", 0, "messages per second at most")
+	rate := new(int)
+	fs.Var(wholeNumber{rate, "messages a second"}, "rate", "messages per second at most")
 	includeInvalid := fs.Bool("include-invalid", false, "move bad input too")
 	includeExpired := fs.Bool("include-expired", false, "move messages older than the record TTL too")
 	recordTTLFlag(fs, c)

@@ -40,6 +40,7 @@ type common struct {
 	endpoint                 string
 	output                   string        // text or json (commands with --output)
 	recordTTL                time.Duration // dlq commands only
+	recordTTLSet             bool          // --record-ttl was given
 }
 
 // newFlags returns a flag set with the common flags; help is what -h prints.
