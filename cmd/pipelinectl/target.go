@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -214,9 +215,9 @@ func (c *common) stackOutputs(ctx context.Context, cl *clients) (map[string]stri
 		if err != nil {
 			return nil, "", fmt.Errorf("--outputs: %w", err)
 		}
-		var stacks map[string]map[string]string
-		if err := json.Unmarshal(b, &stacks); err != nil {
-			return nil, "", fmt.Errorf("--outputs %s: not the JSON of 'cdk deploy --outputs-file' ({\"Stack\": {\"Output\": \"value\"}}): %w", c.outputs, err)
+		stacks, why := parseOutputsFile(b)
+		if why != "" {
+			return nil, "", usagef("--outputs %s: %s; 'cdk deploy --outputs-file FILE' writes {\"Stack\": {\"Output\": \"value\"}}", c.outputs, why)
 		}
 		names := slices.Sorted(maps.Keys(stacks))
 		switch {
@@ -252,6 +253,55 @@ func (c *common) stackOutputs(ctx context.Context, cl *clients) (map[string]stri
 		m[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
 	return m, "stack " + c.stack, nil
+}
+
+// parseOutputsFile reads the file 'cdk deploy --outputs-file' writes: outputs by stack name, each
+// value a string. why says, in words, what else the file holds.
+func parseOutputsFile(b []byte) (stacks map[string]map[string]string, why string) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, "the file is empty"
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, "not JSON (" + err.Error() + ")"
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Sprintf("a JSON %s, not an object of stacks", jsonKind(doc))
+	}
+	stacks = map[string]map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(top)) {
+		outs, ok := top[name].(map[string]any)
+		if !ok {
+			return nil, fmt.Sprintf("%q is a %s, not a stack's outputs: are these one stack's outputs without the stack's name around them?", name, jsonKind(top[name]))
+		}
+		stacks[name] = map[string]string{}
+		for k, v := range outs {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Sprintf("output %s of stack %s is a %s, not a string", k, name, jsonKind(v))
+			}
+			stacks[name][k] = s
+		}
+	}
+	return stacks, ""
+}
+
+// jsonKind names the JSON type of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return "null"
 }
 
 // pipelines lists the pipelines the outputs describe (the prefixes of *DeadLetterQueueUrl).
