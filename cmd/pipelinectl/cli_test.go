@@ -304,6 +304,8 @@ func TestRecordRelease(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	out = mustCtl(t, p.args("record", "get", "foreign")...)
+	wantContains(t, "record get of an ownerless record", out, "owner    (none)", "live: a consumer the record does not name (it has no owner) may be running the effect")
 	for _, force := range []bool{false, true} {
 		args := p.args("record", "release", "foreign")
 		if force {

@@ -209,6 +209,8 @@ func printRecord(w io.Writer, ri *idempotency.RecordInfo, now time.Time) {
 		fmt.Fprintf(tw, "lock\tnone\n")
 	case ri.LockExpires.UnixMilli() == 0:
 		fmt.Fprintf(tw, "lock\treleased (the next delivery acquires at once)\n")
+	case ri.LockLive(now) && ri.Owner == "": // written by another runtime, which names no owner
+		fmt.Fprintf(tw, "lock\t%s, live: a consumer the record does not name (it has no owner) may be running the effect\n", at(ri.LockExpires))
 	case ri.LockLive(now):
 		fmt.Fprintf(tw, "lock\t%s, live: owner %s may be running the effect\n", at(ri.LockExpires), ri.Owner)
 	default:
