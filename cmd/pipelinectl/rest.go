@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/smithy-go"
 )
 
 // restClient makes the few signed REST calls pipelinectl needs of services it has no SDK
@@ -29,10 +30,7 @@ type restClient struct {
 // endpointFor is a service's endpoint: --endpoint-url, AWS_ENDPOINT_URL_<SERVICE>,
 // AWS_ENDPOINT_URL, else the service's regional endpoint.
 func (r *restClient) endpointFor(service string) string {
-	id := strings.ToUpper(service)
-	if service == "monitoring" {
-		id = "CLOUDWATCH" // the SDKs' service id; "monitoring" is its signing name and host
-	}
+	id := strings.ToUpper(serviceID(service))
 	for _, e := range []string{r.endpoint, os.Getenv("AWS_ENDPOINT_URL_" + id), os.Getenv("AWS_ENDPOINT_URL")} {
 		if e != "" {
 			return strings.TrimSuffix(e, "/")
@@ -43,6 +41,19 @@ func (r *restClient) endpointFor(service string) string {
 		domain = "amazonaws.com.cn"
 	}
 	return fmt.Sprintf("https://%s.%s.%s", service, r.cfg.Region, domain)
+}
+
+// serviceID is the SDKs' service id of a signing name: CloudWatch's is "monitoring".
+func serviceID(signingName string) string {
+	switch signingName {
+	case "monitoring":
+		return "CloudWatch"
+	case "lambda":
+		return "Lambda"
+	case "scheduler":
+		return "Scheduler"
+	}
+	return signingName
 }
 
 // apiError is a non-2xx answer of a REST call.
@@ -75,8 +86,8 @@ func (r *restClient) call(ctx context.Context, service, op, method, path string,
 		return nil, nil, err
 	}
 	resp, err := r.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s %s: %w", service, op, err)
+	if err != nil { // as the SDK says it, so that explain names the service's endpoint variable
+		return nil, nil, &smithy.OperationError{ServiceID: serviceID(service), OperationName: op, Err: err}
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -18,9 +19,11 @@ const statusUsage = `pipelinectl status: where each pipeline stands, in one read
   and, when the outputs name the composite alarm (UnhealthyAlarmName), the pipeline's paging
   alarms in ALARM with their reason and runbook. It changes nothing.
 
-  It answers the first questions of most runbook sections without the AWS CLI. Exit 0 when
-  every pipeline looks healthy (mappings Enabled, DLQ empty, no paging alarm in ALARM), 1
-  when one does not (each problem is named), 2 for a wrong command line.
+  It answers the first questions of most runbook sections without the AWS CLI. What it
+  cannot read (CloudWatch or Lambda out of reach, say) is an UNKNOWN line saying what and
+  why, and the rest is still read and printed. Exit 0 when every pipeline looks healthy
+  (mappings Enabled, DLQ empty, no paging alarm in ALARM), 1 when one does not (each
+  problem is named) or could not be read whole, 2 for a wrong command line.
 
   --output json   every pipeline's status as one JSON document on stdout
 `
@@ -51,10 +54,14 @@ type pipelineStatus struct {
 	} `json:"deadLetterQueue"`
 	Consumer string         `json:"consumer"`
 	Mappings []mappingState `json:"mappings"`
-	// AlarmsChecked is false when the outputs name no composite alarm.
+	// AlarmsChecked is false when the outputs name no composite alarm, or its alarms could
+	// not be read (then Unread says why).
 	AlarmsChecked bool         `json:"alarmsChecked"`
 	Alarms        []alarmState `json:"alarmsInAlarm,omitempty"`
 	Problems      []string     `json:"problems,omitempty"`
+	// Unread names what could not be read and why (the queue, the DLQ, the mappings, the
+	// alarms): its counts are unknown, not zero.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // eventSourceMappings lists a function's event source mappings (every page).
@@ -111,12 +118,15 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 	}
 
 	// The paging alarms in ALARM, by pipeline, read once for all of them.
+	// What cannot be read is said, and the rest is still read and printed: at night the queue
+	// depths matter most when CloudWatch is what cannot be reached.
 	var alarms []alarmState
+	var alarmsErr error
 	composite := outputs[outUnhealthy]
 	if composite != "" {
 		all, err := childAlarms(ctx, cl.rest, composite)
 		if err != nil {
-			return fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", composite, explain(err))
+			alarmsErr = fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", composite, explain(err))
 		}
 		for _, a := range all {
 			if a.State == "ALARM" {
@@ -124,6 +134,7 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 			}
 		}
 	}
+	unread := 0
 	var all []pipelineStatus
 	unhealthy := 0
 	listed := map[string]bool{}
@@ -135,18 +146,21 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 		if c.stack != "" && c.outputs == "" {
 			where = "--stack " + shellQuote(c.stack)
 		}
-		s, err := pipelineStatusOf(ctx, cl, outputs, p, where)
-		if err != nil {
-			return err
+		s := pipelineStatusOf(ctx, cl, outputs, p, where)
+		s.AlarmsChecked = composite != "" && alarmsErr == nil
+		if alarmsErr != nil {
+			s.Unread = append(s.Unread, "alarms: "+alarmsErr.Error())
 		}
-		s.AlarmsChecked = composite != ""
+		if len(s.Unread) > 0 {
+			unread++
+		}
 		for _, a := range alarms {
 			if a.label() == p {
 				s.Alarms = append(s.Alarms, a)
 				s.Problems = append(s.Problems, fmt.Sprintf("alarm %s is in ALARM: %s (runbook: %s)", a.Name, a.Reason, a.runbook()))
 			}
 		}
-		if len(s.Problems) > 0 {
+		if len(s.Problems) > 0 || len(s.Unread) > 0 {
 			unhealthy++
 		}
 		printStatus(out, s)
@@ -166,36 +180,41 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 	if c.output == "json" {
 		writeJSON(w.out, all)
 	}
-	if unhealthy > 0 {
+	switch {
+	case unread > 0:
+		return fmt.Errorf("status: %d of %d pipelines could not be read whole (UNKNOWN above, with why); %d need a look", unread, len(names), unhealthy)
+	case unhealthy > 0:
 		return fmt.Errorf("status: %d of %d pipelines need a look", unhealthy, len(names))
 	}
 	return nil
 }
 
 // pipelineStatusOf reads pipeline p's queues and its consumer's mappings, and names what
-// looks wrong in them; where is the flags that found the stack, for the commands it names.
-func pipelineStatusOf(ctx context.Context, cl *clients, outputs map[string]string, p, where string) (pipelineStatus, error) {
+// looks wrong in them, and in Unread what it could not read; where is the flags that found
+// the stack, for the commands it names.
+func pipelineStatusOf(ctx context.Context, cl *clients, outputs map[string]string, p, where string) pipelineStatus {
 	s := pipelineStatus{Pipeline: p, Consumer: outputs[p+"ConsumerFunctionName"]}
 	s.Queue.URL, s.DeadLetterQueue.URL = outputs[p+outQueueURL], outputs[p+outDLQURL]
 	if s.Queue.URL != "" {
-		q, err := getQueue(ctx, cl.sqs, s.Queue.URL)
-		if err != nil {
-			return s, explain(err)
+		if q, err := getQueue(ctx, cl.sqs, s.Queue.URL); err != nil {
+			s.Unread = append(s.Unread, "queue: "+explain(err).Error())
+		} else {
+			s.Queue.Visible, s.Queue.InFlight, s.Queue.Delayed = q.visible, q.inFlight, q.delayed
 		}
-		s.Queue.Visible, s.Queue.InFlight, s.Queue.Delayed = q.visible, q.inFlight, q.delayed
 	}
-	dlq, err := getQueue(ctx, cl.sqs, s.DeadLetterQueue.URL)
-	if err != nil {
-		return s, explain(err)
-	}
-	s.DeadLetterQueue.Visible, s.DeadLetterQueue.InFlight = dlq.visible, dlq.inFlight
-	if n := dlq.visible + dlq.inFlight; n > 0 {
-		s.Problems = append(s.Problems, fmt.Sprintf("messages in the DLQ: %d; pipelinectl dlq inspect %s --pipeline %s", n, where, p))
+	if dlq, err := getQueue(ctx, cl.sqs, s.DeadLetterQueue.URL); err != nil {
+		s.Unread = append(s.Unread, "DLQ: "+explain(err).Error())
+	} else {
+		s.DeadLetterQueue.Visible, s.DeadLetterQueue.InFlight = dlq.visible, dlq.inFlight
+		if n := dlq.visible + dlq.inFlight; n > 0 {
+			s.Problems = append(s.Problems, fmt.Sprintf("messages in the DLQ: %d; pipelinectl dlq inspect %s --pipeline %s", n, where, p))
+		}
 	}
 	if s.Consumer != "" {
 		ms, err := eventSourceMappings(ctx, cl.rest, s.Consumer)
 		if err != nil {
-			return s, fmt.Errorf("the event source mappings of %s: %w (pipelinectl's lambda:ListEventSourceMappings)", s.Consumer, explain(err))
+			s.Unread = append(s.Unread, fmt.Sprintf("mappings: the event source mappings of %s: %v (pipelinectl's lambda:ListEventSourceMappings)", s.Consumer, explain(err)))
+			return s
 		}
 		s.Mappings = ms
 		if len(ms) == 0 {
@@ -213,15 +232,25 @@ func pipelineStatusOf(ctx context.Context, cl *clients, outputs map[string]strin
 			}
 		}
 	}
-	return s, nil
+	return s
 }
 
 func printStatus(out io.Writer, s pipelineStatus) {
 	fmt.Fprintf(out, "%s\n", s.Pipeline)
-	if s.Queue.URL != "" {
+	unread := func(what string) bool {
+		return slices.ContainsFunc(s.Unread, func(u string) bool { return strings.HasPrefix(u, what+": ") })
+	}
+	switch {
+	case s.Queue.URL != "" && unread("queue"):
+		fmt.Fprintf(out, "  queue     UNKNOWN (not read, see below)   %s\n", s.Queue.URL)
+	case s.Queue.URL != "":
 		fmt.Fprintf(out, "  queue     %d visible, %d in flight, %d delayed   %s\n", s.Queue.Visible, s.Queue.InFlight, s.Queue.Delayed, s.Queue.URL)
 	}
-	fmt.Fprintf(out, "  DLQ       %d visible, %d in flight   %s\n", s.DeadLetterQueue.Visible, s.DeadLetterQueue.InFlight, s.DeadLetterQueue.URL)
+	if unread("DLQ") {
+		fmt.Fprintf(out, "  DLQ       UNKNOWN (not read, see below)   %s\n", s.DeadLetterQueue.URL)
+	} else {
+		fmt.Fprintf(out, "  DLQ       %d visible, %d in flight   %s\n", s.DeadLetterQueue.Visible, s.DeadLetterQueue.InFlight, s.DeadLetterQueue.URL)
+	}
 	if s.Consumer != "" {
 		fmt.Fprintf(out, "  consumer  %s\n", s.Consumer)
 	}
@@ -235,7 +264,10 @@ func printStatus(out io.Writer, s pipelineStatus) {
 	for _, p := range s.Problems {
 		fmt.Fprintf(out, "  PROBLEM   %s\n", p)
 	}
-	if len(s.Problems) == 0 {
+	for _, u := range s.Unread {
+		fmt.Fprintf(out, "  UNKNOWN   %s\n", strings.ReplaceAll(u, "\n", "\n            "))
+	}
+	if len(s.Problems) == 0 && len(s.Unread) == 0 {
 		fmt.Fprintf(out, "  healthy\n")
 	}
 }

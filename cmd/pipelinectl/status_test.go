@@ -96,6 +96,46 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+// With CloudWatch and Lambda out of reach, status still prints the queue and DLQ depths it
+// read, says what it could not read and why (the variable of each service, once), and exits
+// 1: unknown is never healthy.
+func TestStatusPrintsWhatItCouldRead(t *testing.T) {
+	p := newPipe(t, false)
+	var state, alarm atomic.Value
+	state.Store("Enabled")
+	alarm.Store("")
+	statusAPIs(t, "consumer", &state, &alarm)
+	t.Setenv("AWS_ENDPOINT_URL_CLOUDWATCH", "http://127.0.0.1:1")
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", "http://127.0.0.1:1")
+	b, _ := os.ReadFile(p.outputs)
+	var outs map[string]map[string]string
+	json.Unmarshal(b, &outs)
+	outs[p.stack]["UnhealthyAlarmName"] = "stack-Unhealthy"
+	b, _ = json.Marshal(outs)
+	os.WriteFile(p.outputs, b, 0o600)
+	fillQueue(t, p.queueURL, "w1", "w2", "w3")
+
+	code, out, errOut := ctl(t, p.args("status")...)
+	for _, want := range []string{
+		"  queue     3 visible, 0 in flight, 0 delayed   " + p.queueURL,
+		"  DLQ       0 visible, 0 in flight   " + p.dlqURL,
+		"  UNKNOWN   mappings: the event source mappings of consumer: ",
+		"cannot reach the Lambda endpoint: check AWS_ENDPOINT_URL_LAMBDA",
+		"  UNKNOWN   alarms: the alarms of stack-Unhealthy: ",
+		"cannot reach the CloudWatch endpoint: check AWS_ENDPOINT_URL_CLOUDWATCH",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "  healthy\n") || strings.Count(out+errOut, "cannot reach the CloudWatch endpoint") != 1 {
+		t.Errorf("output says healthy, or explains CloudWatch other than once")
+	}
+	if code != exitError || !strings.Contains(errOut, "status: 1 of 1 pipelines could not be read whole (UNKNOWN above, with why)") {
+		t.Errorf("exit %d, %q", code, errOut)
+	}
+}
+
 // fillQueue sends bodies to a standard queue.
 func fillQueue(t *testing.T, url string, bodies ...string) {
 	t.Helper()
