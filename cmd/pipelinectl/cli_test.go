@@ -97,6 +97,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "standard"}, exitUsage, `has no pipeline "standard" (no output standardDeadLetterQueueUrl); did you mean Standard?; its pipelines: Standard`},
 		{[]string{"dlq", "inspect", "--outputs", other, "--pipeline", "Standard"}, exitUsage, `has no pipeline "Standard", and no pipeline at all: no output ends in DeadLetterQueueUrl (is it a stack of these constructs? its outputs: BucketName)`},
 		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
+		{[]string{"dlq", "inspect", "--queue-url", p.dlqURL + "-nope"}, exitError, "queue " + p.dlqURL + "-nope does not exist in this account and region " +
+			"(QueueDoesNotExist): check the URL (--queue-url, or the outputs it came from), --region and the SQS endpoint; a stack deleted and deployed again has new queue names\n"},
 		{[]string{"local", "up", "--parameter", "RefundsTableArn"}, exitUsage, `local up: invalid value "RefundsTableArn" for flag -parameter: "RefundsTableArn": want NAME=VALUE`},
 		{[]string{"local", "up", "--env", "=x"}, exitUsage, `local up: invalid value "=x" for flag -env: "=x": want NAME=VALUE`},
 		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, exitUsage, "absent.json: no such file; 'cdk deploy --outputs-file " + filepath.Join(dir, "absent.json") + "' writes it, or give --stack NAME to read the outputs from CloudFormation"},
@@ -115,7 +117,6 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "redrive", "--queue-url", p.queueURL}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE (its URL, ARN or name)"},
 		{append(p.args("dlq", "redrive"), "--to", p.dlqURL), exitUsage, "the destination " + p.dlqURL + " is the DLQ itself"},
 		{append(p.args("dlq", "redrive"), "--to", fifo.queueURL), exitUsage, "is standard but the destination " + fifo.queueURL + " is FIFO: redrive to a queue of the same type"},
-		{[]string{"dlq", "inspect", "--queue-url", p.dlqURL + "-absent"}, exitError, "queue " + p.dlqURL + "-absent: "},
 		{[]string{"record", "get"}, exitUsage, "record get needs one KEY (or --id RAW_ID), got 0 arguments"},
 		{[]string{"record", "get", "a", "b"}, exitUsage, "record get needs one KEY (or --id RAW_ID), got 2 arguments"},
 		{[]string{"record", "release", "k", "--id", "x"}, exitUsage, "record release: give KEY or --id, not both"},

@@ -37,6 +37,10 @@ func getQueue(ctx context.Context, api *sqs.Client, url string) (queueInfo, erro
 		QueueUrl:       aws.String(url),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
 	})
+	if c := errorCode(err); strings.HasSuffix(c, "QueueDoesNotExist") || strings.HasSuffix(c, "NonExistentQueue") {
+		return queueInfo{}, fmt.Errorf("queue %s does not exist in this account and region (%s): check the URL (--queue-url, or the outputs it came from), "+
+			"--region and the SQS endpoint; a stack deleted and deployed again has new queue names", url, c[strings.LastIndex(c, "#")+1:])
+	}
 	if err != nil {
 		return queueInfo{}, fmt.Errorf("queue %s: %w", url, err)
 	}
