@@ -41,22 +41,30 @@ func statusAPIs(t *testing.T, consumer string, mappingState *atomic.Value, alarm
 	t.Setenv("AWS_ENDPOINT_URL_CLOUDWATCH", srv.URL)
 }
 
-// status reads the queues from ElasticMQ and the mapping and alarms from the stand-ins: a
-// healthy pipeline exits 0; a message in the DLQ, a disabled mapping and a paging alarm in
-// ALARM are each named as a problem (exit 1), and --output json carries them. Another
-// pipeline's alarm is not this one's problem.
-func TestStatus(t *testing.T) {
-	p := newPipe(t, false)
-	var state, alarm atomic.Value
+// statusPipe is a pipeline whose outputs name the composite alarm stack-Unhealthy, with the
+// Lambda and CloudWatch stand-ins (statusAPIs): its mapping Enabled, no alarm of its own.
+func statusPipe(t *testing.T) (p *pipe, state, alarm *atomic.Value) {
+	t.Helper()
+	p = newPipe(t, false)
+	state, alarm = new(atomic.Value), new(atomic.Value)
 	state.Store("Enabled")
 	alarm.Store("")
-	statusAPIs(t, "consumer", &state, &alarm)
+	statusAPIs(t, "consumer", state, alarm)
 	b, _ := os.ReadFile(p.outputs)
 	var outs map[string]map[string]string
 	json.Unmarshal(b, &outs)
 	outs[p.stack]["UnhealthyAlarmName"] = "stack-Unhealthy"
 	b, _ = json.Marshal(outs)
 	os.WriteFile(p.outputs, b, 0o600)
+	return p, state, alarm
+}
+
+// status reads the queues from ElasticMQ and the mapping and alarms from the stand-ins: a
+// healthy pipeline exits 0; a message in the DLQ, a disabled mapping and a paging alarm in
+// ALARM are each named as a problem (exit 1), and --output json carries them. Another
+// pipeline's alarm is not this one's problem.
+func TestStatus(t *testing.T) {
+	p, state, alarm := statusPipe(t)
 	fillQueue(t, p.queueURL, "w1", "w2")
 
 	code, out, _ := ctl(t, p.args("status")...)
@@ -100,19 +108,9 @@ func TestStatus(t *testing.T) {
 // read, says what it could not read and why (the variable of each service, once), and exits
 // 1: unknown is never healthy.
 func TestStatusPrintsWhatItCouldRead(t *testing.T) {
-	p := newPipe(t, false)
-	var state, alarm atomic.Value
-	state.Store("Enabled")
-	alarm.Store("")
-	statusAPIs(t, "consumer", &state, &alarm)
+	p, _, _ := statusPipe(t)
 	t.Setenv("AWS_ENDPOINT_URL_CLOUDWATCH", "http://127.0.0.1:1")
 	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", "http://127.0.0.1:1")
-	b, _ := os.ReadFile(p.outputs)
-	var outs map[string]map[string]string
-	json.Unmarshal(b, &outs)
-	outs[p.stack]["UnhealthyAlarmName"] = "stack-Unhealthy"
-	b, _ = json.Marshal(outs)
-	os.WriteFile(p.outputs, b, 0o600)
 	fillQueue(t, p.queueURL, "w1", "w2", "w3")
 
 	code, out, errOut := ctl(t, p.args("status")...)
