@@ -453,6 +453,18 @@ func TestFifoPlanIsExact(t *testing.T) {
 	}
 }
 
+// A dry run whose scan stopped at --max, with nothing to leave behind among what it saw,
+// says why it would not use a move task: it names the limit, not messages to leave behind.
+func TestRedrivePlanSaysWhyNoMoveTask(t *testing.T) {
+	p := newPipe(t, false)
+	fillDLQ(t, p, "", "m1", "m2", "m3")
+	out := mustCtl(t, append(p.args("dlq", "redrive"), "--max", "2")...)
+	want := "method       receive, send, delete (the scan stopped at --max 2: a move task would also move messages the plan did not check)\n"
+	if !strings.Contains(out, want) || strings.Contains(out, "messages to leave behind") {
+		t.Errorf("dry run with --max 2 of 3: want %q", want)
+	}
+}
+
 // Ctrl-C during inspect gives back every message it holds at once.
 func TestInspectInterrupted(t *testing.T) {
 	p := newPipe(t, false)

@@ -155,9 +155,14 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 	keepsNothing := *includeInvalid && (*includeExpired || t.recordTTL == 0)
 	useTask := stays == 0 && (sawAll || keepsNothing)
 	s.Method = "SQS message move task"
-	if !useTask {
+	switch {
+	case !useTask && stays > 0:
 		s.Method = "receive, send, delete (messages to leave behind)"
-	} else if dlq.fifo {
+	case !useTask && len(msgs) >= *maxScan:
+		s.Method = fmt.Sprintf("receive, send, delete (the scan stopped at --max %d: a move task would also move messages the plan did not check)", *maxScan)
+	case !useTask:
+		s.Method = fmt.Sprintf("receive, send, delete (%d messages the scan did not see: a move task would move them unchecked)", unseen)
+	case dlq.fifo:
 		s.Method = "SQS message move task (else receive, send, delete in group order)"
 	}
 	s.Plan = planCounts{Scanned: len(msgs), Move: moves, BadInput: bad, Expired: old, Behind: behind, NotSeen: unseen}
