@@ -77,7 +77,6 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 	// Pass 1: every queue with its plain attributes, so that every ARN exists for pass 2.
 	for _, id := range ids {
 		q := t.Queues[id]
-		attrs := map[string]string{}
 		attrs, err := d.queueAttributes(q)
 		if err != nil {
 			return nil, err
@@ -181,8 +180,7 @@ func (d *Deployment) queueAttributes(q Queue) (map[string]string, error) {
 			v, err := d.resolve(q.Props[k])
 			var u *unresolved
 			if errors.As(err, &u) && u.param != "" {
-				return nil, fmt.Errorf("queue %s: %s refers to %w: give the parameter a value with Options.Parameters[%q] or pipelinectl local up --parameter %s=VALUE",
-					q.LogicalID, k, u, u.param, u.param)
+				return nil, fmt.Errorf("queue %s: %s refers to %w: %s", q.LogicalID, k, u, giveParameter(u.param))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("queue %s: %s refers to %w", q.LogicalID, k, err)
@@ -342,12 +340,12 @@ func (d *Deployment) Env(function string) (map[string]string, error) {
 		}
 		env[k] = s
 	}
-	for k, v := range d.Overrides { // a variable the template does not set
+	for k, v := range d.Overrides { // a variable the template does not set: everyone's value...
 		if _, set := f.Env[k]; !set && !strings.Contains(k, ".") {
-			if _, own := d.Overrides[function+"."+k]; !own {
-				env[k] = v
-			}
+			env[k] = v
 		}
+	}
+	for k, v := range d.Overrides { // ...then the function's own
 		if name, ok := strings.CutPrefix(k, function+"."); ok {
 			env[name] = v
 		}
@@ -375,6 +373,11 @@ type unresolved struct {
 
 func (e *unresolved) Error() string { return e.what + ", " + e.why }
 
+// giveParameter says how to give a parameter its local value.
+func giveParameter(name string) string {
+	return fmt.Sprintf("give the parameter a value with Options.Parameters[%q] or pipelinectl local up --parameter %s=VALUE", name, name)
+}
+
 // envError says why a variable has no local value and how to give it one.
 func envError(function, name string, err error) error {
 	set := fmt.Sprintf("Options.Env[%q] or pipelinectl local up --env %s.%s=VALUE", function+"."+name, function, name)
@@ -383,8 +386,7 @@ func envError(function, name string, err error) error {
 		return fmt.Errorf("function %s: %s: %w; set the variable for the local run with %s", function, name, err, set)
 	}
 	if u.param != "" {
-		return fmt.Errorf("function %s: %s refers to %s, %s: give the parameter a value with Options.Parameters[%q] or pipelinectl local up --parameter %s=VALUE, or set the variable with %s",
-			function, name, u.what, u.why, u.param, u.param, set)
+		return fmt.Errorf("function %s: %s refers to %s, %s: %s, or set the variable with %s", function, name, u.what, u.why, giveParameter(u.param), set)
 	}
 	return fmt.Errorf("function %s: %s refers to %s, %s: set the variable for the local run with %s", function, name, u.what, u.why, set)
 }
