@@ -84,6 +84,19 @@ type Options struct {
 	// With them on, as deployed, they send a probe every rate on the alarm clock, which the
 	// consumer records under a "pipelinectl-probe-" key.
 	NoHeartbeats bool
+
+	// clock is what Cron reads as the wall clock: time.Now, or a test's clock shifted to
+	// just before a minute (export_test.go), so that a test of an every-minute schedule
+	// does not wait out up to a minute.
+	clock func() time.Time
+}
+
+// now is the time Cron fires by.
+func (o *Options) now() time.Time {
+	if o.clock != nil {
+		return o.clock()
+	}
+	return time.Now()
 }
 
 // Kit is a cloud assembly's pipelines running on this machine: DynamoDB Local and ElasticMQ
@@ -826,11 +839,12 @@ func (k *Kit) cron(r *run) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.parse(time.Now())
+	now := k.opts.now()
+	e, err := s.parse(now)
 	if err != nil {
 		return err
 	}
-	first, ok := e.Next(time.Now())
+	first, ok := e.Next(now)
 	if !ok {
 		k.say("local: %s: schedule %s never fires again\n", r.Name, e)
 		return nil
@@ -841,7 +855,7 @@ func (k *Kit) cron(r *run) error {
 			select {
 			case <-k.ctx.Done():
 				return
-			case <-time.After(time.Until(at)):
+			case <-time.After(at.Sub(k.opts.now())):
 			}
 			n, err := k.fire(k.ctx, r, at)
 			if k.ctx.Err() != nil {
@@ -855,7 +869,7 @@ func (k *Kit) cron(r *run) error {
 			// The next occurrence after the one fired, unless the machine slept or a firing
 			// took long: occurrences more than a minute past are skipped, not fired in a burst.
 			next, more := e.Next(at)
-			if since := time.Now().Add(-time.Minute); more && next.Before(since) {
+			if since := k.opts.now().Add(-time.Minute); more && next.Before(since) {
 				skipped := 0
 				for more && next.Before(since) {
 					skipped++

@@ -52,6 +52,7 @@ func (r *recorder) got() []batch {
 // (ElasticMQ): with a batching window it waits the window out from the first record unless
 // the batch fills first, and it keeps every invocation's event under Lambda's 6 MB payload.
 func TestPollerBatchesAsLambda(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	srv, err := sqslocal.StartKind(ctx, sqslocal.ElasticMQ)

@@ -26,6 +26,7 @@ import (
 
 // Every usage error exits 2 with its message; every command error exits 1 with its.
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	fifo := newPipe(t, true)
 	dir := t.TempDir()
@@ -232,6 +233,7 @@ func (f fakeStacks) DescribeStacks(_ context.Context, in *cloudformation.Describ
 
 // --stack reads the outputs from CloudFormation.
 func TestStackOutputs(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	connect := func(ctx context.Context, c *common) (*clients, error) {
 		cl, err := newAWS(ctx, c)
@@ -256,6 +258,7 @@ func TestStackOutputs(t *testing.T) {
 // A live lock is refused naming its owner, --force releases it; a lapsed one is released
 // without --force.
 func TestRecordRelease(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	g, err := idempotency.New(ddbSrv.Client(), idempotency.Config{TableName: p.table, KeyPrefix: p.name, LockCap: time.Minute})
 	if err != nil {
@@ -337,6 +340,7 @@ func TestRecordRelease(t *testing.T) {
 // keeps no such policy, so its two steps are tested apart: the policy's source ARNs, and the
 // URL of an ARN.
 func TestRedriveAllowPolicySource(t *testing.T) {
+	t.Parallel()
 	perm, arns := parseRedriveAllow(`{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:123456789012:work"]}`)
 	if perm != "byQueue" || len(arns) != 1 || arns[0] != "arn:aws:sqs:us-east-1:123456789012:work" {
 		t.Errorf("parseRedriveAllow = %q, %q", perm, arns)
@@ -359,6 +363,7 @@ func TestRedriveAllowPolicySource(t *testing.T) {
 
 // A move task that outlasts --wait goes on, and the command says how to follow it.
 func TestMoveTaskOutlastsWait(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	for i := range 20 { // 20 s at 1 per second: a wide margin over --wait 1s
 		if _, err := sqsSrv.Client().SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(p.dlqURL), MessageBody: aws.String(fmt.Sprint(i))}); err != nil {
@@ -376,6 +381,7 @@ func TestMoveTaskOutlastsWait(t *testing.T) {
 // What a scan cannot see is said: messages past --max, and on a FIFO queue the messages
 // behind the ones a receive handed out in their group.
 func TestInspectPartialScan(t *testing.T) {
+	t.Parallel()
 	fill := func(p *pipe, n int) {
 		for i := range n {
 			in := &sqs.SendMessageInput{QueueUrl: aws.String(p.dlqURL), MessageBody: aws.String(fmt.Sprint(i))}
@@ -420,6 +426,7 @@ func fillDLQ(t *testing.T, p *pipe, group string, bodies ...string) {
 // On FIFO the dry run and inspect count the messages behind a bad one in its group as
 // staying, and name the group: what they predict is what moves.
 func TestFifoPlanIsExact(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, true)
 	fillDLQ(t, p, "A", "a1", "a2", "bad-a3", "a4", "a5")
 	fillDLQ(t, p, "B", "b1", "b2", "b3")
@@ -456,6 +463,7 @@ func TestFifoPlanIsExact(t *testing.T) {
 // A dry run whose scan stopped at --max, with nothing to leave behind among what it saw,
 // says why it would not use a move task: it names the limit, not messages to leave behind.
 func TestRedrivePlanSaysWhyNoMoveTask(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	fillDLQ(t, p, "", "m1", "m2", "m3")
 	out := mustCtl(t, append(p.args("dlq", "redrive"), "--max", "2")...)
@@ -467,6 +475,7 @@ func TestRedrivePlanSaysWhyNoMoveTask(t *testing.T) {
 
 // Ctrl-C during inspect gives back every message it holds at once.
 func TestInspectInterrupted(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	for i := range 30 {
 		fillDLQ(t, p, "", fmt.Sprint("m", i))
@@ -517,6 +526,7 @@ func TestExplainNamesTheServicesVariable(t *testing.T) {
 
 // --record-ttl takes days as the runbooks write them, and Go's units.
 func TestRecordTTLInDays(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]time.Duration{"25d": 600 * time.Hour, "1.5d": 36 * time.Hour, "600h": 600 * time.Hour, "90m": 90 * time.Minute} {
 		var d time.Duration
 		var set bool

@@ -25,26 +25,26 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
-// An operator's redrive of 3,000 messages, interrupted by a storm of Ctrl-Cs (ctx cancelled
+// An operator's redrive of 1,000 messages, interrupted by a storm of Ctrl-Cs (ctx cancelled
 // at random points, as main's signal handler does) and by a network cut (responses of sends,
 // deletes and a receive lost, connections cut before a send), then run once more: every
 // message is accounted for, in the destination or kept in the DLQ; a message is in the
 // destination twice only if a run reported it as possibly doubled; on FIFO each group keeps
 // its order. Runs go through a proxy that injects the cut.
 func TestRedriveSurvivesInterruptsAndCuts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("3,000 messages, about a minute each")
-	}
+	t.Parallel()
 	for _, fifo := range []bool{false, true} {
-		t.Run(queueKind(fifo), func(t *testing.T) { interruptedRedrive(t, fifo) })
+		t.Run(queueKind(fifo), func(t *testing.T) {
+			t.Parallel()
+			interruptedRedrive(t, fifo)
+		})
 	}
 }
 
 func interruptedRedrive(t *testing.T, fifo bool) {
-	const n, groups = 3000, 30
+	const n, groups = 1000, 30
 	// A shorter hold: the run with the lost receive waits for it to run out.
-	defer func(d time.Duration) { redriveHold = d }(redriveHold)
-	redriveHold = 8 * time.Second
+	const hold = 8 * time.Second
 	p := newPipe(t, fifo)
 	api := sqsSrv.Client()
 	// The DLQ: n uniquely bodied messages as SQS's redrive policy leaves them, and 3 bad input
@@ -55,7 +55,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	for i := range n {
 		all = append(all, sentMsg{fmt.Sprintf(`{"idempotencyKey":"k%04d","seq":%d}`, i, i), fmt.Sprintf("g%d", i%groups)})
 	}
-	bad := map[int]bool{1000: true, 1500: true, 2500: true} // groups g10, g0, g10
+	bad := map[int]bool{340: true, 510: true, 850: true} // groups g10, g0, g10
 	for chunk := range slices.Chunk(all, 10) {
 		var entries []sqstypes.SendMessageBatchRequestEntry
 		for _, m := range chunk {
@@ -119,7 +119,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 			// the run loses its answer: what it took stays hidden for the hold, after the rest
 			// has moved.
 			receives.Add(1)
-			if strings.Contains(string(c.Body), fmt.Sprintf(`"VisibilityTimeout":%d`, int(redriveHold/time.Second))) &&
+			if strings.Contains(string(c.Body), fmt.Sprintf(`"VisibilityTimeout":%d`, int(hold/time.Second))) &&
 				sends.Load() >= dropAfter.Load() && !dropped.Swap(true) {
 				return ddbproxy.Fault{Drop: true}
 			}
@@ -132,7 +132,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	redrive := func(ctx context.Context, extra ...string) (int, redriveSummary) {
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		code := run(ctx, append(slices.Clip(args), extra...), &out, &errOut)
+		code := run(context.WithValue(ctx, holdKey{}, hold), append(slices.Clip(args), extra...), &out, &errOut)
 		var s redriveSummary
 		if err := json.Unmarshal(out.Bytes(), &s); err != nil && code != exitNotDone {
 			t.Fatalf("exit %d, no summary: %v\n%s\n%s", code, err, out.String(), errOut.String())
@@ -148,16 +148,17 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 		return code, s
 	}
 
-	// The Ctrl-C storm: 12 runs, each interrupted after 0.3 to 2.5 s. At --rate 100 they move
-	// at most 12 x 2.5 s x 100/s = 3,000 messages, and each spends its first second or so on
-	// the plan's scan: none finishes the 2,997 before its interrupt, however fast the machine.
+	// The Ctrl-C storm: 12 runs, each interrupted after 0.3 to 3.5 s, in the plan's scan
+	// (its first second or two) or in the move. At --rate 20 they move at most 12 x 3.5 s x
+	// 20/s = 840 messages: none finishes the 997 before its interrupt, however fast the
+	// machine.
 	rng := rand.New(rand.NewPCG(1, 2))
 	interrupts := 0
 	for range 12 {
 		ctx, cancel := context.WithCancel(t.Context())
-		d := time.Duration(300+rng.IntN(2200)) * time.Millisecond
+		d := time.Duration(300+rng.IntN(3200)) * time.Millisecond
 		timer := time.AfterFunc(d, cancel)
-		code, _ := redrive(ctx, "--rate", "100")
+		code, _ := redrive(ctx, "--rate", "20")
 		timer.Stop()
 		cancel()
 		if code == exitNotDone {
@@ -272,6 +273,7 @@ func drainAll(t *testing.T, url string) []drained {
 // write that fails mid-run stops the run the same way; no local fault makes a regular
 // file's write fail, so that path is read, not run.)
 func TestRedriveRefusesAJournalItCannotUse(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	fillDLQ(t, p, "", "m1", "m2", "bad-1")
 	dir := t.TempDir()
@@ -297,10 +299,8 @@ func TestRedriveRefusesAJournalItCannotUse(t *testing.T) {
 // gives back what it holds, prints what is where and the command that resumes, and exits 3;
 // the rerun it prints finishes the job. Everything is accounted for.
 func TestRedriveSIGINT(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "pipelinectl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	t.Parallel()
+	bin := ctlBinary(t)
 	p := newPipe(t, false)
 	var bodies []string
 	for i := range 300 {

@@ -50,10 +50,8 @@ func referenceAssembly(t *testing.T) string {
 // as its descendants just before the signal), says so, and exits 0 once up (stopping is
 // how a session ends) or 3 when interrupted while starting.
 func TestLocalUpSIGINT(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "pipelinectl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	t.Parallel()
+	bin := ctlBinary(t)
 	asm := referenceAssembly(t)
 	msgs := filepath.Join(t.TempDir(), "msgs.txt")
 	if err := os.WriteFile(msgs, []byte("{\"idempotencyKey\":\"a\"}\n{\"idempotencyKey\":\"a\"}\nnot json\n"), 0o644); err != nil {
@@ -96,7 +94,17 @@ func TestLocalUpSIGINT(t *testing.T) {
 				t.Fatalf("pipelinectl local up: %v", err)
 			}
 			if tc.name == "up" {
-				time.Sleep(3 * time.Second) // a status line or two
+				// Until up's status line says the bad message's DLQ alarm is in ALARM (the
+				// kit evaluates alarms on a clock 30 times the wall clock: seconds, more on a
+				// busy machine).
+				wait := time.Now()
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+				err := proc.WaitOutput(ctx, "alarms in ALARM: MonitoringQueueStandardDeadLetterMessages")
+				cancel()
+				if err != nil {
+					t.Fatalf("local up's status lines: %v\n%s", err, proc.Output())
+				}
+				t.Logf("the DLQ alarm in ALARM %v after up", time.Since(wait).Round(100*time.Millisecond))
 				// In another shell, as up says: pipelinectl status and verify with the
 				// exports it printed, against the kit's SQS, DynamoDB, Lambda and
 				// CloudWatch stand-ins and the outputs file it wrote. The bad message sent

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -54,6 +55,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	none := filepath.Join(os.TempDir(), "pipelinectl-test-no-such-file")
+	// The go command's build cache sits in the user cache directory unless GOCACHE says
+	// otherwise: pinned here before XDG_CACHE_HOME moves, or every build these tests make (the
+	// pipelinectl binary, the kit's functions) would start from an empty cache.
+	if err := keepGoCache(); err != nil {
+		fmt.Fprintln(os.Stderr, "pipelinectl tests:", err)
+		os.Exit(1)
+	}
 	cacheDir, err := os.MkdirTemp("", "pipelinectl-test-cache")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -75,6 +83,9 @@ func TestMain(m *testing.M) {
 	ddbSrv.Stop()
 	if reference.dir != "" {
 		os.RemoveAll(reference.dir)
+	}
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
 	os.Exit(code)
 }
@@ -348,6 +359,7 @@ func count(keys []string, k string) int {
 // The loop on a standard pipeline: poison in, inspect, dry run, fix, redrive (bad input
 // stays), each effect once, then the bad input moved on request, and the records.
 func TestStandardInspectRedriveRecord(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	c := newConsumer(t, p, "k1", "k3")
 	p.send(t, "", "k1", "k2", "k3", "")
@@ -410,6 +422,7 @@ func TestStandardInspectRedriveRecord(t *testing.T) {
 // the DLQ; after the fix the redrive puts it back in order and every effect runs once, in
 // order. The bad input's group stays behind.
 func TestFifoInspectRedriveRecord(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, true)
 	c := newConsumer(t, p, "a1")
 	p.send(t, "g1", "a1", "a2", "a3")
@@ -444,6 +457,7 @@ func TestFifoInspectRedriveRecord(t *testing.T) {
 // With no bad input a FIFO DLQ moves whole: by the move task where the server runs it for
 // FIFO queues, else by receive, send, delete; either way in order and once.
 func TestFifoRedriveAll(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, true)
 	c := newConsumer(t, p, "a1", "b1")
 	p.send(t, "g1", "a1", "a2")
@@ -472,6 +486,7 @@ func TestFifoRedriveAll(t *testing.T) {
 // expired, it would run its effect a second time: the redrive refuses it by its age, names
 // it, and moves it only with --include-expired, which shows the second run it guards against.
 func TestRedriveRefusesMessagesOlderThanTheRecordTTL(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	const ttl = 2 * time.Second
 	p.writeOutputs(t, ttl.String())
@@ -519,6 +534,7 @@ func TestRedriveRefusesMessagesOlderThanTheRecordTTL(t *testing.T) {
 
 // Without a known record TTL the ages go unchecked, and both commands say so.
 func TestUnknownRecordTTLIsSaid(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	out := mustCtl(t, "dlq", "inspect", "--queue-url", p.dlqURL)
 	wantContains(t, "inspect --queue-url", out, "record TTL   UNKNOWN (no output RecordTTL; give --record-ttl")
@@ -531,6 +547,7 @@ func TestUnknownRecordTTLIsSaid(t *testing.T) {
 // A message redriven by receive, send, delete carries its first send's time: its age still
 // counts from there when it comes back to the DLQ.
 func TestRedriveCarriesFirstSent(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	c := newConsumer(t, p, "k1")
 	p.send(t, "", "k1")
@@ -559,6 +576,7 @@ func TestRedriveCarriesFirstSent(t *testing.T) {
 // its end; with 10, the copy keeps exactly its own, and dlq inspect can only group it under
 // "redrive policy" (the README says so, and what to deduplicate on).
 func TestDeadLetterAttributesWithNineAndTenOfTheMessagesOwn(t *testing.T) {
+	t.Parallel()
 	p := newPipe(t, false)
 	c := newConsumer(t, p)
 	ids := map[int]string{}
@@ -596,4 +614,37 @@ func TestDeadLetterAttributesWithNineAndTenOfTheMessagesOwn(t *testing.T) {
 	}
 	out := mustCtl(t, p.args("dlq", "inspect")...)
 	wantContains(t, "inspect", out, "redrive policy  1", "value_missing   1")
+}
+
+// keepGoCache sets GOCACHE to the build cache the go command uses now, so that a test that
+// moves XDG_CACHE_HOME (or HOME) keeps it.
+func keepGoCache() error {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOCACHE: %w", err)
+	}
+	return os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
+}
+
+// built is the pipelinectl binary, built once for the tests that run it as a process.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func ctlBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "pipelinectl-bin-"); built.err != nil {
+			return
+		}
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(built.dir, "pipelinectl"), ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return filepath.Join(built.dir, "pipelinectl")
 }

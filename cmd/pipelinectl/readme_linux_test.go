@@ -55,6 +55,7 @@ func readmeCommands(t *testing.T, title string) []string {
 // installs it) and `go tool pipelinectl`. Each must succeed; Ctrl-C then stops everything.
 // (`go get -tool`, for a module of the user's, is run by test/outside.)
 func TestReadmeLocalCommands(t *testing.T) {
+	t.Parallel()
 	cmds := readmeCommands(t, "Run it locally")
 	if len(cmds) != 2 || !strings.HasPrefix(cmds[0], "go tool pipelinectl local up ") || !strings.HasPrefix(cmds[1], "go get -tool ") {
 		t.Fatalf("the README's local commands are %q: this test runs `go tool pipelinectl local up`, test/outside `go get -tool`", cmds)

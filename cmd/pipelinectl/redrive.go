@@ -36,8 +36,12 @@ const (
 
 // redriveHold is the visibility timeout of what the receive path holds: how long a message
 // received by a call whose response was lost stays hidden, and so how long a run waits for
-// such messages before it says they are hidden. A variable for tests.
-var redriveHold = 30 * time.Second
+// such messages before it says they are hidden.
+const redriveHold = 30 * time.Second
+
+// holdKey is the context key of a shorter hold, a test's (interrupt_test.go): its run with
+// a lost receive then waits seconds for the messages it hid. The command line sets none.
+type holdKey struct{}
 
 // settled returns a context for one call that runs to its end even when ctx is cancelled.
 func settled(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -238,7 +242,7 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 		}
 		s.Journal = j.path
 		fmt.Fprintf(out, "journal      %s (what this run sent: a rerun from this account on this machine sends none of it again)\n", j.path)
-		r := &mover{api: cl.sqs, dlq: dlq, dest: dest, plan: newPlanner(), rate: *rate, hold: holdFor(*rate), journal: j, out: out}
+		r := &mover{api: cl.sqs, dlq: dlq, dest: dest, plan: newPlanner(), rate: *rate, hold: holdFor(ctx, *rate), journal: j, out: out}
 		r.run(ctx)
 		s.fromMover(r)
 		if s.Done {
@@ -265,11 +269,15 @@ func isSet(fs *flag.FlagSet, name string) bool {
 
 // holdFor is the visibility timeout of the receive path at a rate: a batch of 10 is sent
 // well within it.
-func holdFor(rate int) time.Duration {
-	if rate > 0 {
-		return max(redriveHold, 20*time.Second/time.Duration(rate))
+func holdFor(ctx context.Context, rate int) time.Duration {
+	hold := redriveHold
+	if h, ok := ctx.Value(holdKey{}).(time.Duration); ok {
+		hold = h
 	}
-	return redriveHold
+	if rate > 0 {
+		return max(hold, 20*time.Second/time.Duration(rate))
+	}
+	return hold
 }
 
 // destination resolves --to (a URL, an ARN or a queue name), else the outputs' source
