@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark once at a tiny size (make bench-smoke, part of make test): it proves each
+# Runs every benchmark once at a tiny size (make bench-smoke, part of make check): it proves each
 # still runs and judges no figure. make bench runs them at full size (test/bench/report.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

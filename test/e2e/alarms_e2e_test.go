@@ -243,6 +243,7 @@ func (w *world) invokeAsync(e *lambdart.Env, function string, payload []byte) (i
 // off: nobody receives) while more messages wait than the backlog alarm's threshold. The
 // stalled-consumer, backlog and oldest-message alarms of that queue must fire.
 func TestAlarmsStalledConsumer(t *testing.T) {
+	checkOnly(t)
 	t.Parallel()
 	for _, fifo := range []bool{false, true} {
 		t.Run(kind(fifo), func(t *testing.T) {
@@ -280,6 +281,7 @@ func TestAlarmsStalledConsumer(t *testing.T) {
 // after maxReceiveCount receives. On FIFO this is the README's "FIFO record fails" row, on
 // standard its "handler error" row. The DLQ alarm must fire.
 func TestAlarmsPersistentFailure(t *testing.T) {
+	checkOnly(t)
 	t.Parallel()
 	for _, fifo := range []bool{false, true} {
 		t.Run(kind(fifo), func(t *testing.T) {
@@ -315,6 +317,7 @@ func TestAlarmsPersistentFailure(t *testing.T) {
 // retries it, and the event lands in the on-failure queue. The dispatcher's errors alarm and
 // its on-failure queue alarm must fire.
 func TestAlarmsDispatcherFailure(t *testing.T) {
+	checkOnly(t)
 	t.Parallel()
 	for _, fifo := range []bool{false, true} {
 		t.Run(kind(fifo), func(t *testing.T) {
@@ -362,6 +365,7 @@ func TestAlarmsDispatcherFailure(t *testing.T) {
 // alarm must fire. Before the breakage the pipeline runs on heartbeats alone, and the alarm
 // must stay OK over four complete periods then (it is quiet when healthy).
 func TestAlarmsHeartbeat(t *testing.T) {
+	checkOnly(t)
 	t.Parallel()
 	for _, c := range []struct {
 		mode        string

@@ -84,6 +84,7 @@ func runCtlEnv(t *testing.T, env []string, args ...string) (int, string) {
 // refuses to redrive it and names it; only --include-expired moves it, and then the effect
 // runs a second time: what the check prevents, and what a redrive without it did.
 func TestRedriveAfterTheRecordExpired(t *testing.T) {
+	checkOnly(t)
 	t.Parallel()
 	w := newWorld(t, "ttl")
 	p := w.pipeline(false)

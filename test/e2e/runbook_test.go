@@ -66,6 +66,7 @@ func runbookCommands(t *testing.T) []runbookCommand {
 // Scheduler and Lambda, which have no local backend, are stand-ins over the deployed
 // template and dispatcher.
 func TestRunbookCommands(t *testing.T) {
+	checkOnly(t)
 	t.Parallel()
 	w := newWorld(t, "runbook")
 	w.watchAlarms()

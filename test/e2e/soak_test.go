@@ -19,12 +19,13 @@ import (
 // retries: the record is reported and redelivered), -soak.poison of them are poison, and
 // DynamoDB throttles 5% of all calls (absorbed by retries). It prints lost (must be 0),
 // effects run twice (must be 0), the DLQ (must equal the poison set), messages per second and
-// wall time. `make test` runs a short soak; `make soak` runs 100,000 messages.
+// wall time. `make check` runs a short soak; `make soak` runs 100,000 messages.
 //
 // It is the one scenario that is not parallel, so it runs before the others, alone: its
 // healthy phase proves no alarm fires (a redelivery there is 9 minutes on the 30x alarm
 // clock) and its messages/s figure is the pipeline's own, neither shared with other work.
 func TestSoak(t *testing.T) {
+	checkOnly(t)
 	n := *soakMessages
 	w := newWorld(t, "soak")
 	w.watchAlarms()

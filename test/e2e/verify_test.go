@@ -27,6 +27,7 @@ import (
 // run): a heartbeat alarm in ALARM while the probes pass is a note, and a message in the DLQ
 // (its paging alarm in ALARM) fails verify, naming the alarm and its runbook.
 func TestVerify(t *testing.T) {
+	checkOnly(t)
 	t.Parallel()
 	w := newWorld(t, "verify")
 	o := w.watchAlarms()

@@ -104,6 +104,16 @@ func run(m *testing.M) int {
 	return code
 }
 
+// checkOnly skips a long scenario under -short: make test runs the core scenarios (the
+// runtime contracts, each in seconds), make check all of them (README, "What make check
+// adds").
+func checkOnly(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a long scenario: make check runs it (make e2e)")
+	}
+}
+
 // world is one scenario's private deployment of the template: its own queues and table (names
 // suffixed with the scenario), a DynamoDB proxy for fault injection and call counts, an SQS
 // proxy for the dispatcher's call counts, and a ledger of every consumer's output.
