@@ -1,8 +1,27 @@
 package local
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
-// ShiftCronClock makes o's Cron fire by the wall clock shifted by d.
-func ShiftCronClock(o *Options, d time.Duration) {
-	o.clock = func() time.Time { return time.Now().Add(d) }
+// CronClockBeforeMinute makes o's Cron clock read `before` short of a minute when Start
+// first reads it (as it sets up the schedules), and then run at the wall clock's pace, so
+// that an every-minute schedule fires `before` after the kit is up, however long Start
+// took. The function returned gives the clock's offset from the wall clock.
+func CronClockBeforeMinute(o *Options, before time.Duration) func() time.Duration {
+	var once sync.Once
+	var shift time.Duration
+	set := func() {
+		now := time.Now()
+		shift = now.Truncate(time.Minute).Add(time.Minute).Sub(now) - before
+	}
+	o.clock = func() time.Time {
+		once.Do(set)
+		return time.Now().Add(shift)
+	}
+	return func() time.Duration {
+		once.Do(set)
+		return shift
+	}
 }

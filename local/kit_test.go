@@ -275,17 +275,16 @@ func TestKitFiresOnCron(t *testing.T) {
 	defer cancel()
 	progress := &syncBuffer{}
 	opts := local.Options{Assembly: out, Cron: true, NoHeartbeats: true, Progress: progress}
-	// The kit's cron clock starts 10 s short of a minute (Start takes a few of them), so the
-	// test waits seconds for the firing, not up to a minute. A slower Start makes it wait
-	// for the minute after.
-	shift := time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)) - 10*time.Second
-	local.ShiftCronClock(&opts, shift)
+	// The kit's cron clock reads 3 s short of a minute when Start sets up the schedules,
+	// however long Start took, so the test waits seconds for the firing, not up to a minute.
+	offset := local.CronClockBeforeMinute(&opts, 3*time.Second)
 	kit, err := local.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress)
 	}
 	defer kit.Close()
 	started := time.Now()
+	shift := offset()
 	now := func() time.Time { return time.Now().Add(shift) } // the kit's clock
 	if !strings.Contains(progress.String(), "Standard: schedule cron(* * * * ? *) UTC, first firing ") {
 		t.Errorf("Progress does not announce the Standard schedule:\n%s", progress)
