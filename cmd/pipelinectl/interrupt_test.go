@@ -329,7 +329,6 @@ func TestRedriveSIGINT(t *testing.T) {
 	stopped := time.Since(start)
 
 	code := cmd.ProcessState.ExitCode()
-	sigintCode := code
 	t.Logf("$ pipelinectl %s, SIGINT 0.5 s into the move: exit %d, stopped %s after the signal (%v)\n%s", strings.Join(args, " "), code, stopped.Round(time.Millisecond), err, proc.Output())
 	wantContains(t, "SIGINT", proc.Output(), "NOT DONE     interrupted (exit 3)", "resume with  pipelinectl dlq redrive --yes ")
 	if code != exitNotDone {
@@ -341,9 +340,9 @@ func TestRedriveSIGINT(t *testing.T) {
 	}
 	resume := strings.TrimSpace(proc.Output()[strings.Index(proc.Output(), "resume with  ")+len("resume with  "):])
 	resume = strings.SplitN(resume, "\n", 2)[0]
-	code, rerun, _ := ctl(t, strings.Fields(resume)[1:]...)
-	if code != exitOK {
-		t.Fatalf("the printed resume command: exit %d\n%s", code, rerun)
+	rerunCode, rerun, _ := ctl(t, strings.Fields(resume)[1:]...)
+	if rerunCode != exitOK {
+		t.Fatalf("the printed resume command: exit %d\n%s", rerunCode, rerun)
 	}
 	got := drainAll(t, p.queueURL)
 	seen := map[string]int{}
@@ -362,5 +361,5 @@ func TestRedriveSIGINT(t *testing.T) {
 		t.Errorf("DLQ after the rerun = %v, want the bad message only", q)
 	}
 	t.Logf("FIGURE SIGINT mid-redrive: exit %d, stopped %s after the signal, %d in flight after; after the printed resume command %d of %d are in the destination once (%d messages there)",
-		sigintCode, stopped.Round(time.Millisecond), inFlight, once, len(bodies), len(got))
+		code, stopped.Round(time.Millisecond), inFlight, once, len(bodies), len(got))
 }

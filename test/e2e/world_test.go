@@ -105,8 +105,8 @@ func run(m *testing.M) int {
 }
 
 // checkOnly skips a long scenario under -short: make test runs the core scenarios (the
-// runtime contracts, each in seconds), make check all of them (README, "What make check
-// adds").
+// runtime contracts, each within about 30 s), make check all of them (README, "What make
+// check adds").
 func checkOnly(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
