@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -533,5 +535,28 @@ func TestRecordTTLInDays(t *testing.T) {
 		if err := (days{&d, &set}).Set(in); err != nil || d != want || !set {
 			t.Errorf("--record-ttl %s = %v, %v; want %v", in, d, err, want)
 		}
+	}
+}
+
+// The REST calls (Lambda Invoke, Scheduler, CloudWatch) work on a machine without
+// AWS_CA_BUNDLE, where the SDK's configuration has no HTTP client of its own: they used to
+// dereference that nil client (found by the deploy rehearsal, which runs with no AWS_*
+// variable of the caller's).
+func TestRESTCallWithoutCABundle(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"answer":"from `+r.URL.Path+`"}`)
+	}))
+	defer srv.Close()
+	cl, err := newAWS(t.Context(), &common{endpoint: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := cl.rest.call(t.Context(), "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/f/invocations", nil, []byte("{}"))
+	if err != nil || string(body) != `{"answer":"from /2015-03-31/functions/f/invocations"}` {
+		t.Fatalf("%q, %v", body, err)
 	}
 }

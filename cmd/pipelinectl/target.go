@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -138,6 +139,11 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 	}
 	if cfg.Region == "" {
 		return nil, usagef("no AWS region: set --region, AWS_REGION, or a region in the profile")
+	}
+	// LoadDefaultConfig leaves HTTPClient nil (each SDK client then makes its own) unless
+	// AWS_CA_BUNDLE is set; the REST calls use the config's, so it must be there.
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = awshttp.NewBuildableClient()
 	}
 	// The flag is set on each client, after the SDK resolved its endpoint: set in the
 	// config, AWS_ENDPOINT_URL_<SERVICE> would win over it.
