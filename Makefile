@@ -11,6 +11,8 @@
 #                soak, fuzzing, cfn-lint and checkov on every stage, each benchmark once);
 #                also needs Python 3 for cfn-lint and checkov
 #   make deploy / diff / destroy   against the AWS account of your current credentials
+#   make rehearse  the deploy lines on fakecloud, a local AWS emulator (no account): needs fakecloud
+#                (FAKECLOUD=path, on PATH, or make fakecloud builds it with cargo once)
 #
 # A step that can take long on a new machine says so before it starts and prints a line a
 # minute while it runs (see `announce`).
@@ -216,7 +218,7 @@ synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); 
 TEST_STEPS := vet check-function-deps unit examples
 test: tools $(TEST_STEPS) e2e-core ## the test command: every contract against DynamoDB Local, ElasticMQ and the real binaries; the templates asserted; the examples
 	@echo "make test: passed (make check adds the long scenarios: e2e with every alarm, the soak, fuzzing, cfn-lint and checkov, benchmarks once)"
-check: check-tools $(TEST_STEPS) fuzz lint e2e bench-smoke ## what CI runs: make test, then e2e with every alarm and a soak, fuzzing, cfn-lint and checkov on every stage, each benchmark once
+check: check-tools $(TEST_STEPS) fuzz lint e2e bench-smoke rehearse rehearse-examples rehearse-test ## what CI runs: make test, then e2e with every alarm and a soak, fuzzing, cfn-lint and checkov on every stage, each benchmark once, the deploy rehearsals on fakecloud
 
 .PHONY: vet
 vet: $(GOMOD_STAMP)
@@ -351,13 +353,65 @@ bench-smoke: app $(DDB_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## each benchm
 
 # ---------------------------------------------------------------------------- AWS
 
+# CDK_APP: what to diff, deploy or destroy instead of cdk.json's app (another app command, or
+#   a synthesized cloud assembly, e.g. CDK_APP=cdk.out: what a reviewer read is what deploys).
+# REQUIRE_APPROVAL: broadening (default) stops before IAM or security-group changes that widen
+#   access and asks at the terminal; without a terminal (CI) it fails. CI approves in review
+#   instead and deploys with REQUIRE_APPROVAL=never (docs/review.md, "Deploying from CI").
+# OUTPUTS_FILE: where deploy writes the stacks' outputs, which pipelinectl --outputs reads.
+# FORCE=true: destroy without asking (the CLI asks at a terminal and, without one, refuses).
+CDK_APP ?=
+REQUIRE_APPROVAL ?= broadening
+OUTPUTS_FILE ?= cdk-outputs.json
+FORCE ?=
+CDK_APP_FLAG = $(if $(CDK_APP),--app $(CDK_APP))
+
 .PHONY: diff deploy destroy
 diff: app ## cdk diff against your account
-	$(CDK) diff
-deploy: app ## cdk deploy the pipeline stack
-	$(CDK) deploy --all --require-approval broadening
-destroy: app ## cdk destroy (the idempotency table is retained by default)
-	$(CDK) destroy --all
+	$(CDK) diff $(CDK_APP_FLAG)
+deploy: app ## cdk deploy the pipeline stack (REQUIRE_APPROVAL=never for CI); its outputs into cdk-outputs.json
+	$(CDK) deploy --all --require-approval $(REQUIRE_APPROVAL) --outputs-file $(OUTPUTS_FILE) $(CDK_APP_FLAG)
+destroy: app ## cdk destroy after a y at the prompt (FORCE=true: without one); the idempotency table, the DLQs, the log groups and the alarm key are retained
+	$(CDK) destroy --all $(CDK_APP_FLAG) $(if $(filter true,$(FORCE)),--force)
+
+# ---------------------------------------------------------------------------- rehearsal
+
+# The rehearsal (cmd/rehearse) runs the deploy lines above on fakecloud, a local AWS emulator
+# with a CloudFormation engine: no account, nothing leaves this machine. FAKECLOUD names the
+# binary; else fakecloud on PATH; else make fakecloud builds it from its crate with cargo
+# (40-60 min on 2 cores, once) into .cache/fakecloud.
+FAKECLOUD_VERSION := 0.51.0
+FAKECLOUD ?= $(or $(shell command -v fakecloud 2>/dev/null),$(ROOT)/.cache/fakecloud/bin/fakecloud)
+export FAKECLOUD
+
+.PHONY: fakecloud
+fakecloud: ## build fakecloud 0.51.0 from crates.io into .cache/fakecloud unless FAKECLOUD names one (cargo; 40-60 min on 2 cores, once)
+	@if [ -x "$(FAKECLOUD)" ]; then echo "fakecloud: $(FAKECLOUD)"; else \
+	  $(STEP) --log .cache/logs/fakecloud.log "building fakecloud $(FAKECLOUD_VERSION) with cargo (crates.io)" "40-60 min on 2 cores, once" -- \
+	    cargo install fakecloud --version $(FAKECLOUD_VERSION) --locked --root $(ROOT)/.cache/fakecloud; \
+	  [ -x "$(FAKECLOUD)" ] || { echo "fakecloud: cargo built no $(FAKECLOUD); set FAKECLOUD=/path/to/fakecloud"; exit 1; }; fi
+
+.PHONY: rehearse rehearse-examples rehearse-test
+# REHEARSE_FROM: the commit deployed first, which the update then upgrades to the working tree
+# (a change that would replace the table fails here before it is committed); on a branch,
+# REHEARSE_FROM=main rehearses the upgrade its merge makes.
+REHEARSE_FROM ?= HEAD
+rehearse: app fakecloud ## the README's deploy on fakecloud, no account: bootstrap, make diff, make deploy of REHEARSE_FROM (HEAD), pipelinectl --stack/--outputs, an update to the working tree that must keep the data, make destroy, what is left (about 45 s)
+	$(GO) run ./cmd/rehearse --make --from $(REHEARSE_FROM) --update consumerTimeout=20s
+rehearse-test: app fakecloud ## the rehearsal's own tests on fakecloud: Ctrl-C or SIGTERM in four steps leaves no process; a renamed table fails it
+	$(GO) test -tags rehearse -count=1 ./cmd/rehearse/
+# The orders example imports an idempotency table and an alarm topic the account already has:
+# --setup creates them on the emulator first, as a user's rehearsal would.
+REHEARSE_AWS = $(AWSCLI_VENV)/bin/aws --endpoint-url "$$AWS_ENDPOINT_URL"
+rehearse-examples: app fakecloud $(AWSCLI_STAMP) ## the same rehearsal for a user's own app (examples/orders, with the table and topic it imports created first)
+	$(GO) run ./cmd/rehearse --dir examples/orders --work .cache/rehearse-orders \
+	  --context idempotencyTable=orders-idempotency --context alarmTopicArn=arn:aws:sns:us-east-1:123456789012:on-call \
+	  --setup '$(REHEARSE_AWS) dynamodb create-table --table-name orders-idempotency --billing-mode PAY_PER_REQUEST \
+	    --attribute-definitions AttributeName=id,AttributeType=S --key-schema AttributeName=id,KeyType=HASH' \
+	  --setup '$(REHEARSE_AWS) dynamodb update-time-to-live --table-name orders-idempotency \
+	    --time-to-live-specification Enabled=true,AttributeName=expiration' \
+	  --setup '$(REHEARSE_AWS) sns create-topic --name on-call' --setup '$(REHEARSE_AWS) sns create-topic --name on-call-2' \
+	  --update alarmTopicArn=arn:aws:sns:us-east-1:123456789012:on-call-2
 
 .PHONY: clean
 clean:

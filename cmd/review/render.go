@@ -211,6 +211,7 @@ func render(w io.Writer, a *assembly) {
 		p("### cdk-nag findings on no resource of the templates\n\n")
 		findingTable(p, stray)
 	}
+	approve(p)
 	for _, r := range reviews {
 		p("## %s\n\n", r.Name)
 		if len(reviews) > 1 {
@@ -446,4 +447,27 @@ func wildcardNote(st statement) string {
 		reasons = append(reasons, reason)
 	}
 	return note + ": " + strings.Join(reasons, "; ")
+}
+
+// approve is what to read first before approving a deploy, and how a pipeline deploys what
+// was approved without a terminal.
+func approve(p printer) {
+	p("## Before you approve a deploy\n\n")
+	p("Read first, for each stack below: **IAM statements** with a wildcard and **who may use each\n")
+	p("data store** (the access a deploy grants); **retention and deletion** (what a replaced resource\n")
+	p("or a deleted stack loses); then the Summary's warnings above. Then read the change itself,\n")
+	p("`make diff` against the account (`npx cdk diff --security-only` for the access it widens): a\n")
+	p("stateful resource (table, queue, key, log group) whose logical id changes is replaced, and its\n")
+	p("data is lost.\n\n")
+	p("Deploying from CI: at a terminal `make deploy` stops before a change that widens access and\n")
+	p("asks; without one it fails (\"terminal (TTY) is not attached\"). A pipeline approves in review\n")
+	p("and deploys the assembly that was reviewed, without asking:\n\n")
+	p("```sh\n")
+	p("make synth                                              # review job: keep cdk.out as the artifact, with this report\n")
+	p("make diff CDK_APP=cdk.out                               # what the deploy changes, for the approval\n")
+	p("make deploy CDK_APP=cdk.out REQUIRE_APPROVAL=never      # deploy job, after the approval; outputs in cdk-outputs.json\n")
+	p("```\n\n")
+	p("`cdk bootstrap` run in the app's directory rewrites `cdk.out` without bundling (its functions'\n")
+	p("assets point at the source directory): run `make synth` again before deploying it. `make\n")
+	p("rehearse` runs these lines, and an update and a destroy, on a local emulator with no account.\n\n")
 }

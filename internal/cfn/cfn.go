@@ -19,6 +19,7 @@ type Resource struct {
 	Metadata            map[string]any `json:"Metadata"`
 	DeletionPolicy      string         `json:"DeletionPolicy"`
 	UpdateReplacePolicy string         `json:"UpdateReplacePolicy"`
+	Condition           string         `json:"Condition"` // created only when the condition holds
 }
 
 // ReadResources reads the Resources section of the template file at path, by logical id.
@@ -216,6 +217,7 @@ type StackRef struct {
 	ID, DisplayName, StackName string
 	Dir                        string // the (nested) assembly directory holding the template and manifest
 	TemplateFile               string
+	Environment                string // aws://ACCOUNT/REGION, unknown-account/unknown-region when agnostic
 }
 
 // Stacks lists every stack of the cloud assembly at dir, the stacks of nested assemblies
@@ -239,6 +241,7 @@ func walkAssembly(dir string, out *[]StackRef, depth int) error {
 		Artifacts map[string]struct {
 			Type        string `json:"type"`
 			DisplayName string `json:"displayName"`
+			Environment string `json:"environment"`
 			Properties  struct {
 				TemplateFile  string `json:"templateFile"`
 				StackName     string `json:"stackName"`
@@ -260,7 +263,8 @@ func walkAssembly(dir string, out *[]StackRef, depth int) error {
 			if stackName == "" {
 				stackName = id
 			}
-			*out = append(*out, StackRef{ID: id, DisplayName: name, StackName: stackName, Dir: dir, TemplateFile: a.Properties.TemplateFile})
+			*out = append(*out, StackRef{ID: id, DisplayName: name, StackName: stackName, Dir: dir, TemplateFile: a.Properties.TemplateFile,
+				Environment: a.Environment})
 		case "cdk:cloud-assembly":
 			if depth < 8 && a.Properties.DirectoryName != "" {
 				if err := walkAssembly(filepath.Join(dir, a.Properties.DirectoryName), out, depth+1); err != nil {

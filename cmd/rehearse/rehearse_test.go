@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every usage error names what is wrong and what to give instead.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--app", "x", "--assembly", dir}, "--app and --assembly both given: give one"},
+		{[]string{"--update-assembly", dir}, "--update-assembly needs --assembly (with an app, give --update KEY=VALUE)"},
+		{[]string{"--assembly", dir, "--update", "a=b"}, "--update and --context need an app to synthesize; with --assembly, give --update-assembly"},
+		{[]string{"--assembly", dir, "--from", "HEAD"}, "--from needs an app to synthesize at that commit; with --assembly, give --update-assembly"},
+		{[]string{"--update", "novalue"}, `context "novalue": want KEY=VALUE`},
+		{[]string{"--context", "=v"}, `context "=v": want KEY=VALUE`},
+		{[]string{"--make", "--app", "x"}, "--make runs this repository's make targets on its own app; leave out --app, --assembly and --dir"},
+		{[]string{"--assembly", filepath.Join(dir, "missing")}, "missing: no such directory"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--nope"}, "flag provided but not defined: -nope (rehearse -h lists the flags)"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(tc.args, &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%q: exit %d, %q; want exit %d and %q", tc.args, code, errOut.String(), exitUsage, tc.want)
+		}
+	}
+	var out bytes.Buffer
+	if code := run([]string{"-h"}, &out, &out); code != exitOK || !strings.Contains(out.String(), "--update KEY=VALUE") {
+		t.Errorf("-h: exit %d, %q", code, out.String())
+	}
+}
+
+func TestScheduleName(t *testing.T) {
+	short := scheduleName("Orders", "OrdersDispatcherSchedule1234")
+	if short != "Orders-OrdersDispatcherSchedule1234" {
+		t.Errorf("short name %q", short)
+	}
+	stack := strings.Repeat("S", 60)
+	a, b := scheduleName(stack, "StandardDispatcherSchedule0A235BA3"), scheduleName(stack, "StandardHeartbeatSchedule52D6599D")
+	if len(a) != 64 || len(b) != 64 || a == b {
+		t.Errorf("long names %q (%d), %q (%d): want 64 characters each, different", a, len(a), b, len(b))
+	}
+}
+
+// nameSchedules names each unnamed schedule and re-points the asset manifest and the stack's
+// template URL at the changed template's hash, which the CDK CLI publishes it under.
+func TestNameSchedules(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := `{"Resources":{"S1":{"Type":"AWS::Scheduler::Schedule","Properties":{"ScheduleExpression":"rate(5 minutes)"}},` +
+		`"S2":{"Type":"AWS::Scheduler::Schedule","Properties":{"Name":"mine"}},"Q":{"Type":"AWS::SQS::Queue"}}}`
+	old := sha256hex([]byte(tmpl))
+	write(t, dir, "App.template.json", tmpl)
+	write(t, dir, "App.assets.json", `{"files":{"`+old+`":{"source":{"path":"App.template.json"},"destinations":{"d":{"objectKey":"`+old+`.json"}}}}}`)
+	write(t, dir, "manifest.json", `{"artifacts":{"App":{"type":"aws:cloudformation:stack","environment":"aws://unknown-account/unknown-region",`+
+		`"properties":{"templateFile":"App.template.json","stackTemplateAssetObjectUrl":"s3://b/`+old+`.json"}}}}`)
+	stacks, err := readAssembly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nameSchedules(stacks)
+	if err != nil || n != 1 {
+		t.Fatalf("named %d, %v; want 1", n, err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "App.template.json"))
+	var parsed struct {
+		Resources map[string]resource
+	}
+	if err := json.Unmarshal(got, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	if parsed.Resources["S1"].Properties["Name"] != "App-S1" || parsed.Resources["S2"].Properties["Name"] != "mine" {
+		t.Errorf("names %v, %v", parsed.Resources["S1"].Properties["Name"], parsed.Resources["S2"].Properties["Name"])
+	}
+	sum := sha256hex(got)
+	for _, f := range []string{"App.assets.json", "manifest.json"} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		if strings.Contains(string(b), old) || !strings.Contains(string(b), sum) {
+			t.Errorf("%s still names the old hash or not the new one %s:\n%s", f, sum, b)
+		}
+	}
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replacements names each stateful resource an update would replace or remove, and nothing
+// else.
+func TestReplacements(t *testing.T) {
+	table := func(key string) resource {
+		return resource{Type: "AWS::DynamoDB::Table", DeletionPolicy: "Retain", Properties: map[string]any{
+			"KeySchema": []any{map[string]any{"AttributeName": key, "KeyType": "HASH"}}, "BillingMode": "PAY_PER_REQUEST"}}
+	}
+	queue := func(fifo bool, vis float64) resource {
+		return resource{Type: "AWS::SQS::Queue", Properties: map[string]any{"FifoQueue": fifo, "VisibilityTimeout": vis}}
+	}
+	fn := resource{Type: "AWS::Lambda::Function", Properties: map[string]any{"Timeout": 30.0}}
+	before := []stack{{Name: "App", Res: map[string]resource{"Table1": table("id"), "Queue1": queue(true, 180), "Fn": fn}}}
+	for _, tc := range []struct {
+		name  string
+		after map[string]resource
+		want  []string
+	}{
+		{"settings change in place", map[string]resource{"Table1": table("id"), "Queue1": queue(true, 120),
+			"Fn": {Type: "AWS::Lambda::Function", Properties: map[string]any{"Timeout": 20.0}}}, nil},
+		{"table renamed", map[string]resource{"Table2": table("id"), "Queue1": queue(true, 180), "Fn": fn},
+			[]string{"App Table1 (AWS::DynamoDB::Table) is removed or renamed"}},
+		{"key schema", map[string]resource{"Table1": table("pk"), "Queue1": queue(true, 180), "Fn": fn},
+			[]string{"App Table1 (AWS::DynamoDB::Table): KeySchema changes, which replaces it"}},
+		{"fifo flag", map[string]resource{"Table1": table("id"), "Queue1": queue(false, 180), "Fn": fn},
+			[]string{"App Queue1 (AWS::SQS::Queue): FifoQueue changes, which replaces it"}},
+		{"type", map[string]resource{"Table1": {Type: "AWS::DynamoDB::GlobalTable"}, "Queue1": queue(true, 180)},
+			[]string{"App Table1 changes type from AWS::DynamoDB::Table to AWS::DynamoDB::GlobalTable"}},
+	} {
+		got := replacements(before, []stack{{Name: "App", Res: tc.after}})
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %q; want %q", tc.name, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if !strings.HasPrefix(got[i], tc.want[i]) {
+				t.Errorf("%s: %q; want it to start %q", tc.name, got[i], tc.want[i])
+			}
+		}
+	}
+	if got := replacements(before, nil); len(got) != 1 || !strings.Contains(got[0], "stack App is gone from the update") {
+		t.Errorf("stack dropped: %q", got)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	agnostic := stack{Env: "aws://unknown-account/unknown-region"}
+	pinned := stack{Env: "aws://111122223333/eu-west-1"}
+	if a, r, err := env([]stack{agnostic}); a != "123456789012" || r != "us-east-1" || err != nil {
+		t.Errorf("agnostic: %s %s %v", a, r, err)
+	}
+	if a, r, err := env([]stack{agnostic, pinned}); a != "111122223333" || r != "eu-west-1" || err != nil {
+		t.Errorf("pinned: %s %s %v", a, r, err)
+	}
+	_, _, err := env([]stack{pinned, {Env: "aws://444455556666/eu-west-1"}})
+	if err == nil || err.Error() != "stacks pinned to accounts 111122223333 and 444455556666: rehearse them one app at a time" {
+		t.Errorf("two accounts: %v", err)
+	}
+	_, _, err = env([]stack{pinned, {Env: "aws://111122223333/us-west-2"}})
+	if err == nil || err.Error() != "stacks pinned to regions eu-west-1 and us-west-2: rehearse them one app at a time" {
+		t.Errorf("two regions: %v", err)
+	}
+}
+
+// No credential, profile or endpoint of the caller's reaches a command: a rehearsal can never
+// touch a real account.
+func TestOfflineEnv(t *testing.T) {
+	got := offlineEnv([]string{"PATH=/bin", "AWS_PROFILE=prod", "AWS_ACCESS_KEY_ID=AKIA", "AWS_ENDPOINT_URL_SQS=https://sqs.example",
+		"CDK_DEFAULT_ACCOUNT=111122223333", "HOME=/home/me"})
+	want := "PATH=/bin HOME=/home/me AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true CDK_DISABLE_VERSION_CHECK=1"
+	if strings.Join(got, " ") != want {
+		t.Errorf("%q\nwant %q", got, want)
+	}
+}
+
+func TestPipelines(t *testing.T) {
+	got := pipelines(map[string]string{
+		"FifoQueueUrl": "q", "FifoDeadLetterQueueUrl": "d", "StandardQueueUrl": "q", "StandardDeadLetterQueueUrl": "d",
+		"LonelyDeadLetterQueueUrl": "d", "IdempotencyTableName": "t",
+	})
+	if strings.Join(got, ",") != "Fifo,Standard" {
+		t.Errorf("%q", got)
+	}
+}
+
+func TestCounts(t *testing.T) {
+	if got := counts(map[string]int{"queue": 2, "table": 1}); got != "2 queues, 1 table" {
+		t.Errorf("%q", got)
+	}
+	if got := counts(nil); got != "nothing" {
+		t.Errorf("%q", got)
+	}
+}
