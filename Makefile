@@ -359,11 +359,11 @@ bench-smoke: app $(DDB_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## each benchm
 #   access and asks at the terminal; without a terminal (CI) it fails. CI approves in review
 #   instead and deploys with REQUIRE_APPROVAL=never (docs/review.md, "Deploying from CI").
 # OUTPUTS_FILE: where deploy writes the stacks' outputs, which pipelinectl --outputs reads.
-# FORCE=true: destroy without asking (the CLI asks at a terminal and, without one, refuses).
+# FORCE=true on the command line: destroy without asking (the CLI asks at a terminal and,
+#   without one, refuses); a FORCE in the environment is ignored.
 CDK_APP ?=
 REQUIRE_APPROVAL ?= broadening
 OUTPUTS_FILE ?= cdk-outputs.json
-FORCE ?=
 CDK_APP_FLAG = $(if $(CDK_APP),--app $(CDK_APP))
 
 .PHONY: diff deploy destroy
@@ -372,7 +372,7 @@ diff: app ## cdk diff against your account
 deploy: app ## cdk deploy the pipeline stack (REQUIRE_APPROVAL=never for CI); its outputs into cdk-outputs.json
 	$(CDK) deploy --all --require-approval $(REQUIRE_APPROVAL) --outputs-file $(OUTPUTS_FILE) $(CDK_APP_FLAG)
 destroy: app ## cdk destroy after a y at the prompt (FORCE=true: without one); the idempotency table, the DLQs, the log groups and the alarm key are retained
-	$(CDK) destroy --all $(CDK_APP_FLAG) $(if $(filter true,$(FORCE)),--force)
+	$(CDK) destroy --all $(CDK_APP_FLAG) $(if $(filter command line,$(origin FORCE)),$(if $(filter true,$(FORCE)),--force))
 
 # ---------------------------------------------------------------------------- rehearsal
 
@@ -381,7 +381,9 @@ destroy: app ## cdk destroy after a y at the prompt (FORCE=true: without one); t
 # binary; else fakecloud on PATH; else make fakecloud builds it from its crate with cargo
 # (40-60 min on 2 cores, once) into .cache/fakecloud.
 FAKECLOUD_VERSION := 0.51.0
-FAKECLOUD ?= $(or $(shell command -v fakecloud 2>/dev/null),$(ROOT)/.cache/fakecloud/bin/fakecloud)
+ifeq ($(origin FAKECLOUD),undefined)
+FAKECLOUD := $(or $(shell command -v fakecloud 2>/dev/null),$(ROOT)/.cache/fakecloud/bin/fakecloud)
+endif
 export FAKECLOUD
 
 .PHONY: fakecloud
@@ -396,15 +398,19 @@ fakecloud: ## build fakecloud 0.51.0 from crates.io into .cache/fakecloud unless
 # (a change that would replace the table fails here before it is committed); on a branch,
 # REHEARSE_FROM=main rehearses the upgrade its merge makes.
 REHEARSE_FROM ?= HEAD
+# The rehearsal runs as a built binary, not under go run, which passes no SIGTERM on.
+REHEARSE := $(ROOT)/.cache/bin/rehearse
 rehearse: app fakecloud ## the README's deploy on fakecloud, no account: bootstrap, make diff, make deploy of REHEARSE_FROM (HEAD), pipelinectl --stack/--outputs, an update to the working tree that must keep the data, make destroy, what is left (about 45 s)
-	$(GO) run ./cmd/rehearse --make --from $(REHEARSE_FROM) --update consumerTimeout=20s
+	$(GO) build -o $(REHEARSE) ./cmd/rehearse
+	$(REHEARSE) --make --from $(REHEARSE_FROM) --update consumerTimeout=20s
 rehearse-test: app fakecloud ## the rehearsal's own tests on fakecloud: Ctrl-C or SIGTERM in four steps leaves no process; a renamed table fails it
 	$(GO) test -tags rehearse -count=1 ./cmd/rehearse/
 # The orders example imports an idempotency table and an alarm topic the account already has:
 # --setup creates them on the emulator first, as a user's rehearsal would.
 REHEARSE_AWS = $(AWSCLI_VENV)/bin/aws --endpoint-url "$$AWS_ENDPOINT_URL"
 rehearse-examples: app fakecloud $(AWSCLI_STAMP) ## the same rehearsal for a user's own app (examples/orders, with the table and topic it imports created first)
-	$(GO) run ./cmd/rehearse --dir examples/orders --work .cache/rehearse-orders \
+	$(GO) build -o $(REHEARSE) ./cmd/rehearse
+	$(REHEARSE) --dir examples/orders --work .cache/rehearse-orders \
 	  --context idempotencyTable=orders-idempotency --context alarmTopicArn=arn:aws:sns:us-east-1:123456789012:on-call \
 	  --setup '$(REHEARSE_AWS) dynamodb create-table --table-name orders-idempotency --billing-mode PAY_PER_REQUEST \
 	    --attribute-definitions AttributeName=id,AttributeType=S --key-schema AttributeName=id,KeyType=HASH' \

@@ -161,10 +161,10 @@ func scheduleName(stackName, logicalID string) string {
 // properties whose change makes CloudFormation replace one (a new resource, the old one's
 // data gone or orphaned): the AWS resource reference's "Update requires: Replacement".
 var stateful = map[string][]string{
-	"AWS::DynamoDB::Table":       {"TableName", "KeySchema"},
-	"AWS::DynamoDB::GlobalTable": {"TableName", "KeySchema"},
+	"AWS::DynamoDB::Table":       {"TableName", "KeySchema", "LocalSecondaryIndexes"},
+	"AWS::DynamoDB::GlobalTable": {"TableName", "KeySchema", "LocalSecondaryIndexes"},
 	"AWS::SQS::Queue":            {"QueueName", "FifoQueue"},
-	"AWS::Logs::LogGroup":        {"LogGroupName"},
+	"AWS::Logs::LogGroup":        {"LogGroupName", "LogGroupClass"},
 	"AWS::KMS::Key":              {"KeySpec", "KeyUsage", "MultiRegion"},
 	"AWS::SNS::Topic":            {"TopicName", "FifoTopic"},
 	"AWS::S3::Bucket":            {"BucketName"},
@@ -220,6 +220,9 @@ func replacements(before, after []stack) []string {
 					if !reflect.DeepEqual(r.Properties[p], nr.Properties[p]) {
 						bad = append(bad, fmt.Sprintf("%s %s (%s): %s changes, which replaces it", s.Name, id, r.Type, p))
 					}
+				}
+				if retained(r) && !retained(nr) {
+					bad = append(bad, fmt.Sprintf("%s %s (%s): DeletionPolicy %s becomes %q: a later destroy deletes it with its data", s.Name, id, r.Type, r.DeletionPolicy, nr.DeletionPolicy))
 				}
 			}
 		}

@@ -55,6 +55,23 @@ func testCredentials(context.Context) (aws.Credentials, error) {
 	return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "rehearse"}, nil
 }
 
+// resources lists a stack's resources by logical id (every page: DescribeStackResources
+// stops at 100).
+func (c *awsClients) resources(ctx context.Context, stackName string) (map[string]deployed, error) {
+	out := map[string]deployed{}
+	pages := cloudformation.NewListStackResourcesPaginator(c.cfn, &cloudformation.ListStackResourcesInput{StackName: aws.String(stackName)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("stack %s's resources: %w", stackName, err)
+		}
+		for _, x := range page.StackResourceSummaries {
+			out[aws.ToString(x.LogicalResourceId)] = deployed{Type: aws.ToString(x.ResourceType), Physical: aws.ToString(x.PhysicalResourceId)}
+		}
+	}
+	return out, nil
+}
+
 // exists says whether a stateful resource, by its physical id, is still there.
 func (c *awsClients) exists(ctx context.Context, typ, physical string) (bool, error) {
 	switch typ {
@@ -92,6 +109,13 @@ func (c *awsClients) exists(ctx context.Context, typ, physical string) (bool, er
 		}
 		// Deleting a key schedules its deletion; a retained key stays usable.
 		return out.KeyMetadata.KeyState != "PendingDeletion", nil
+	case "AWS::S3::Bucket":
+		_, err := c.signed(ctx, http.MethodHead, "s3", "/"+physical, nil, "", "")
+		var ce *callError
+		if errors.As(err, &ce) && ce.status == http.StatusNotFound {
+			return false, nil
+		}
+		return err == nil, err
 	case "AWS::SNS::Topic":
 		err := c.queryCall(ctx, "sns", url.Values{"Action": {"GetTopicAttributes"}, "Version": {"2010-03-31"}, "TopicArn": {physical}})
 		return found(err, "NotFound")
@@ -139,7 +163,7 @@ func (c *awsClients) jsonCall(ctx context.Context, service, target string, in an
 	if err != nil {
 		return err
 	}
-	resp, err := c.signed(ctx, service, body, "application/x-amz-json-1.1", target)
+	resp, err := c.signed(ctx, http.MethodPost, service, "/", body, "application/x-amz-json-1.1", target)
 	if err != nil {
 		return err
 	}
@@ -148,16 +172,18 @@ func (c *awsClients) jsonCall(ctx context.Context, service, target string, in an
 
 // queryCall makes one signed AWS Query call (SNS) and discards the answer.
 func (c *awsClients) queryCall(ctx context.Context, service string, form url.Values) error {
-	_, err := c.signed(ctx, service, []byte(form.Encode()), "application/x-www-form-urlencoded", "")
+	_, err := c.signed(ctx, http.MethodPost, service, "/", []byte(form.Encode()), "application/x-www-form-urlencoded", "")
 	return err
 }
 
-func (c *awsClients) signed(ctx context.Context, service string, body []byte, contentType, target string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/", bytes.NewReader(body))
+func (c *awsClients) signed(ctx context.Context, method, service, path string, body []byte, contentType, target string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", contentType)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	if target != "" {
 		req.Header.Set("X-Amz-Target", target)
 	}

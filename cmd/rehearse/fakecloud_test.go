@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,28 +144,34 @@ func marked(work string) []string {
 // of the run behind: not the emulator, not a grandchild.
 func TestInterrupt(t *testing.T) {
 	for _, tc := range []struct {
-		after, during string // the line after which SIGINT is sent, and the step it lands in
+		after, during string // the line after which the signal is sent, and the step it lands in
 		sig           syscall.Signal
 		closeOutput   bool // what read the output (| tee) went with the Ctrl-C
 	}{
 		{"tools", "synth", syscall.SIGINT, false},
 		{"fakecloud", "bootstrap", syscall.SIGINT, false},
-		{"deploy", "seed or operate, its reader gone", syscall.SIGINT, true},
+		{"deploy", "", syscall.SIGINT, true}, // seed, operate or update synth: the output is not read
 		{"update change set", "update deploy", syscall.SIGTERM, false},
 	} {
-		t.Run(tc.during, func(t *testing.T) {
-			r := start(t, "--make", "--update", "consumerTimeout=20s")
+		t.Run(tc.after+" then "+tc.sig.String(), func(t *testing.T) {
+			// --from HEAD: the first synth goes to the work directory, not to the repository's cdk.out.
+			r := start(t, "--make", "--from", "HEAD", "--update", "consumerTimeout=20s")
 			r.waitLine(t, tc.after+" ")
 			if tc.closeOutput {
 				r.closeOutput()
 			}
-			// A moment for the next step's processes to start.
-			time.Sleep(300 * time.Millisecond)
-			running := marked(r.work)
-			if len(running) == 0 {
-				t.Fatalf("no process of the run at the signal: nothing to stop, the test proves nothing")
+			// The signal lands once the next step runs a process of the run (a step runs several
+			// in turn; a moment between two has none).
+			// The emulator alone does not count: the signal must find a step's process tree.
+			var running []string
+			for deadline := time.Now().Add(30 * time.Second); len(running) == 0 && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+				running = slices.DeleteFunc(marked(r.work), func(p string) bool { return strings.Contains(p, "fakecloud --addr") })
 			}
-			t.Logf("%d processes of the run at the signal", len(running))
+			if len(running) == 0 {
+				t.Fatalf("no process of a step in 30 s after %q: nothing to stop, the test would prove nothing", tc.after)
+			}
+			t.Logf("%d processes of the run at the signal, e.g. %s", len(running), running[0])
 			sent := time.Now()
 			if err := r.cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
@@ -175,7 +182,7 @@ func TestInterrupt(t *testing.T) {
 			if code != exitInterrupted {
 				t.Errorf("exit %d; want %d:\n%s", code, exitInterrupted, out)
 			}
-			for _, want := range []string{"rehearse: interrupted during ", "nothing is left running", "rerun the same command to start over"} {
+			for _, want := range []string{"rehearse: interrupted during " + tc.during + " ", "nothing is left running", "rerun the same command to start over"} {
 				if !tc.closeOutput && !strings.Contains(out, want) {
 					t.Errorf("no %q in:\n%s", want, out)
 				}
@@ -191,8 +198,7 @@ func TestInterrupt(t *testing.T) {
 }
 
 // An update that renames the idempotency table's logical id (CloudFormation would create a new,
-// empty table) fails the rehearsal, naming the table, and so does a template whose stateful
-// resources the update would lose.
+// empty table) fails the rehearsal, naming the table, before anything is deployed twice.
 func TestTableLogicalIDChangeFails(t *testing.T) {
 	asm := filepath.Join(t.TempDir(), "asm")
 	synth := exec.Command(filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "-o", asm)

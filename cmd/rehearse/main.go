@@ -89,8 +89,8 @@ operate --outputs, update (synth, diff, stateful check, deploy, data kept), dest
                        outside this repository, go install .../cmd/pipelinectl@VERSION and name it)
   --make               run diff, deploy and destroy as this repository's make targets
   --work DIR           where assemblies, outputs and logs go (default .cache/rehearse)
-  --keep               leave the emulator running at the end, passed or failed, for a look
-                       around (its address and process are printed; Ctrl-C stops it anyway)
+  --keep               at the end, passed or failed, keep the emulator running for a look
+                       around until Ctrl-C (its address is printed)
 
 Exit: 0 every step passed; 1 a step failed (its log is named); 2 usage; 3 interrupted.
 `
@@ -138,9 +138,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	r := &rehearsal{opts: o, out: stdout, started: time.Now()}
 	err := r.run(ctx)
-	r.close(ctx.Err() != nil)
+	interrupted := ctx.Err() != nil
+	r.close(ctx)
 	switch {
-	case ctx.Err() != nil:
+	case interrupted:
 		fmt.Fprintf(stdout, "rehearse: interrupted during %s after %s: %s; rerun the same command to start over\n",
 			r.step, since(r.started), r.leftBehind())
 		return exitInterrupted

@@ -153,13 +153,16 @@ func (e *emulator) stop() {
 	_ = os.WriteFile(e.log, []byte(e.proc.Output()), 0o644)
 }
 
-// findTool is the first of the candidates that is an executable file, else the name looked up
-// on PATH.
-func findTool(name string, candidates ...string) (string, error) {
-	for _, c := range candidates {
-		if c == "" {
-			continue
+// findTool is the first candidate given, which must be an executable file, else the
+// defaults' first that is one, else the name looked up on PATH. given may be "".
+func findTool(name, given string, defaults ...string) (string, error) {
+	if given != "" {
+		if st, err := os.Stat(given); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return "", errors.New("not an executable file")
 		}
+		return filepath.Abs(given)
+	}
+	for _, c := range defaults {
 		if st, err := os.Stat(c); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return filepath.Abs(c)
 		}

@@ -162,8 +162,9 @@ func TestEnv(t *testing.T) {
 // touch a real account.
 func TestOfflineEnv(t *testing.T) {
 	got := offlineEnv([]string{"PATH=/bin", "AWS_PROFILE=prod", "AWS_ACCESS_KEY_ID=AKIA", "AWS_ENDPOINT_URL_SQS=https://sqs.example",
-		"CDK_DEFAULT_ACCOUNT=111122223333", "HOME=/home/me"})
-	want := "PATH=/bin HOME=/home/me AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true CDK_DISABLE_VERSION_CHECK=1"
+		"CDK_DEFAULT_ACCOUNT=111122223333", "HOME=/home/me", "NO_PROXY=.corp.example"})
+	want := "PATH=/bin HOME=/home/me AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true " +
+		"CDK_DISABLE_VERSION_CHECK=1 CDK_DISABLE_CLI_TELEMETRY=true NO_PROXY=127.0.0.1,localhost,.corp.example no_proxy=127.0.0.1,localhost,.corp.example"
 	if strings.Join(got, " ") != want {
 		t.Errorf("%q\nwant %q", got, want)
 	}
@@ -185,5 +186,101 @@ func TestCounts(t *testing.T) {
 	}
 	if got := counts(nil); got != "nothing" {
 		t.Errorf("%q", got)
+	}
+}
+
+// moved names each stateful resource the update replaced (another physical id) or removed,
+// and ignores the rest.
+func TestMoved(t *testing.T) {
+	before := map[string]map[string]deployed{"App": {
+		"Table": {Type: "AWS::DynamoDB::Table", Physical: "App-Table-1"},
+		"DLQ":   {Type: "AWS::SQS::Queue", Physical: "http://q/App-DLQ-1"},
+		"Fn":    {Type: "AWS::Lambda::Function", Physical: "App-Fn-1"},
+	}}
+	same := map[string]map[string]deployed{"App": {
+		"Table": {Type: "AWS::DynamoDB::Table", Physical: "App-Table-1"},
+		"DLQ":   {Type: "AWS::SQS::Queue", Physical: "http://q/App-DLQ-1"},
+		"Fn":    {Type: "AWS::Lambda::Function", Physical: "App-Fn-2"},
+	}}
+	if got := moved(before, same); len(got) != 0 {
+		t.Errorf("nothing stateful moved: %q", got)
+	}
+	replaced := map[string]map[string]deployed{"App": {
+		"Table": {Type: "AWS::DynamoDB::Table", Physical: "App-Table-2"},
+	}}
+	got := moved(before, replaced)
+	want := []string{
+		"App DLQ (AWS::SQS::Queue) http://q/App-DLQ-1 is no longer in the stack",
+		"App Table (AWS::DynamoDB::Table) was App-Table-1, is now App-Table-2: replaced",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%q\nwant %q", got, want)
+	}
+}
+
+// A table whose DeletionPolicy stops being Retain is flagged: a later destroy deletes it.
+func TestReplacementsRetention(t *testing.T) {
+	table := func(policy string) resource {
+		return resource{Type: "AWS::DynamoDB::Table", DeletionPolicy: policy, Properties: map[string]any{}}
+	}
+	got := replacements([]stack{{Name: "App", Res: map[string]resource{"T": table("Retain")}}},
+		[]stack{{Name: "App", Res: map[string]resource{"T": table("Delete")}}})
+	if len(got) != 1 || got[0] != `App T (AWS::DynamoDB::Table): DeletionPolicy Retain becomes "Delete": a later destroy deletes it with its data` {
+		t.Errorf("%q", got)
+	}
+}
+
+// statusProblems accepts a just-deployed, seeded stack and names everything else.
+func TestStatusProblems(t *testing.T) {
+	ok := `[{"pipeline":"Fifo","deadLetterQueue":{"visible":1},"alarmsChecked":true,
+	  "problems":["messages in the DLQ: 1; pipelinectl dlq inspect --stack S --pipeline Fifo",
+	    "alarm S-HeartbeatFifoMissing is in ALARM: Insufficient data (runbook: https://x/runbooks.md#heartbeat-missing)"]}]`
+	if bad, err := statusProblems([]byte(ok), []string{"Fifo"}, true); err != nil || len(bad) != 0 {
+		t.Errorf("a healthy new stack: %q, %v", bad, err)
+	}
+	wrong := `[{"pipeline":"Fifo","deadLetterQueue":{"visible":0},"alarmsChecked":false,
+	  "unread":["the alarms: CloudWatch DescribeAlarms: 500"],
+	  "problems":["mapping 1234 is Disabled"]}]`
+	bad, err := statusProblems([]byte(wrong), []string{"Fifo", "Standard"}, true)
+	want := []string{
+		"Fifo: the DLQ shows 0 messages, want the 1 seeded",
+		"Fifo: not read: the alarms: CloudWatch DescribeAlarms: 500",
+		"Fifo: its alarms were not checked, though the outputs name the composite alarm",
+		"Fifo: mapping 1234 is Disabled",
+		"pipeline Standard is not listed",
+	}
+	if err != nil || strings.Join(bad, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%q, %v\nwant %q", bad, err, want)
+	}
+	if _, err := statusProblems([]byte("not json"), nil, false); err == nil {
+		t.Error("not JSON: no error")
+	}
+}
+
+// A work directory of someone else's is refused, never cleared; the rehearsal's own is.
+func TestClaimWork(t *testing.T) {
+	mine := filepath.Join(t.TempDir(), "new")
+	if err := claimWork(mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := claimWork(mine); err != nil {
+		t.Errorf("its own directory again: %v", err)
+	}
+	theirs := t.TempDir()
+	write(t, theirs, "main.go", "package main")
+	if err := claimWork(theirs); err == nil || !strings.Contains(err.Error(), "holds files a rehearsal did not write (no .rehearse-work): give an empty or new directory") {
+		t.Errorf("someone else's directory: %v", err)
+	}
+}
+
+// A tool path given explicitly that is no executable is an error, not a fall back to PATH.
+func TestFindToolGiven(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "cdk", "not executable")
+	if _, err := findTool("sh", filepath.Join(dir, "cdk")); err == nil || err.Error() != "not an executable file" {
+		t.Errorf("a file that is not executable: %v", err)
+	}
+	if p, err := findTool("sh", ""); err != nil || !strings.HasSuffix(p, "/sh") {
+		t.Errorf("from PATH: %q, %v", p, err)
 	}
 }
