@@ -79,6 +79,13 @@ func (r *rehearsal) run(ctx context.Context) error {
 			fmt.Fprintf(r.out, "%-18s %-5s %7s  interrupted\n", s.name, "STOP", took)
 			return ctx.Err()
 		case err != nil:
+			if r.emu != nil {
+				select {
+				case <-r.emu.proc.Exited():
+					err = fmt.Errorf("%w\n  fakecloud had exited (%v) under this step: its output is in %s", err, r.emu.proc.WaitErr(), rel(r.emu.log))
+				default:
+				}
+			}
 			fmt.Fprintf(r.out, "%-18s %-5s %7s  %v\n", s.name, "FAIL", took, err)
 			return err
 		}
