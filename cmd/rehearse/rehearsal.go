@@ -109,7 +109,11 @@ func (r *rehearsal) leftBehind() string {
 	if r.work == "" {
 		return "nothing was started"
 	}
-	return "nothing is left running (fakecloud stopped; its state was in memory, so every stack went with it); logs, assemblies and outputs in " + rel(r.work)
+	left := "nothing is left running"
+	if r.aws != nil { // the emulator ran
+		left += " (fakecloud stopped; its state was in memory, so every stack went with it)"
+	}
+	return left + "; logs, assemblies and outputs in " + rel(r.work)
 }
 
 // tools finds the CDK CLI and fakecloud and builds pipelinectl.
@@ -211,39 +215,29 @@ func (r *rehearsal) synth(ctx context.Context, dir, assembly string, extra []str
 	r.env = r.offline
 	defer func() { r.env = env }()
 	out := filepath.Join(r.work, dir)
-	from := ""
-	if dir == "v1" && r.opts.from != "" {
+	// The app's directory: with --from, the first synth is of the app as it was at that commit
+	// (what is deployed today, which the update must upgrade).
+	appDir, from := r.opts.dir, dir == "v1" && r.opts.from != ""
+	if from {
 		var err error
-		if from, err = r.checkout(ctx); err != nil {
+		if appDir, err = r.checkout(ctx); err != nil {
 			return "", err
 		}
 	}
-	if from != "" {
-		// The app as it was at --from: what is deployed today, which the update must upgrade.
-		args := []string{"synth", "--quiet", "-o", out}
-		if r.opts.app != "" {
-			args = append(args, "--app", r.opts.app)
+	switch {
+	case assembly != "":
+		if err := os.CopyFS(out, os.DirFS(assembly)); err != nil {
+			return "", fmt.Errorf("copying the assembly %s: %w", assembly, err)
 		}
-		for _, kv := range r.opts.context {
-			args = append(args, "-c", kv)
-		}
-		if _, err := r.commandIn(ctx, from, "synth-"+dir, nil, r.cdk, args...); err != nil {
-			return "", err
-		}
-	} else if r.opts.viaMake && dir == "v1" {
+	case r.opts.viaMake && dir == "v1" && !from:
 		// The README's line: make synth writes cdk.out (and its reviewer's report).
 		if _, err := r.command(ctx, "synth-"+dir, nil, "make", "-s", "--no-print-directory", "synth"); err != nil {
 			return "", err
 		}
-		assembly = "cdk.out"
-	}
-	if from != "" {
-		// synthesized above
-	} else if assembly != "" {
-		if err := os.CopyFS(out, os.DirFS(assembly)); err != nil {
-			return "", fmt.Errorf("copying the assembly %s: %w", assembly, err)
+		if err := os.CopyFS(out, os.DirFS("cdk.out")); err != nil {
+			return "", fmt.Errorf("copying cdk.out: %w", err)
 		}
-	} else {
+	default:
 		args := []string{"synth", "--quiet", "-o", out}
 		if r.opts.app != "" {
 			args = append(args, "--app", r.opts.app)
@@ -251,7 +245,7 @@ func (r *rehearsal) synth(ctx context.Context, dir, assembly string, extra []str
 		for _, kv := range append(append([]string{}, r.opts.context...), extra...) {
 			args = append(args, "-c", kv)
 		}
-		if _, err := r.command(ctx, "synth-"+dir, nil, r.cdk, args...); err != nil {
+		if _, err := r.commandIn(ctx, appDir, "synth-"+dir, nil, r.cdk, args...); err != nil {
 			return "", err
 		}
 	}
@@ -280,7 +274,7 @@ func (r *rehearsal) synth(ctx context.Context, dir, assembly string, extra []str
 		n += len(s.Res)
 	}
 	detail := fmt.Sprintf("%s: %d resources", stackNames(stacks), n)
-	if from != "" {
+	if from {
 		detail = fmt.Sprintf("at %s (%s), ", r.opts.from, r.fromCommit) + detail
 	}
 	if named > 0 {
