@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -17,12 +18,14 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 )
 
-// The AWS APIs besides SQS and DynamoDB that pipelinectl reads (status, verify, backfill),
-// served by the kit on one loopback port from what it runs: Lambda's Invoke (a dispatcher,
-// as a deployed one) and ListEventSourceMappings (each consumer's poller), CloudWatch's
-// DescribeAlarms (every alarm as the kit evaluates it), Scheduler's GetSchedule (the
-// template's schedules). Point AWS_ENDPOINT_URL_LAMBDA, _CLOUDWATCH and _SCHEDULER at it
-// (Kit.Environ does). Anything else is answered with an error that says so.
+// The AWS APIs besides SQS and DynamoDB that pipelinectl reads (status, verify, backfill,
+// --stack), served by the kit on one loopback port from what it runs: Lambda's Invoke (a
+// dispatcher, as a deployed one) and ListEventSourceMappings (each consumer's poller),
+// CloudWatch's DescribeAlarms (every alarm as the kit evaluates it), Scheduler's
+// GetSchedule (the template's schedules), CloudFormation's DescribeStacks (each stack's
+// outputs with their local values). Point AWS_ENDPOINT_URL_LAMBDA, _CLOUDWATCH, _SCHEDULER
+// and _CLOUDFORMATION at it (Kit.Environ does). Anything else is answered with an error
+// that says so.
 
 // serveAWS starts the stand-in server for the running stacks.
 func (k *Kit) serveAWS() error {
@@ -35,7 +38,7 @@ func (k *Kit) serveAWS() error {
 	mux.HandleFunc("GET /2015-03-31/event-source-mappings/", k.lambdaMappings)
 	mux.HandleFunc("GET /2015-03-31/event-source-mappings", k.lambdaMappings) // the AWS CLI's path
 	mux.HandleFunc("GET /schedules/{name}", k.schedulerGet)
-	mux.HandleFunc("POST /{$}", k.cloudWatch)
+	mux.HandleFunc("POST /{$}", k.queryAPI)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		awsError(w, http.StatusNotImplemented, "NotImplemented", fmt.Sprintf("the local kit does not stand in for %s %s", r.Method, r.URL.Path))
 	})
@@ -56,6 +59,47 @@ func (k *Kit) serveAWS() error {
 	k.apiURL = "http://" + hosts[0]
 	go k.api.Serve(ln)
 	return nil
+}
+
+// queryAPI answers the calls AWS clients post to "/": CloudFormation's (the query protocol,
+// its Action in the form) and CloudWatch's (the query protocol, or JSON named by
+// X-Amz-Target).
+func (k *Kit) queryAPI(w http.ResponseWriter, req *http.Request) {
+	if req.Header.Get("X-Amz-Target") == "" && req.ParseForm() == nil && req.Form.Get("Action") == "DescribeStacks" {
+		k.describeStacks(w, req)
+		return
+	}
+	k.cloudWatch(w, req)
+}
+
+// describeStacks answers CloudFormation's DescribeStacks with the running stacks and their
+// outputs as the kit resolves them (Outputs), so that pipelinectl's --stack NAME finds the
+// local queues and table as it finds the deployed ones, and a runbook's lines run as
+// written.
+func (k *Kit) describeStacks(w http.ResponseWriter, req *http.Request) {
+	outputs, _ := k.Outputs()
+	names := slices.Sorted(maps.Keys(outputs))
+	if name := req.Form.Get("StackName"); name != "" {
+		if _, ok := outputs[name]; !ok {
+			cloudWatchError(w, false, http.StatusBadRequest, "ValidationError",
+				fmt.Sprintf("Stack with id %s does not exist (the local kit runs %s)", name, strings.Join(names, ", ")))
+			return
+		}
+		names = []string{name}
+	}
+	var b strings.Builder
+	b.WriteString(`<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><DescribeStacksResult><Stacks>`)
+	for _, name := range names {
+		fmt.Fprintf(&b, "<member><StackName>%s</StackName><StackStatus>CREATE_COMPLETE</StackStatus><CreationTime>%s</CreationTime><Outputs>",
+			xmlText(name), k.started.UTC().Format(time.RFC3339))
+		for _, key := range slices.Sorted(maps.Keys(outputs[name])) {
+			fmt.Fprintf(&b, "<member><OutputKey>%s</OutputKey><OutputValue>%s</OutputValue></member>", xmlText(key), xmlText(outputs[name][key]))
+		}
+		b.WriteString("</Outputs></member>")
+	}
+	b.WriteString(`</Stacks></DescribeStacksResult></DescribeStacksResponse>`)
+	w.Header().Set("Content-Type", "text/xml")
+	io.WriteString(w, b.String())
 }
 
 func awsError(w http.ResponseWriter, status int, code, msg string) {

@@ -106,14 +106,15 @@ func (o *Options) now() time.Time {
 // mapping, and every alarm of the templates evaluated from what runs. Its methods are safe
 // for concurrent use. Stop it (Close) when done: it leaves no process behind.
 type Kit struct {
-	opts   Options
-	sqsd   *sqslocal.Server
-	ddb    *dynamolocal.Server
-	proxy  *ddbproxy.Proxy // the functions' DynamoDB endpoint: counts calls, injects faults
-	sq     *sqs.Client
-	db     *dynamodb.Client
-	binDir string
-	stacks []*stackRun
+	opts    Options
+	started time.Time // the stacks' CreationTime, as DescribeStacks answers it
+	sqsd    *sqslocal.Server
+	ddb     *dynamolocal.Server
+	proxy   *ddbproxy.Proxy // the functions' DynamoDB endpoint: counts calls, injects faults
+	sq      *sqs.Client
+	db      *dynamodb.Client
+	binDir  string
+	stacks  []*stackRun
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -201,7 +202,7 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	k := &Kit{opts: opts}
+	k := &Kit{opts: opts, started: time.Now()}
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -671,6 +672,7 @@ func (k *Kit) Environ() []string {
 	e := k.Endpoints()
 	return []string{"AWS_ENDPOINT_URL_SQS=" + e.SQS, "AWS_ENDPOINT_URL_DYNAMODB=" + e.DynamoDB,
 		"AWS_ENDPOINT_URL_LAMBDA=" + e.AWS, "AWS_ENDPOINT_URL_CLOUDWATCH=" + e.AWS, "AWS_ENDPOINT_URL_SCHEDULER=" + e.AWS,
+		"AWS_ENDPOINT_URL_CLOUDFORMATION=" + e.AWS,
 		"AWS_REGION=" + e.Region, "AWS_DEFAULT_REGION=" + e.Region, "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
 }
 

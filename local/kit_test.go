@@ -315,7 +315,7 @@ func TestKitFiresOnCron(t *testing.T) {
 	}
 }
 
-// checkAWSStandIns asks the kit's Lambda and CloudWatch stand-ins what the AWS CLI and the
+// checkAWSStandIns asks the kit's Lambda, CloudWatch and CloudFormation stand-ins what the AWS CLI and the
 // SDKs ask (CloudWatch's JSON protocol; pipelinectl's tests ask in the query protocol) and
 // what they cannot answer: the DLQ alarm in ALARM is reported as such, a dispatcher that
 // fails is a 200 with X-Amz-Function-Error as in Lambda, a consumer cannot be invoked
@@ -332,9 +332,12 @@ func checkAWSStandIns(t *testing.T, kit *local.Kit, dlqAlarm local.AlarmState) {
 		if path != "/unsigned" {
 			req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20261126/us-east-1/lambda/aws4_request")
 		}
-		if target != "" {
+		switch {
+		case target != "":
 			req.Header.Set("X-Amz-Target", target)
 			req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		case strings.HasPrefix(body, "Action="):
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -374,6 +377,25 @@ func checkAWSStandIns(t *testing.T, kit *local.Kit, dlqAlarm local.AlarmState) {
 	}
 	if code, body := call("GET", "/2015-03-31/event-source-mappings?FunctionName="+consumer, "", ""); code != 200 || !strings.Contains(body, `"State":"Enabled"`) {
 		t.Errorf("ListEventSourceMappings of %s: %d %s", consumer, code, body)
+	}
+	// CloudFormation's DescribeStacks (the query protocol): each stack's outputs with their
+	// local values, as Outputs gives them; another name is refused as CloudFormation does.
+	outputs, _ := kit.Outputs()
+	for stack, outs := range outputs {
+		code, body := call("POST", "/", "", "Action=DescribeStacks&Version=2010-05-15&StackName="+stack)
+		want := []string{"<StackName>" + stack + "</StackName>", "<StackStatus>CREATE_COMPLETE</StackStatus>"}
+		for k, v := range outs {
+			want = append(want, "<member><OutputKey>"+k+"</OutputKey><OutputValue>"+v+"</OutputValue></member>")
+		}
+		for _, w := range want {
+			if code != 200 || !strings.Contains(body, w) {
+				t.Errorf("DescribeStacks %s: %d, lacks %q:\n%s", stack, code, w, body)
+			}
+		}
+	}
+	if code, body := call("POST", "/", "", "Action=DescribeStacks&Version=2010-05-15&StackName=Nope"); code != 400 ||
+		!strings.Contains(body, "<Code>ValidationError</Code><Message>Stack with id Nope does not exist (the local kit runs ") {
+		t.Errorf("DescribeStacks of an unknown stack: %d %s", code, body)
 	}
 }
 

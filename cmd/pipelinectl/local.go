@@ -224,9 +224,11 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	fmt.Fprintf(w.out, "  aws sqs send-message --endpoint-url %s --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'%s\n",
 		kit.Endpoints().SQS, example.QueueURL, group)
 	self := invokedAs(os.Args[0])
-	fmt.Fprintf(w.out, "  %s status --outputs %s --stack %s\n", self, outPath, example.StackName)
-	fmt.Fprintf(w.out, "  %s verify --outputs %s --stack %s --pipeline %s\n", self, outPath, example.StackName, example.Name)
-	fmt.Fprintf(w.out, "  %s dlq inspect --outputs %s --stack %s --pipeline %s\n", self, outPath, example.StackName, example.Name)
+	fmt.Fprintf(w.out, "  %s status --stack %s\n", self, example.StackName)
+	fmt.Fprintf(w.out, "  %s verify --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+	fmt.Fprintf(w.out, "  %s dlq inspect --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+	fmt.Fprintf(w.out, "(The exports point that shell's AWS SDKs and CLI at the kit, CloudFormation included: deploy from another.\n"+
+		" Without them, pipelinectl reads the same outputs from --outputs %s.)\n", outPath)
 	if len(skipped) > 0 {
 		fmt.Fprintf(w.out, "Outputs with no local value (left out of %s): %s\n", outPath, strings.Join(skipped, ", "))
 	}

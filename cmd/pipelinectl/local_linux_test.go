@@ -106,16 +106,17 @@ func TestLocalUpSIGINT(t *testing.T) {
 				}
 				t.Logf("the DLQ alarm in ALARM %v after up", time.Since(wait).Round(100*time.Millisecond))
 				// In another shell, as up says: pipelinectl status and verify with the
-				// exports it printed, against the kit's SQS, DynamoDB, Lambda and
-				// CloudWatch stand-ins and the outputs file it wrote. The bad message sent
-				// is in the DLQ: both see it, and its alarm.
+				// exports it printed, against the kit's SQS, DynamoDB, Lambda, CloudWatch
+				// and CloudFormation stand-ins (--stack reads the outputs from
+				// DescribeStacks). The bad message sent is in the DLQ: both see it, and its
+				// alarm.
 				var env []string
 				for _, line := range strings.Split(proc.Output(), "\n") {
 					if e, ok := strings.CutPrefix(line, "  export "); ok {
 						env = append(env, e)
 					}
 				}
-				outputs := []string{"--outputs", filepath.Join(asm, "local-outputs.json"), "--stack", "IdempotentSqsPipeline-ctrlc"}
+				outputs := []string{"--stack", "IdempotentSqsPipeline-ctrlc"}
 				for _, args := range [][]string{{"status"}, {"verify", "--pipeline", "Standard", "--timeout", "2m"},
 					{"backfill", "--pipeline", "Standard", "--from", "2026-11-26T18:00:00Z", "--to", "2026-11-26T20:00:00Z"}} {
 					c := exec.Command(bin, append(args, outputs...)...)

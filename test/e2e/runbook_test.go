@@ -4,12 +4,13 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
+	"encoding/xml"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -60,11 +61,11 @@ func runbookCommands(t *testing.T) []runbookCommand {
 
 // TestRunbookCommands runs every pipelinectl command of docs/runbooks.md, as written, against
 // a deployment on the local backends, so a runbook cannot drift from the CLI: each
-// placeholder is replaced by what it names there (--stack <stack> by the outputs file
-// 'cdk deploy --outputs-file' would write, which the CLI takes instead), and each command
-// must succeed, or refuse as the runbook says (a release of a record that needs none).
-// Scheduler and Lambda, which have no local backend, are stand-ins over the deployed
-// template and dispatcher.
+// placeholder is replaced by what it names there (<stack> by the stack's name, whose
+// outputs a CloudFormation stand-in answers DescribeStacks with), and each command must
+// succeed, or refuse as the runbook says (a release of a record that needs none).
+// Scheduler, Lambda, CloudWatch and CloudFormation, which have no local backend, are
+// stand-ins over the deployed template and dispatcher.
 func TestRunbookCommands(t *testing.T) {
 	checkOnly(t)
 	t.Parallel()
@@ -90,16 +91,16 @@ func TestRunbookCommands(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	env := []string{"AWS_ENDPOINT_URL_SCHEDULER=" + srv.URL, "AWS_ENDPOINT_URL_LAMBDA=" + srv.URL, "AWS_ENDPOINT_URL_CLOUDWATCH=" + srv.URL}
-	outputs := filepath.Join(t.TempDir(), "outputs.json")
-	b, _ := json.Marshal(map[string]map[string]string{"Pipeline-e2e": {
+	const stack = "Pipeline-e2e"
+	var describeCalls atomic.Int32
+	cfn := httptest.NewServer(describeStacks(stack, map[string]string{
 		"StandardQueueUrl": w.d.QueueURL[p.Queue], "StandardDeadLetterQueueUrl": w.d.QueueURL[p.DLQ], "StandardRecordTTL": vars["IDEMPOTENCY_RECORD_TTL"],
 		"StandardConsumerFunctionName": w.functionName(p.Consumer), "IdempotencyTableName": vars["IDEMPOTENCY_TABLE_NAME"],
 		"StandardDispatcherFunctionName": fnName, "StandardScheduleName": "schedule-" + w.d.Suffix, "StandardScheduleGroupName": "group-" + w.d.Suffix,
 		"UnhealthyAlarmName": w.d.Template.Composites[0].LogicalID,
-	}})
-	if err := os.WriteFile(outputs, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	}, &describeCalls))
+	defer cfn.Close()
+	env = append(env, "AWS_ENDPOINT_URL_CLOUDFORMATION="+cfn.URL)
 
 	// What the runbooks look at: a message in the DLQ whose key a sample shows, and the record
 	// of a key an attempt crashed holding (its lock run out).
@@ -127,7 +128,7 @@ func TestRunbookCommands(t *testing.T) {
 		}
 	}
 	placeholders := map[string]string{
-		"--stack <stack>":            "--outputs " + outputs,
+		"<stack>":                    stack,
 		"<pipeline>":                 "Standard",
 		"<key from a sample's body>": key,
 		"<key>":                      key,
@@ -185,6 +186,17 @@ func TestRunbookCommands(t *testing.T) {
 		}
 		ran[c.section] = append(ran[c.section], c.line)
 	}
+	withStack := 0
+	for _, lines := range ran {
+		for _, l := range lines {
+			if strings.Contains(l, "--stack <stack>") {
+				withStack++
+			}
+		}
+	}
+	if int(describeCalls.Load()) < withStack {
+		t.Errorf("%d runbook lines name --stack, but CloudFormation's DescribeStacks was called %d times", withStack, describeCalls.Load())
+	}
 	var sections []string
 	total := 0
 	for sec, lines := range ran {
@@ -198,4 +210,35 @@ func TestRunbookCommands(t *testing.T) {
 		t.Errorf("the runbooks invoked the dispatcher %d times, want 4: backfill --yes for 3 hourly occurrences, and verify's probe", invocations.Load())
 	}
 	report(t, "%d runbook commands ran as written, by section: %s; not run: %s", total, strings.Join(slices.Sorted(slices.Values(sections)), ", "), strings.Join(skipped, "; "))
+}
+
+// describeStacks serves CloudFormation's DescribeStacks (the query protocol) for one stack,
+// with its outputs, as CloudFormation answers it; another stack's name is refused as
+// CloudFormation refuses it. calls counts the calls.
+func describeStacks(stack string, outputs map[string]string, calls *atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		r.ParseForm()
+		if r.Form.Get("Action") != "DescribeStacks" || !strings.Contains(r.Header.Get("Authorization"), "/cloudformation/aws4_request") {
+			http.Error(rw, `<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>`, http.StatusForbidden)
+			return
+		}
+		if name := r.Form.Get("StackName"); name != stack {
+			rw.Header().Set("Content-Type", "text/xml")
+			rw.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(rw, `<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id %s does not exist</Message></Error></ErrorResponse>`, name)
+			return
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, `<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><DescribeStacksResult><Stacks><member>`+
+			`<StackName>%s</StackName><StackStatus>UPDATE_COMPLETE</StackStatus><CreationTime>2026-11-01T00:00:00Z</CreationTime><Outputs>`, stack)
+		for _, k := range slices.Sorted(maps.Keys(outputs)) {
+			b.WriteString("<member><OutputKey>" + k + "</OutputKey><OutputValue>")
+			xml.EscapeText(&b, []byte(outputs[k]))
+			b.WriteString("</OutputValue></member>")
+		}
+		b.WriteString(`</Outputs></member></Stacks></DescribeStacksResult></DescribeStacksResponse>`)
+		rw.Header().Set("Content-Type", "text/xml")
+		io.WriteString(rw, b.String())
+	})
 }
