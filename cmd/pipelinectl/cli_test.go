@@ -95,8 +95,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq", "inspect", "--outputs", badTTL, "--pipeline", "S"}, exitError, "stack S in " + badTTL + `: output SRecordTTL is "4 days", not a duration; give --record-ttl`},
 		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, exitUsage, `no AWS profile "nope" (from --profile or AWS_PROFILE) in the shared config files`},
 		{[]string{"dlq", "inspect", "--queue-url", "u", "--endpoint-url", "localhost:9324"}, exitUsage, "--endpoint-url localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
-		{[]string{"dlq", "inspect", "--queue-url", "http://127.0.0.1:1/q", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "connect: connection refused\ncannot reach the SQS endpoint: check AWS_ENDPOINT_URL_SQS (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself)"},
-		{[]string{"dlq", "inspect", "--stack", "S", "--pipeline", "Standard", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)\ncannot reach the CloudFormation endpoint: check AWS_ENDPOINT_URL_CLOUDFORMATION"},
+		{[]string{"dlq", "inspect", "--queue-url", "http://127.0.0.1:1/q", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "queue http://127.0.0.1:1/q: SQS GetQueueAttributes: no answer from http://127.0.0.1:1 (connection refused): is the endpoint up, and the URL right?\ncannot reach the SQS endpoint: check AWS_ENDPOINT_URL_SQS (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself)"},
+		{[]string{"dlq", "inspect", "--stack", "S", "--pipeline", "Standard", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "stack S: CloudFormation DescribeStacks: no answer from http://127.0.0.1:1 (connection refused): is the endpoint up, and the URL right?; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)\ncannot reach the CloudFormation endpoint: check AWS_ENDPOINT_URL_CLOUDFORMATION"},
 		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "standard"}, exitUsage, `has no pipeline "standard" (no output standardDeadLetterQueueUrl); did you mean Standard?; its pipelines: Standard`},
 		{[]string{"dlq", "inspect", "--outputs", other, "--pipeline", "Standard"}, exitUsage, `has no pipeline "Standard", and no pipeline at all: no output ends in DeadLetterQueueUrl (is it a stack of these constructs? its outputs: BucketName)`},
 		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
@@ -454,10 +454,10 @@ func TestFifoPlanIsExact(t *testing.T) {
 	}
 	code, out, _ := ctl(t, p.args("dlq", "redrive", "--yes", "--output", "json")...)
 	var s redriveSummary
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK {
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitLeft {
 		t.Fatalf("redrive --output json: exit %d, %v\n%s", code, err, out)
 	}
-	if s.Moved != 5 || s.LeftVisible != 5 || s.Kept["badInput"] != 2 || s.Kept["behindInFifoGroup"] != 3 || !s.Done {
+	if s.Moved != 5 || s.LeftVisible == nil || *s.LeftVisible != 5 || s.Kept["badInput"] != 2 || s.Kept["behindInFifoGroup"] != 3 || !s.Done {
 		t.Errorf("redrive summary %+v: want 5 moved, 5 left (2 bad input, 3 behind)", s)
 	}
 }
@@ -558,5 +558,36 @@ func TestRESTCallWithoutCABundle(t *testing.T) {
 	_, body, err := cl.rest.call(t.Context(), "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/f/invocations", nil, []byte("{}"))
 	if err != nil || string(body) != `{"answer":"from /2015-03-31/functions/f/invocations"}` {
 		t.Fatalf("%q, %v", body, err)
+	}
+}
+
+// One table of exit codes: the code's constants, pipelinectl help and docs/operator-cli.md
+// say the same, and the docs carry every help text as the command prints it.
+func TestExitCodesDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operator-cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	codes := []int{exitOK, exitError, exitUsage, exitNotDone, exitLeft}
+	for i, c := range codes {
+		if c != i {
+			t.Fatalf("exit codes %v: want 0 to %d in order", codes, len(codes)-1)
+		}
+		if !strings.Contains(doc, fmt.Sprintf("\n| %d | ", c)) {
+			t.Errorf("docs/operator-cli.md's exit code table has no row for %d", c)
+		}
+		if !strings.Contains(usage, fmt.Sprintf("\n  %d  ", c)) {
+			t.Errorf("pipelinectl help has no exit status line for %d", c)
+		}
+	}
+	if strings.Contains(doc, fmt.Sprintf("\n| %d | ", len(codes))) || strings.Contains(usage, fmt.Sprintf("\n  %d  ", len(codes))) {
+		t.Errorf("the docs or the help name exit code %d, which pipelinectl does not use", len(codes))
+	}
+	for _, h := range []struct{ cmd, text string }{{"help", usage}, {"help dlq", dlqUsage}, {"help record", recordUsage}, {"help policy", policyUsage},
+		{"help backfill", backfillUsage}, {"help verify", verifyUsage}, {"help status", statusUsage}, {"help local", localUsage}} {
+		if !strings.Contains(doc, h.text) {
+			t.Errorf("docs/operator-cli.md does not carry 'pipelinectl %s' as the command prints it: copy it from there", h.cmd)
+		}
 	}
 }

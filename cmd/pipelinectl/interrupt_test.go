@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,7 +134,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	redrive := func(ctx context.Context, extra ...string) (int, redriveSummary) {
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		code := run(context.WithValue(ctx, holdKey{}, hold), append(slices.Clip(args), extra...), &out, &errOut)
+		code := run(context.WithValue(ctx, timingsKey{}, timings{hold: hold}), append(slices.Clip(args), extra...), &out, &errOut)
 		var s redriveSummary
 		if err := json.Unmarshal(out.Bytes(), &s); err != nil && code != exitNotDone {
 			t.Fatalf("exit %d, no summary: %v\n%s\n%s", code, err, out.String(), errOut.String())
@@ -163,8 +165,12 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 		cancel()
 		if code == exitNotDone {
 			interrupts++
-		} else if code != exitOK {
+		} else if code != exitLeft { // done: the bad input stays
 			t.Fatalf("interrupted run: exit %d", code)
+		}
+		// Ctrl-C gives back everything the run held before it exits.
+		if q := queueCounts(t, p.dlqURL); q[1] != 0 {
+			t.Errorf("interrupted run %d (after %s): %d messages left in flight in the DLQ, want 0", interrupts, d, q[1])
 		}
 	}
 	if len(reported) > 0 {
@@ -187,7 +193,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	t.Logf("network cut: exit %d, %d faults injected (%d sends, %d deletes, %d receives seen)", code, proxy.Injected.Load(), sends.Load(), deletes.Load(), receives.Load())
 	// And the rerun that finishes the job.
 	code, s = redrive(t.Context())
-	if code != exitOK || !s.Done {
+	if code != exitLeft || !s.Done { // done, the bad input (and on FIFO its groups) left
 		t.Fatalf("final run: exit %d, %+v", code, s)
 	}
 
@@ -341,7 +347,7 @@ func TestRedriveSIGINT(t *testing.T) {
 	resume := strings.TrimSpace(proc.Output()[strings.Index(proc.Output(), "resume with  ")+len("resume with  "):])
 	resume = strings.SplitN(resume, "\n", 2)[0]
 	rerunCode, rerun, _ := ctl(t, strings.Fields(resume)[1:]...)
-	if rerunCode != exitOK {
+	if rerunCode != exitLeft { // done, the bad message left
 		t.Fatalf("the printed resume command: exit %d\n%s", rerunCode, rerun)
 	}
 	got := drainAll(t, p.queueURL)
@@ -362,4 +368,205 @@ func TestRedriveSIGINT(t *testing.T) {
 	}
 	t.Logf("FIGURE SIGINT mid-redrive: exit %d, stopped %s after the signal, %d in flight after; after the printed resume command %d of %d are in the destination once (%d messages there)",
 		code, stopped.Round(time.Millisecond), inFlight, once, len(bodies), len(got))
+}
+
+// A storm of Ctrl-Cs at a terminal: the built command gets SIGINT at random points of its
+// scan or its move, again and again, on the move task's path (a standard queue, every
+// message to move) and on the receive path (FIFO, a group held by bad input). After every
+// run no message is in flight in the DLQ: the run gave back what it held before it exited,
+// and its summary never counts in flight a message it holds without saying so. The last
+// run finishes the job, each message moved once.
+func TestRedriveSIGINTStorm(t *testing.T) {
+	t.Parallel()
+	bin := ctlBinary(t)
+	for _, fifo := range []bool{false, true} {
+		t.Run(queueKind(fifo), func(t *testing.T) {
+			t.Parallel()
+			p := newPipe(t, fifo)
+			var bodies []string
+			for i := range 300 {
+				bodies = append(bodies, fmt.Sprintf("storm-%03d", i))
+			}
+			group := ""
+			if fifo {
+				group = "g"
+				bodies = append(bodies[:150:150], append([]string{"bad-1"}, bodies[150:]...)...)
+			}
+			fillDLQ(t, p, group, bodies...)
+			args := append(p.args("dlq", "redrive", "--yes", "--rate", "40"), "--journal", filepath.Join(t.TempDir(), "j"))
+			unsaid := regexp.MustCompile(`left +in the DLQ: \d+ visible, [1-9]\d* in flight \(SQS's approximate counts, read at \S+ after the run's last change\)`)
+			rng := rand.New(rand.NewPCG(3, 4))
+			var inFlight []int64
+			var after []string
+			for i := range 5 {
+				cmd := exec.Command(bin, args...)
+				proc, err := localproc.Start(cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := time.Duration(200+rng.IntN(2500)) * time.Millisecond
+				time.Sleep(d)
+				cmd.Process.Signal(os.Interrupt)
+				<-proc.Exited()
+				proc.Stop()
+				q := queueCounts(t, p.dlqURL)
+				inFlight, after = append(inFlight, q[1]), append(after, d.Round(100*time.Millisecond).String())
+				t.Logf("run %d, SIGINT after %s: exit %d, the DLQ then: %d visible, %d in flight\n%s", i, d, cmd.ProcessState.ExitCode(), q[0], q[1], proc.Output())
+				if q[1] != 0 {
+					t.Errorf("run %d, SIGINT after %s: %d messages left in flight, want every one given back", i, d, q[1])
+				}
+				if m := unsaid.FindString(proc.Output()); m != "" {
+					t.Errorf("run %d: the summary counts messages in flight without saying the run holds none: %q", i, m)
+				}
+			}
+			want := map[bool]int{false: exitOK, true: exitLeft}[fifo]
+			ctlWant(t, want, args...)
+			seen := map[string]int{}
+			for _, m := range drainAll(t, p.queueURL) {
+				seen[m.body]++
+			}
+			once := 0
+			for _, b := range bodies {
+				if w := map[bool]int{true: 0, false: 1}[fifo && b >= "bad-1" && (b == "bad-1" || b >= "storm-150")]; seen[b] != w {
+					t.Errorf("%s is in the destination %d times, want %d", b, seen[b], w)
+				} else if w == 1 {
+					once++
+				}
+			}
+			t.Logf("FIGURE SIGINT storm, %s, %d messages at --rate 40: SIGINT after %s; in flight in the DLQ after each run %v; then one run: %d in the destination once, none twice",
+				queueKind(fifo), len(bodies), strings.Join(after, ", "), inFlight, once)
+		})
+	}
+}
+
+// A network cut in the middle of a redrive: every call fails from one receive on. The run
+// stops (its outage, seconds here, is two minutes at a terminal), and its summary counts
+// only what it read after its last change: while the network stays down it says the
+// DLQ's counts are unknown, and why, instead of zeros; when the network returns while it
+// counts, its counts are the queue's real ones. Every kind of call that failed is named
+// with its cause in words, never the SDK's error chain.
+func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
+	t.Parallel()
+	for _, returns := range []bool{false, true} {
+		name := map[bool]string{false: "network stays down", true: "network returns while it counts"}[returns]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := newPipe(t, false)
+			var bodies []string
+			for i := range 60 {
+				bodies = append(bodies, fmt.Sprintf("cut-%02d", i))
+			}
+			// The bad message first: the run holds it (it stays) when the network goes, and
+			// cannot give it back.
+			fillDLQ(t, p, "", append([]string{"bad-1"}, bodies...)...)
+			proxy, err := ddbproxy.New(sqsSrv.Endpoint())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			var down atomic.Bool
+			var sends, failedCounts atomic.Int64
+			var downAt atomic.Int64
+			proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+				switch {
+				case c.Op == "SendMessage":
+					sends.Add(1)
+				case c.Op == "ReceiveMessage" && sends.Load() >= 20 && downAt.Load() == 0:
+					downAt.Store(time.Now().UnixMilli())
+					down.Store(true)
+				case c.Op == "GetQueueAttributes" && down.Load() && returns:
+					// The network returns after two of the summary's counts failed (each is the
+					// SDK's 3 attempts).
+					if failedCounts.Add(1) > 6 {
+						down.Store(false)
+					}
+				}
+				if down.Load() {
+					return ddbproxy.Fault{Cut: true}
+				}
+				return ddbproxy.Fault{}
+			}
+			args := append(p.args("dlq", "redrive", "--yes", "--output", "json"), "--endpoint-url", proxy.URL, "--journal", filepath.Join(t.TempDir(), "j"))
+			var out, errOut bytes.Buffer
+			ctx := context.WithValue(t.Context(), timingsKey{}, timings{outage: 3 * time.Second, count: 8 * time.Second})
+			start := time.Now()
+			code := run(ctx, args, &out, &errOut)
+			took := time.Since(start)
+			down.Store(false)
+			real := queueCounts(t, p.dlqURL)
+			t.Logf("exit %d after %s (network down %s after the start); the DLQ now: %d visible, %d in flight\n%s\n%s",
+				code, took.Round(time.Millisecond), time.Duration(downAt.Load()-start.UnixMilli())*time.Millisecond, real[0], real[1], errOut.String(), out.String())
+			var s redriveSummary
+			if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+				t.Fatalf("no JSON summary: %v", err)
+			}
+			// The audit trail ends with the summary's text.
+			trail, err := os.ReadFile(s.Audit)
+			if err != nil {
+				t.Fatalf("the audit trail: %v", err)
+			}
+			t.Logf("the audit trail's end:\n%s", trail[max(0, len(trail)-1500):])
+			if code != exitNotDone || s.Done {
+				t.Errorf("exit %d, done %v: want %d, not done", code, s.Done, exitNotDone)
+			}
+			for _, raw := range []string{"operation error", "exceeded maximum number of attempts", "https response error"} {
+				if strings.Contains(out.String()+errOut.String(), raw) {
+					t.Errorf("the output has the SDK's error chain (%q), want causes in words", raw)
+				}
+			}
+			if !strings.Contains(s.Why, "receives from the DLQ failed for") || !strings.Contains(s.Why, "no answer from "+proxy.URL) {
+				t.Errorf("why = %q, want the receives' failure, naming the endpoint that did not answer", s.Why)
+			}
+			if f := s.FailedCalls["receive"]; f.Count == 0 || !strings.Contains(f.Cause, "no answer from") {
+				t.Errorf("failed calls = %+v, want the receives named with their cause", s.FailedCalls)
+			}
+			moved := len(drainAll(t, p.queueURL))
+			if int64(moved) != s.Moved {
+				t.Errorf("summary: moved %d; the destination has %d", s.Moved, moved)
+			}
+			// Held when the network went: named, with when it reappears, in the summary and the
+			// trail; and every copy sent is in the trail with its id.
+			if len(s.NotGivenBack) != 1 || s.NotGivenBackBy == nil || s.FailedCalls["give back"].Count == 0 {
+				t.Errorf("not given back %v by %v (failed calls %+v), want the bad message named", s.NotGivenBack, s.NotGivenBackBy, s.FailedCalls)
+			}
+			wantContains(t, "trail", string(trail), "# HIDDEN       1 message this run held could not be given back (no answer from", " not-given-back ", " kept ")
+			if n := len(regexp.MustCompile(`(?m)Z sent \S+ md5 [0-9a-f]{32} as \S+$`).FindAll(trail, -1)); n != moved {
+				t.Errorf("the trail has %d sent lines, want %d (one per copy moved)", n, moved)
+			}
+			var failed []string
+			for _, k := range slices.Sorted(maps.Keys(s.FailedCalls)) {
+				failed = append(failed, fmt.Sprintf("%s %d", k, s.FailedCalls[k].Count))
+			}
+			left := "unknown"
+			if s.LeftVisible != nil {
+				left = fmt.Sprintf("%d visible, %d in flight", *s.LeftVisible, *s.LeftInFlight)
+			}
+			t.Logf("FIGURE network cut, %s: exit %d after %s; moved %d (the destination has %d); summary left: %s (the DLQ after: %d visible, %d in flight); not given back %d; failed calls: %s",
+				name, code, took.Round(time.Second), s.Moved, moved, left, real[0], real[1], len(s.NotGivenBack), strings.Join(failed, ", "))
+			if !returns {
+				if s.LeftVisible != nil || s.LeftInFlight != nil || !strings.Contains(s.LeftUnknown, "could not count since") {
+					t.Errorf("network down: left %v/%v (%q), want unknown with why", s.LeftVisible, s.LeftInFlight, s.LeftUnknown)
+				}
+				wantContains(t, "summary", string(trail), "# left         in the DLQ: unknown: could not count since", "# failed calls receive: ", "#              count: ",
+					"# NOT DONE     receives from the DLQ failed for ")
+				return
+			}
+			if s.LeftVisible == nil || s.LeftInFlight == nil {
+				t.Fatalf("network back: counts unknown (%s), want them read", s.LeftUnknown)
+			}
+			if f := s.FailedCalls["count"]; f.Count < 2 {
+				t.Errorf("failed calls = %+v, want the summary's failed counts named", s.FailedCalls)
+			}
+			wantContains(t, "summary", string(trail), fmt.Sprintf("# left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at ", *s.LeftVisible, *s.LeftInFlight))
+			// The count was read after the run's last change: what the run could not give back
+			// is still in flight, and the total is the queue's.
+			if *s.LeftVisible+*s.LeftInFlight != real[0]+real[1] || *s.LeftInFlight != int64(len(s.NotGivenBack)) {
+				t.Errorf("summary: %d visible + %d in flight (%d not given back); the DLQ after the run: %d + %d",
+					*s.LeftVisible, *s.LeftInFlight, len(s.NotGivenBack), real[0], real[1])
+			}
+			if int64(moved)+real[0]+real[1] != int64(len(bodies)+1) {
+				t.Errorf("moved %d + left %d + %d != %d sent: a message is lost or doubled", moved, real[0], real[1], len(bodies)+1)
+			}
+		})
+	}
 }

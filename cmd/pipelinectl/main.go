@@ -32,12 +32,14 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// Exit codes (docs/operator-cli.md).
+// Exit codes: one table for every command (docs/operator-cli.md, and the usage text; a test
+// holds the three to each other).
 const (
-	exitOK      = 0
-	exitError   = 1 // the command failed (AWS error, refused release, ...) and changed nothing more
-	exitUsage   = 2 // the command line is wrong
-	exitNotDone = 3 // stopped before the job was done (Ctrl-C, messages still hidden, a move task still running): rerun to resume
+	exitOK      = 0 // done; nothing the command was to do is left (a dry run included)
+	exitError   = 1 // failed, or found a problem (status, verify): the message says what, and changed nothing more than it says
+	exitUsage   = 2 // the command line is wrong: nothing ran
+	exitNotDone = 3 // not done: interrupted, or stopped by the network, hidden messages or a move task still running; the summary says what is where and the command that resumes
+	exitLeft    = 4 // done, but messages stay in the DLQ by rule (bad input, older than the record TTL, behind those in a FIFO group): the summary says which flag moves them
 )
 
 // usageError is a command line that cannot run; it exits with exitUsage.
@@ -52,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, streams{out: stdout, err: stderr, argv: args}, newAWS)
 	var ue *usageError
 	var nd *notDone
+	var lb *leftBehind
 	switch {
 	case err == nil:
 		return exitOK
@@ -63,6 +66,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &nd):
 		fmt.Fprintf(stderr, "pipelinectl: not done: %s\n", nd.why)
 		return exitNotDone
+	case errors.As(err, &lb):
+		fmt.Fprintf(stderr, "pipelinectl: %s\n", lb)
+		return exitLeft
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "pipelinectl: interrupted before anything changed\n")
 		return exitNotDone
@@ -108,9 +114,14 @@ AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_DYNAMODB /
 AWS_ENDPOINT_URL_CLOUDFORMATION (ElasticMQ, DynamoDB Local), and _LAMBDA, _SCHEDULER and
 _CLOUDWATCH for status, verify and backfill.
 
-Exit status: 0 done (a dry run included); 1 the command failed; 2 the command line is
-wrong; 3 not done: interrupted, messages still hidden or a move task still running; the
-summary says what is where and the command that resumes.
+Exit status, every command:
+  0  done; nothing the command was to do is left (a dry run included)
+  1  failed, or found a problem (status, verify): the message says what
+  2  the command line is wrong: nothing ran
+  3  not done: interrupted, or stopped by the network, hidden messages or a move task
+     still running; the summary says what is where and the command that resumes
+  4  done, but messages stay in the DLQ by rule (dlq redrive: bad input, older than the
+     record TTL, behind those in a FIFO group); the summary says which flag moves them
 
 Run 'pipelinectl help dlq', 'help record', 'help status', 'help verify', 'help backfill',
 'help policy' or 'help local' for each command's details.
@@ -180,6 +191,14 @@ pipelinectl dlq redrive: move dead-lettered messages back once their cause is fi
   them up to the hold (30s) and moves them. A move task already running (an earlier,
   interrupted run's) is waited for, not started again.
 
+  The summary counts what is left in the DLQ after the run's last change, or says
+  "unknown" and why (the network), names every kind of call that failed with its cause,
+  and names any message the run could not give back with when it reappears. Done with
+  messages kept by rule (bad input, older than the record TTL), it exits 4, not 0.
+  Every --yes run keeps an audit trail (runs/ beside the journal; the summary's "audit"
+  line names it): the command, each message sent (as which copy, with its body's MD5),
+  deleted, kept and why, possibly doubled, and the summary.
+
   --yes              move (default: dry run)
   --rate N           at most N messages per second, 1 to 500 (default: no limit)
   --include-invalid  move bad-input messages too (the consumer dead-letters them again
@@ -189,7 +208,8 @@ pipelinectl dlq redrive: move dead-lettered messages back once their cause is fi
   --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (default: the RecordTTL output)
   --to QUEUE         another destination of the same queue type: its URL, ARN or name
   --wait D           how long to wait for a move task (default 15m)
-  --journal FILE     the journal of this DLQ's moves (default: in the cache directory)
+  --journal FILE     the journal of this DLQ's moves (default: in the cache directory);
+                     the audit trails go in runs/ beside it
   --output json      the summary as one JSON document on stdout (the text goes to stderr)
 `
 

@@ -157,9 +157,15 @@ func ctl(t *testing.T, args ...string) (int, string, string) {
 // mustCtl is ctl for a command that must succeed.
 func mustCtl(t *testing.T, args ...string) string {
 	t.Helper()
-	code, out, errOut := ctl(t, args...)
-	if code != 0 {
-		t.Fatalf("pipelinectl %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	return ctlWant(t, exitOK, args...)
+}
+
+// ctlWant is ctl for a command that must exit with code.
+func ctlWant(t *testing.T, code int, args ...string) string {
+	t.Helper()
+	got, out, errOut := ctl(t, args...)
+	if got != code {
+		t.Fatalf("pipelinectl %s: exit %d, want %d\n%s", strings.Join(args, " "), got, code, errOut)
 	}
 	return out
 }
@@ -383,8 +389,9 @@ func TestStandardInspectRedriveRecord(t *testing.T) {
 	}
 
 	c.fixed.Store(true)
-	out = mustCtl(t, p.args("dlq", "redrive", "--yes", "--rate", "50")...)
-	wantContains(t, "redrive", out, "method       receive, send, delete", "moved        2\n", "left         in the DLQ: ", "; kept: 1 bad input (--include-invalid moves them)", "done         everything to move has moved (exit 0)")
+	out = ctlWant(t, exitLeft, p.args("dlq", "redrive", "--yes", "--rate", "50")...)
+	wantContains(t, "redrive", out, "method       receive, send, delete", "moved        2\n", "left         in the DLQ: ", "; kept: 1 bad input (--include-invalid moves them)",
+		"done, left   everything to move has moved; the 1 kept above stay in the DLQ by rule (exit 4)", "audit        ")
 	dlqSettles(t, p.dlqURL, [2]int64{1, 0})
 	c.drain(t)
 	got := c.ran()
@@ -443,8 +450,9 @@ func TestFifoInspectRedriveRecord(t *testing.T) {
 	wantContains(t, "dry run", out, "scanned      4: 3 to move, 1 to leave (1 bad input, 0 older than the record TTL, 0 behind those in their FIFO group)", "Dry run: nothing moved")
 
 	c.fixed.Store(true)
-	out = mustCtl(t, p.args("dlq", "redrive", "--yes")...)
-	wantContains(t, "redrive", out, "method       receive, send, delete", "group bad stays from message ", "moved        3\nleft         in the DLQ: ", "; kept: 1 bad input")
+	out = ctlWant(t, exitLeft, p.args("dlq", "redrive", "--yes")...)
+	wantContains(t, "redrive", out, "method       receive, send, delete", "group bad stays from message ",
+		"moved        3\ngave back    1 message this run held: visible again at once\nleft         in the DLQ: ", "; kept: 1 bad input")
 	dlqSettles(t, p.dlqURL, [2]int64{1, 0})
 	c.drain(t)
 	if got := c.ran(); !slices.Equal(got, []string{"b1", "a1", "a2", "a3"}) {
@@ -513,10 +521,11 @@ func TestRedriveRefusesMessagesOlderThanTheRecordTTL(t *testing.T) {
 	wantContains(t, "inspect", out, "record TTL   2s (output StandardRecordTTL of stack "+p.stack+" in "+p.outputs+")",
 		"a message first sent more than 1s ago may have outlived its record",
 		"stays (older than the record TTL; --include-expired moves it)", "Older than the record TTL 2s (first sent more than 1s ago), 1: ")
-	out = mustCtl(t, p.args("dlq", "redrive", "--yes")...)
+	out = ctlWant(t, exitLeft, p.args("dlq", "redrive", "--yes")...)
 	wantContains(t, "redrive", out, "scanned      1: 0 to move, 1 to leave (0 bad input, 1 older than the record TTL)",
 		"redrive policy         1 stay (older than the record TTL)", "older than the record TTL: ", ": stays", "method       receive, send, delete",
-		"moved        0\nleft         in the DLQ: ", "; kept: 1 older than the record TTL (--include-expired moves them")
+		"moved        0\ngave back    1 message this run held: visible again at once\nleft         in the DLQ: ", "; kept: 1 older than the record TTL (--include-expired moves them",
+		"done, left   nothing moved: the 1 kept above stay in the DLQ by rule (exit 4)")
 	dlqSettles(t, p.dlqURL, [2]int64{1, 0})
 	c.drain(t)
 	if got := c.ran(); count(got, "done") != 1 {

@@ -287,15 +287,24 @@ type mover struct {
 	doubled      []string        // possibly twice in the destination
 	failed       map[string]string
 	errs         []error
+	fails        callFailures // every failed call, by kind
 	interrupted  bool
 	hidden       int64 // messages still hidden in the DLQ when the run ended
 	next         time.Time
+	audit        *audit
+
+	countFailingSince time.Time
+
+	gaveBack     int       // held messages made visible again at the end
+	notGivenBack []string  // held messages that could not be: they reappear by returnBy
+	returnBy     time.Time // when the hold of the last of them runs out
 }
 
 func (r *mover) run(ctx context.Context) {
 	r.held, r.undeleted, r.kept, r.mine, r.failed = map[string]types.Message{}, map[string]types.Message{}, map[string]verdict{}, map[string]bool{}, map[string]string{}
 	defer r.release(ctx)
 	var waitSince, failingSince time.Time
+	outage := timing(ctx, func(t timings) time.Duration { return t.outage }, maxOutage)
 	lastReport := time.Now()
 	for {
 		if ctx.Err() != nil {
@@ -310,12 +319,14 @@ func (r *mover) run(ctx context.Context) {
 		r.retryDeletes(ctx)
 		msgs, err := r.receive(ctx)
 		if err != nil {
+			cause := r.fails.add("receive", err)
 			if failingSince.IsZero() {
 				failingSince = time.Now()
-				fmt.Fprintf(r.out, "receive failed (%v): retrying; what a failed receive took stays hidden up to %s and moves when it reappears\n", err, r.hold)
+				fmt.Fprintf(r.out, "receive failed at %s: %s; retrying for up to %s (what a failed receive took stays hidden up to %s and moves when it reappears)\n",
+					clock(failingSince), cause, outage, r.hold)
 			}
-			if time.Since(failingSince) > maxOutage {
-				r.errs = append(r.errs, fmt.Errorf("receives from the DLQ kept failing for %s: %w", maxOutage, err))
+			if time.Since(failingSince) > outage {
+				r.errs = append(r.errs, fmt.Errorf("receives from the DLQ failed for %s, since %s: %s", time.Since(failingSince).Round(time.Second), clock(failingSince), cause))
 				return
 			}
 			pause(ctx, time.Second)
@@ -357,9 +368,21 @@ func (r *mover) settle(ctx context.Context, since *time.Time) bool {
 	q, err := getQueue(cctx, r.api, r.dlq.url)
 	cancel()
 	if err != nil {
-		r.errs = append(r.errs, err)
-		return true
+		cause := r.fails.add("count", err)
+		if r.countFailingSince.IsZero() {
+			r.countFailingSince = time.Now()
+		}
+		if time.Since(r.countFailingSince) > timing(ctx, func(t timings) time.Duration { return t.outage }, maxOutage) {
+			r.errs = append(r.errs, fmt.Errorf("the DLQ could not be counted since %s, to check that it hides nothing this run has not moved: %s", clock(r.countFailingSince), cause))
+			return true
+		}
+		if !pause(ctx, time.Second) {
+			r.interrupted = true
+			return true
+		}
+		return false
 	}
+	r.countFailingSince = time.Time{}
 	accounted := int64(len(r.held) + len(r.undeleted))
 	hidden := q.inFlight - accounted
 	// On FIFO, visible messages behind a held one in their group are not handed out: the
@@ -402,6 +425,7 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 	if d.v != vMove {
 		r.kept[id] = d.v
 		r.held[id] = m
+		r.audit.event("kept %s md5 %s: %s", id, aws.ToString(m.MD5OfBody), keptWhy(d))
 		if b := r.plan.blocked[group(m)]; d.v != vBehind && b != nil && b.blocker == id {
 			fmt.Fprintf(r.out, "group %s stays from message %s on (%s)\n", group(m), id, b.why)
 		}
@@ -420,13 +444,14 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 	}
 	prior := r.journal.state(id)
 	r.journal.mark(jSend, id)
-	unknown, err := r.send(ctx, m)
+	copyID, unknown, err := r.send(ctx, m)
 	if prior.state == jSend && (!r.dest.fifo || time.Since(prior.at) > fifoDedupWindow) {
 		unknown = true // an earlier run's send of it got no answer
 	}
 	if err != nil {
 		r.failed[id] = err.Error()
 		r.errs = append(r.errs, err)
+		r.audit.event("send-failed %s md5 %s: %v", id, aws.ToString(m.MD5OfBody), err)
 		r.kept[id] = vFailed
 		r.held[id] = m
 		r.plan.block(group(m), id, "its send failed")
@@ -437,28 +462,34 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 	}
 	if unknown {
 		r.doubled = append(r.doubled, id)
+		r.audit.event("possibly-doubled %s md5 %s: a send of it got no answer and it was sent again; the copy below is one, the other (if it landed) has the same md5", id, aws.ToString(m.MD5OfBody))
 	}
+	r.audit.event("sent %s md5 %s as %s", id, aws.ToString(m.MD5OfBody), copyID)
 	r.journal.mark(jSent, id)
 	r.mine[id] = true
 	r.moved++
 	r.delete(ctx, m)
 }
 
-// send sends m's copy, trying up to sendAttempts times; unknown reports that an attempt
-// before the one that succeeded got no answer, so that its copy may have landed too.
-func (r *mover) send(ctx context.Context, m types.Message) (unknown bool, err error) {
+// send sends m's copy, trying up to sendAttempts times, and returns the copy's message id;
+// unknown reports that an attempt before the one that succeeded got no answer, so that its
+// copy may have landed too.
+func (r *mover) send(ctx context.Context, m types.Message) (copyID string, unknown bool, err error) {
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.dest.url), MessageBody: m.Body, MessageAttributes: withFirstSent(m)}
 	if r.dest.fifo {
 		in.MessageGroupId = aws.String(group(m))
 		in.MessageDeduplicationId = aws.String(dedupID(aws.ToString(m.MessageId)))
 	}
+	var lastErr error
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := settled(ctx)
-		_, err = r.api.SendMessage(cctx, in, oneAttempt)
+		out, err := r.api.SendMessage(cctx, in, oneAttempt)
 		cancel()
 		if err == nil {
-			return unknown && !r.dest.fifo, nil
+			return aws.ToString(out.MessageId), unknown && !r.dest.fifo, nil
 		}
+		lastErr = err
+		r.fails.add("send", err)
 		if outcomeUnknown(err) {
 			unknown = true
 		} else if !retryable(err) {
@@ -473,7 +504,7 @@ func (r *mover) send(ctx context.Context, m types.Message) (unknown bool, err er
 	if unknown {
 		what = "got no answer (it may have landed: a rerun sends it again and counts it as possibly doubled)"
 	}
-	return unknown, fmt.Errorf("send of message %s to %s %s: %w", aws.ToString(m.MessageId), r.dest.url, what, err)
+	return "", unknown, fmt.Errorf("send of message %s to %s %s: %s", aws.ToString(m.MessageId), r.dest.url, what, inWords(lastErr))
 }
 
 // outcomeUnknown reports a failed call that may have taken effect: no HTTP response came
@@ -502,11 +533,13 @@ func (r *mover) delete(ctx context.Context, m types.Message) error {
 	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.url), ReceiptHandle: m.ReceiptHandle})
 	cancel()
 	if err != nil {
+		r.fails.add("delete", err)
 		r.undeleted[id] = m
 		return err
 	}
 	delete(r.undeleted, id)
 	r.journal.mark(jDone, id)
+	r.audit.event("deleted %s from the DLQ", id)
 	return nil
 }
 
@@ -523,15 +556,32 @@ func (r *mover) retryDeletes(ctx context.Context) {
 	}
 }
 
-// release makes what the run holds visible again, also after Ctrl-C.
+// release makes what the run holds visible again, also after Ctrl-C, trying each call up
+// to three times a second apart (a network blip); what it could not give back is named,
+// with when its hold runs out.
 func (r *mover) release(ctx context.Context) {
 	r.retryDeletes(ctx)
 	var msgs []types.Message
 	for _, id := range sortedKeys(r.held) {
 		msgs = append(msgs, r.held[id])
 	}
-	if err := makeVisible(ctx, r.api, r.dlq.url, msgs); err != nil {
-		r.errs = append(r.errs, err)
+	left := msgs
+	for attempt := 1; len(left) > 0 && attempt <= 3; attempt++ {
+		if attempt > 1 {
+			time.Sleep(time.Second) // also after Ctrl-C: giving back is what the run does then
+		}
+		var err error
+		if left, err = giveBack(ctx, r.api, r.dlq.url, left); err != nil {
+			r.fails.add("give back", err)
+		}
+	}
+	r.gaveBack = len(msgs) - len(left)
+	for _, m := range left {
+		r.notGivenBack = append(r.notGivenBack, aws.ToString(m.MessageId))
+	}
+	if len(left) > 0 {
+		r.returnBy = time.Now().Add(r.hold)
+		r.audit.event("not-given-back %s: hidden until their hold runs out, by %s", strings.Join(r.notGivenBack, " "), r.returnBy.UTC().Format(time.RFC3339))
 	}
 }
 

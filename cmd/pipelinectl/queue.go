@@ -174,9 +174,26 @@ func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duratio
 // makeVisible returns messages to the queue at once (visibility timeout 0). It runs even
 // when ctx is cancelled (an interrupted scan must not leave messages hidden).
 func makeVisible(ctx context.Context, api *sqs.Client, url string, msgs []types.Message) error {
+	left, err := giveBack(ctx, api, url, msgs)
+	if len(left) == 0 {
+		return nil
+	}
+	ids := make([]string, len(left))
+	for i, m := range left {
+		ids[i] = aws.ToString(m.MessageId)
+	}
+	return fmt.Errorf("%d messages stay hidden in %s until their visibility timeout ends (%s): %s", len(left), url, inWords(err), strings.Join(ids, ", "))
+}
+
+// giveBack makes msgs visible again at once (visibility timeout 0), also when ctx is
+// cancelled, and returns those it could not, with the last call's error. A message SQS
+// says is no longer in flight (its hold ran out) or whose handle is stale counts as given
+// back: it is visible, or gone.
+func giveBack(ctx context.Context, api *sqs.Client, url string, msgs []types.Message) ([]types.Message, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	var failed []string
+	var left []types.Message
+	var lastErr error
 	for chunk := range slices.Chunk(msgs, 10) {
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
 		for i, m := range chunk {
@@ -184,17 +201,19 @@ func makeVisible(ctx context.Context, api *sqs.Client, url string, msgs []types.
 		}
 		out, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
 		if err != nil {
-			return fmt.Errorf("make %d messages visible again in %s (they reappear when their visibility timeout ends): %w", len(msgs), url, err)
+			left, lastErr = append(left, chunk...), err
+			continue
 		}
 		for _, f := range out.Failed {
+			if c := aws.ToString(f.Code); strings.Contains(c, "MessageNotInflight") || strings.Contains(c, "ReceiptHandleIsInvalid") {
+				continue
+			}
 			i, _ := strconv.Atoi(aws.ToString(f.Id))
-			failed = append(failed, aws.ToString(chunk[i].MessageId)+" ("+aws.ToString(f.Message)+")")
+			left = append(left, chunk[i])
+			lastErr = fmt.Errorf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
 		}
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d messages stay invisible until their visibility timeout ends: %s", len(failed), strings.Join(failed, ", "))
-	}
-	return nil
+	return left, lastErr
 }
 
 // scan receives up to max messages of url, holding each invisible until the scan ends (at

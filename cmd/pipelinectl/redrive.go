@@ -39,9 +39,25 @@ const (
 // such messages before it says they are hidden.
 const redriveHold = 30 * time.Second
 
-// holdKey is the context key of a shorter hold, a test's (interrupt_test.go): its run with
-// a lost receive then waits seconds for the messages it hid. The command line sets none.
-type holdKey struct{}
+// countWait is how long a redrive's summary retries reading what is left in the DLQ when
+// the count fails (the network): a count it prints is read after the run's last change, or
+// it says unknown, and why.
+const countWait = 30 * time.Second
+
+// timings are shorter waits for a test (interrupt_test.go), carried in the context under
+// timingsKey: a run with a lost receive then waits seconds for what it hid, a network cut
+// ends a run in seconds. The command line sets none; a zero field keeps its constant.
+type timings struct{ hold, outage, count time.Duration }
+
+type timingsKey struct{}
+
+// timing is the test's override of def from the context, or def.
+func timing(ctx context.Context, field func(timings) time.Duration, def time.Duration) time.Duration {
+	if t, ok := ctx.Value(timingsKey{}).(timings); ok && field(t) > 0 {
+		return field(t)
+	}
+	return def
+}
 
 // settled returns a context for one call that runs to its end even when ctx is cancelled.
 func settled(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -213,13 +229,22 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 		return s.finish(ctx, cl.sqs, dlq, c, w, nil)
 	}
 
+	dir, err := auditDir(*journalPath)
+	if err != nil {
+		return err
+	}
+	if s.audit, err = openAudit(dir, dlq, dest, s.Method, w.argv); err != nil {
+		return err
+	}
+	s.Audit = s.audit.path
 	var moveErr error
 	if useTask {
 		var moved int64
 		moved, moveErr = moveTask(ctx, cl.sqs, dlq, dest, *rate, *wait, out)
 		s.Moved += moved
+		s.audit.event("move task: %d moved (SQS's approximate count; a task keeps no per-message record)", moved)
 		if moveErr != nil && dlq.fifo && errors.Is(moveErr, errTaskUnsupported) {
-			fmt.Fprintf(out, "move task not supported for this FIFO queue (%v): receive, send, delete in group order\n", errors.Unwrap(moveErr))
+			fmt.Fprintf(out, "move task not supported for this FIFO queue (%s): receive, send, delete in group order\n", inWords(moveErr))
 			moveErr = nil
 			useTask = false
 		}
@@ -238,11 +263,12 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 	if !useTask {
 		j, err := openJournal(*journalPath, dlq.arn, dest.arn)
 		if err != nil {
+			s.audit.close("NOT STARTED  " + err.Error() + "\n")
 			return err
 		}
 		s.Journal = j.path
 		fmt.Fprintf(out, "journal      %s (what this run sent: a rerun from this account on this machine sends none of it again)\n", j.path)
-		r := &mover{api: cl.sqs, dlq: dlq, dest: dest, plan: newPlanner(), rate: *rate, hold: holdFor(ctx, *rate), journal: j, out: out}
+		r := &mover{api: cl.sqs, dlq: dlq, dest: dest, plan: newPlanner(), rate: *rate, hold: holdFor(ctx, *rate), journal: j, out: out, audit: s.audit}
 		r.run(ctx)
 		s.fromMover(r)
 		if s.Done {
@@ -270,10 +296,7 @@ func isSet(fs *flag.FlagSet, name string) bool {
 // holdFor is the visibility timeout of the receive path at a rate: a batch of 10 is sent
 // well within it.
 func holdFor(ctx context.Context, rate int) time.Duration {
-	hold := redriveHold
-	if h, ok := ctx.Value(holdKey{}).(time.Duration); ok {
-		hold = h
-	}
+	hold := timing(ctx, func(t timings) time.Duration { return t.hold }, redriveHold)
 	if rate > 0 {
 		return max(hold, 20*time.Second/time.Duration(rate))
 	}
@@ -365,7 +388,7 @@ func moveTask(ctx context.Context, api *sqs.Client, dlq, dest queueInfo, rate in
 		if dlq.fifo {
 			return 0, fmt.Errorf("%w: %w", errTaskUnsupported, err)
 		}
-		return 0, fmt.Errorf("start message move task: %w", err)
+		return 0, fmt.Errorf("the message move task could not start: %s", inWords(err))
 	}
 	fmt.Fprintf(out, "move task started: %s\n", aws.ToString(started.TaskHandle))
 	return followTask(ctx, api, dlq, aws.ToString(started.TaskHandle), wait, out)
@@ -392,7 +415,7 @@ func followTask(ctx context.Context, api *sqs.Client, dlq queueInfo, handle stri
 		list, err := api.ListMessageMoveTasks(cctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlq.arn), MaxResults: aws.Int32(1)})
 		cancel()
 		if err != nil {
-			return max(last, 0), fmt.Errorf("move task %s: %w", handle, err)
+			return max(last, 0), goesOn("its progress could not be read: " + inWords(err))
 		}
 		if len(list.Results) == 0 {
 			return max(last, 0), fmt.Errorf("move task %s: ListMessageMoveTasks shows no task", handle)

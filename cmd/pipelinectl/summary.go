@@ -81,13 +81,28 @@ type redriveSummary struct {
 	Kept            map[string]int    `json:"kept"`
 	SendFailed      map[string]string `json:"sendFailed,omitempty"`
 	Undeleted       int               `json:"sentNotDeleted"`
-	LeftVisible     int64             `json:"leftVisible"`
-	LeftInFlight    int64             `json:"leftInFlight"`
-	Hidden          int64             `json:"hidden"`
-	Why             string            `json:"why,omitempty"`
-	Resume          string            `json:"resume,omitempty"`
-	Journal         string            `json:"journal,omitempty"`
-	Errors          []string          `json:"errors,omitempty"`
+	// LeftVisible and LeftInFlight are SQS's counts of the DLQ, read after the run's last
+	// change (at LeftCountedAt); null when they could not be read (LeftUnknown says why).
+	LeftVisible   *int64     `json:"leftVisible"`
+	LeftInFlight  *int64     `json:"leftInFlight"`
+	LeftCountedAt *time.Time `json:"leftCountedAt,omitempty"`
+	LeftUnknown   string     `json:"leftUnknown,omitempty"`
+	Hidden        int64      `json:"hidden"`
+	// GaveBack counts the messages the run held (kept, or received when it stopped) and made
+	// visible again at its end; NotGivenBack names those it could not, which stay hidden
+	// until NotGivenBackBy.
+	GaveBack       int                    `json:"gaveBack"`
+	NotGivenBack   []string               `json:"notGivenBack,omitempty"`
+	NotGivenBackBy *time.Time             `json:"notGivenBackVisibleBy,omitempty"`
+	FailedCalls    map[string]failedCalls `json:"failedCalls,omitempty"`
+	Why            string                 `json:"why,omitempty"`
+	Resume         string                 `json:"resume,omitempty"`
+	Journal        string                 `json:"journal,omitempty"`
+	Audit          string                 `json:"audit,omitempty"`
+	Errors         []string               `json:"errors,omitempty"`
+
+	fails *callFailures // the run's failed calls, the summary's own count included
+	audit *audit        // nil for a dry run
 }
 
 // fromMover takes the receive path's counts.
@@ -104,6 +119,11 @@ func (s *redriveSummary) fromMover(r *mover) {
 	}
 	s.Undeleted = len(r.undeleted)
 	s.Hidden = r.hidden
+	s.GaveBack, s.NotGivenBack = r.gaveBack, r.notGivenBack
+	if !r.returnBy.IsZero() {
+		s.NotGivenBackBy = &r.returnBy
+	}
+	s.fails = &r.fails
 	switch {
 	case r.interrupted:
 		s.Status, s.Why = "not done", "interrupted"
@@ -114,14 +134,16 @@ func (s *redriveSummary) fromMover(r *mover) {
 	case len(r.failed) > 0:
 		s.Status, s.Why = "not done", fmt.Sprintf("%d sends failed: those messages stay in the DLQ", len(r.failed))
 	case len(r.errs) > 0:
-		s.Status, s.Why = "not done", "errors"
+		s.Status, s.Why = "not done", r.errs[0].Error()
 	default:
 		s.Status, s.Done = "done", true
 	}
 }
 
-// finish reads what is left in the DLQ, prints the summary's last lines (or the JSON), and
-// returns the command's error: nil when done, a notDone when a rerun resumes the job.
+// finish reads what is left in the DLQ, prints the summary's last lines (or the JSON),
+// closes the audit trail with them, and returns the command's error: nil when done with
+// nothing left behind, a leftBehind when done but messages stay by rule, a notDone when a
+// rerun resumes the job.
 func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueInfo, c *common, w streams, err error) error {
 	var nd *notDone
 	switch {
@@ -135,27 +157,98 @@ func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueI
 			s.Errors = append(s.Errors, e.Error())
 		}
 	}
-	cctx, cancel := settled(ctx)
-	left, lerr := getQueue(cctx, api, dlq.url)
-	cancel()
-	if lerr == nil {
-		s.LeftVisible, s.LeftInFlight = left.visible, left.inFlight
+	if s.fails == nil {
+		s.fails = &callFailures{}
 	}
+	s.countLeft(ctx, api, dlq.url, w.text(c))
+	s.FailedCalls = s.fails.report()
 	if s.Done {
 		s.Resume = ""
 	}
+	text := s.text()
 	if c.output == "json" {
 		writeJSON(w.out, s)
 	} else if !s.DryRun && s.Status != "empty" {
-		s.print(w.out)
+		fmt.Fprint(w.out, text)
 	}
+	s.audit.close(text)
 	switch {
+	case s.Done && err == nil && s.keptTotal() > 0:
+		return &leftBehind{n: s.keptTotal()}
 	case s.Done && err == nil:
 		return nil
 	case s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0:
 		return err
 	}
 	return &notDone{why: s.Why}
+}
+
+// messages is "1 message" or "N messages".
+func messages(n int) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return fmt.Sprintf("%d messages", n)
+}
+
+// keptTotal is how many messages the run kept in the DLQ by rule (bad input, older than
+// the record TTL, behind one of those in a FIFO group).
+func (s *redriveSummary) keptTotal() int {
+	return s.Kept["badInput"] + s.Kept["olderThanRecordTTL"] + s.Kept["behindInFifoGroup"]
+}
+
+// behindThem is ", and every message behind them in their FIFO groups" on a FIFO queue, whose
+// receive hands out no message behind one that stays: those are not counted as kept.
+func (s *redriveSummary) behindThem() string {
+	if strings.HasSuffix(s.DLQ, ".fifo") {
+		return ", and every message behind them in their FIFO groups,"
+	}
+	return ""
+}
+
+// leftBehind is a redrive that did its job but left messages in the DLQ by rule, each named
+// in its summary with the flag that would move it: it exits exitLeft.
+type leftBehind struct{ n int }
+
+func (e *leftBehind) Error() string {
+	return fmt.Sprintf("done, but %s stay in the DLQ by rule (the summary's \"kept\" says why, and which flag would move them)", messages(e.n))
+}
+
+// countLeft reads what is left in the DLQ after the run's last change. A count that fails
+// (the network) is tried again for up to countWait, once only after Ctrl-C; then the
+// counts are unknown, with why. When SQS still counts messages in flight that the run
+// holds none of, it reads again, twice, a second apart: SQS's counts lag its changes.
+func (s *redriveSummary) countLeft(ctx context.Context, api *sqs.Client, url string, out io.Writer) {
+	wait := timing(ctx, func(t timings) time.Duration { return t.count }, countWait)
+	var failingSince time.Time
+	rereads := 0
+	for {
+		cctx, cancel := settled(ctx)
+		q, err := getQueue(cctx, api, url)
+		cancel()
+		if err == nil {
+			if q.inFlight > 0 && rereads < 2 && !s.DryRun && s.Hidden == 0 && len(s.NotGivenBack) == 0 && s.Undeleted == 0 {
+				rereads++
+				time.Sleep(time.Second)
+				continue
+			}
+			at := time.Now()
+			s.LeftVisible, s.LeftInFlight, s.LeftCountedAt = &q.visible, &q.inFlight, &at
+			return
+		}
+		cause := s.fails.add("count", err)
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+			if ctx.Err() == nil {
+				fmt.Fprintf(out, "could not count what is left in the DLQ at %s: %s; trying again for up to %s\n", clock(failingSince), cause, wait)
+			}
+		}
+		if ctx.Err() != nil || time.Since(failingSince) >= wait {
+			s.LeftUnknown = fmt.Sprintf("could not count since %s (tried for %s): %s", clock(failingSince), time.Since(failingSince).Round(time.Second), cause)
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 func unjoin(err error) []error {
@@ -165,16 +258,29 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-func (s *redriveSummary) print(w io.Writer) {
-	fmt.Fprintf(w, "moved        %d", s.Moved)
+// text is the summary's last lines, as printed and as the audit trail ends.
+func (s *redriveSummary) text() string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "moved        %d", s.Moved)
 	if s.MovedEarlier > 0 {
-		fmt.Fprintf(w, ", and %d whose copies an earlier run had sent (deleted from the DLQ now, not sent again)", s.MovedEarlier)
+		fmt.Fprintf(&w, ", and %d whose copies an earlier run had sent (deleted from the DLQ now, not sent again)", s.MovedEarlier)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(&w)
 	if n := len(s.PossiblyDoubled); n > 0 {
-		fmt.Fprintf(w, "twice?       %d possibly in the destination twice: a send got no answer (the network) and was sent again: %s. "+
+		fmt.Fprintf(&w, "twice?       %d possibly in the destination twice: a send got no answer (the network) and was sent again: %s. "+
 			"The consumer runs each key's effect once and answers a second copy as a duplicate (its Duplicate metric) while the record lives\n",
 			n, strings.Join(s.PossiblyDoubled, ", "))
+	}
+	if s.GaveBack > 0 {
+		fmt.Fprintf(&w, "gave back    %s this run held: visible again at once\n", messages(s.GaveBack))
+	}
+	if n := len(s.NotGivenBack); n > 0 {
+		cause := "the call failed"
+		if f := s.fails.byKind["give back"]; f != nil {
+			cause = f.Cause
+		}
+		fmt.Fprintf(&w, "HIDDEN       %s this run held could not be given back (%s): they stay hidden until %s, then a rerun sees them: %s\n",
+			messages(n), cause, clock(*s.NotGivenBackBy), strings.Join(s.NotGivenBack, ", "))
 	}
 	var kept []string
 	for _, k := range []struct{ key, what string }{
@@ -187,22 +293,46 @@ func (s *redriveSummary) print(w io.Writer) {
 			kept = append(kept, fmt.Sprintf("%d %s", n, k.what))
 		}
 	}
-	fmt.Fprintf(w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts)", s.LeftVisible, s.LeftInFlight)
+	if s.LeftVisible != nil {
+		fmt.Fprintf(&w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s after the run's last change",
+			*s.LeftVisible, *s.LeftInFlight, clock(*s.LeftCountedAt))
+		if *s.LeftInFlight > 0 && s.Hidden == 0 && len(s.NotGivenBack) == 0 && s.Undeleted == 0 {
+			fmt.Fprint(&w, "; this run holds none of those in flight: another reader does, or SQS's count lags")
+		}
+		fmt.Fprint(&w, ")")
+	} else {
+		fmt.Fprintf(&w, "left         in the DLQ: unknown: %s", s.LeftUnknown)
+	}
 	if len(kept) > 0 {
-		fmt.Fprintf(w, "; kept: %s", strings.Join(kept, ", "))
+		fmt.Fprintf(&w, "; kept: %s", strings.Join(kept, ", "))
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(&w)
+	for i, l := range s.fails.lines() {
+		fmt.Fprintf(&w, "%-13s%s\n", map[bool]string{true: "failed calls", false: ""}[i == 0], l)
+	}
+	if s.Audit != "" {
+		fmt.Fprintf(&w, "audit        %s: every message this run sent (and as which copy), deleted, kept or could not give back; read it with: less %s\n",
+			s.Audit, shellQuote(s.Audit))
+	}
 	if s.Done {
-		fmt.Fprintln(w, "done         everything to move has moved (exit 0)")
-		return
+		switch n := s.keptTotal(); {
+		case n == 0:
+			fmt.Fprintln(&w, "done         everything to move has moved (exit 0)")
+		case s.Moved == 0 && s.MovedEarlier == 0:
+			fmt.Fprintf(&w, "done, left   nothing moved: the %d kept above%s stay in the DLQ by rule (exit %d)\n", n, s.behindThem(), exitLeft)
+		default:
+			fmt.Fprintf(&w, "done, left   everything to move has moved; the %d kept above%s stay in the DLQ by rule (exit %d)\n", n, s.behindThem(), exitLeft)
+		}
+		return w.String()
 	}
-	fmt.Fprintf(w, "NOT DONE     %s (exit %d)\n", s.Why, exitNotDone)
+	fmt.Fprintf(&w, "NOT DONE     %s (exit %d)\n", s.Why, exitNotDone)
 	if s.Resume != "" {
-		fmt.Fprintf(w, "resume with  %s\n", s.Resume)
+		fmt.Fprintf(&w, "resume with  %s\n", s.Resume)
 		if s.Journal != "" {
-			fmt.Fprintf(w, "             (the journal %s keeps what was sent: the rerun sends none of it again)\n", s.Journal)
+			fmt.Fprintf(&w, "             (the journal %s keeps what was sent: the rerun sends none of it again)\n", s.Journal)
 		}
 	}
+	return w.String()
 }
 
 // inspectReport is dlq inspect's --output json.

@@ -192,14 +192,21 @@ func explain(err error) error {
 		}
 		// The variable the SDK reads for this service: its service id, upper case, spaces as _.
 		v := "AWS_ENDPOINT_URL_" + strings.ToUpper(strings.ReplaceAll(op.Service(), " ", "_"))
-		return fmt.Errorf("%w\ncannot reach the %s endpoint: check %s (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself) "+
-			"and --region, and that the server is up", err, op.Service(), v)
+		return fmt.Errorf("%s\ncannot reach the %s endpoint: check %s (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself) "+
+			"and --region, and that the server is up", inWordsWhole(err, op), op.Service(), v)
 	case strings.Contains(msg, "DynamoDB") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
 		return fmt.Errorf("%w\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?", err)
 	case strings.Contains(msg, "SQS") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
 		return fmt.Errorf("%w\nthe endpoint did not answer as SQS: does AWS_ENDPOINT_URL_SQS (or --endpoint-url) point at another service?", err)
 	}
 	return err
+}
+
+// inWordsWhole is err's message with the SDK's chain of op (operation error ..., exceeded
+// maximum number of attempts, https response error ...) replaced by the call and its cause
+// in words: what the CLI was doing stays, the transport's internals go.
+func inWordsWhole(err error, op *smithy.OperationError) string {
+	return strings.Replace(err.Error(), op.Error(), op.Service()+" "+op.Operation()+": "+inWords(op), 1)
 }
 
 // or2 returns a if it is set, else b.

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// failedCalls is how often one kind of call failed in a run, from when to when, and the
+// last failure's cause in words.
+type failedCalls struct {
+	Count int       `json:"count"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Cause string    `json:"cause"`
+}
+
+// callFailures counts a run's failed calls by kind (receive, send, delete, give back,
+// count), so that its summary names every kind that failed and for how long, never a raw
+// SDK error chain.
+type callFailures struct {
+	byKind map[string]*failedCalls
+	order  []string
+}
+
+// add counts one failed call of kind and returns its cause in words.
+func (f *callFailures) add(kind string, err error) string {
+	if f.byKind == nil {
+		f.byKind = map[string]*failedCalls{}
+	}
+	c := f.byKind[kind]
+	if c == nil {
+		c = &failedCalls{First: time.Now()}
+		f.byKind[kind] = c
+		f.order = append(f.order, kind)
+	}
+	c.Count++
+	c.Last = time.Now()
+	c.Cause = inWords(err)
+	return c.Cause
+}
+
+// since is when calls of kind began to fail, zero when none did.
+func (f *callFailures) since(kind string) time.Time {
+	if c := f.byKind[kind]; c != nil {
+		return c.First
+	}
+	return time.Time{}
+}
+
+// report is the failures for the summary's JSON, nil when no call failed.
+func (f *callFailures) report() map[string]failedCalls {
+	if len(f.order) == 0 {
+		return nil
+	}
+	out := make(map[string]failedCalls, len(f.order))
+	for _, k := range f.order {
+		out[k] = *f.byKind[k]
+	}
+	return out
+}
+
+// lines are the failures for the summary's text, one per kind in the order they first
+// failed: "receive: 118 failed from 03:10:07 to 03:12:07 (2m0s): no answer from ...".
+func (f *callFailures) lines() []string {
+	var out []string
+	for _, k := range f.order {
+		c := f.byKind[k]
+		when := "at " + clock(c.First)
+		if c.Count > 1 {
+			when = fmt.Sprintf("from %s to %s (%s)", clock(c.First), clock(c.Last), c.Last.Sub(c.First).Round(time.Second))
+		}
+		out = append(out, fmt.Sprintf("%s: %d failed %s: %s", k, c.Count, when, c.Cause))
+	}
+	return out
+}
+
+// clock is t as the summary prints a time of day, in UTC.
+func clock(t time.Time) string { return t.UTC().Format("15:04:05Z") }
+
+// inWords is a failed AWS call's cause in words, without the SDK's chain: who did not
+// answer, or what the service refused and why. It names the endpoint where the call got no
+// answer, since that is what an operator checks first.
+func inWords(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code := ae.ErrorCode()
+		code = code[strings.LastIndex(code, "#")+1:]
+		status := 0
+		var re *smithyhttp.ResponseError
+		if errors.As(err, &re) {
+			status = re.HTTPStatusCode()
+		}
+		switch {
+		case strings.Contains(code, "Throttl") || status == 429:
+			return fmt.Sprintf("throttled (%s): the service is busy or the account's limit is reached; slow down with --rate", code)
+		case strings.Contains(code, "AccessDenied") || strings.Contains(code, "NotAuthorized") || strings.Contains(code, "Unauthorized"):
+			return fmt.Sprintf("access denied (%s): the credentials may not make this call; 'pipelinectl policy --access operate' prints what they need", code)
+		case strings.HasSuffix(code, "QueueDoesNotExist") || strings.HasSuffix(code, "NonExistentQueue"):
+			return fmt.Sprintf("the queue does not exist (%s): was it deleted, or the stack deployed again under new names?", code)
+		case status >= 500:
+			return fmt.Sprintf("the service failed (HTTP %d, %s): a fault on its side; a later run retries", status, code)
+		}
+		msg := ae.ErrorMessage()
+		if msg == "" {
+			return fmt.Sprintf("refused (%s)", code)
+		}
+		return fmt.Sprintf("refused (%s): %s", code, msg)
+	}
+	where := "the endpoint"
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			where = u.Scheme + "://" + u.Host
+		}
+	}
+	msg := err.Error()
+	noAnswer := ue != nil || strings.Contains(msg, "request send failed") || strings.Contains(msg, "StatusCode: 0")
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "Client.Timeout") ||
+		strings.Contains(msg, "deadline exceeded"):
+		return "no answer from " + where + " in time (timed out): the network, or the endpoint is overloaded"
+	case strings.Contains(msg, "connection refused"):
+		return "no answer from " + where + " (connection refused): is the endpoint up, and the URL right?"
+	case strings.Contains(msg, "no such host"):
+		return "no answer from " + where + " (host not found): DNS, or a wrong endpoint URL"
+	case strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "broken pipe"):
+		return "no answer from " + where + " (the connection was cut): the network"
+	case strings.Contains(msg, "network is unreachable") || strings.Contains(msg, "no route to host"):
+		return "no answer from " + where + " (the network is unreachable)"
+	}
+	last := err
+	for errors.Unwrap(last) != nil {
+		last = errors.Unwrap(last)
+	}
+	if !noAnswer {
+		return last.Error()
+	}
+	return "no answer from " + where + " (" + last.Error() + ")"
+}

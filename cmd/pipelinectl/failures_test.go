@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// Each kind of failed call gets its cause in words, naming the endpoint that did not
+// answer or what the service refused, with the fix where there is one.
+func TestInWords(t *testing.T) {
+	api := func(code string, status int) error {
+		return &smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+			Err:      &smithy.GenericAPIError{Code: code, Message: "the service's words"}}}
+	}
+	net := func(cause error) error {
+		return &smithy.OperationError{ServiceID: "SQS", OperationName: "SendMessage",
+			Err: &url.Error{Op: "Post", URL: "https://sqs.eu-west-1.amazonaws.com/", Err: cause}}
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{api("com.amazonaws.sqs#QueueDoesNotExist", 400), "the queue does not exist (QueueDoesNotExist): was it deleted, or the stack deployed again under new names?"},
+		{api("ThrottlingException", 400), "throttled (ThrottlingException): the service is busy or the account's limit is reached; slow down with --rate"},
+		{api("RequestThrottled", 429), "throttled (RequestThrottled)"},
+		{api("AccessDenied", 403), "access denied (AccessDenied): the credentials may not make this call; 'pipelinectl policy --access operate' prints what they need"},
+		{api("ServiceUnavailable", 503), "the service failed (HTTP 503, ServiceUnavailable): a fault on its side; a later run retries"},
+		{api("InvalidParameterValue", 400), "refused (InvalidParameterValue): the service's words"},
+		{net(errors.New("dial tcp 10.0.0.1:443: connect: connection refused")), "no answer from https://sqs.eu-west-1.amazonaws.com (connection refused): is the endpoint up, and the URL right?"},
+		{net(context.DeadlineExceeded), "no answer from https://sqs.eu-west-1.amazonaws.com in time (timed out): the network, or the endpoint is overloaded"},
+		{net(errors.New("read tcp: connection reset by peer")), "no answer from https://sqs.eu-west-1.amazonaws.com (the connection was cut): the network"},
+		{net(errors.New("dial tcp: lookup sqs.eu-west-1.amazonaws.com: no such host")), "no answer from https://sqs.eu-west-1.amazonaws.com (host not found): DNS, or a wrong endpoint URL"},
+		{net(errors.New("dial tcp: connect: network is unreachable")), "no answer from https://sqs.eu-west-1.amazonaws.com (the network is unreachable)"},
+		{net(errors.New("tls: handshake failure")), "no answer from https://sqs.eu-west-1.amazonaws.com (tls: handshake failure)"},
+		{errors.New("journal full"), "journal full"},
+	} {
+		got := inWords(c.err)
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("inWords(%v)\n = %q\nwant %q", c.err, got, c.want)
+		}
+		if strings.Contains(got, "operation error") {
+			t.Errorf("inWords(%v) = %q: the SDK's chain", c.err, got)
+		}
+	}
+}
