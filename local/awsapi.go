@@ -65,12 +65,20 @@ func (k *Kit) serveAWS() error {
 // its Action in the form) and CloudWatch's (the query protocol, or JSON named by
 // X-Amz-Target).
 func (k *Kit) queryAPI(w http.ResponseWriter, req *http.Request) {
-	if req.Header.Get("X-Amz-Target") == "" && req.ParseForm() == nil && req.Form.Get("Action") == "DescribeStacks" {
+	if req.Header.Get("X-Amz-Target") == "" && req.ParseForm() == nil && req.Form.Get("Version") == cloudFormationVersion {
+		if a := req.Form.Get("Action"); a != "DescribeStacks" {
+			cloudWatchError(w, false, http.StatusBadRequest, "InvalidAction", fmt.Sprintf(
+				"the local kit answers CloudFormation's DescribeStacks only, not %s: a shell with the kit's exports talks to the kit; deploy from another", a))
+			return
+		}
 		k.describeStacks(w, req)
 		return
 	}
 	k.cloudWatch(w, req)
 }
+
+// cloudFormationVersion is the API version every CloudFormation query-protocol call names.
+const cloudFormationVersion = "2010-05-15"
 
 // describeStacks answers CloudFormation's DescribeStacks with the running stacks and their
 // outputs as the kit resolves them (Outputs), so that pipelinectl's --stack NAME finds the
@@ -80,6 +88,9 @@ func (k *Kit) describeStacks(w http.ResponseWriter, req *http.Request) {
 	outputs, _ := k.Outputs()
 	names := slices.Sorted(maps.Keys(outputs))
 	if name := req.Form.Get("StackName"); name != "" {
+		if _, rest, ok := strings.Cut(name, ":stack/"); ok { // an ARN: arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/ID
+			name, _, _ = strings.Cut(rest, "/")
+		}
 		if _, ok := outputs[name]; !ok {
 			cloudWatchError(w, false, http.StatusBadRequest, "ValidationError",
 				fmt.Sprintf("Stack with id %s does not exist (the local kit runs %s)", name, strings.Join(names, ", ")))

@@ -397,6 +397,10 @@ func checkAWSStandIns(t *testing.T, kit *local.Kit, dlqAlarm local.AlarmState) {
 		!strings.Contains(body, "<Code>ValidationError</Code><Message>Stack with id Nope does not exist (the local kit runs ") {
 		t.Errorf("DescribeStacks of an unknown stack: %d %s", code, body)
 	}
+	if code, body := call("POST", "/", "", "Action=CreateChangeSet&Version=2010-05-15&StackName=Nope"); code != 400 ||
+		!strings.Contains(body, "<Code>InvalidAction</Code><Message>the local kit answers CloudFormation&#39;s DescribeStacks only, not CreateChangeSet: a shell with the kit&#39;s exports talks to the kit; deploy from another") {
+		t.Errorf("CreateChangeSet: %d %s", code, body)
+	}
 }
 
 // syncBuffer is a strings.Builder that the kit's goroutines and the test may use at once.

@@ -272,7 +272,7 @@ func (s *backfillSummary) finish(w streams, c *common, err error) error {
 	if err != nil {
 		why += ": " + err.Error()
 	}
-	return &notDone{why}
+	return &notDone{why: why}
 }
 
 // truncate cuts s to n bytes, marking the cut.

@@ -208,7 +208,7 @@ func dlqInspect(ctx context.Context, args []string, w streams, connect connector
 		writeJSON(w.out, rep)
 	}
 	if interrupted {
-		return &notDone{fmt.Sprintf("interrupted after scanning %d messages; all of them are visible again", len(msgs))}
+		return &notDone{why: fmt.Sprintf("interrupted after scanning %d messages; all of them are visible again", len(msgs))}
 	}
 	return nil
 }

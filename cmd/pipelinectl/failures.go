@@ -123,6 +123,15 @@ func inWords(err error) string {
 			where = u.Scheme + "://" + u.Host
 		}
 	}
+	// An HTTP answer that is not the service's (an HTML page from a proxy or load
+	// balancer, a truncated body): the endpoint answered, not as the service does.
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
+		if u := re.Response.Request; u != nil && u.URL != nil && u.URL.Host != "" {
+			where = u.URL.Scheme + "://" + u.URL.Host
+		}
+		return fmt.Sprintf("%s answered HTTP %d, but not as the service does: a proxy or load balancer in the way, or a wrong endpoint URL", where, re.HTTPStatusCode())
+	}
 	msg := err.Error()
 	noAnswer := ue != nil || strings.Contains(msg, "request send failed") || strings.Contains(msg, "StatusCode: 0")
 	switch {
@@ -138,12 +147,34 @@ func inWords(err error) string {
 	case strings.Contains(msg, "network is unreachable") || strings.Contains(msg, "no route to host"):
 		return "no answer from " + where + " (the network is unreachable)"
 	}
-	last := err
-	for errors.Unwrap(last) != nil {
-		last = errors.Unwrap(last)
+	last := innermost(err)
+	if ue != nil {
+		last = innermost(ue.Err)
 	}
 	if !noAnswer {
 		return last.Error()
 	}
 	return "no answer from " + where + " (" + last.Error() + ")"
+}
+
+// innermost is the cause at the bottom of err's chain; of an error that wraps several, the
+// last one's.
+func innermost(err error) error {
+	for {
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			if u.Unwrap() == nil {
+				return err
+			}
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			errs := u.Unwrap()
+			if len(errs) == 0 {
+				return err
+			}
+			err = errs[len(errs)-1]
+		default:
+			return err
+		}
+	}
 }

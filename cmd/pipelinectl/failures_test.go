@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -41,6 +42,12 @@ func TestInWords(t *testing.T) {
 		{net(errors.New("dial tcp: connect: network is unreachable")), "no answer from https://sqs.eu-west-1.amazonaws.com (the network is unreachable)"},
 		{net(errors.New("tls: handshake failure")), "no answer from https://sqs.eu-west-1.amazonaws.com (tls: handshake failure)"},
 		{errors.New("journal full"), "journal full"},
+		{&smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 502, Request: &http.Request{URL: &url.URL{Scheme: "https", Host: "proxy.example.com"}}}},
+			Err:      &smithy.DeserializationError{Err: errors.New("invalid character '<' looking for beginning of value")}}},
+			"https://proxy.example.com answered HTTP 502, but not as the service does: a proxy or load balancer in the way, or a wrong endpoint URL"},
+		{fmt.Errorf("%w: %w", errors.New("move task unsupported"), net(errors.New("tls: handshake failure"))),
+			"no answer from https://sqs.eu-west-1.amazonaws.com (tls: handshake failure)"},
 	} {
 		got := inWords(c.err)
 		if !strings.HasPrefix(got, c.want) {
@@ -49,5 +56,19 @@ func TestInWords(t *testing.T) {
 		if strings.Contains(got, "operation error") {
 			t.Errorf("inWords(%v) = %q: the SDK's chain", c.err, got)
 		}
+	}
+}
+
+// A failed AWS call that reaches the command line prints what the CLI was doing, the call,
+// and the cause in words, without the SDK's chain of attempts and request ids.
+func TestExplainPutsTheCallInWords(t *testing.T) {
+	denied := &smithy.OperationError{ServiceID: "SQS", OperationName: "GetQueueAttributes", Err: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 403}},
+		Err:      &smithy.GenericAPIError{Code: "AccessDenied", Message: "not authorized"}}}
+	got := explain(fmt.Errorf("queue https://sqs.eu-west-1.amazonaws.com/1/dlq: %w", denied)).Error()
+	want := "queue https://sqs.eu-west-1.amazonaws.com/1/dlq: SQS GetQueueAttributes: access denied (AccessDenied): the credentials may not make this call; " +
+		"'pipelinectl policy --access operate' prints what they need"
+	if got != want {
+		t.Errorf("explain =\n%q\nwant\n%q", got, want)
 	}
 }

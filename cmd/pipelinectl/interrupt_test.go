@@ -558,9 +558,10 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 				t.Errorf("failed calls = %+v, want the summary's failed counts named", s.FailedCalls)
 			}
 			wantContains(t, "summary", string(trail), fmt.Sprintf("# left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at ", *s.LeftVisible, *s.LeftInFlight))
-			// The count was read after the run's last change: what the run could not give back
-			// is still in flight, and the total is the queue's.
-			if *s.LeftVisible+*s.LeftInFlight != real[0]+real[1] || *s.LeftInFlight != int64(len(s.NotGivenBack)) {
+			// The count was read after the run's last change: the total is the queue's, and
+			// in flight is at most what the run could not give back (its hold, 30 s from its
+			// receive, may run out before the count on a slow machine).
+			if *s.LeftVisible+*s.LeftInFlight != real[0]+real[1] || *s.LeftInFlight > int64(len(s.NotGivenBack)) {
 				t.Errorf("summary: %d visible + %d in flight (%d not given back); the DLQ after the run: %d + %d",
 					*s.LeftVisible, *s.LeftInFlight, len(s.NotGivenBack), real[0], real[1])
 			}

@@ -29,8 +29,15 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	secondSignalKills = stop
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// secondSignalKills, when set (by main), gives Ctrl-C back its default effect: a command
+// that is cleaning up after the first one (a redrive giving back what it holds) calls it, so
+// that a second Ctrl-C ends the process at once. Commands that must stop what they started
+// (local up) never call it.
+var secondSignalKills func()
 
 // Exit codes: one table for every command (docs/operator-cli.md, and the usage text; a test
 // holds the three to each other).
@@ -195,9 +202,12 @@ pipelinectl dlq redrive: move dead-lettered messages back once their cause is fi
   "unknown" and why (the network), names every kind of call that failed with its cause,
   and names any message the run could not give back with when it reappears. Done with
   messages kept by rule (bad input, older than the record TTL), it exits 4, not 0.
-  Every --yes run keeps an audit trail (runs/ beside the journal; the summary's "audit"
-  line names it): the command, each message sent (as which copy, with its body's MD5),
-  deleted, kept and why, possibly doubled, and the summary.
+  Every --yes run that moves or keeps messages (not one that finds the DLQ empty) keeps
+  an audit trail (runs/ beside the journal; the summary's "audit" line names it): the
+  command, each message sent (as which copy, with its body's MD5), deleted, kept and why,
+  possibly doubled or not given back, and the summary; a move task's run, the task's total.
+  After a first Ctrl-C the run gives back what it holds; a second one ends it at once,
+  leaving those hidden until their hold runs out.
 
   --yes              move (default: dry run)
   --rate N           at most N messages per second, 1 to 500 (default: no limit)

@@ -533,7 +533,11 @@ func (r *mover) delete(ctx context.Context, m types.Message) error {
 	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.url), ReceiptHandle: m.ReceiptHandle})
 	cancel()
 	if err != nil {
-		r.fails.add("delete", err)
+		if _, again := r.undeleted[id]; !again {
+			r.audit.event("delete-failed %s: %s (its copy is sent: a rerun deletes it without sending it again)", id, r.fails.add("delete", err))
+		} else {
+			r.fails.add("delete", err)
+		}
 		r.undeleted[id] = m
 		return err
 	}
@@ -556,17 +560,28 @@ func (r *mover) retryDeletes(ctx context.Context) {
 	}
 }
 
-// release makes what the run holds visible again, also after Ctrl-C, trying each call up
-// to three times a second apart (a network blip); what it could not give back is named,
-// with when its hold runs out.
+// release makes what the run holds visible again, also after Ctrl-C: the messages it keeps
+// or received when it stopped, and those whose copy is sent but whose delete failed (the
+// journal has them as sent: a rerun deletes them without sending them again). Each call is
+// tried up to three times a second apart (a network blip), within giveBackBudget; what it
+// could not give back is named, with when its hold runs out.
 func (r *mover) release(ctx context.Context) {
 	r.retryDeletes(ctx)
 	var msgs []types.Message
 	for _, id := range sortedKeys(r.held) {
 		msgs = append(msgs, r.held[id])
 	}
+	for _, id := range sortedKeys(r.undeleted) {
+		msgs = append(msgs, r.undeleted[id])
+	}
+	if len(msgs) > 0 && ctx.Err() != nil && secondSignalKills != nil {
+		secondSignalKills()
+		fmt.Fprintf(r.out, "interrupted: giving back the %d messages this run holds (Ctrl-C again leaves them hidden until %s at the latest; the journal keeps what was sent)\n",
+			len(msgs), clock(time.Now().Add(r.hold)))
+	}
+	deadline := time.Now().Add(giveBackBudget)
 	left := msgs
-	for attempt := 1; len(left) > 0 && attempt <= 3; attempt++ {
+	for attempt := 1; len(left) > 0 && attempt <= 3 && time.Now().Before(deadline); attempt++ {
 		if attempt > 1 {
 			time.Sleep(time.Second) // also after Ctrl-C: giving back is what the run does then
 		}

@@ -190,8 +190,6 @@ func makeVisible(ctx context.Context, api *sqs.Client, url string, msgs []types.
 // says is no longer in flight (its hold ran out) or whose handle is stale counts as given
 // back: it is visible, or gone.
 func giveBack(ctx context.Context, api *sqs.Client, url string, msgs []types.Message) ([]types.Message, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
 	var left []types.Message
 	var lastErr error
 	for chunk := range slices.Chunk(msgs, 10) {
@@ -199,7 +197,9 @@ func giveBack(ctx context.Context, api *sqs.Client, url string, msgs []types.Mes
 		for i, m := range chunk {
 			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}
 		}
-		out, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		cctx, cancel := settled(ctx)
+		out, err := api.ChangeMessageVisibilityBatch(cctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		cancel()
 		if err != nil {
 			left, lastErr = append(left, chunk...), err
 			continue

@@ -32,6 +32,9 @@ const (
 	sendAttempts = 4
 	// fifoDedupWindow is SQS's deduplication interval for FIFO queues.
 	fifoDedupWindow = 5 * time.Minute
+	// giveBackBudget bounds how long a run's end spends giving back what it holds when the
+	// calls fail: what is not given back by then reappears when its hold runs out.
+	giveBackBudget = 30 * time.Second
 )
 
 // redriveHold is the visibility timeout of what the receive path holds: how long a message
@@ -243,6 +246,7 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 		moved, moveErr = moveTask(ctx, cl.sqs, dlq, dest, *rate, *wait, out)
 		s.Moved += moved
 		s.audit.event("move task: %d moved (SQS's approximate count; a task keeps no per-message record)", moved)
+		s.byTask = true
 		if moveErr != nil && dlq.fifo && errors.Is(moveErr, errTaskUnsupported) {
 			fmt.Fprintf(out, "move task not supported for this FIFO queue (%s): receive, send, delete in group order\n", inWords(moveErr))
 			moveErr = nil
@@ -396,7 +400,10 @@ func moveTask(ctx context.Context, api *sqs.Client, dlq, dest queueInfo, rate in
 
 // notDone is a run that stopped before its job was done: it exits exitNotDone, and its
 // summary says what is where and how to resume.
-type notDone struct{ why string }
+type notDone struct {
+	why        string
+	taskGoesOn bool // a move task still runs in SQS: the DLQ's counts go on changing
+}
 
 func (e *notDone) Error() string { return e.why }
 
@@ -406,9 +413,9 @@ func followTask(ctx context.Context, api *sqs.Client, dlq queueInfo, handle stri
 	deadline := time.Now().Add(wait)
 	last := int64(-1)
 	goesOn := func(why string) error {
-		return &notDone{fmt.Sprintf("%s; the move task goes on in SQS (%d moved so far): rerun the command to wait for it, "+
+		return &notDone{why: fmt.Sprintf("%s; the move task goes on in SQS (%d moved so far): rerun the command to wait for it, "+
 			"follow it with aws sqs list-message-move-tasks --source-arn %s, stop it with aws sqs cancel-message-move-task --task-handle %s",
-			why, max(last, 0), dlq.arn, handle)}
+			why, max(last, 0), dlq.arn, handle), taskGoesOn: true}
 	}
 	for {
 		cctx, cancel := settled(ctx)

@@ -99,10 +99,15 @@ type redriveSummary struct {
 	Resume         string                 `json:"resume,omitempty"`
 	Journal        string                 `json:"journal,omitempty"`
 	Audit          string                 `json:"audit,omitempty"`
-	Errors         []string               `json:"errors,omitempty"`
+	// AuditIncomplete says why the audit trail misses lines (a write failed).
+	AuditIncomplete string   `json:"auditIncomplete,omitempty"`
+	Errors          []string `json:"errors,omitempty"`
 
-	fails *callFailures // the run's failed calls, the summary's own count included
-	audit *audit        // nil for a dry run
+	fails      *callFailures // the run's failed calls, the summary's own count included
+	audit      *audit        // nil for a dry run
+	hold       time.Duration // the receive path's hold: when a lost receive's messages return
+	byTask     bool          // the move task moved them: the trail has no per-message lines
+	taskGoesOn bool          // the move task still runs in SQS after the run
 }
 
 // fromMover takes the receive path's counts.
@@ -123,7 +128,7 @@ func (s *redriveSummary) fromMover(r *mover) {
 	if !r.returnBy.IsZero() {
 		s.NotGivenBackBy = &r.returnBy
 	}
-	s.fails = &r.fails
+	s.fails, s.hold = &r.fails, r.hold
 	switch {
 	case r.interrupted:
 		s.Status, s.Why = "not done", "interrupted"
@@ -148,7 +153,7 @@ func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueI
 	var nd *notDone
 	switch {
 	case errors.As(err, &nd):
-		s.Status, s.Done, s.Why = "not done", false, nd.why
+		s.Status, s.Done, s.Why, s.taskGoesOn = "not done", false, nd.why, nd.taskGoesOn
 	case err != nil && s.Status == "":
 		s.Status, s.Done, s.Why = "failed", false, err.Error()
 	}
@@ -165,6 +170,19 @@ func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueI
 	if s.Done {
 		s.Resume = ""
 	}
+	var result error
+	switch {
+	case s.Done && err == nil && s.keptTotal() > 0:
+		result = &leftBehind{n: s.keptTotal()}
+	case s.Done && err == nil:
+	case s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0:
+		result, s.Resume = err, "" // nothing changed: run it again once the cause is fixed
+	default:
+		result = &notDone{why: s.Why}
+	}
+	if s.audit != nil && s.audit.werr != nil {
+		s.AuditIncomplete = s.audit.werr.Error()
+	}
 	text := s.text()
 	if c.output == "json" {
 		writeJSON(w.out, s)
@@ -172,15 +190,7 @@ func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueI
 		fmt.Fprint(w.out, text)
 	}
 	s.audit.close(text)
-	switch {
-	case s.Done && err == nil && s.keptTotal() > 0:
-		return &leftBehind{n: s.keptTotal()}
-	case s.Done && err == nil:
-		return nil
-	case s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0:
-		return err
-	}
-	return &notDone{why: s.Why}
+	return result
 }
 
 // messages is "1 message" or "N messages".
@@ -293,14 +303,23 @@ func (s *redriveSummary) text() string {
 			kept = append(kept, fmt.Sprintf("%d %s", n, k.what))
 		}
 	}
-	if s.LeftVisible != nil {
+	switch {
+	case s.LeftVisible != nil && s.taskGoesOn:
+		fmt.Fprintf(&w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s while the move task still runs: they go on falling)",
+			*s.LeftVisible, *s.LeftInFlight, clock(*s.LeftCountedAt))
+	case s.LeftVisible != nil:
 		fmt.Fprintf(&w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s after the run's last change",
 			*s.LeftVisible, *s.LeftInFlight, clock(*s.LeftCountedAt))
-		if *s.LeftInFlight > 0 && s.Hidden == 0 && len(s.NotGivenBack) == 0 && s.Undeleted == 0 {
-			fmt.Fprint(&w, "; this run holds none of those in flight: another reader does, or SQS's count lags")
+		if *s.LeftInFlight > 0 && s.Hidden == 0 && len(s.NotGivenBack) == 0 {
+			if s.fails.byKind["receive"] != nil {
+				fmt.Fprintf(&w, "; this run holds none of those in flight: a receive of this run's whose answer was lost hides its messages until %s, or another reader holds them",
+					clock(s.fails.byKind["receive"].Last.Add(s.hold)))
+			} else {
+				fmt.Fprint(&w, "; this run holds none of those in flight: another reader does, or SQS's count lags")
+			}
 		}
 		fmt.Fprint(&w, ")")
-	} else {
+	default:
 		fmt.Fprintf(&w, "left         in the DLQ: unknown: %s", s.LeftUnknown)
 	}
 	if len(kept) > 0 {
@@ -310,9 +329,19 @@ func (s *redriveSummary) text() string {
 	for i, l := range s.fails.lines() {
 		fmt.Fprintf(&w, "%-13s%s\n", map[bool]string{true: "failed calls", false: ""}[i == 0], l)
 	}
-	if s.Audit != "" {
+	switch {
+	case s.Audit != "" && s.AuditIncomplete != "":
+		fmt.Fprintf(&w, "audit        %s is INCOMPLETE: a write failed (%s); this summary is what the run knows\n", s.Audit, s.AuditIncomplete)
+	case s.Audit != "" && s.byTask:
+		fmt.Fprintf(&w, "audit        %s: the command, the move task and this summary (a task keeps no per-message record); read it with: less %s\n",
+			s.Audit, shellQuote(s.Audit))
+	case s.Audit != "":
 		fmt.Fprintf(&w, "audit        %s: every message this run sent (and as which copy), deleted, kept or could not give back; read it with: less %s\n",
 			s.Audit, shellQuote(s.Audit))
+	}
+	if s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0 {
+		fmt.Fprintf(&w, "FAILED       %s (exit %d): nothing moved; run the command again once the cause is fixed\n", s.Why, exitError)
+		return w.String()
 	}
 	if s.Done {
 		switch n := s.keptTotal(); {

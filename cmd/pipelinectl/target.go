@@ -199,6 +199,13 @@ func explain(err error) error {
 	case strings.Contains(msg, "SQS") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
 		return fmt.Errorf("%w\nthe endpoint did not answer as SQS: does AWS_ENDPOINT_URL_SQS (or --endpoint-url) point at another service?", err)
 	}
+	// Any other failed AWS call: what the CLI was doing, the call, and its cause in words
+	// (throttled, access denied with the command that prints the policy, refused with the
+	// service's reason), not the SDK's chain of attempts and request ids.
+	var op *smithy.OperationError
+	if errors.As(err, &op) {
+		return errors.New(inWordsWhole(err, op))
+	}
 	return err
 }
 

@@ -119,7 +119,7 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &notDone{fmt.Sprintf("interrupted after %d of %d pipelines", len(results), len(names))}
+		return &notDone{why: fmt.Sprintf("interrupted after %d of %d pipelines", len(results), len(names))}
 	case failed > alarmsFailed:
 		return fmt.Errorf("verify: %d of %d pipelines failed", failed-alarmsFailed, len(names))
 	case alarmsErr != nil:

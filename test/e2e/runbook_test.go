@@ -214,10 +214,9 @@ func TestRunbookCommands(t *testing.T) {
 
 // describeStacks serves CloudFormation's DescribeStacks (the query protocol) for one stack,
 // with its outputs, as CloudFormation answers it; another stack's name is refused as
-// CloudFormation refuses it. calls counts the calls.
+// CloudFormation refuses it. calls counts the calls it answered with the stack.
 func describeStacks(stack string, outputs map[string]string, calls *atomic.Int32) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
 		r.ParseForm()
 		if r.Form.Get("Action") != "DescribeStacks" || !strings.Contains(r.Header.Get("Authorization"), "/cloudformation/aws4_request") {
 			http.Error(rw, `<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>`, http.StatusForbidden)
@@ -229,6 +228,7 @@ func describeStacks(stack string, outputs map[string]string, calls *atomic.Int32
 			fmt.Fprintf(rw, `<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id %s does not exist</Message></Error></ErrorResponse>`, name)
 			return
 		}
+		calls.Add(1)
 		var b strings.Builder
 		fmt.Fprintf(&b, `<DescribeStacksResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/"><DescribeStacksResult><Stacks><member>`+
 			`<StackName>%s</StackName><StackStatus>UPDATE_COMPLETE</StackStatus><CreationTime>2026-11-01T00:00:00Z</CreationTime><Outputs>`, stack)
