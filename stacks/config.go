@@ -46,6 +46,10 @@ type Config struct {
 	// with auto scaling (context tableCapacity=MIN-MAX write units, e.g. 5-500, optionally
 	// @TARGET percent: 5-500@70). docs/capacity.md says when provisioned pays. Default nil.
 	TableCapacity *table.ProvisionedCapacity
+	// TableMaxWriteUnits caps an on-demand table's write request units a second (context
+	// tableMaxWriteUnits; the table construct's MaxOnDemandThroughput): a bound on the
+	// bill, paid for in throttles past it. docs/capacity.md sizes it. Default 0 (no cap).
+	TableMaxWriteUnits int
 	// Hardened turns on the pipelines' Hardening (functions in an isolated VPC with the
 	// endpoints they need, log groups under a customer managed key, reserved concurrency,
 	// the table in AWS Backup), for regulated reviews. Default false.
@@ -78,12 +82,13 @@ const (
 	ContextHardened          = "hardened"
 	ContextHeartbeat         = "heartbeat"
 	ContextTableCapacity     = "tableCapacity"
+	ContextTableMaxWrites    = "tableMaxWriteUnits"
 	ContextAccount           = "account"
 	ContextRegion            = "region"
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextHardened, ContextHeartbeat, ContextAccount, ContextRegion}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextTableMaxWrites, ContextHardened, ContextHeartbeat, ContextAccount, ContextRegion}
 
 var (
 	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
@@ -149,6 +154,15 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 			errs = append(errs, err.Error())
 		}
 		cfg.TableCapacity = c
+	}
+	if s := str(ContextTableMaxWrites); s != "" {
+		// The table construct checks the number against the rest, naming its prop.
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Sprintf("context %s: got %q; use a whole number of write request units a second, at least 1 "+
+				"(about 2 per new message a second at your peak), or leave it out for no cap", ContextTableMaxWrites, s))
+		}
+		cfg.TableMaxWriteUnits = n
 	}
 	switch s := str(ContextHardened); s {
 	case "", "false":

@@ -83,11 +83,14 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 		hardening = &pipeline.Hardening{Vpc: pipeline.NewIsolatedVpc(stack, "Vpc", logKey), LogKey: logKey}
 		tableProps = &table.IdempotencyTableProps{BackupRetention: pipeline.DefaultHardenedBackupRetention, EncryptionKey: dataKey}
 	}
-	if cfg.TableCapacity != nil {
+	if cfg.TableCapacity != nil || cfg.TableMaxWriteUnits != 0 {
 		if tableProps == nil {
 			tableProps = &table.IdempotencyTableProps{}
 		}
 		tableProps.ProvisionedCapacity = cfg.TableCapacity
+		if cfg.TableMaxWriteUnits != 0 {
+			tableProps.MaxOnDemandThroughput = &table.OnDemandThroughputCap{WriteUnits: cfg.TableMaxWriteUnits}
+		}
 	}
 	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", tableProps)
 	s.monitoring = monitoring.NewPipelineMonitoring(stack, "Monitoring", &monitoring.PipelineMonitoringProps{

@@ -33,8 +33,8 @@ type fixture struct {
 var (
 	// def uses nil props: every default.
 	def fixture
-	// custom overrides every prop but PITR: named, composite key, customer managed key,
-	// destroyed with the stack.
+	// custom overrides every prop but PITR and provisioned capacity: named, composite key,
+	// customer managed key, destroyed with the stack, an on-demand write cap.
 	custom fixture
 	// noPITR turns point-in-time recovery off; cdk-nag must flag exactly that.
 	noPITR fixture
@@ -70,6 +70,7 @@ func TestMain(m *testing.M) {
 			DisableDeletionProtection: true,
 			EncryptionKey:             f.key,
 			BackupRetention:           90 * 24 * time.Hour,
+			MaxOnDemandThroughput:     &OnDemandThroughputCap{WriteUnits: 2000},
 		}
 	})
 	noPITR = newFixture(app, "NoPITR", func(awscdk.Stack, *fixture) *IdempotencyTableProps {

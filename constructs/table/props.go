@@ -90,6 +90,36 @@ type IdempotencyTableProps struct {
 	// resources).
 	// Default: nil (on-demand: billed per request, no capacity to plan).
 	ProvisionedCapacity *ProvisionedCapacity
+
+	// MaxOnDemandThroughput caps an on-demand table's throughput (DynamoDB's maximum
+	// throughput for on-demand tables): a bound on the bill when a bug, a flood or a
+	// redrive of a deep DLQ drives writes. DynamoDB throttles what passes the cap, on a
+	// best-effort basis (a burst may pass it briefly). What that does to messages: the
+	// consumer's store retries a throttled call with backoff (5 attempts by default); a
+	// record that still fails returns to its queue and is delivered again after the
+	// visibility timeout, and a message throttled on every one of the queue's
+	// maxReceiveCount receives ends in the DLQ, from which it is redriven once the load has
+	// passed. Nothing is lost; the price of the cap is latency, dead letters if the overload
+	// outlasts every receive, and effects run twice where the failed write was a record's
+	// complete (its redelivery takes the record over once the lock lapses). So set it well
+	// above the planned peak, as a guard against runaway spend, never as a throttle to run
+	// at. The table's throttle alarms fire. docs/capacity.md sizes it (about 2 write units a
+	// second per new message a second) and has the measured trade. Not with
+	// ProvisionedCapacity, whose MaxWriteUnits already bounds the bill.
+	// Cannot be a token (it is checked at synth).
+	// Default: nil (no cap but the account's per-table quota, 40,000 units a second).
+	MaxOnDemandThroughput *OnDemandThroughputCap
+}
+
+// OnDemandThroughputCap is an on-demand table's most request units a second, for writes,
+// reads or both. A zero field leaves that side uncapped; at least one must be set.
+type OnDemandThroughputCap struct {
+	// WriteUnits caps write request units a second: an idempotency record costs 2 (acquire
+	// and complete) per new message and 1 per duplicate, for records up to 1 KB.
+	WriteUnits int
+	// ReadUnits caps read request units a second. The consumer reads nothing (its calls
+	// are UpdateItem); pipelinectl's record commands and other runtimes sharing the table do.
+	ReadUnits int
 }
 
 // ProvisionedCapacity is a provisioned table's throughput: write and read capacity units,
@@ -163,6 +193,8 @@ type settings struct {
 	backupRetention     time.Duration
 	// provisioned is nil for an on-demand table, else the capacity with its defaults applied.
 	provisioned *ProvisionedCapacity
+	// onDemandCap is nil for no cap.
+	onDemandCap *OnDemandThroughputCap
 }
 
 // resolve applies the defaults to props (nil allowed) and validates the result, panicking
@@ -181,6 +213,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotencyTableProps
 		encryptionKey:       p.EncryptionKey,
 		logicalID:           p.LogicalID,
 		backupRetention:     p.BackupRetention,
+		onDemandCap:         p.MaxOnDemandThroughput,
 	}
 	if s.removalPolicy == "" {
 		s.removalPolicy = DefaultRemovalPolicy
@@ -221,6 +254,9 @@ func (s settings) check(v *validate.Problems) {
 	if c := s.provisioned; c != nil {
 		checkCapacity(v, c)
 	}
+	if c := s.onDemandCap; c != nil {
+		checkOnDemandCap(v, c, s.provisioned != nil)
+	}
 	switch s.removalPolicy {
 	case awscdk.RemovalPolicy_RETAIN, awscdk.RemovalPolicy_RETAIN_ON_UPDATE_OR_DELETE:
 	case awscdk.RemovalPolicy_DESTROY:
@@ -244,6 +280,27 @@ func checkCapacity(v *validate.Problems, c *ProvisionedCapacity) {
 	if u := c.TargetUtilizationPercent; u < minTargetUtilization || u > maxTargetUtilization {
 		v.Add(prop+"TargetUtilizationPercent", numberOrToken(u), fmt.Sprintf(
 			"Application Auto Scaling tracks a target from %d to %d percent; 0 gives the default %d", minTargetUtilization, maxTargetUtilization, DefaultTargetUtilizationPercent))
+	}
+}
+
+// checkOnDemandCap validates an on-demand table's maximum throughput.
+func checkOnDemandCap(v *validate.Problems, c *OnDemandThroughputCap, provisioned bool) {
+	const prop = "MaxOnDemandThroughput"
+	if provisioned {
+		v.Add(prop, fmt.Sprintf("%+v", *c), "a cap applies to an on-demand table, and ProvisionedCapacity makes it provisioned: "+
+			"its MaxWriteUnits and MaxReadUnits already bound the bill; drop one of the two")
+	}
+	if c.WriteUnits == 0 && c.ReadUnits == 0 {
+		v.Add(prop, fmt.Sprintf("%+v", *c), "set WriteUnits, ReadUnits or both (at least 1 request unit a second), or leave MaxOnDemandThroughput nil for no cap")
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+		hint string
+	}{{"WriteUnits", c.WriteUnits, "about 2 a second per new message a second at your peak"}, {"ReadUnits", c.ReadUnits, "the consumer reads nothing"}} {
+		if f.n < 0 {
+			v.Add(prop+"."+f.name, numberOrToken(f.n), "use at least 1 request unit a second ("+f.hint+"), or 0 to leave it uncapped")
+		}
 	}
 }
 

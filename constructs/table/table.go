@@ -146,6 +146,14 @@ func (s settings) tableProps() *awsdynamodb.TableProps {
 		p.WriteCapacity = jsii.Number(float64(c.MinWriteUnits))
 		p.ReadCapacity = jsii.Number(float64(c.MinReadUnits))
 	}
+	if c := s.onDemandCap; c != nil && s.provisioned == nil {
+		if c.WriteUnits > 0 {
+			p.MaxWriteRequestUnits = jsii.Number(float64(c.WriteUnits))
+		}
+		if c.ReadUnits > 0 {
+			p.MaxReadRequestUnits = jsii.Number(float64(c.ReadUnits))
+		}
+	}
 	if s.tableName != "" {
 		p.TableName = jsii.String(s.tableName)
 	}

@@ -71,6 +71,7 @@ func TestTableResource(t *testing.T) {
 			"SSESpecification":                 exact(map[string]any{"SSEEnabled": true}),
 			"TableName":                        assertions.Match_Absent(),
 			"ProvisionedThroughput":            assertions.Match_Absent(),
+			"OnDemandThroughput":               assertions.Match_Absent(),
 		},
 		policy: "Retain",
 	}, {
@@ -86,6 +87,7 @@ func TestTableResource(t *testing.T) {
 				map[string]any{"AttributeName": "sk", "AttributeType": "S"},
 			}),
 			"BillingMode":                      "PAY_PER_REQUEST",
+			"OnDemandThroughput":               exact(map[string]any{"MaxWriteRequestUnits": 2000}),
 			"TimeToLiveSpecification":          exact(map[string]any{"AttributeName": "expiration", "Enabled": true}),
 			"PointInTimeRecoverySpecification": exact(map[string]any{"PointInTimeRecoveryEnabled": true}),
 			"DeletionProtectionEnabled":        false,

@@ -514,3 +514,87 @@ func TestDynamoDBFaults(t *testing.T) {
 	}
 	w.expectAlarms("DynamoDB throttling / 5xx", since, w.alarmWait(must...), must...)
 }
+
+// capped throttles DynamoDB writes past a rate, as a table with a maximum on-demand
+// throughput does (MaxOnDemandThroughput): a token bucket of rate write units a second,
+// holding at most one second's worth; each UpdateItem costs one (records under 1 KB).
+type capped struct {
+	mu        sync.Mutex
+	rate      float64
+	tokens    float64
+	last      time.Time
+	throttled int
+}
+
+func (c *capped) fault(call ddbproxy.Call) ddbproxy.Fault {
+	if !strings.HasPrefix(call.Op, "UpdateItem") && call.Op != "PutItem" && call.Op != "DeleteItem" {
+		return ddbproxy.Fault{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if !c.last.IsZero() {
+		c.tokens = min(c.rate, c.tokens+now.Sub(c.last).Seconds()*c.rate)
+	}
+	c.last = now
+	if c.tokens < 1 {
+		c.throttled++
+		return ddbproxy.Fault{Status: 400, Type: "ThrottlingException"}
+	}
+	c.tokens--
+	return ddbproxy.Fault{}
+}
+
+// TestCappedTable: a burst that needs five times the table's write cap (an on-demand table
+// with MaxOnDemandThroughput, modelled at the proxy: DynamoDB Local enforces no capacity).
+// The store retries the throttled writes, records that still fail go back to the queue and
+// come again: nothing is lost, nothing reaches the DLQ, and the table's write throttle alarm
+// fires. An effect runs twice only when its complete failed (docs/capacity.md says why):
+// never more often than records failed.
+func TestCappedTable(t *testing.T) {
+	checkOnly(t)
+	t.Parallel()
+	w := newWorld(t, "capped")
+	w.watchAlarms()
+	p := w.pipeline(false)
+	const n, writesPerSecond = 200, 40 // 400 writes: 10 s at the cap; the consumers ask for more
+	limit := &capped{rate: writesPerSecond, tokens: writesPerSecond}
+	w.dynamo.Policy = limit.fault
+	var want []string
+	var msgs []message
+	for i := range n {
+		key := fmt.Sprintf("capped-%03d", i)
+		want = append(want, key)
+		msgs = append(msgs, message{Body: body(key)})
+	}
+	_, stop := w.poll(p, 3)
+	since := time.Now()
+	w.send(p.Queue, msgs)
+	took := w.waitFor("every effect and an empty queue", w.patience(p.Queue)+time.Minute, func() bool {
+		return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
+	})
+	stop()
+	w.quiesce()
+	lost, twice, unexpected := w.ledger.Check(want)
+	if len(lost)+len(unexpected) > 0 {
+		t.Errorf("effects: %d of %d keys lost %v, %d unexpected %v", len(lost), len(want), head(lost), len(unexpected), head(unexpected))
+	}
+	if d := w.depth(p.DLQ); d != 0 {
+		t.Errorf("%d messages in the DLQ: the cap's throttles outlasted every receive", d)
+	}
+	limit.mu.Lock()
+	throttled := limit.throttled
+	limit.mu.Unlock()
+	if throttled == 0 {
+		t.Error("no write was throttled: the cap was not reached, the test did not run as designed")
+	}
+	oc := w.ledger.Outcomes()
+	if len(twice) > oc["store_error"] {
+		t.Errorf("%d effects ran twice, more than the %d records that failed (store_error)", len(twice), oc["store_error"])
+	}
+	report(t, "%d messages through a table capped at %d writes/s: %d writes throttled, %d records failed and were redelivered (store_error); lost %d, DLQ 0, effects run twice %d, in %v",
+		n, writesPerSecond, throttled, oc["store_error"], len(lost), len(twice), took.Round(10*time.Millisecond))
+	table := w.consumerTable(p)
+	must := []alarmRef{watching("write throttles on "+table, "TableName", table, "DynamoDB/WriteThrottleEvents", "DynamoDB/ThrottledRequests")}
+	w.expectAlarms("a capped table", since, w.alarmWait(must...), must...)
+}

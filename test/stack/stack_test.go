@@ -317,7 +317,7 @@ func TestHeartbeatContext(t *testing.T) {
 func TestConfigFromContextRejectsBadValues(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
 		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m", "account": "12345", "region": "Frankfurt", "maxMessageSize": "1MiB",
-		"tableCapacity": "provisioned", "heartbeat": "often",
+		"tableCapacity": "provisioned", "heartbeat": "often", "tableMaxWriteUnits": "lots",
 	}})
 	_, err := stacks.ConfigFromContext(app)
 	if err == nil {
@@ -332,6 +332,7 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 		`context account: got "12345"; use the 12-digit AWS account id, or leave it out for an environment-agnostic stack`,
 		`context region: got "Frankfurt"; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack`,
 		`context heartbeat: got "often"; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)`,
+		`context tableMaxWriteUnits: got "lots"; use a whole number of write request units a second, at least 1 (about 2 per new message a second at your peak), or leave it out for no cap`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -386,6 +387,18 @@ func TestTableCapacityFromContext(t *testing.T) {
 	cdktest.ExpectProblemIn(t, `IdempotencyTable "IdempotentSqsPipeline-capacity/IdempotencyTable"`, func() {
 		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "capacity", TableCapacity: &table.ProvisionedCapacity{MinWriteUnits: 50, MaxWriteUnits: 5}})
 	}, "ProvisionedCapacity.MaxWriteUnits: 5 is below ProvisionedCapacity.MinWriteUnits 50")
+}
+
+// tableMaxWriteUnits caps the on-demand table's writes; with provisioned capacity the table
+// construct refuses it, naming both props.
+func TestTableMaxWriteUnitsFromContext(t *testing.T) {
+	cfg, err := stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"tableMaxWriteUnits": "2000"}}))
+	if err != nil || cfg.TableMaxWriteUnits != 2000 {
+		t.Fatalf("tableMaxWriteUnits=2000: %+v, %v", cfg.TableMaxWriteUnits, err)
+	}
+	cdktest.ExpectProblemIn(t, `IdempotencyTable "IdempotentSqsPipeline-capped/IdempotencyTable"`, func() {
+		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "capped", TableMaxWriteUnits: 2000, TableCapacity: &table.ProvisionedCapacity{MinWriteUnits: 5, MaxWriteUnits: 50}})
+	}, "MaxOnDemandThroughput: got {WriteUnits:2000 ReadUnits:0}; a cap applies to an on-demand table, and ProvisionedCapacity makes it provisioned")
 }
 
 // The provisioned stage's table: PROVISIONED at its minimum, writes and reads each scaled by
