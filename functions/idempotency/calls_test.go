@@ -99,6 +99,37 @@ func TestRunRetriesTransientErrorsAgainstDynamoDBLocal(t *testing.T) {
 	})
 }
 
+// Complete, once the effect has run, is retried past MaxAttempts until the invocation's
+// deadline: a complete that gave up would leave the record INPROGRESS, and the next delivery
+// would run the effect again (a table throttled by a burst or an on-demand cap). Acquire,
+// before the effect, still gives up after MaxAttempts: its record just goes back to SQS.
+func TestRunCompleteRetriesUntilTheDeadline(t *testing.T) {
+	e := newEnv(t, "")
+	g := e.guard(t, Config{Retry: RetryPolicy{MaxAttempts: 3, BaseDelay: 5 * time.Millisecond, MaxDelay: 20 * time.Millisecond}})
+	const throttled = 12 // complete's first tries: four times MaxAttempts
+	e.tr.fault = func(op string, n int) (*http.Response, error, bool) {
+		if op == "UpdateItem" && n > 1 && n <= 1+throttled { // n == 1 is the acquire
+			return dynamoError(400, "ThrottlingException", "injected"), nil, false
+		}
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // the invocation's deadline
+	defer cancel()
+	var calls atomic.Int64
+	start := time.Now()
+	res, err := g.Run(ctx, Request{Key: "k1"}, handler(&calls, nil, nil))
+	if err != nil || res.Outcome != OutcomeProcessed || calls.Load() != 1 {
+		t.Fatalf("Run = %+v, %v after %d handler calls; want processed once", res, err, calls.Load())
+	}
+	if got := e.tr.snapshot()["UpdateItem"]; got != 1+throttled+1 {
+		t.Errorf("UpdateItem sent %d times, want %d (acquire, %d throttled completes, the one that landed)", got, 1+throttled+1, throttled)
+	}
+	if r := e.record(t, id("k1")); r.status != StatusCompleted {
+		t.Errorf("record = %+v, want COMPLETED", r)
+	}
+	t.Logf("complete landed after %d throttled tries in %v", throttled, time.Since(start).Round(time.Millisecond))
+}
+
 // A write that landed but whose response was lost is retried; the retry's condition fails
 // on our own write, which the owner token identifies, so it counts as done rather than as
 // "in progress elsewhere" (acquire), "lock lost" (complete) or a failed release.

@@ -60,6 +60,8 @@
 // ResourceNotFoundException, other 4xx) never are. Build the SDK client with
 // WithoutSDKRetries (RetryMaxAttempts = 1) so the two layers do not multiply. A retried write
 // whose first response was lost is recognised by its owner token and counts as done.
+// Complete, after the handler has run, retries a transient error past MaxAttempts until
+// ctx's deadline: a complete that gave up would let the next delivery run the handler again.
 //
 // # Guarantees and limits
 //

@@ -63,8 +63,30 @@ func newRetryer(p RetryPolicy) retryer {
 	return retryer{policy: p, sleep: backoff.Sleep, rand: rand.Int64N}
 }
 
+// untilDeadlineKey marks a context whose calls retry transient errors until its deadline,
+// past RetryPolicy.MaxAttempts (retryUntilDeadline).
+type untilDeadlineKey struct{}
+
+// retryUntilDeadline is ctx for a call that must not give up while time is left: complete,
+// after the effect has run. A complete that gives up leaves the record INPROGRESS, and the
+// next delivery takes it over once the lock lapses and runs the effect again; a throttled
+// table (a burst, an on-demand cap) makes that common after five quick attempts. Retrying
+// until the deadline costs only time the invocation has anyway, and the write is fenced (a
+// taker's record is never overwritten). Without a deadline on ctx, MaxAttempts still holds.
+func retryUntilDeadline(ctx context.Context) context.Context {
+	return context.WithValue(ctx, untilDeadlineKey{}, true)
+}
+
+// untilDeadline reports whether ctx asks for retries until its deadline, and has one.
+func untilDeadline(ctx context.Context) bool {
+	_, has := ctx.Deadline()
+	on, _ := ctx.Value(untilDeadlineKey{}).(bool)
+	return on && has
+}
+
 // do calls op until it succeeds, fails with an error that is not transient, the policy's
-// attempts are spent, or ctx is done. The last error is wrapped, never replaced.
+// attempts are spent (unless ctx asks for retries until its deadline), or ctx is done. The
+// last error is wrapped, never replaced.
 func (r retryer) do(ctx context.Context, op func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
@@ -74,7 +96,7 @@ func (r retryer) do(ctx context.Context, op func(context.Context) error) error {
 		if ctx.Err() != nil {
 			return err
 		}
-		if attempt >= r.policy.MaxAttempts {
+		if attempt >= r.policy.MaxAttempts && !untilDeadline(ctx) {
 			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 		}
 		if serr := r.sleep(ctx, r.delay(attempt)); serr != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -230,5 +231,37 @@ func TestRetryDelayBounds(t *testing.T) {
 	}
 	if lo < 350 || hi < 350 {
 		t.Errorf("1000 delays split %d below / %d above the middle: not uniform jitter", lo, hi)
+	}
+}
+
+// A call that asks for retries until its deadline (complete, after the effect ran) goes on
+// past MaxAttempts while the deadline is ahead, and stops at it; without a deadline it
+// keeps to MaxAttempts.
+func TestRetryUntilDeadline(t *testing.T) {
+	throttle := &types.ProvisionedThroughputExceededException{}
+	r := retryer{policy: RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+		sleep: backoff.Sleep, rand: func(n int64) int64 { return n - 1 }}
+
+	ctx, cancel := context.WithTimeout(retryUntilDeadline(t.Context()), time.Minute)
+	defer cancel()
+	op := &fakeOp{errs: []error{throttle, throttle, throttle, throttle, throttle, throttle, throttle, throttle}}
+	if err := r.do(ctx, op.do); err != nil || op.calls != 9 {
+		t.Errorf("until the deadline: %v after %d calls, want success on the 9th (MaxAttempts is 3)", err, op.calls)
+	}
+
+	short, cancel2 := context.WithTimeout(retryUntilDeadline(t.Context()), 150*time.Millisecond)
+	defer cancel2()
+	start := time.Now()
+	always := &fakeOp{errs: slices.Repeat([]error{throttle}, 100000)}
+	err := r.do(short, always.do)
+	var pte *types.ProvisionedThroughputExceededException
+	if !errors.As(err, &pte) || always.calls <= 3 || time.Since(start) < 140*time.Millisecond {
+		t.Errorf("throttled to the deadline: %v after %d calls in %v, want the throttle, more than 3 calls, stopped at the deadline (150ms)", err, always.calls, time.Since(start))
+	}
+	t.Logf("throttled until a 150ms deadline: %d calls in %v", always.calls, time.Since(start).Round(time.Millisecond))
+
+	op = &fakeOp{errs: []error{throttle, throttle, throttle, throttle}}
+	if err := r.do(retryUntilDeadline(t.Context()), op.do); err == nil || op.calls != 3 {
+		t.Errorf("no deadline: %v after %d calls, want to give up after MaxAttempts 3", err, op.calls)
 	}
 }
