@@ -85,7 +85,11 @@ func TestRunRetriesTransientErrorsAgainstDynamoDBLocal(t *testing.T) {
 			return dynamoError(400, "ThrottlingException", "injected"), nil, false
 		}
 		var calls atomic.Int64
-		_, err := g.Run(t.Context(), Request{Key: "k1"}, handler(&calls, nil, nil))
+		// An invocation's deadline: acquire, before the effect, still gives up after
+		// MaxAttempts (only complete retries until its lock ends).
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		_, err := g.Run(ctx, Request{Key: "k1"}, handler(&calls, nil, nil))
 		var se *StoreError
 		if !errors.As(err, &se) || se.Op != "acquire" || !IsTransient(err) {
 			t.Fatalf("err = %v, want a transient *StoreError from acquire", err)
@@ -99,11 +103,12 @@ func TestRunRetriesTransientErrorsAgainstDynamoDBLocal(t *testing.T) {
 	})
 }
 
-// Complete, once the effect has run, is retried past MaxAttempts until the invocation's
-// deadline: a complete that gave up would leave the record INPROGRESS, and the next delivery
-// would run the effect again (a table throttled by a burst or an on-demand cap). Acquire,
-// before the effect, still gives up after MaxAttempts: its record just goes back to SQS.
-func TestRunCompleteRetriesUntilTheDeadline(t *testing.T) {
+// Complete, once the effect has run, is retried past MaxAttempts until its lock ends (the
+// invocation's deadline, in Lambda): a complete that gave up would leave the record
+// INPROGRESS, and the next delivery would run the effect again (a table throttled by a burst
+// or an on-demand cap). Acquire, before the effect, still gives up after MaxAttempts (the
+// subtest "gives up after MaxAttempts" above): its record just goes back to SQS.
+func TestRunCompleteRetriesWhileItsLockHolds(t *testing.T) {
 	e := newEnv(t, "")
 	g := e.guard(t, Config{Retry: RetryPolicy{MaxAttempts: 3, BaseDelay: 5 * time.Millisecond, MaxDelay: 20 * time.Millisecond}})
 	const throttled = 12 // complete's first tries: four times MaxAttempts

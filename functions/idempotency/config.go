@@ -93,9 +93,9 @@ type Config struct {
 // after the first failure) is uniform in [0, min(MaxDelay, BaseDelay * 2^(n-1))].
 type RetryPolicy struct {
 	// MaxAttempts is the number of tries per DynamoDB call, the first included. Default 5;
-	// 1 turns retries off; at most 20. Complete, after the effect has run, retries a
-	// transient error past it, until the context's deadline: giving up would let the next
-	// delivery run the effect again.
+	// 1 turns retries off; at most 20. With more than 1, complete (after the effect has run)
+	// retries a transient error past it while its record's lock holds (in Lambda, until the
+	// handler's deadline): giving up would let the next delivery run the effect again.
 	MaxAttempts int
 	// BaseDelay is the backoff cap of the first retry. Default 25ms.
 	BaseDelay time.Duration

@@ -60,8 +60,10 @@
 // ResourceNotFoundException, other 4xx) never are. Build the SDK client with
 // WithoutSDKRetries (RetryMaxAttempts = 1) so the two layers do not multiply. A retried write
 // whose first response was lost is recognised by its owner token and counts as done.
-// Complete, after the handler has run, retries a transient error past MaxAttempts until
-// ctx's deadline: a complete that gave up would let the next delivery run the handler again.
+// Complete, after the handler has run, retries a transient error past MaxAttempts while its
+// record's lock holds (min(LockCap, ctx's deadline) from the acquire), within its own
+// context (finishContext): a complete that gave up would let the next delivery run the
+// handler again. After the lock ends, and with MaxAttempts 1, MaxAttempts holds.
 //
 // # Guarantees and limits
 //

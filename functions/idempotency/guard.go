@@ -197,7 +197,7 @@ func (g *Guard) Run(ctx context.Context, req Request, fn func(ctx context.Contex
 		stored = data
 	}
 	expiration := g.cfg.Now().Add(g.cfg.RecordTTL)
-	dropped, err := g.store.complete(retryUntilDeadline(fctx), k, completeInput{owner: owner, attempt: attempt, expiration: expiration, data: stored})
+	dropped, err := g.store.complete(retryUntil(fctx, lock), k, completeInput{owner: owner, attempt: attempt, expiration: expiration, data: stored})
 	if err = g.fenceErr(err, k, "complete", owner, StatusCompleted); err != nil {
 		return res, err
 	}

@@ -63,30 +63,30 @@ func newRetryer(p RetryPolicy) retryer {
 	return retryer{policy: p, sleep: backoff.Sleep, rand: rand.Int64N}
 }
 
-// untilDeadlineKey marks a context whose calls retry transient errors until its deadline,
-// past RetryPolicy.MaxAttempts (retryUntilDeadline).
-type untilDeadlineKey struct{}
+// retryUntilKey carries the time until which a call retries transient errors past
+// RetryPolicy.MaxAttempts (retryUntil).
+type retryUntilKey struct{}
 
-// retryUntilDeadline is ctx for a call that must not give up while time is left: complete,
-// after the effect has run. A complete that gives up leaves the record INPROGRESS, and the
-// next delivery takes it over once the lock lapses and runs the effect again; a throttled
-// table (a burst, an on-demand cap) makes that common after five quick attempts. Retrying
-// until the deadline costs only time the invocation has anyway, and the write is fenced (a
-// taker's record is never overwritten). Without a deadline on ctx, MaxAttempts still holds.
-func retryUntilDeadline(ctx context.Context) context.Context {
-	return context.WithValue(ctx, untilDeadlineKey{}, true)
+// retryUntil is ctx for a call that must not give up while its record's lock holds:
+// complete, after the effect has run. A complete that gives up leaves the record INPROGRESS,
+// and the next delivery takes it over once the lock lapses and runs the effect again; a
+// throttled table (a burst, an on-demand cap) makes that common after five quick attempts.
+// Until the lock ends nobody else can run the effect, so retrying is safe, and the write is
+// fenced (a taker's record is never overwritten). After the lock ends, and with MaxAttempts
+// 1 (retries off), the policy's attempts hold as for any call.
+func retryUntil(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, retryUntilKey{}, t)
 }
 
-// untilDeadline reports whether ctx asks for retries until its deadline, and has one.
-func untilDeadline(ctx context.Context) bool {
-	_, has := ctx.Deadline()
-	on, _ := ctx.Value(untilDeadlineKey{}).(bool)
-	return on && has
+// retryingPast reports whether ctx asks for retries past MaxAttempts now.
+func (r retryer) retryingPast(ctx context.Context) bool {
+	t, ok := ctx.Value(retryUntilKey{}).(time.Time)
+	return ok && r.policy.MaxAttempts > 1 && time.Now().Before(t)
 }
 
 // do calls op until it succeeds, fails with an error that is not transient, the policy's
-// attempts are spent (unless ctx asks for retries until its deadline), or ctx is done. The
-// last error is wrapped, never replaced.
+// attempts are spent (unless ctx asks for retries until a time still ahead: retryUntil), or
+// ctx is done. The last error is wrapped, never replaced.
 func (r retryer) do(ctx context.Context, op func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
@@ -96,7 +96,7 @@ func (r retryer) do(ctx context.Context, op func(context.Context) error) error {
 		if ctx.Err() != nil {
 			return err
 		}
-		if attempt >= r.policy.MaxAttempts && !untilDeadline(ctx) {
+		if attempt >= r.policy.MaxAttempts && !r.retryingPast(ctx) {
 			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 		}
 		if serr := r.sleep(ctx, r.delay(attempt)); serr != nil {

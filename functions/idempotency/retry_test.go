@@ -234,34 +234,36 @@ func TestRetryDelayBounds(t *testing.T) {
 	}
 }
 
-// A call that asks for retries until its deadline (complete, after the effect ran) goes on
-// past MaxAttempts while the deadline is ahead, and stops at it; without a deadline it
-// keeps to MaxAttempts.
-func TestRetryUntilDeadline(t *testing.T) {
+// A call that asks for retries until a time (complete, until its lock ends) goes on past
+// MaxAttempts while that time is ahead, and keeps to MaxAttempts after it; MaxAttempts 1
+// (retries off) still means one try.
+func TestRetryUntil(t *testing.T) {
 	throttle := &types.ProvisionedThroughputExceededException{}
 	r := retryer{policy: RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
 		sleep: backoff.Sleep, rand: func(n int64) int64 { return n - 1 }}
 
-	ctx, cancel := context.WithTimeout(retryUntilDeadline(t.Context()), time.Minute)
-	defer cancel()
-	op := &fakeOp{errs: []error{throttle, throttle, throttle, throttle, throttle, throttle, throttle, throttle}}
-	if err := r.do(ctx, op.do); err != nil || op.calls != 9 {
-		t.Errorf("until the deadline: %v after %d calls, want success on the 9th (MaxAttempts is 3)", err, op.calls)
+	op := &fakeOp{errs: slices.Repeat([]error{throttle}, 8)}
+	if err := r.do(retryUntil(t.Context(), time.Now().Add(time.Minute)), op.do); err != nil || op.calls != 9 {
+		t.Errorf("until a minute from now: %v after %d calls, want success on the 9th (MaxAttempts is 3)", err, op.calls)
 	}
 
-	short, cancel2 := context.WithTimeout(retryUntilDeadline(t.Context()), 150*time.Millisecond)
-	defer cancel2()
 	start := time.Now()
 	always := &fakeOp{errs: slices.Repeat([]error{throttle}, 100000)}
-	err := r.do(short, always.do)
+	err := r.do(retryUntil(t.Context(), start.Add(150*time.Millisecond)), always.do)
+	took := time.Since(start)
 	var pte *types.ProvisionedThroughputExceededException
-	if !errors.As(err, &pte) || always.calls <= 3 || time.Since(start) < 140*time.Millisecond {
-		t.Errorf("throttled to the deadline: %v after %d calls in %v, want the throttle, more than 3 calls, stopped at the deadline (150ms)", err, always.calls, time.Since(start))
+	if !errors.As(err, &pte) || always.calls <= 3 || took < 150*time.Millisecond || took > 10*time.Second {
+		t.Errorf("throttled past the time: %v after %d calls in %v, want the throttle, more than 3 calls, stopped soon after 150ms", err, always.calls, took)
 	}
-	t.Logf("throttled until a 150ms deadline: %d calls in %v", always.calls, time.Since(start).Round(time.Millisecond))
+	t.Logf("throttled until 150ms from the start: %d calls in %v", always.calls, took.Round(time.Millisecond))
 
-	op = &fakeOp{errs: []error{throttle, throttle, throttle, throttle}}
-	if err := r.do(retryUntilDeadline(t.Context()), op.do); err == nil || op.calls != 3 {
-		t.Errorf("no deadline: %v after %d calls, want to give up after MaxAttempts 3", err, op.calls)
+	op = &fakeOp{errs: slices.Repeat([]error{throttle}, 4)}
+	if err := r.do(retryUntil(t.Context(), time.Now().Add(-time.Second)), op.do); err == nil || op.calls != 3 {
+		t.Errorf("the time has passed: %v after %d calls, want to give up after MaxAttempts 3", err, op.calls)
+	}
+	off := retryer{policy: RetryPolicy{MaxAttempts: 1}, sleep: backoff.Sleep, rand: r.rand}
+	op = &fakeOp{errs: []error{throttle}}
+	if err := off.do(retryUntil(t.Context(), time.Now().Add(time.Minute)), op.do); err == nil || op.calls != 1 {
+		t.Errorf("MaxAttempts 1: %v after %d calls, want one try (retries off)", err, op.calls)
 	}
 }

@@ -550,7 +550,8 @@ func (c *capped) fault(call ddbproxy.Call) ddbproxy.Fault {
 // The store retries the throttled writes, records that still fail go back to the queue and
 // come again: nothing is lost, nothing reaches the DLQ, and the table's write throttle alarm
 // fires. An effect runs twice only when its complete failed (docs/capacity.md says why):
-// never more often than records failed.
+// never more often than records failed, and rarely, since complete retries while its lock
+// holds.
 func TestCappedTable(t *testing.T) {
 	checkOnly(t)
 	t.Parallel()
@@ -591,6 +592,11 @@ func TestCappedTable(t *testing.T) {
 	oc := w.ledger.Outcomes()
 	if len(twice) > oc["store_error"] {
 		t.Errorf("%d effects ran twice, more than the %d records that failed (store_error)", len(twice), oc["store_error"])
+	}
+	// A complete that gave up after MaxAttempts ran 59 of 200 effects twice here (30%); one
+	// that retries while its lock holds, 1 to 5 (runs on this machine and in CI).
+	if len(twice) > n*15/100 {
+		t.Errorf("%d of %d effects ran twice: does complete still retry while its lock holds (functions/idempotency, retryUntil)?", len(twice), n)
 	}
 	report(t, "%d messages through a table capped at %d writes/s: %d writes throttled, %d records failed and were redelivered (store_error); lost %d, DLQ 0, effects run twice %d, in %v",
 		n, writesPerSecond, throttled, oc["store_error"], len(lost), len(twice), took.Round(10*time.Millisecond))
