@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
 )
 
@@ -50,6 +51,11 @@ type Config struct {
 	// tableMaxWriteUnits; the table construct's MaxOnDemandThroughput): a bound on the
 	// bill, paid for in throttles past it. docs/capacity.md sizes it. Default 0 (no cap).
 	TableMaxWriteUnits int
+	// ConsumerPollers puts both consumers' event source mappings in provisioned mode
+	// (context consumerPollers=MIN-MAX event pollers, e.g. 2-20): faster scaling for spiky
+	// queues, each poller billed. docs/capacity.md says when it pays. Default nil (the
+	// default mode, capped by the consumer's MaxConcurrency).
+	ConsumerPollers *consumer.ProvisionedPollers
 	// Hardened turns on the pipelines' Hardening (functions in an isolated VPC with the
 	// endpoints they need, log groups under a customer managed key, reserved concurrency,
 	// the table in AWS Backup), for regulated reviews. Default false.
@@ -83,12 +89,13 @@ const (
 	ContextHeartbeat         = "heartbeat"
 	ContextTableCapacity     = "tableCapacity"
 	ContextTableMaxWrites    = "tableMaxWriteUnits"
+	ContextConsumerPollers   = "consumerPollers"
 	ContextAccount           = "account"
 	ContextRegion            = "region"
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextTableMaxWrites, ContextHardened, ContextHeartbeat, ContextAccount, ContextRegion}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextTableMaxWrites, ContextConsumerPollers, ContextHardened, ContextHeartbeat, ContextAccount, ContextRegion}
 
 var (
 	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
@@ -164,6 +171,17 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 		}
 		cfg.TableMaxWriteUnits = n
 	}
+	if s := str(ContextConsumerPollers); s != "" {
+		// The consumer construct checks the numbers, naming its props.
+		m := pollersPattern.FindStringSubmatch(s)
+		if m == nil {
+			errs = append(errs, fmt.Sprintf("context %s: got %q; use MIN-MAX event pollers, e.g. 2-20 (provisioned mode), or leave it out for the default mode", ContextConsumerPollers, s))
+		} else {
+			lo, _ := strconv.Atoi(m[1])
+			hi, _ := strconv.Atoi(m[2])
+			cfg.ConsumerPollers = &consumer.ProvisionedPollers{Minimum: lo, Maximum: hi}
+		}
+	}
 	switch s := str(ContextHardened); s {
 	case "", "false":
 	case "true":
@@ -205,6 +223,9 @@ const (
 	DefaultHeartbeat               = 5 * time.Minute
 	HeartbeatOff     time.Duration = -1
 )
+
+// pollersPattern is MIN-MAX event pollers.
+var pollersPattern = regexp.MustCompile(`^([0-9]+)-([0-9]+)$`)
 
 // tableCapacityPattern is MIN-MAX write units, then optionally @TARGET utilization percent.
 var tableCapacityPattern = regexp.MustCompile(`^([0-9]+)-([0-9]+)(?:@([0-9]+))?$`)

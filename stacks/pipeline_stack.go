@@ -112,7 +112,7 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 			Table:         s.table,
 			Monitoring:    s.monitoring,
 			Queue:         &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
-			Consumer:      &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout},
+			Consumer:      &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout, ProvisionedPollers: cfg.ConsumerPollers},
 			Hardening:     hardening,
 			Heartbeat:     heartbeatProps,
 			Dispatcher: &dispatcher.ScheduledDispatcherProps{

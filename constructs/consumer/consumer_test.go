@@ -27,11 +27,12 @@ var (
 
 	// standard takes every default. fifo: a FIFO queue, a composite-key table and the tenant
 	// from the message group. tuned: a standard queue with most props set, dead-lettering off.
-	standard, fifo, tuned                consumer.IdempotentConsumer
-	standardQueue, fifoQueue, tunedQueue *fakeQueue
-	simpleTable, compositeTable          *fakeTable
-	logKey                               awskms.Key // tuned's log group key
-	importedKeyStack                     awscdk.Stack
+	// spiky: provisioned mode (pollers) instead of a maximum concurrency.
+	standard, fifo, tuned, spiky                     consumer.IdempotentConsumer
+	standardQueue, fifoQueue, tunedQueue, spikyQueue *fakeQueue
+	simpleTable, compositeTable                      *fakeTable
+	logKey                                           awskms.Key // tuned's log group key
+	importedKeyStack                                 awscdk.Stack
 )
 
 func TestMain(m *testing.M) {
@@ -63,6 +64,11 @@ func TestMain(m *testing.M) {
 		CacheSize: 500, BatchConcurrency: 25, LogRetention: awslogs.RetentionDays_TWO_WEEKS,
 		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeadLettering: true,
 		Environment: map[string]string{"MAX_BODY_BYTES": "65536"}, // below the queue's: the user's wins
+	})
+
+	spikyQueue = newFakeQueue(stack, "SpikyQueue", false, 3*time.Minute, 4*24*time.Hour)
+	spiky = consumer.NewIdempotentConsumer(stack, "Spiky", &consumer.IdempotentConsumerProps{
+		Queue: spikyQueue, Table: simpleTable, ProvisionedPollers: &consumer.ProvisionedPollers{Minimum: 5, Maximum: 50},
 	})
 
 	// A key imported into the app: CDK cannot add to its policy, so synth warns.
@@ -205,20 +211,28 @@ func TestEventSourceMapping(t *testing.T) {
 		batchSize   int
 		window      any
 		concurrency int
+		pollers     any
 	}{
-		{"standard defaults", standard, standardQueue, 10, assertions.Match_Absent(), 10},
-		{"fifo", fifo, fifoQueue, 5, assertions.Match_Absent(), 10},
-		{"tuned", tuned, tunedQueue, 100, 5, 50},
+		{"standard defaults", standard, standardQueue, 10, assertions.Match_Absent(), 10, assertions.Match_Absent()},
+		{"fifo", fifo, fifoQueue, 5, assertions.Match_Absent(), 10, assertions.Match_Absent()},
+		{"tuned", tuned, tunedQueue, 100, 5, 50, assertions.Match_Absent()},
+		// Provisioned mode: the pollers, and no maximum concurrency (Lambda takes one or the other).
+		{"provisioned pollers", spiky, spikyQueue, 10, assertions.Match_Absent(), 0, map[string]any{"MinimumPollers": 5, "MaximumPollers": 50}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			source := assertions.NewCapture(nil)
+			var scaling any = map[string]any{"MaximumConcurrency": tt.concurrency}
+			if tt.concurrency == 0 {
+				scaling = assertions.Match_Absent()
+			}
 			template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
 				"FunctionName":                   ref(tt.c.Function()),
 				"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
 				"BatchSize":                      tt.batchSize,
 				"MaximumBatchingWindowInSeconds": tt.window,
-				"ScalingConfig":                  map[string]any{"MaximumConcurrency": tt.concurrency},
+				"ScalingConfig":                  scaling,
+				"ProvisionedPollerConfig":        tt.pollers,
 				"EventSourceArn":                 source,
 			})
 			got := fmt.Sprint(*source.AsObject())

@@ -25,8 +25,9 @@ import (
 //     security group of the pipeline that allows outbound HTTPS only and no inbound traffic;
 //   - their log groups are encrypted with a customer managed key whose policy lets
 //     CloudWatch Logs use it for those log groups only;
-//   - each has reserved concurrency (the consumer its MaxConcurrency, the dispatcher
-//     DispatcherReservedConcurrency), so neither can starve or be starved by other functions;
+//   - each has reserved concurrency (the consumer its MaxConcurrency, or in provisioned mode
+//     its ProvisionedPollers.Maximum x 10; the dispatcher DispatcherReservedConcurrency), so
+//     neither can starve or be starved by other functions;
 //   - the table the pipeline creates is in an AWS Backup plan.
 //
 // The data stores' encryption is PipelineProps.EncryptionKey's: set it as well for a

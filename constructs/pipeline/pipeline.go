@@ -201,6 +201,9 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		cp.LogGroupEncryptionKey = keyFor(cp.LogGroupEncryptionKey, logKey)
 		if cp.ReservedConcurrentExecutions == 0 {
 			cp.ReservedConcurrentExecutions = or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
+			if pp := cp.ProvisionedPollers; pp != nil { // what the pollers' maximum drives
+				cp.ReservedConcurrentExecutions = or(pp.Maximum, consumer.DefaultMaximumPollers) * consumer.InvocationsPerPoller
+			}
 		}
 	}
 	p.consumer = consumer.NewIdempotentConsumer(p, "Consumer", &cp)

@@ -17,6 +17,7 @@
 //	maxMessageSize     both queues' largest message in bytes, up to 1048576 (default 262144)
 //	tableCapacity      on-demand, or provisioned write units MIN-MAX[@TARGET%], e.g. 5-500@70 (default on-demand)
 //	tableMaxWriteUnits an on-demand table's cap, write request units a second (default none)
+//	consumerPollers    provisioned mode for both consumers, MIN-MAX event pollers, e.g. 2-20 (default none)
 //	hardened           true: Hardening, docs/compliance.md (VPC, keys, backups) (default false)
 //	heartbeat          each pipeline's heartbeat probe interval, or off     (default 5m)
 //	account            12-digit account id the stack is pinned to           (default none: environment-agnostic)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
@@ -317,7 +318,7 @@ func TestHeartbeatContext(t *testing.T) {
 func TestConfigFromContextRejectsBadValues(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
 		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m", "account": "12345", "region": "Frankfurt", "maxMessageSize": "1MiB",
-		"tableCapacity": "provisioned", "heartbeat": "often", "tableMaxWriteUnits": "lots",
+		"tableCapacity": "provisioned", "heartbeat": "often", "tableMaxWriteUnits": "lots", "consumerPollers": "many",
 	}})
 	_, err := stacks.ConfigFromContext(app)
 	if err == nil {
@@ -333,6 +334,7 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 		`context region: got "Frankfurt"; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack`,
 		`context heartbeat: got "often"; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)`,
 		`context tableMaxWriteUnits: got "lots"; use a whole number of write request units a second, at least 1 (about 2 per new message a second at your peak), or leave it out for no cap`,
+		`context consumerPollers: got "many"; use MIN-MAX event pollers, e.g. 2-20 (provisioned mode), or leave it out for the default mode`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -387,6 +389,18 @@ func TestTableCapacityFromContext(t *testing.T) {
 	cdktest.ExpectProblemIn(t, `IdempotencyTable "IdempotentSqsPipeline-capacity/IdempotencyTable"`, func() {
 		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "capacity", TableCapacity: &table.ProvisionedCapacity{MinWriteUnits: 50, MaxWriteUnits: 5}})
 	}, "ProvisionedCapacity.MaxWriteUnits: 5 is below ProvisionedCapacity.MinWriteUnits 50")
+}
+
+// consumerPollers puts both consumers in provisioned mode; the consumer construct judges the
+// numbers and names its props.
+func TestConsumerPollersFromContext(t *testing.T) {
+	cfg, err := stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"consumerPollers": "4-20"}}))
+	if err != nil || cfg.ConsumerPollers == nil || *cfg.ConsumerPollers != (consumer.ProvisionedPollers{Minimum: 4, Maximum: 20}) {
+		t.Fatalf("consumerPollers=4-20: %+v, %v", cfg.ConsumerPollers, err)
+	}
+	cdktest.ExpectProblemIn(t, `IdempotentConsumer "IdempotentSqsPipeline-pollers/Standard/Consumer"`, func() {
+		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "pollers", ConsumerPollers: &consumer.ProvisionedPollers{Minimum: 1, Maximum: 20}})
+	}, "ProvisionedPollers.Minimum: got 1; use 2 to 200")
 }
 
 // tableMaxWriteUnits caps the on-demand table's writes; with provisioned capacity the table
