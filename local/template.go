@@ -76,6 +76,9 @@ var (
 		"ScalingConfig": true, "FunctionResponseTypes": true, "Enabled": true,
 	}
 	mappingPropsNoEffect = map[string]bool{"Tags": true, "MetricsConfig": true, "KmsKeyArn": true}
+	// mappingPropsNotApplied may matter in AWS and are listed in NotApplied: the kit polls
+	// as the default mode does.
+	mappingPropsNotApplied = map[string]string{"ProvisionedPollerConfig": "provisioned mode: the kit polls as the default mode does"}
 )
 
 // InvokeConfig is an AWS::Lambda::EventInvokeConfig: Lambda's retries of an asynchronous
@@ -402,6 +405,10 @@ func LoadTemplate(path string) (*Template, error) {
 				continue
 			}
 			for _, k := range slices.Sorted(maps.Keys(p)) {
+				if why, ok := mappingPropsNotApplied[k]; ok {
+					t.NotApplied = append(t.NotApplied, "mapping "+id+" "+k+" ("+why+")")
+					continue
+				}
 				if !mappingPropsApplied[k] && !mappingPropsNoEffect[k] {
 					return nil, fmt.Errorf("%s: mapping %s: property %s is not applied by the local kit (package local): the consumer would see "+
 						"other records than in AWS (FilterCriteria drops some); remove it, or report it to the project so the kit learns it", path, id, k)

@@ -365,15 +365,17 @@ type ProvisionedPollers struct {
 	// Minimum is how many pollers stay ready, and billed, with no load: 2 to 200 (Lambda's
 	// range for SQS). Default 2.
 	Minimum int
-	// Maximum is how many pollers the mapping scales to: Minimum to 2,000 (CloudFormation's
-	// range; the Lambda API takes up to 10,000 for SQS, set outside the template). Default 200.
+	// Maximum is how many pollers the mapping scales to: Minimum to 2,000 (what the pinned
+	// CDK's SqsEventSource accepts; the Lambda API takes up to 10,000 for SQS). Required:
+	// Maximum x 10 is the consumer's concurrency bound, as MaxConcurrency is in the default
+	// mode (whose default is 10), and Lambda's own default (200 pollers, 2,000 invocations)
+	// is above most accounts' concurrency.
 	Maximum int
 }
 
 // Provisioned mode's defaults and ranges for SQS.
 const (
 	DefaultMinimumPollers = 2
-	DefaultMaximumPollers = 200
 	minPollers            = 2
 	maxMinimumPollers     = 200
 	maxMaximumPollers     = 2000
@@ -508,7 +510,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 		maxConcurrency:    or(props.MaxConcurrency, DefaultMaxConcurrency),
 	}
 	if pp := props.ProvisionedPollers; pp != nil {
-		s.pollers = &ProvisionedPollers{Minimum: or(pp.Minimum, DefaultMinimumPollers), Maximum: or(pp.Maximum, DefaultMaximumPollers)}
+		s.pollers = &ProvisionedPollers{Minimum: or(pp.Minimum, DefaultMinimumPollers), Maximum: pp.Maximum}
 		s.maxConcurrency = 0
 	}
 	s.fn.Validate(p)
@@ -550,15 +552,19 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 		}
 		switch {
 		case pp.Maximum < minPollers || pp.Maximum > maxMaximumPollers:
-			p.Add("ProvisionedPollers.Maximum", pp.Maximum, fmt.Sprintf("use %d to %d (CloudFormation's range for SQS), or 0 for the default %d",
-				minPollers, maxMaximumPollers, DefaultMaximumPollers))
+			p.Add("ProvisionedPollers.Maximum", pp.Maximum, fmt.Sprintf("set %d to %d (what CDK's SqsEventSource accepts): x %d is the consumer's concurrency bound, "+
+				"so size it as MaxConcurrency / %d (docs/capacity.md)", minPollers, maxMaximumPollers, InvocationsPerPoller, InvocationsPerPoller))
 		case pp.Maximum < pp.Minimum:
 			p.Addf("ProvisionedPollers.Maximum", "%d is below ProvisionedPollers.Minimum %d; the mapping scales between the two", pp.Maximum, pp.Minimum)
 		}
-		if r := props.ReservedConcurrentExecutions; r > 0 && r < pp.Maximum*InvocationsPerPoller {
+		if r := props.ReservedConcurrentExecutions; r > 0 && pp.Maximum >= minPollers && r < pp.Maximum*InvocationsPerPoller {
+			fix := fmt.Sprintf("reserve at least %d", pp.Maximum*InvocationsPerPoller)
+			if lower := r / InvocationsPerPoller; lower >= max(pp.Minimum, minPollers) {
+				fix += fmt.Sprintf(" or lower ProvisionedPollers.Maximum to %d", lower)
+			}
 			p.Addf("ReservedConcurrentExecutions", "%d is below what ProvisionedPollers.Maximum %d drives (%d concurrent invocations): the event source "+
-				"would be throttled, and throttled batches return to the queue with raised receive counts, towards the dead-letter queue; "+
-				"reserve at least %d or lower ProvisionedPollers.Maximum to %d", r, pp.Maximum, pp.Maximum*InvocationsPerPoller, pp.Maximum*InvocationsPerPoller, max(r/InvocationsPerPoller, minPollers))
+				"would be throttled, and throttled batches return to the queue with raised receive counts, towards the dead-letter queue; %s",
+				r, pp.Maximum, pp.Maximum*InvocationsPerPoller, fix)
 		}
 	} else if s.maxConcurrency < 2 || s.maxConcurrency > 1000 {
 		p.Add("MaxConcurrency", s.maxConcurrency, "use 2 to 1000 (AWS's limits for SQS event sources)")

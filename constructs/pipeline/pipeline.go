@@ -202,7 +202,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		if cp.ReservedConcurrentExecutions == 0 {
 			cp.ReservedConcurrentExecutions = or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
 			if pp := cp.ProvisionedPollers; pp != nil { // what the pollers' maximum drives
-				cp.ReservedConcurrentExecutions = or(pp.Maximum, consumer.DefaultMaximumPollers) * consumer.InvocationsPerPoller
+				cp.ReservedConcurrentExecutions = pp.Maximum * consumer.InvocationsPerPoller
 			}
 		}
 	}

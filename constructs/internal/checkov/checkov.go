@@ -31,7 +31,7 @@ var (
 	// an on-failure destination.
 	FunctionNoDLQ = Skip{"CKV_AWS_116", "A function DLQ never fires for a consumer (its SQS event source invokes it synchronously; the queue's redrive DLQ is the failure path), and a dispatcher's asynchronous failures go to an alarmed on-failure destination queue, which carries more context than a function DLQ."}
 	// FunctionNoReservedConcurrency: concurrency is bounded elsewhere.
-	FunctionNoReservedConcurrency = Skip{"CKV_AWS_115", "A consumer's concurrency is capped by its event source mapping's MaximumConcurrency, which, unlike reserved concurrency, does not throttle SQS polling into extra receives; a dispatcher runs once per schedule tick."}
+	FunctionNoReservedConcurrency = Skip{"CKV_AWS_115", "A consumer's concurrency is capped by its event source mapping (its MaximumConcurrency, or in provisioned mode its maximum pollers x 10), which, unlike reserved concurrency, does not throttle SQS polling into extra receives; a dispatcher runs once per schedule tick."}
 	// FunctionNoVPC: the function reaches only regional AWS APIs.
 	FunctionNoVPC = Skip{"CKV_AWS_117", "The function calls only the SQS and DynamoDB APIs, over TLS (its logs reach CloudWatch through Lambda, not through its network); there is no private resource to reach, so a VPC would add interface endpoints at a monthly cost without changing what it can reach. Vpc puts it in one (the hardened profile does, with the endpoints it needs)."}
 	// FunctionPlainEnvironment: the environment holds configuration, no secrets.

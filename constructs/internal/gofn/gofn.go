@@ -393,7 +393,7 @@ func absPath(p string) string {
 // Reasons of the compliance packs' suppressions on every function, written for a reviewer.
 const (
 	whyNoReservedConcurrency = "no reserved concurrency by default: reserving takes capacity from the account's pool and fails the deploy " +
-		"in accounts whose unreserved concurrency would drop below 100; the SQS event source's MaximumConcurrency (the consumer) and one " +
+		"in accounts whose unreserved concurrency would drop below 100; the SQS event source's MaximumConcurrency or maximum pollers (the consumer) and one " +
 		"scheduled run per period (the dispatcher) bound what the function uses; set ReservedConcurrentExecutions (the hardened profile does)"
 	whyNoVPC = "outside a VPC by default: the function calls only the DynamoDB and SQS APIs, over TLS with SigV4 and its least-privilege role, " +
 		"and reaches nothing in a private network; a VPC adds interface endpoints at a monthly cost without changing what it can reach; " +
