@@ -46,14 +46,6 @@ func (f *callFailures) add(kind string, err error) string {
 	return c.Cause
 }
 
-// since is when calls of kind began to fail, zero when none did.
-func (f *callFailures) since(kind string) time.Time {
-	if c := f.byKind[kind]; c != nil {
-		return c.First
-	}
-	return time.Time{}
-}
-
 // report is the failures for the summary's JSON, nil when no call failed.
 func (f *callFailures) report() map[string]failedCalls {
 	if len(f.order) == 0 {
