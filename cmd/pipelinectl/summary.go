@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -315,7 +316,8 @@ func (s *redriveSummary) text() string {
 				fmt.Fprintf(&w, "; this run holds none of those in flight: a receive of this run's whose answer was lost hides its messages until %s, or another reader holds them",
 					clock(s.fails.byKind["receive"].Last.Add(s.hold)))
 			} else {
-				fmt.Fprint(&w, "; this run holds none of those in flight: another reader does, or SQS's count lags")
+				fmt.Fprintf(&w, "; this run holds none of those in flight: another reader does, a receive whose answer was lost hides its batch "+
+					"(it reappears within the hold, %s), or SQS's count lags", cmp.Or(s.hold, redriveHold))
 			}
 		}
 		fmt.Fprint(&w, ")")
