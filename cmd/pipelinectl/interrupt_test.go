@@ -191,6 +191,11 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	if !dropped.Load() {
 		t.Error("the network cut lost no receive: the test did not run as designed")
 	}
+	// The lost receive is named, with when its batch reappears (standard); on FIFO the
+	// retry's attempt id got the same batch back, so nothing was lost.
+	if lost := s.LostReceives; fifo && lost != 0 || !fifo && (lost < 1 || s.LostReceivesVisibleBy == nil) {
+		t.Errorf("the run with a lost receive: lostReceives %d (visible by %v), want %s", lost, s.LostReceivesVisibleBy, map[bool]string{true: "0 (FIFO)", false: "at least 1, with a time"}[fifo])
+	}
 	t.Logf("network cut: exit %d, %d faults injected (%d sends, %d deletes, %d receives seen)", code, proxy.Injected.Load(), sends.Load(), deletes.Load(), receives.Load())
 	// And the rerun that finishes the job.
 	code, s = redrive(t.Context())

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -164,11 +165,55 @@ func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duratio
 		// messages again, instead of leaving them hidden.
 		in.ReceiveRequestAttemptId = aws.String(strconv.FormatInt(time.Now().UnixNano(), 36))
 	}
-	out, err := api.ReceiveMessage(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", url, err)
+	// The SDK's retries are off for a receive, and done here: a try that got no answer may
+	// have handed out a batch that nobody can give back (its receipt handles are lost with
+	// the answer), hidden until the hold ends. Each is counted (lostReceives), so that the
+	// summary names it and says when its batch reappears. On FIFO the attempt id makes the
+	// retry hand out the same batch: nothing is lost.
+	fifo := in.ReceiveRequestAttemptId != nil
+	for attempt := 1; ; attempt++ {
+		out, err := api.ReceiveMessage(ctx, in, oneAttempt)
+		if err == nil {
+			return out.Messages, nil
+		}
+		unknown := outcomeUnknown(err)
+		if unknown && !fifo {
+			noteLostReceive(ctx, hold)
+		}
+		if attempt == receiveAttempts || !unknown && !retryable(err) {
+			return nil, fmt.Errorf("receive from %s: %w", url, err)
+		}
+		time.Sleep(time.Duration(100<<(attempt-1)) * time.Millisecond)
 	}
-	return out.Messages, nil
+}
+
+// receiveAttempts is how often one receive is tried (the SDK's own default).
+const receiveAttempts = 3
+
+// lostReceives counts a run's receives that got no answer, and when the last one's batch,
+// hidden for the hold with nobody to give it back, reappears.
+type lostReceives struct {
+	mu    sync.Mutex
+	n     int
+	until time.Time
+}
+
+type lostKey struct{}
+
+// withLostReceives is ctx whose receives count their lost answers in l.
+func withLostReceives(ctx context.Context, l *lostReceives) context.Context {
+	return context.WithValue(ctx, lostKey{}, l)
+}
+
+func noteLostReceive(ctx context.Context, hold time.Duration) {
+	if l, ok := ctx.Value(lostKey{}).(*lostReceives); ok {
+		l.mu.Lock()
+		l.n++
+		if t := time.Now().Add(hold); t.After(l.until) {
+			l.until = t
+		}
+		l.mu.Unlock()
+	}
 }
 
 // makeVisible returns messages to the queue at once (visibility timeout 0). It runs even

@@ -118,6 +118,8 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 		return err
 	}
 	out := w.text(c)
+	lost := &lostReceives{}
+	ctx = withLostReceives(ctx, lost)
 	cl, t, dlq, err := openDLQ(ctx, c, connect)
 	if err != nil {
 		return err
@@ -126,7 +128,7 @@ func dlqRedrive(ctx context.Context, args []string, w streams, connect connector
 	if err != nil {
 		return err
 	}
-	s := &redriveSummary{DLQ: dlq.url, Destination: dest.url, DryRun: !*yes, Resume: resumeCommand(w.argv, *yes)}
+	s := &redriveSummary{DLQ: dlq.url, Destination: dest.url, DryRun: !*yes, Resume: resumeCommand(w.argv, *yes), lost: lost}
 
 	// A move task from an earlier run (interrupted, or past its --wait) is waited for first:
 	// SQS runs one per queue, and what it moves is not to be planned again.

@@ -96,15 +96,21 @@ type redriveSummary struct {
 	NotGivenBack   []string               `json:"notGivenBack,omitempty"`
 	NotGivenBackBy *time.Time             `json:"notGivenBackVisibleBy,omitempty"`
 	FailedCalls    map[string]failedCalls `json:"failedCalls,omitempty"`
-	Why            string                 `json:"why,omitempty"`
-	Resume         string                 `json:"resume,omitempty"`
-	Journal        string                 `json:"journal,omitempty"`
-	Audit          string                 `json:"audit,omitempty"`
+	// LostReceives counts receives that got no answer (the network): each may have taken a
+	// batch of up to 10 messages that stays hidden, with nobody to give it back, until
+	// LostReceivesVisibleBy.
+	LostReceives          int        `json:"lostReceives,omitempty"`
+	LostReceivesVisibleBy *time.Time `json:"lostReceivesVisibleBy,omitempty"`
+	Why                   string     `json:"why,omitempty"`
+	Resume                string     `json:"resume,omitempty"`
+	Journal               string     `json:"journal,omitempty"`
+	Audit                 string     `json:"audit,omitempty"`
 	// AuditIncomplete says why the audit trail misses lines (a write failed).
 	AuditIncomplete string   `json:"auditIncomplete,omitempty"`
 	Errors          []string `json:"errors,omitempty"`
 
 	fails      *callFailures // the run's failed calls, the summary's own count included
+	lost       *lostReceives // the run's receives that got no answer
 	audit      *audit        // nil for a dry run
 	hold       time.Duration // the receive path's hold: when a lost receive's messages return
 	byTask     bool          // the move task moved them: the trail has no per-message lines
@@ -165,6 +171,14 @@ func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueI
 	}
 	if s.fails == nil {
 		s.fails = &callFailures{}
+	}
+	if s.lost != nil {
+		s.lost.mu.Lock()
+		if s.LostReceives = s.lost.n; s.lost.n > 0 {
+			until := s.lost.until
+			s.LostReceivesVisibleBy = &until
+		}
+		s.lost.mu.Unlock()
 	}
 	s.countLeft(ctx, api, dlq.url, w.text(c))
 	s.FailedCalls = s.fails.report()
@@ -304,6 +318,10 @@ func (s *redriveSummary) text() string {
 			kept = append(kept, fmt.Sprintf("%d %s", n, k.what))
 		}
 	}
+	if s.LostReceives > 0 {
+		fmt.Fprintf(&w, "lost         %d receives got no answer (the network): each may have taken up to 10 messages that nobody can give back; "+
+			"they stay hidden until %s at the latest, then a rerun sees them\n", s.LostReceives, clock(*s.LostReceivesVisibleBy))
+	}
 	switch {
 	case s.LeftVisible != nil && s.taskGoesOn:
 		fmt.Fprintf(&w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s while the move task still runs: they go on falling)",
@@ -312,7 +330,9 @@ func (s *redriveSummary) text() string {
 		fmt.Fprintf(&w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s after the run's last change",
 			*s.LeftVisible, *s.LeftInFlight, clock(*s.LeftCountedAt))
 		if *s.LeftInFlight > 0 && s.Hidden == 0 && len(s.NotGivenBack) == 0 {
-			if s.fails.byKind["receive"] != nil {
+			if s.LostReceives > 0 {
+				fmt.Fprint(&w, "; this run holds none of those in flight: the receives that got no answer (above) hide them, or another reader does")
+			} else if s.fails.byKind["receive"] != nil {
 				fmt.Fprintf(&w, "; this run holds none of those in flight: a receive of this run's whose answer was lost hides its messages until %s, or another reader holds them",
 					clock(s.fails.byKind["receive"].Last.Add(s.hold)))
 			} else {
