@@ -292,6 +292,7 @@ type mover struct {
 	hidden       int64 // messages still hidden in the DLQ when the run ended
 	next         time.Time
 	audit        *audit
+	outage       time.Duration // how long receives or counts may keep failing (maxOutage)
 
 	countFailingSince time.Time
 
@@ -304,7 +305,7 @@ func (r *mover) run(ctx context.Context) {
 	r.held, r.undeleted, r.kept, r.mine, r.failed = map[string]types.Message{}, map[string]types.Message{}, map[string]verdict{}, map[string]bool{}, map[string]string{}
 	defer r.release(ctx)
 	var waitSince, failingSince time.Time
-	outage := timing(ctx, func(t timings) time.Duration { return t.outage }, maxOutage)
+	r.outage = timing(ctx, func(t timings) time.Duration { return t.outage }, maxOutage)
 	lastReport := time.Now()
 	for {
 		if ctx.Err() != nil {
@@ -323,9 +324,9 @@ func (r *mover) run(ctx context.Context) {
 			if failingSince.IsZero() {
 				failingSince = time.Now()
 				fmt.Fprintf(r.out, "receive failed at %s: %s; retrying for up to %s (what a failed receive took stays hidden up to %s and moves when it reappears)\n",
-					clock(failingSince), cause, outage, r.hold)
+					clock(failingSince), cause, r.outage, r.hold)
 			}
-			if time.Since(failingSince) > outage {
+			if time.Since(failingSince) > r.outage {
 				r.errs = append(r.errs, fmt.Errorf("receives from the DLQ failed for %s, since %s: %s", time.Since(failingSince).Round(time.Second), clock(failingSince), cause))
 				return
 			}
@@ -372,7 +373,7 @@ func (r *mover) settle(ctx context.Context, since *time.Time) bool {
 		if r.countFailingSince.IsZero() {
 			r.countFailingSince = time.Now()
 		}
-		if time.Since(r.countFailingSince) > timing(ctx, func(t timings) time.Duration { return t.outage }, maxOutage) {
+		if time.Since(r.countFailingSince) > r.outage {
 			r.errs = append(r.errs, fmt.Errorf("the DLQ could not be counted since %s, to check that it hides nothing this run has not moved: %s", clock(r.countFailingSince), cause))
 			return true
 		}
@@ -480,31 +481,25 @@ func (r *mover) send(ctx context.Context, m types.Message) (copyID string, unkno
 		in.MessageGroupId = aws.String(group(m))
 		in.MessageDeduplicationId = aws.String(dedupID(aws.ToString(m.MessageId)))
 	}
-	var lastErr error
-	for attempt := 1; ; attempt++ {
+	err = tries(sendAttempts, 250*time.Millisecond, func() error {
 		cctx, cancel := settled(ctx)
+		defer cancel()
 		out, err := r.api.SendMessage(cctx, in, oneAttempt)
-		cancel()
-		if err == nil {
-			return aws.ToString(out.MessageId), unknown && !r.dest.fifo, nil
+		if err != nil {
+			r.fails.add("send", err)
+			return err
 		}
-		lastErr = err
-		r.fails.add("send", err)
-		if outcomeUnknown(err) {
-			unknown = true
-		} else if !retryable(err) {
-			break
-		}
-		if attempt == sendAttempts {
-			break
-		}
-		time.Sleep(time.Duration(250<<(attempt-1)) * time.Millisecond)
+		copyID = aws.ToString(out.MessageId)
+		return nil
+	}, func() { unknown = true })
+	if err == nil {
+		return copyID, unknown && !r.dest.fifo, nil
 	}
 	what := "failed"
 	if unknown {
 		what = "got no answer (it may have landed: a rerun sends it again and counts it as possibly doubled)"
 	}
-	return "", unknown, fmt.Errorf("send of message %s to %s %s: %s", aws.ToString(m.MessageId), r.dest.url, what, inWords(lastErr))
+	return "", unknown, fmt.Errorf("send of message %s to %s %s: %s", aws.ToString(m.MessageId), r.dest.url, what, inWords(err))
 }
 
 // outcomeUnknown reports a failed call that may have taken effect: no HTTP response came
@@ -515,6 +510,26 @@ func outcomeUnknown(err error) bool {
 		return re.HTTPStatusCode() >= 500
 	}
 	return true // no response: the SDK reports a request that failed to send with status 0
+}
+
+// tries runs call up to attempts times, pausing base, then twice as long, and so on, between
+// tries. It tries again after a call whose outcome is unknown (onUnknown runs for each:
+// its effect may have happened) or that was throttled, and returns the last error, or nil.
+func tries(attempts int, base time.Duration, call func() error, onUnknown func()) error {
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		unknown := outcomeUnknown(err)
+		if unknown {
+			onUnknown()
+		}
+		if attempt == attempts || !unknown && !retryable(err) {
+			return err
+		}
+		time.Sleep(base << (attempt - 1))
+	}
 }
 
 // retryable reports a refused call worth trying again: throttling.
@@ -533,10 +548,9 @@ func (r *mover) delete(ctx context.Context, m types.Message) error {
 	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.url), ReceiptHandle: m.ReceiptHandle})
 	cancel()
 	if err != nil {
+		cause := r.fails.add("delete", err)
 		if _, again := r.undeleted[id]; !again {
-			r.audit.event("delete-failed %s: %s (its copy is sent: a rerun deletes it without sending it again)", id, r.fails.add("delete", err))
-		} else {
-			r.fails.add("delete", err)
+			r.audit.event("delete-failed %s: %s (its copy is sent: a rerun deletes it without sending it again)", id, cause)
 		}
 		r.undeleted[id] = m
 		return err

@@ -171,20 +171,22 @@ func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duratio
 	// summary names it and says when its batch reappears. On FIFO the attempt id makes the
 	// retry hand out the same batch: nothing is lost.
 	fifo := in.ReceiveRequestAttemptId != nil
-	for attempt := 1; ; attempt++ {
+	var msgs []types.Message
+	err := tries(receiveAttempts, 100*time.Millisecond, func() error {
 		out, err := api.ReceiveMessage(ctx, in, oneAttempt)
 		if err == nil {
-			return out.Messages, nil
+			msgs = out.Messages
 		}
-		unknown := outcomeUnknown(err)
-		if unknown && !fifo {
+		return err
+	}, func() {
+		if !fifo {
 			noteLostReceive(ctx, hold)
 		}
-		if attempt == receiveAttempts || !unknown && !retryable(err) {
-			return nil, fmt.Errorf("receive from %s: %w", url, err)
-		}
-		time.Sleep(time.Duration(100<<(attempt-1)) * time.Millisecond)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("receive from %s: %w", url, err)
 	}
+	return msgs, nil
 }
 
 // receiveAttempts is how often one receive is tried (the SDK's own default).

@@ -44,6 +44,16 @@ func checkOnce(t *testing.T, l *local.Ledger, want []string) {
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
 
+// keyedMessages is n messages keyed prefix-000, prefix-001, ..., and their keys.
+func keyedMessages(prefix string, n int) ([]string, []message) {
+	keys, msgs := make([]string, n), make([]message, n)
+	for i := range n {
+		keys[i] = fmt.Sprintf("%s-%03d", prefix, i)
+		msgs[i] = message{Body: body(keys[i])}
+	}
+	return keys, msgs
+}
+
 // dispatchKeys are the keys the dispatcher must derive for items fired at scheduled: the
 // contract (job, the occurrence: the scheduled time in UTC to the minute, item id), computed
 // independently of it.
@@ -466,13 +476,7 @@ func TestDynamoDBFaults(t *testing.T) {
 		}
 		return th.fault(c)
 	}
-	var want []string
-	var msgs []message
-	for i := range 300 {
-		key := fmt.Sprintf("fault-%03d", i)
-		want = append(want, key)
-		msgs = append(msgs, message{Body: body(key)})
-	}
+	want, msgs := keyedMessages("fault", 300)
 	_, stop := w.poll(p, 3)
 	since := time.Now()
 	w.send(p.Queue, msgs)
@@ -561,13 +565,7 @@ func TestCappedTable(t *testing.T) {
 	const n, writesPerSecond = 200, 40 // 400 writes: 10 s at the cap; the consumers ask for more
 	limit := &capped{rate: writesPerSecond, tokens: writesPerSecond}
 	w.dynamo.Policy = limit.fault
-	var want []string
-	var msgs []message
-	for i := range n {
-		key := fmt.Sprintf("capped-%03d", i)
-		want = append(want, key)
-		msgs = append(msgs, message{Body: body(key)})
-	}
+	want, msgs := keyedMessages("capped", n)
 	_, stop := w.poll(p, 3)
 	since := time.Now()
 	w.send(p.Queue, msgs)
