@@ -726,7 +726,10 @@ func (k *Kit) pipeline(name string) (*run, error) {
 
 // Message is one message to send. On a FIFO queue GroupID defaults to "local" and
 // DeduplicationID to a new value per message, so that the same body sent twice arrives
-// twice, as a producer's retry after a lost response does.
+// twice, as a producer's retry after a lost response does. On a standard queue GroupID is
+// the fair-queue tenant, sent only when set, and received in the record's MessageGroupId
+// as SQS does; the kit's server does not model fair queueing's dwell-time priority.
+// DeduplicationID is refused there, as SQS refuses it.
 type Message struct {
 	Body                     string
 	GroupID, DeduplicationID string
@@ -750,6 +753,13 @@ func (k *Kit) SendMessages(ctx context.Context, pipeline string, msgs ...Message
 	if err != nil {
 		return err
 	}
+	if !r.Fifo {
+		for i, m := range msgs {
+			if m.DeduplicationID != "" {
+				return fmt.Errorf("local: message %d has a DeduplicationID, and %s's queue is a standard queue, which SQS refuses it on: leave it empty (nothing was sent)", i, r.Name)
+			}
+		}
+	}
 	for start := 0; start < len(msgs); start += 10 {
 		batch := msgs[start:min(start+10, len(msgs))]
 		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
@@ -770,6 +780,8 @@ func (k *Kit) SendMessages(ctx context.Context, pipeline string, msgs ...Message
 					dd = "local-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(dedupSeq.Add(1), 36)
 				}
 				e.MessageGroupId, e.MessageDeduplicationId = aws.String(g), aws.String(dd)
+			} else if m.GroupID != "" {
+				e.MessageGroupId = aws.String(m.GroupID)
 			}
 			entries[i] = e
 		}

@@ -95,6 +95,35 @@ func TestKitRunsTheReferenceStack(t *testing.T) {
 	oc, _ := kit.Outcomes("Standard")
 	t.Logf("outcomes %v; dead letters %+v", oc, dl)
 
+	// A standard queue as a fair queue: messages carry their tenant as GroupID and run once
+	// each (test/e2e's TestFairQueue shows one tenant's failure holds back nobody); a
+	// DeduplicationID, which SQS refuses on a standard queue, is refused before anything is sent.
+	var fair []local.Message
+	for i := range 12 {
+		fair = append(fair, local.Message{Body: fmt.Sprintf(`{"idempotencyKey":"fair-%02d"}`, i), GroupID: fmt.Sprintf("tenant-%d", i%3)})
+	}
+	if err := kit.SendMessages(ctx, "Standard", fair...); err != nil {
+		t.Fatal(err)
+	}
+	err = kit.SendMessages(ctx, "Standard", local.Message{Body: `{"idempotencyKey":"dedup"}`, DeduplicationID: "d-1"})
+	if err == nil || !strings.Contains(err.Error(), "standard queue, which SQS refuses it on") {
+		t.Errorf("a DeduplicationID on the standard queue: err %v, want it refused", err)
+	}
+	if _, err := kit.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if effects, err = kit.Effects("Standard"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if k := fmt.Sprintf("fair-%02d", i); effects[k] != 1 {
+			t.Errorf("effect of %s (tenant-%d) ran %d times, want once", k, i%3, effects[k])
+		}
+	}
+	if effects["dedup"] != 0 {
+		t.Errorf("the refused message ran %d times, want never: nothing is sent", effects["dedup"])
+	}
+
 	// The DLQ alarm: one period of one minute, on an alarm clock 30 times faster.
 	var alarm local.AlarmState
 	deadline := time.Now().Add(2 * time.Minute)

@@ -264,8 +264,10 @@ type IdempotentConsumerProps struct {
 	// TenantSource. Default "body:idempotencyKey".
 	KeySource string
 	// TenantSource, with a table that has a sort key, makes the tenant the partition
-	// (composite key): "body:<field>", "attribute:<name>" or "group" (the MessageGroupId,
-	// FIFO queues only). Default: none.
+	// (composite key): "body:<field>", "attribute:<name>" or "group" (the MessageGroupId:
+	// a FIFO queue's message group, or on a standard queue the fair-queue tenant, which
+	// every producer must then set: a message without one is bad input, dead-lettered with
+	// its reason). Default: none.
 	TenantSource string
 	// RecordTTL is how long a completed record is kept, so a duplicate within it is
 	// recognised: a copy of a message that comes back after its record expired runs the
@@ -603,8 +605,6 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 		}
 		if err := checkSource(props.TenantSource, true); err != "" {
 			p.Add("TenantSource", strconv.Quote(props.TenantSource), err)
-		} else if props.TenantSource == "group" && !s.fifo {
-			p.Add("TenantSource", `"group"`, "standard queue messages have no MessageGroupId; use a FIFO queue or a body:/attribute: source")
 		}
 	}
 

@@ -27,7 +27,8 @@ var (
 
 	// standard takes every default. fifo: a FIFO queue, a composite-key table and the tenant
 	// from the message group. tuned: a standard queue with most props set, dead-lettering off.
-	// spiky: provisioned mode (pollers) instead of a maximum concurrency.
+	// spiky: provisioned mode (pollers) instead of a maximum concurrency, on a fair queue
+	// whose message group is the tenant.
 	standard, fifo, tuned, spiky                     consumer.IdempotentConsumer
 	standardQueue, fifoQueue, tunedQueue, spikyQueue *fakeQueue
 	simpleTable, compositeTable                      *fakeTable
@@ -68,7 +69,7 @@ func TestMain(m *testing.M) {
 
 	spikyQueue = newFakeQueue(stack, "SpikyQueue", false, 3*time.Minute, 4*24*time.Hour)
 	spiky = consumer.NewIdempotentConsumer(stack, "Spiky", &consumer.IdempotentConsumerProps{
-		Queue: spikyQueue, Table: simpleTable, ProvisionedPollers: &consumer.ProvisionedPollers{Minimum: 5, Maximum: 50},
+		Queue: spikyQueue, Table: compositeTable, TenantSource: "group", ProvisionedPollers: &consumer.ProvisionedPollers{Minimum: 5, Maximum: 50},
 	})
 
 	// A key imported into the app: CDK cannot add to its policy, so synth warns.

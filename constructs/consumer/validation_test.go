@@ -129,8 +129,6 @@ func TestValidationMessages(t *testing.T) {
 			[]string{`TenantSource: got "group"`, "needs a table with a sort key"}},
 		{"tenant source form", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: compositeTable, TenantSource: "tenant"},
 			[]string{`TenantSource: got "tenant"`, `or "group"`}},
-		{"tenant from the group of a standard queue", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: compositeTable, TenantSource: "group"},
-			[]string{`TenantSource: got "group"`, "standard queue messages have no MessageGroupId"}},
 		{"record TTL shorter than the lock", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, RecordTTL: 10 * time.Second},
 			[]string{"RecordTTL: 10s is shorter than the lock it must outlive (Timeout 30s); use at least 96h0m0s, or leave it 0 for the default 264h0m0s"}},
 		{"record TTL shorter than a message can live", consumer.IdempotentConsumerProps{Queue: dlqSpec{stdSpec, 14 * 24 * time.Hour}, Table: simpleTable, RecordTTL: 48 * time.Hour},

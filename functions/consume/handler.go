@@ -18,8 +18,9 @@ import (
 )
 
 // ErrNoGroup is the bad-input error of a record without MessageGroupId when the tenant is the
-// group (IDEMPOTENCY_TENANT_SOURCE=group, meant for FIFO queues).
-var ErrNoGroup = errors.New("bad input: MessageGroupId is missing, and IDEMPOTENCY_TENANT_SOURCE=group needs it (FIFO queue)")
+// group (IDEMPOTENCY_TENANT_SOURCE=group): a FIFO queue's message group, or on a standard
+// queue the fair-queue tenant, which its producers must set.
+var ErrNoGroup = errors.New("bad input: MessageGroupId is missing, and IDEMPOTENCY_TENANT_SOURCE=group needs it (a FIFO queue's group, or a fair queue's tenant that every producer must set)")
 
 // ErrInvalidInput is what an Effect wraps to say its message can never succeed, such as a
 // body it cannot parse: return fmt.Errorf("order %s: %w", id, consume.ErrInvalidInput). The

@@ -3,10 +3,16 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
 // TestLargeMessages: the e2e assembly's queues take SQS's largest messages (maxMessageSize
@@ -76,4 +82,53 @@ func TestLargeMessages(t *testing.T) {
 			report(t, "a %d-byte message on a queue taking 1 MiB: effect once in %v", c.wantBody, took.Round(100_000_000))
 		})
 	}
+}
+
+// TestTenLargestMessages: ten messages of SQS's largest size (1 MiB, body and attributes)
+// make more than Lambda's 6 MB invocation payload, so the mapping hands them over in
+// several smaller batches, as Lambda's does, though the batch size is 10 and the batching
+// window would wait for all ten. Each runs its effect once, and no invocation's event is
+// over 6 MB.
+func TestTenLargestMessages(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "largest")
+	p := w.pipeline(false)
+	var want []string
+	for i := range 10 {
+		key := fmt.Sprintf("largest-%d", i)
+		want = append(want, key)
+		msg := body(key, strings.Repeat("x", 1_048_000-len(body(key)))) // 1 MiB less a margin for the send's envelope
+		if _, err := w.sq.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(w.d.QueueURL[p.Queue]), MessageBody: aws.String(msg)}); err != nil {
+			t.Fatal(err) // one at a time: a SendMessageBatch carries 1 MiB in all
+		}
+	}
+	var mu sync.Mutex
+	var batches []string
+	rec := watched(t, w.invoker(w.env(p.Consumer, w.consumerOutput)), func(ev events.SQSEvent, size int) {
+		if size > local.MaxPayload {
+			t.Errorf("an invocation of %d records and %d bytes, over Lambda's %d", len(ev.Records), size, local.MaxPayload)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		batches = append(batches, fmt.Sprintf("%d records in %d bytes", len(ev.Records), size))
+	})
+	if p.Mapping.BatchSize < 10 {
+		t.Fatalf("the e2e mapping's batch size is %d: the test needs 10 to show the payload limit splitting a batch", p.Mapping.BatchSize)
+	}
+	stop := w.runPoller(w.poller(p, rec))
+	took := w.waitFor("ten 1 MiB messages handled", w.patience(p.Queue), func() bool {
+		return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
+	})
+	stop()
+	w.quiesce()
+	checkOnce(t, w.ledger, want)
+	if d := w.depth(p.DLQ); d != 0 {
+		t.Errorf("DLQ depth %d, want 0", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(batches) < 2 {
+		t.Errorf("invocations %v, want at least two: ten 1 MiB records do not fit one 6 MB event", batches)
+	}
+	report(t, "ten 1 MiB messages, batch size %d: each effect once in %v, invocations: %s", p.Mapping.BatchSize, took.Round(100_000_000), strings.Join(batches, ", "))
 }

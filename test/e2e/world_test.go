@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -358,7 +359,7 @@ func (w *world) dispatch(e *lambdart.Env, p local.Pipeline, scheduled time.Time,
 // message is one message a scenario sends straight to a queue.
 type message struct {
 	Body  string
-	Group string // FIFO only
+	Group string // FIFO: the message group; standard: the fair-queue tenant, when set
 	Dedup string // FIFO only; default: unique per send
 }
 
@@ -379,6 +380,8 @@ func (w *world) send(queue string, msgs []message) {
 					dedup = "send-" + strconv.FormatInt(sendSeq.Add(1), 10)
 				}
 				e.MessageDeduplicationId = aws.String(dedup)
+			} else if m.Group != "" {
+				e.MessageGroupId = aws.String(m.Group)
 			}
 			entries = append(entries, e)
 		}
@@ -536,4 +539,16 @@ func report(t *testing.T, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	t.Log(msg)
 	fmt.Printf("FIGURE %s: %s\n", t.Name(), msg)
+}
+
+// watched is inv, with each event it is given shown to seen first, with its size in bytes.
+func watched(t *testing.T, inv local.Invoker, seen func(ev events.SQSEvent, size int)) local.Invoker {
+	return local.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		var ev events.SQSEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			t.Errorf("the event is not an SQS event: %v", err)
+		}
+		seen(ev, len(payload))
+		return inv.Invoke(ctx, payload)
+	})
 }

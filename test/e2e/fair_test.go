@@ -1,0 +1,92 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/local"
+)
+
+// TestFairQueue: a standard queue used as a fair queue, each message carrying its tenant as
+// MessageGroupId (as the dispatcher sends an item's group), keeps standard semantics. The
+// first message of tenant-0 fails every time (its store call gets a 500); the nine messages
+// of tenant-0 sent right behind it, in the same SendMessageBatch and so in the same batch of
+// the mapping, run at their first receive, as do the other tenants'. On a FIFO queue the
+// consumer would skip them and hand them back behind the failure (stop-the-group). The
+// function sees each record's tenant in its MessageGroupId, as on SQS.
+func TestFairQueue(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "fair")
+	p := w.pipeline(false)
+	const stuck = "fair-stuck"
+	w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+		if strings.HasSuffix(c.Key, "#"+stuck) {
+			return ddbproxy.Fault{Status: 500, Type: "InternalServerError"}
+		}
+		return ddbproxy.Fault{}
+	}
+	msgs := []message{{Body: body(stuck), Group: "tenant-0"}}
+	tenant := map[string]string{body(stuck): "tenant-0"}
+	var want []string
+	for tn := range 4 {
+		for i := range 9 {
+			key := fmt.Sprintf("fair-%d-%d", tn, i)
+			want = append(want, key)
+			g := fmt.Sprintf("tenant-%d", tn)
+			msgs = append(msgs, message{Body: body(key), Group: g})
+			tenant[body(key)] = g
+		}
+	}
+
+	var mu sync.Mutex
+	seen := map[string]string{} // body: the MessageGroupId the function got
+	envs := make([]local.Invoker, 2)
+	for i := range envs {
+		envs[i] = watched(t, w.invoker(w.env(p.Consumer, w.consumerOutput)), func(ev events.SQSEvent, _ int) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range ev.Records {
+				seen[r.Body] = r.Attributes["MessageGroupId"]
+			}
+		})
+	}
+	w.send(p.Queue, msgs)
+	stop := w.runPoller(w.poller(p, envs...))
+	took := w.waitFor("every other message's effect and the failing one received", w.patience(p.Queue), func() bool {
+		return len(w.ledger.Effects()) >= len(want) && len(w.recv.of(body(stuck))) >= 1
+	})
+	stop()
+	w.quiesce()
+
+	checkOnce(t, w.ledger, want)
+	if n := w.ledger.Effects()[stuck]; n != 0 {
+		t.Errorf("the failing message's effect ran %d times, want 0 (its store call always fails)", n)
+	}
+	var again []string
+	for _, k := range want {
+		if n := len(w.recv.of(body(k))); n != 1 {
+			again = append(again, fmt.Sprintf("%s %d times", k, n))
+		}
+	}
+	if len(again) > 0 {
+		t.Errorf("received %v, want each once: a failure in a tenant's group held back the messages behind it, as on a FIFO queue", again)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for b, g := range tenant {
+		if seen[b] != g {
+			t.Errorf("the function got MessageGroupId %q for %s, want its tenant %q", seen[b], b, g)
+		}
+	}
+	if oc := w.ledger.Outcomes(); oc["store_error"] < 1 {
+		t.Errorf("outcomes %v, want the failing message's store_error", oc)
+	}
+	report(t, "a fair queue, 4 tenants of 9 messages and one of tenant-0's failing ahead of them: %d effects once, each received once, in %v", len(want), took.Round(100_000_000))
+}
