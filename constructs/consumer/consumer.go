@@ -254,6 +254,15 @@ type IdempotentConsumerProps struct {
 	// 10 bounds the concurrency. Cannot be a token. Default: nil (the default mode, capped by
 	// MaxConcurrency).
 	ProvisionedPollers *ProvisionedPollers
+	// DisableMappingMetrics turns off the event source mapping's own metrics (MetricsConfig
+	// EventCount, the only kind Lambda has for SQS): in AWS/Lambda, by EventSourceMappingUUID,
+	// how many messages it polled, invoked the function with, failed to invoke, deleted and
+	// filtered out. They show the mapping itself, which the function's and the queue's
+	// metrics only suggest: a mapping that polls nothing while the queue fills, or deletes
+	// fewer than it invokes. The monitoring construct charts them in the consumer's row.
+	// Lambda bills them as CloudWatch metrics (docs/capacity.md: at most $1.80 a month a
+	// mapping in us-east-1). Default false: on.
+	DisableMappingMetrics bool
 
 	// KeyPrefix namespaces this consumer's records when consumers share a table
 	// (id = KeyPrefix#key). Letters, digits, '.', '_' and '-'. May be a token (then the
@@ -428,6 +437,9 @@ func NewIdempotentConsumer(scope constructs.Construct, id string, props *Idempot
 		}
 	} else {
 		esProps.MaxConcurrency = jsii.Number(float64(s.maxConcurrency))
+	}
+	if !props.DisableMappingMetrics {
+		esProps.MetricsConfig = &awslambda.MetricsConfig{Metrics: &[]awslambda.MetricType{awslambda.MetricType_EVENT_COUNT}}
 	}
 	if s.maxBatchingWindow > 0 {
 		esProps.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(s.maxBatchingWindow.Seconds()))

@@ -63,7 +63,7 @@ func TestMain(m *testing.M) {
 		Timeout: 90 * time.Second, MemorySize: 1024, BatchSize: 100, MaxBatchingWindow: 5 * time.Second,
 		MaxConcurrency: 50, KeyPrefix: "orders-v2", RecordTTL: 48 * time.Hour, AllowShortRecordTTL: true, DisablePayloadValidation: true,
 		CacheSize: 500, BatchConcurrency: 25, LogRetention: awslogs.RetentionDays_TWO_WEEKS,
-		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeadLettering: true,
+		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeadLettering: true, DisableMappingMetrics: true,
 		Environment: map[string]string{"MAX_BODY_BYTES": "65536"}, // below the queue's: the user's wins
 	})
 
@@ -204,6 +204,9 @@ func TestEnvironmentIsTheContract(t *testing.T) {
 	}
 }
 
+// eventCount is the mapping's MetricsConfig by default: the only kind Lambda has for SQS.
+var eventCount = map[string]any{"Metrics": []any{"EventCount"}}
+
 func TestEventSourceMapping(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -213,12 +216,14 @@ func TestEventSourceMapping(t *testing.T) {
 		window      any
 		concurrency int
 		pollers     any
+		metrics     any
 	}{
-		{"standard defaults", standard, standardQueue, 10, assertions.Match_Absent(), 10, assertions.Match_Absent()},
-		{"fifo", fifo, fifoQueue, 5, assertions.Match_Absent(), 10, assertions.Match_Absent()},
-		{"tuned", tuned, tunedQueue, 100, 5, 50, assertions.Match_Absent()},
+		{"standard defaults", standard, standardQueue, 10, assertions.Match_Absent(), 10, assertions.Match_Absent(), eventCount},
+		{"fifo", fifo, fifoQueue, 5, assertions.Match_Absent(), 10, assertions.Match_Absent(), eventCount},
+		// DisableMappingMetrics: no MetricsConfig.
+		{"tuned", tuned, tunedQueue, 100, 5, 50, assertions.Match_Absent(), assertions.Match_Absent()},
 		// Provisioned mode: the pollers, and no maximum concurrency (Lambda takes one or the other).
-		{"provisioned pollers", spiky, spikyQueue, 10, assertions.Match_Absent(), 0, map[string]any{"MinimumPollers": 5, "MaximumPollers": 50}},
+		{"provisioned pollers", spiky, spikyQueue, 10, assertions.Match_Absent(), 0, map[string]any{"MinimumPollers": 5, "MaximumPollers": 50}, eventCount},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,6 +239,7 @@ func TestEventSourceMapping(t *testing.T) {
 				"MaximumBatchingWindowInSeconds": tt.window,
 				"ScalingConfig":                  scaling,
 				"ProvisionedPollerConfig":        tt.pollers,
+				"MetricsConfig":                  tt.metrics,
 				"EventSourceArn":                 source,
 			})
 			got := fmt.Sprint(*source.AsObject())

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
@@ -141,6 +142,14 @@ func buildPipeline(app awscdk.App, id string, props func(awscdk.Stack) *Pipeline
 	f.dlq = newQueue(stack, "OrdersDLQ", nil)
 	f.source = newQueue(stack, "Orders", &awssqs.DeadLetterQueue{Queue: f.dlq, MaxReceiveCount: jsii.Number(5)})
 	f.consumer = newFunction(stack, "Consumer", nil)
+	f.consumer.AddEventSource(awslambdaeventsources.NewSqsEventSource(f.source, &awslambdaeventsources.SqsEventSourceProps{
+		ReportBatchItemFailures: jsii.Bool(true),
+		MetricsConfig:           &awslambda.MetricsConfig{Metrics: &[]awslambda.MetricType{awslambda.MetricType_EVENT_COUNT}},
+	}))
+	cdknag.NagSuppressions_AddResourceSuppressions(f.consumer, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("Serverless-LambdaEventSourceMappingDestination"),
+		Reason: jsii.String("SQS event sources cannot have an on-failure destination; the queue's redrive policy to its DLQ is the failure path."),
+	}}, jsii.Bool(true))
 	cdknag.NagSuppressions_AddResourceSuppressions(f.consumer, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("Serverless-LambdaDLQ"),
 		Reason: jsii.String("An SQS consumer is invoked synchronously by its event source mapping; a function DLQ applies only to asynchronous invocations. The source queue's redrive DLQ is the mechanism."),

@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -8,7 +9,10 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
@@ -518,5 +522,48 @@ func TestCustomProps(t *testing.T) {
 	}
 	if body := flatten(props["DashboardBody"]); !strings.Contains(body, `["Custom/Orders","Processed","Service",`) {
 		t.Errorf("dashboard does not chart the consumer metrics under MetricsNamespace Custom/Orders")
+	}
+}
+
+// The consumer's row charts its event source mapping's own metrics (polled, invoked, failed
+// to invoke, deleted, filtered out) by the mapping's UUID when the mapping publishes them.
+func TestDashboardChartsTheMappingMetrics(t *testing.T) {
+	f := def
+	_, props := onlyResource(t, f.tmpl, "AWS::CloudWatch::Dashboard", nil)
+	body := flatten(props["DashboardBody"])
+	mappings := f.tmpl.FindResources(jsii.String("AWS::Lambda::EventSourceMapping"), nil)
+	if len(*mappings) != 1 {
+		t.Fatalf("%d event source mappings in the fixture, want the consumer's one", len(*mappings))
+	}
+	for id := range *mappings {
+		for _, metric := range []string{"PolledEventCount", "InvokedEventCount", "FailedInvokeEventCount", "DeletedEventCount", "FilteredOutEventCount"} {
+			if want := `["AWS/Lambda","` + metric + `","EventSourceMappingUUID","` + cdktest.JSON(map[string]any{"Ref": id}) + `"`; !strings.Contains(body, want) {
+				t.Errorf("the dashboard does not chart %s of mapping %s (want %s)", metric, id, want)
+			}
+		}
+	}
+}
+
+// mappingWithMetrics finds the function's mapping from the watched queue, and only when it
+// publishes its metrics: a mapping without MetricsConfig, or from another queue, charts nothing.
+func TestMappingWithMetrics(t *testing.T) {
+	stack := cdktest.NewStack(cdktest.NewApp(), "Mappings")
+	orders, invoices := awssqs.NewQueue(stack, jsii.String("Orders"), nil), awssqs.NewQueue(stack, jsii.String("Invoices"), nil)
+	metered, plain := newFunction(stack, "Metered", nil), newFunction(stack, "Plain", nil)
+	metered.AddEventSource(awslambdaeventsources.NewSqsEventSource(orders, &awslambdaeventsources.SqsEventSourceProps{
+		MetricsConfig: &awslambda.MetricsConfig{Metrics: &[]awslambda.MetricType{awslambda.MetricType_EVENT_COUNT}},
+	}))
+	plain.AddEventSource(awslambdaeventsources.NewSqsEventSource(orders, nil))
+	if id := mappingWithMetrics(metered, orders); id == nil || !strings.Contains(fmt.Sprint(stack.Resolve(id)), "Ref") {
+		t.Errorf("metered function, its queue: got %v, want the mapping's Ref", id)
+	}
+	if id := mappingWithMetrics(metered, invoices); id != nil {
+		t.Errorf("metered function, another queue: got %v, want nil", stack.Resolve(id))
+	}
+	if id := mappingWithMetrics(plain, orders); id != nil {
+		t.Errorf("a mapping without MetricsConfig: got %v, want nil", stack.Resolve(id))
+	}
+	if id := mappingWithMetrics(scratch.fn, scratch.queue); id != nil {
+		t.Errorf("an imported function: got %v, want nil", stack.Resolve(id))
 	}
 }

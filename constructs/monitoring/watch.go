@@ -2,6 +2,7 @@ package monitoring
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -224,7 +225,7 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 	for i, n := range consumerMetrics {
 		records[i] = m.emfMetric(n, name, p)
 	}
-	m.dashboard.AddWidgets(
+	widgets := []awscloudwatch.IWidget{
 		header(fmt.Sprintf("### Consumer %s\nFunction `%s` reading queue `%s`", label, name, src)),
 		graph("Invocations", []awscloudwatch.IMetric{
 			fn.MetricInvocations(metricOpts(p, "Sum", "invocations")),
@@ -237,9 +238,44 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 			source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "visible")),
 		}, []awscloudwatch.IMetric{stalled}),
 		alarmStatus("Alarms: consumer "+label, a.Errors, a.Throttles, a.Stalled),
-	)
+	}
+	if id := mappingWithMetrics(fn, source); id != nil {
+		mapping := func(metric, label string) awscloudwatch.IMetric {
+			return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+				Namespace: jsii.String("AWS/Lambda"), MetricName: jsii.String(metric),
+				DimensionsMap: &map[string]*string{"EventSourceMappingUUID": id},
+				Statistic:     jsii.String("Sum"), Period: cdkDuration(p), Label: jsii.String(label),
+			})
+		}
+		widgets = append(widgets, graph("Event source mapping", []awscloudwatch.IMetric{
+			mapping("PolledEventCount", "polled"), mapping("InvokedEventCount", "invoked"),
+			mapping("FailedInvokeEventCount", "failed to invoke"), mapping("DeletedEventCount", "deleted"),
+			mapping("FilteredOutEventCount", "filtered out"),
+		}, nil))
+	}
+	m.dashboard.AddWidgets(widgets...)
 	m.remember(key, a)
 	return a
+}
+
+// mappingWithMetrics is the id (UUID) of fn's event source mapping from source when fn is a
+// function of this app and the mapping publishes its EventCount metrics (MetricsConfig,
+// the consumer construct's default), else nil. No alarm watches these: for an SQS source a
+// failed invocation is already the Errors alarm, records that keep failing end in the DLQ
+// (its alarm), and a mapping that stops is the Stalled alarm; the chart shows which.
+func mappingWithMetrics(fn awslambda.IFunction, source awssqs.IQueue) *string {
+	stack := awscdk.Stack_Of(fn)
+	want := fmt.Sprint(stack.Resolve(source.QueueArn()))
+	for _, child := range *fn.Node().Children() {
+		cfn, ok := child.Node().DefaultChild().(awslambda.CfnEventSourceMapping)
+		if !ok || fmt.Sprint(stack.Resolve(cfn.EventSourceArn())) != want || cfn.MetricsConfig() == nil {
+			continue
+		}
+		if strings.Contains(fmt.Sprint(stack.Resolve(cfn.MetricsConfig())), "EventCount") {
+			return cfn.Ref()
+		}
+	}
+	return nil
 }
 
 func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunction, schedule awsscheduler.ISchedule, scheduleDeadLetter, failureQueue awssqs.IQueue) DispatcherAlarms {
