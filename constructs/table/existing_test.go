@@ -152,3 +152,26 @@ func TestImportedTableTTLWarning(t *testing.T) {
 		}
 	}
 }
+
+// A cap above DynamoDB's default per-table quota is a synth warning (the quota throttles
+// first); a cap within it is not.
+func TestCapOverTheQuotaWarns(t *testing.T) {
+	for _, tc := range []struct {
+		cap  OnDemandThroughputCap
+		warn bool
+	}{{OnDemandThroughputCap{WriteUnits: 50000}, true}, {OnDemandThroughputCap{ReadUnits: 40001}, true}, {OnDemandThroughputCap{WriteUnits: 40000}, false}} {
+		stack := cdktest.NewStack(cdktest.NewApp(), "Capped")
+		NewIdempotencyTable(stack, "Idempotency", &IdempotencyTableProps{MaxOnDemandThroughput: &tc.cap})
+		var warnings []string
+		for _, m := range *assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+			warnings = append(warnings, fmt.Sprint(m.Entry.Data))
+		}
+		want := fmt.Sprintf("MaxOnDemandThroughput %+v is over DynamoDB's default quota of 40000 request units a second per table, which throttles first", tc.cap)
+		switch {
+		case tc.warn && (len(warnings) != 1 || !strings.Contains(warnings[0], want) || !strings.Contains(warnings[0], WarningCapOverQuota)):
+			t.Errorf("cap %+v: warnings %q, want one with %q", tc.cap, warnings, want)
+		case !tc.warn && len(warnings) != 0:
+			t.Errorf("cap %+v: warnings %q, want none", tc.cap, warnings)
+		}
+	}
+}

@@ -283,6 +283,14 @@ func checkCapacity(v *validate.Problems, c *ProvisionedCapacity) {
 	}
 }
 
+// DefaultTableQuota is DynamoDB's default throughput quota per table, in request units a
+// second (write and read each), on-demand or provisioned.
+const DefaultTableQuota = 40000
+
+// WarningCapOverQuota is the id of the synth warning for a cap above DefaultTableQuota: the
+// quota binds before the cap unless the account's is raised.
+const WarningCapOverQuota = "@idempotent-sqs/pipeline:cap-over-quota"
+
 // checkOnDemandCap validates an on-demand table's maximum throughput.
 func checkOnDemandCap(v *validate.Problems, c *OnDemandThroughputCap, provisioned bool) {
 	const prop = "MaxOnDemandThroughput"

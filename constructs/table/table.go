@@ -1,6 +1,8 @@
 package table
 
 import (
+	"fmt"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsbackup"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
@@ -65,6 +67,11 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 	t := &idempotencyTable{s: s}
 	constructs.NewConstruct_Override(t, scope, jsii.String(id))
 	t.table = awsdynamodb.NewTable(t, jsii.String("Resource"), s.tableProps())
+	if c := s.onDemandCap; c != nil && s.provisioned == nil && max(c.WriteUnits, c.ReadUnits) > DefaultTableQuota {
+		awscdk.Annotations_Of(t).AddWarningV2(jsii.String(WarningCapOverQuota), jsii.String(fmt.Sprintf(
+			"MaxOnDemandThroughput %+v is over DynamoDB's default quota of %d request units a second per table, which throttles first: "+
+				"raise the account's table-level throughput quota (Service Quotas) before you count on the cap, or lower the cap", *c, DefaultTableQuota)))
+	}
 	if s.encryptionKey == nil {
 		checkov.Add(t.table, checkov.TableAWSManagedKey)
 	}
