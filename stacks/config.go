@@ -56,6 +56,14 @@ type Config struct {
 	// queues, each poller billed. docs/capacity.md says when it pays. Default nil (the
 	// default mode, capped by the consumer's MaxConcurrency).
 	ConsumerPollers *consumer.ProvisionedPollers
+	// ConsumerBatchSize and ConsumerBatchWindow are the standard pipeline's event source
+	// mapping's batch size and batching window (a FIFO mapping takes at most 10 records and
+	// no window, so the FIFO consumer keeps its defaults). Default 10 and none.
+	ConsumerBatchSize   int
+	ConsumerBatchWindow time.Duration
+	// ConsumerMemoryMB and ConsumerMaxConcurrency set both consumers' memory and their
+	// mappings' maximum concurrency (not with ConsumerPollers). Default 256 and 10.
+	ConsumerMemoryMB, ConsumerMaxConcurrency int
 	// Hardened turns on the pipelines' Hardening (functions in an isolated VPC with the
 	// endpoints they need, log groups under a customer managed key, reserved concurrency,
 	// the table in AWS Backup), for regulated reviews. Default false.
@@ -90,12 +98,16 @@ const (
 	ContextTableCapacity     = "tableCapacity"
 	ContextTableMaxWrites    = "tableMaxWriteUnits"
 	ContextConsumerPollers   = "consumerPollers"
+	ContextBatchSize         = "consumerBatchSize"
+	ContextBatchWindow       = "consumerBatchWindow"
+	ContextConsumerMemory    = "consumerMemory"
+	ContextMaxConcurrency    = "consumerMaxConcurrency"
 	ContextAccount           = "account"
 	ContextRegion            = "region"
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextTableMaxWrites, ContextConsumerPollers, ContextHardened, ContextHeartbeat, ContextAccount, ContextRegion}
+var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextTableMaxWrites, ContextConsumerPollers, ContextBatchSize, ContextBatchWindow, ContextConsumerMemory, ContextMaxConcurrency, ContextHardened, ContextHeartbeat, ContextAccount, ContextRegion}
 
 var (
 	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
@@ -145,6 +157,28 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 				continue
 			}
 			*dst = d
+		}
+	}
+	if s := str(ContextBatchWindow); s != "" {
+		// The consumer construct checks the range, naming its prop; here only the syntax.
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Sprintf("context %s: got %q; use a Go duration of whole seconds up to 5m such as 1s, or leave it out for none", ContextBatchWindow, s))
+		}
+		cfg.ConsumerBatchWindow = d
+	}
+	for key, dst := range map[string]*int{
+		ContextBatchSize:      &cfg.ConsumerBatchSize,
+		ContextConsumerMemory: &cfg.ConsumerMemoryMB,
+		ContextMaxConcurrency: &cfg.ConsumerMaxConcurrency,
+	} {
+		if s := str(key); s != "" {
+			// The consumer construct checks the ranges, naming its props.
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				errs = append(errs, fmt.Sprintf("context %s: got %q; use a whole number, at least 1 (docs/capacity.md has a plan per load)", key, s))
+			}
+			*dst = n
 		}
 	}
 	if s := str(ContextMaxMessageSize); s != "" {

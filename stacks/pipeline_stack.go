@@ -106,13 +106,18 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 		heartbeatProps = &heartbeat.HeartbeatProps{Every: cfg.Heartbeat}
 	}
 	build := func(name string, fifo bool, items []dispatcher.WorkItem) pipeline.Pipeline {
+		consumerProps := &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout, ProvisionedPollers: cfg.ConsumerPollers,
+			MemorySize: cfg.ConsumerMemoryMB, MaxConcurrency: cfg.ConsumerMaxConcurrency}
+		if !fifo { // a FIFO mapping takes at most 10 records and no window
+			consumerProps.BatchSize, consumerProps.MaxBatchingWindow = cfg.ConsumerBatchSize, cfg.ConsumerBatchWindow
+		}
 		return pipeline.NewPipeline(stack, name, &pipeline.PipelineProps{
 			Fifo:          fifo,
 			EncryptionKey: dataKey,
 			Table:         s.table,
 			Monitoring:    s.monitoring,
 			Queue:         &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
-			Consumer:      &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout, ProvisionedPollers: cfg.ConsumerPollers},
+			Consumer:      consumerProps,
 			Hardening:     hardening,
 			Heartbeat:     heartbeatProps,
 			Dispatcher: &dispatcher.ScheduledDispatcherProps{

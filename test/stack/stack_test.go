@@ -319,6 +319,7 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
 		"stage": "9lives", "consumerTimeout": "soon", "visibilityTimeout": "-1m", "account": "12345", "region": "Frankfurt", "maxMessageSize": "1MiB",
 		"tableCapacity": "provisioned", "heartbeat": "often", "tableMaxWriteUnits": "lots", "consumerPollers": "many",
+		"consumerBatchSize": "a hundred", "consumerBatchWindow": "soon", "consumerMemory": "0", "consumerMaxConcurrency": "-2",
 	}})
 	_, err := stacks.ConfigFromContext(app)
 	if err == nil {
@@ -335,6 +336,10 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 		`context heartbeat: got "often"; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)`,
 		`context tableMaxWriteUnits: got "lots"; use a whole number of write request units a second, at least 1 (about 2 per new message a second at your peak), or leave it out for no cap`,
 		`context consumerPollers: got "many"; use MIN-MAX event pollers, e.g. 2-20 (provisioned mode), or leave it out for the default mode`,
+		`context consumerBatchSize: got "a hundred"; use a whole number, at least 1 (docs/capacity.md has a plan per load)`,
+		`context consumerBatchWindow: got "soon"; use a Go duration of whole seconds up to 5m such as 1s, or leave it out for none`,
+		`context consumerMemory: got "0"; use a whole number, at least 1 (docs/capacity.md has a plan per load)`,
+		`context consumerMaxConcurrency: got "-2"; use a whole number, at least 1 (docs/capacity.md has a plan per load)`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
@@ -401,6 +406,34 @@ func TestConsumerPollersFromContext(t *testing.T) {
 	cdktest.ExpectProblemIn(t, `IdempotentConsumer "IdempotentSqsPipeline-pollers/Standard/Consumer"`, func() {
 		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "pollers", ConsumerPollers: &consumer.ProvisionedPollers{Minimum: 1, Maximum: 20}})
 	}, "ProvisionedPollers.Minimum: got 1; use 2 to 200")
+}
+
+// The consumer settings of docs/capacity.md's plan per load: batch size and window on the
+// standard consumer only (a FIFO mapping takes at most 10 and no window), memory and maximum
+// concurrency on both; the consumer construct judges the numbers and names its props.
+func TestConsumerSettingsFromContext(t *testing.T) {
+	cfg, err := stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
+		"consumerBatchSize": "100", "consumerBatchWindow": "1s", "consumerMemory": "512", "consumerMaxConcurrency": "40",
+	}}))
+	if err != nil || cfg.ConsumerBatchSize != 100 || cfg.ConsumerBatchWindow != time.Second || cfg.ConsumerMemoryMB != 512 || cfg.ConsumerMaxConcurrency != 40 {
+		t.Fatalf("consumer settings: %+v, %v", cfg, err)
+	}
+	cfg.Stage = "tuned"
+	s := stacks.Build(cdktest.NewApp(), cfg)
+	std, fifo := s.Standard().Consumer(), s.Fifo().Consumer()
+	if std.BatchSize() != 100 || fifo.BatchSize() != 10 || std.MaxConcurrency() != 40 || fifo.MaxConcurrency() != 40 {
+		t.Errorf("batch sizes %d and %d, max concurrency %d and %d; want 100 (standard) and 10 (FIFO), 40 on both",
+			std.BatchSize(), fifo.BatchSize(), std.MaxConcurrency(), fifo.MaxConcurrency())
+	}
+	tmpl := assertions.Template_FromStack(s, nil)
+	for _, c := range []consumer.IdempotentConsumer{std, fifo} {
+		tmpl.HasResource(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"Properties": assertions.Match_ObjectLike(&map[string]any{"MemorySize": 512, "Role": map[string]any{"Fn::GetAtt": []any{cdktest.LogicalID(s, c.Role()), "Arn"}}}),
+		})
+	}
+	cdktest.ExpectProblemIn(t, `IdempotentConsumer "IdempotentSqsPipeline-wide/Standard/Consumer"`, func() {
+		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "wide", ConsumerMaxConcurrency: 5000})
+	}, "MaxConcurrency: got 5000")
 }
 
 // tableMaxWriteUnits caps the on-demand table's writes; with provisioned capacity the table

@@ -246,6 +246,7 @@ func main() {
 			os.Exit(2)
 		}
 		writeProfiles(os.Stdout, pi)
+		writeLoadPlans(os.Stdout, pi)
 	}
 }
 

@@ -50,6 +50,8 @@ type loadProfile struct {
 	// the latency a provisioned table may trade for capacity.
 	Budget float64
 	Story  string
+	// Fifo prices a FIFO queue: batches of at most 10, no window, FIFO's request price.
+	Fifo bool
 }
 
 // baseline is the arrival rate outside the peaks.
@@ -174,7 +176,9 @@ func plan(pi planInputs, p loadProfile, provisioned bool) choice {
 	// pollers (the window must be at least 1 s above 10 records), else 10.
 	c.batch, c.windowS = 10, 0
 	perPoller := p.baseline() / pollers
-	if c.drain/pollers*1 >= 100 && p.Budget >= 5 {
+	if p.Fifo {
+		// FIFO: at most 10 records a batch and no window (Lambda's rules for FIFO sources).
+	} else if c.drain/pollers*1 >= 100 && p.Budget >= 5 {
 		c.batch, c.windowS = 100, 1
 	} else if perPoller < 10 && p.Budget >= 10 {
 		// A trickle: wait up to a few seconds for a fuller batch (fewer invocations and
@@ -236,7 +240,11 @@ func plan(pi planInputs, p loadProfile, provisioned bool) choice {
 	perReceive := math.Min(10, c.fill)
 	sqsPerMsg := pi.sqsPerMessage/3 + 2*(pi.sqsPerMessage/3)*10/perReceive // send stays; receive, delete scale
 	idle := float64(pollers) / 20 * secondsPerMonth
-	c.sqs = (c.messages*sqsPerMsg + idle) * sqsStandard.USD
+	sqsPrice := sqsStandard.USD
+	if p.Fifo {
+		sqsPrice = sqsFIFO.USD
+	}
+	c.sqs = (c.messages*sqsPerMsg + idle) * sqsPrice
 	// Storage: every new message's record, kept for the record TTL; DynamoDB bills each item
 	// 100 bytes of overhead besides its own size, per GB of 2^30 bytes.
 	items := p.Average * (1 - pi.dupFraction) * pi.recordTTL.Seconds()
