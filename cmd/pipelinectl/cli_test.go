@@ -418,6 +418,8 @@ func fillDLQ(t *testing.T, p *pipe, group string, bodies ...string) {
 		}
 		if p.fifo {
 			in.MessageGroupId, in.MessageDeduplicationId = aws.String(group), aws.String(fmt.Sprint(seq.Add(1)))
+		} else if group != "" {
+			in.MessageGroupId = aws.String(group) // a fair queue's tenant
 		}
 		if _, err := sqsSrv.Client().SendMessage(t.Context(), in); err != nil {
 			t.Fatal(err)
@@ -459,6 +461,20 @@ func TestFifoPlanIsExact(t *testing.T) {
 	}
 	if s.Moved != 5 || s.LeftVisible == nil || *s.LeftVisible != 5 || s.Kept["badInput"] != 2 || s.Kept["behindInFifoGroup"] != 3 || !s.Done {
 		t.Errorf("redrive summary %+v: want 5 moved, 5 left (2 bad input, 3 behind)", s)
+	}
+}
+
+// A fair queue's message (a standard queue, its tenant in MessageGroupId) keeps its tenant
+// through a redrive: a consumer whose tenant is the group would refuse it without one. A bad
+// message stays, so the run moves by receive, send and delete rather than a move task.
+func TestRedriveKeepsAFairQueueTenant(t *testing.T) {
+	t.Parallel()
+	p := newPipe(t, false)
+	fillDLQ(t, p, "tenant-7", "m1", "bad-1")
+	ctlWant(t, exitLeft, p.args("dlq", "redrive", "--yes")...)
+	got := drainAll(t, p.queueURL)
+	if len(got) != 1 || got[0] != (drained{"m1", "tenant-7"}) {
+		t.Errorf("the queue got %+v, want m1 with its tenant-7", got)
 	}
 }
 

@@ -480,6 +480,8 @@ func (r *mover) send(ctx context.Context, m types.Message) (copyID string, unkno
 	if r.dest.fifo {
 		in.MessageGroupId = aws.String(group(m))
 		in.MessageDeduplicationId = aws.String(dedupID(aws.ToString(m.MessageId)))
+	} else if g := group(m); g != "" {
+		in.MessageGroupId = aws.String(g) // a fair queue's tenant, kept
 	}
 	err = tries(sendAttempts, 250*time.Millisecond, func() error {
 		cctx, cancel := settled(ctx)

@@ -103,8 +103,10 @@ type WorkItem struct {
 	// scheduled occurrence and ID. Required, unique; 1 to 128 letters, digits or . _ - : @ /.
 	// Cannot be a token (uniqueness is checked at synth).
 	ID string
-	// Group is the FIFO message group (the ordering unit, e.g. a tenant). FIFO queues only.
-	// Cannot be a token. Default: DefaultGroup.
+	// Group is the item's MessageGroupId: on a FIFO queue its message group (the ordering
+	// unit, e.g. a tenant), on a standard queue its fair-queue tenant (SQS fair queues: no
+	// order, a quiet tenant's messages are not kept waiting behind a noisy one's). Cannot be
+	// a token. Default: DefaultGroup on FIFO, none on standard.
 	Group string
 	// Payload is sent as the message's payload; it must encode as JSON. Default none.
 	Payload map[string]any
@@ -182,7 +184,8 @@ type ScheduledDispatcherProps struct {
 	// the field: 0 and 1m are accepted and change nothing, any other value fails
 	// validation. It will be removed in the next release.
 	Period time.Duration
-	// DefaultGroup is the FIFO message group of items without one. FIFO queues only. May
+	// DefaultGroup is the FIFO message group of items without one. FIFO queues only (a
+	// standard queue's items carry their tenant each, in Group). May
 	// be a token (then unchecked). Default: JobName.
 	DefaultGroup string
 	// SendMaxAttempts is how often the function tries each entry of SendMessageBatch before
@@ -519,7 +522,7 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	defaultGroup := props.DefaultGroup
 	switch {
 	case !fifo && defaultGroup != "":
-		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "remove it: message groups exist on FIFO queues only")
+		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "remove it: a default group applies to FIFO queues only; on a standard queue give each item its fair-queue tenant in Group")
 	case fifo && defaultGroup == "":
 		defaultGroup = s.jobName
 	case fifo && !gofn.IsToken(defaultGroup) && !groupPattern.MatchString(defaultGroup):
@@ -612,8 +615,6 @@ func checkItems(p *validate.Problems, items []WorkItem, fifo bool) []any {
 		if it.Group != "" {
 			if gofn.IsToken(it.Group) {
 				p.Add(prop+".Group", strconv.Quote(it.Group), "give a literal group: item groups cannot be tokens (use DefaultGroup for a deploy-time group)")
-			} else if !fifo {
-				p.Add(prop+".Group", strconv.Quote(it.Group), "remove it: message groups exist on FIFO queues only")
 			} else if !groupPattern.MatchString(it.Group) {
 				p.Add(prop+".Group", strconv.Quote(it.Group), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
 			}

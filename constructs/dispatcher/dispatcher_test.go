@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 
 	hourly = dispatcher.NewScheduledDispatcher(stack, "Hourly", &dispatcher.ScheduledDispatcherProps{
 		Queue: standardQueue,
-		Items: []dispatcher.WorkItem{{ID: "a", Payload: map[string]any{"n": 1, "tags": []any{"x"}}}, {ID: "b"}},
+		// b's group is its fair-queue tenant on this standard queue.
+		Items: []dispatcher.WorkItem{{ID: "a", Payload: map[string]any{"n": 1, "tags": []any{"x"}}}, {ID: "b", Group: "tenant-b"}},
 	})
 	tenants = dispatcher.NewScheduledDispatcher(stack, "Tenants", &dispatcher.ScheduledDispatcherProps{
 		Queue: fifoQueue, JobName: "tenant-sync", Cron: "30 2 ? * MON-FRI *", TimeZone: "Europe/Berlin",
@@ -146,7 +147,7 @@ func TestSchedule(t *testing.T) {
 		input            string
 	}{
 		{"defaults", hourly, "cron(0 * * * ? *)", "UTC", "ENABLED", 3, 3600,
-			`{"executionId":"<aws.scheduler.execution-id>","items":[{"id":"a","payload":{"n":1,"tags":["x"]}},{"id":"b"}],` +
+			`{"executionId":"<aws.scheduler.execution-id>","items":[{"id":"a","payload":{"n":1,"tags":["x"]}},{"group":"tenant-b","id":"b"}],` +
 				`"job":"Hourly","scheduledTime":"<aws.scheduler.scheduled-time>"}`},
 		{"fifo, tuned", tenants, "cron(30 2 ? * MON-FRI *)", "Europe/Berlin", "DISABLED", 0, 7200,
 			`{"executionId":"<aws.scheduler.execution-id>","items":[{"group":"tenant-1","id":"t1"},` +

@@ -302,31 +302,11 @@ func TestLockTakenOverIsCounted(t *testing.T) {
 }
 
 func TestCompositeKeyTenants(t *testing.T) {
-	t.Run("group", func(t *testing.T) {
-		hs := newHarness(t, map[string]string{"IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": "group"}, nil)
-		fifo := func(id, group string) events.SQSMessage {
-			r := record(id, `{"idempotencyKey":"same-key"}`)
-			r.EventSourceARN += ".fifo"
-			if group != "" {
-				r.Attributes["MessageGroupId"] = group
-			}
-			return r
-		}
-		failed, recs, effects, metrics := hs.invoke(events.SQSEvent{Records: []events.SQSMessage{
-			fifo("t1", "tenant-1"), fifo("t2", "tenant-2"), fifo("t1-again", "tenant-1"), fifo("no-group", "")}})
-		if !reflect.DeepEqual(failed, []string{"no-group"}) || len(effects) != 2 {
-			t.Errorf("failed %v effects %v: one effect per tenant, the group-less record failed", failed, effects)
-		}
-		if recs["t1-again"]["outcome"] != OutcomeDuplicate || recs["t2"]["tenant"] != "tenant-2" {
-			t.Errorf("lines: %v / %v", recs["t1-again"], recs["t2"])
-		}
-		if r := recs["no-group"]; r["outcome"] != OutcomeInvalidInput || !strings.Contains(r["reason"].(string), "MessageGroupId is missing") {
-			t.Errorf("no-group line = %v", r)
-		}
-		if metrics["InvalidInput"] != 1 || metrics["Duplicate"] != 1 || metrics["Processed"] != 2 {
-			t.Errorf("metrics = %v", metrics)
-		}
-	})
+	// The group: a FIFO queue's message group, or a fair queue's tenant (a standard queue
+	// whose messages carry MessageGroupId), the same rule on both.
+	for _, queue := range []string{"fifo", "fair"} {
+		t.Run("group, "+queue, func(t *testing.T) { tenantFromGroup(t, queue == "fifo") })
+	}
 	t.Run("body field", func(t *testing.T) {
 		hs := newHarness(t, map[string]string{"IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": "body:tenant"}, nil)
 		failed, recs, effects, _ := hs.invoke(events.SQSEvent{Records: []events.SQSMessage{
@@ -400,3 +380,40 @@ func sortedCopy(s []string) []string {
 }
 
 func sameSet(got, want []string) bool { return reflect.DeepEqual(sortedCopy(got), sortedCopy(want)) }
+
+// tenantFromGroup: IDEMPOTENCY_TENANT_SOURCE=group on a FIFO queue's records, or a fair
+// queue's (standard, with MessageGroupId): one effect per tenant for one key, a duplicate
+// within a tenant, and a record without a group is bad input.
+func tenantFromGroup(t *testing.T, fifoQueue bool) {
+	hs := newHarness(t, map[string]string{"IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": "group"}, nil)
+	fifo := func(id, group string) events.SQSMessage {
+		r := record(id, `{"idempotencyKey":"same-key"}`)
+		if fifoQueue {
+			r.EventSourceARN += ".fifo"
+		}
+		if group != "" {
+			r.Attributes["MessageGroupId"] = group
+		}
+		return r
+	}
+	failed, recs, effects, metrics := hs.invoke(events.SQSEvent{Records: []events.SQSMessage{
+		fifo("t1", "tenant-1"), fifo("t2", "tenant-2"), fifo("no-group", "")}})
+	if !reflect.DeepEqual(failed, []string{"no-group"}) || len(effects) != 2 {
+		t.Errorf("failed %v effects %v: one effect per tenant, the group-less record failed", failed, effects)
+	}
+	if recs["t2"]["tenant"] != "tenant-2" {
+		t.Errorf("t2 line = %v", recs["t2"])
+	}
+	if r := recs["no-group"]; r["outcome"] != OutcomeInvalidInput || !strings.Contains(r["reason"].(string), "MessageGroupId is missing") {
+		t.Errorf("no-group line = %v", r)
+	}
+	if metrics["InvalidInput"] != 1 || metrics["Processed"] != 2 {
+		t.Errorf("metrics = %v", metrics)
+	}
+	// A later delivery of the key in the same tenant is a duplicate. (In one batch of a
+	// standard queue the two would run at once, and one would wait for the other's lock.)
+	failed, recs, effects, _ = hs.invoke(events.SQSEvent{Records: []events.SQSMessage{fifo("t1-again", "tenant-1")}})
+	if len(failed) != 0 || len(effects) != 0 || recs["t1-again"]["outcome"] != OutcomeDuplicate {
+		t.Errorf("t1-again: failed %v, effects %v, line %v; want a duplicate", failed, effects, recs["t1-again"])
+	}
+}

@@ -74,13 +74,18 @@ func (d SQSDeadLetter) Send(ctx context.Context, rec events.SQSMessage, code, re
 		in.MessageAttributes[AttrDeadLetterReason] = stringAttr(why)
 		in.MessageAttributes[AttrSourceMessageID] = stringAttr(rec.MessageId)
 	}
-	if strings.HasSuffix(d.URL, ".fifo") {
-		group := rec.Attributes["MessageGroupId"]
+	group := rec.Attributes["MessageGroupId"]
+	switch {
+	case strings.HasSuffix(d.URL, ".fifo"):
 		if group == "" {
 			group = "dead-letter" // a standard source feeding a FIFO DLQ; SQS requires a group
 		}
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(rec.MessageId)
+	case group != "":
+		// A fair queue's tenant: the copy keeps it, so that a redrive brings it back whole
+		// (a consumer whose tenant is the group refuses a message without one).
+		in.MessageGroupId = aws.String(group)
 	}
 	if _, err := d.API.SendMessage(ctx, in); err != nil {
 		return fmt.Errorf("dead-letter message %s: %w", rec.MessageId, err)

@@ -420,3 +420,15 @@ func TestEffectInvalidInputIsDeadLettered(t *testing.T) {
 		t.Errorf("redelivery ran the effect %d times (failed %v), want 1: the key was released", runs, failed)
 	}
 }
+
+// A record from a fair queue (a standard queue whose messages carry their tenant as
+// MessageGroupId) keeps its group in a standard DLQ, so a redrive brings it back whole; it
+// gets no deduplication id, which a standard queue refuses.
+func TestSQSDeadLetterFairQueueKeepsTheTenant(t *testing.T) {
+	rec := record("m-3", "not json")
+	rec.Attributes = map[string]string{"MessageGroupId": "tenant-1"}
+	in := sendOne(t, dlqURL, rec, "body_invalid", "not JSON")
+	if aws.ToString(in.MessageGroupId) != "tenant-1" || in.MessageDeduplicationId != nil {
+		t.Errorf("fair queue record to a standard DLQ: group %v, dedup %v; want tenant-1 and none", aws.ToString(in.MessageGroupId), in.MessageDeduplicationId)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/local"
@@ -17,10 +18,12 @@ import (
 // TestFairQueue: a standard queue used as a fair queue, each message carrying its tenant as
 // MessageGroupId (as the dispatcher sends an item's group), keeps standard semantics. The
 // first message of tenant-0 fails every time (its store call gets a 500); the nine messages
-// of tenant-0 sent right behind it, in the same SendMessageBatch and so in the same batch of
-// the mapping, run at their first receive, as do the other tenants'. On a FIFO queue the
-// consumer would skip them and hand them back behind the failure (stop-the-group). The
-// function sees each record's tenant in its MessageGroupId, as on SQS.
+// of tenant-0 sent right behind it, in the same SendMessageBatch, reach the function in the
+// same invocation (checked) and run at their first receive, as do the other tenants'. On a
+// FIFO queue the consumer would skip them and hand them back behind the failure
+// (stop-the-group). The function sees each record's tenant in its MessageGroupId, as on SQS,
+// and a bad message of tenant-4 reaches the DLQ with its tenant, so a redrive brings it
+// back whole.
 func TestFairQueue(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, "fair")
@@ -32,8 +35,9 @@ func TestFairQueue(t *testing.T) {
 		}
 		return ddbproxy.Fault{}
 	}
+	const bad = "not json, tenant-4"
 	msgs := []message{{Body: body(stuck), Group: "tenant-0"}}
-	tenant := map[string]string{body(stuck): "tenant-0"}
+	tenant := map[string]string{body(stuck): "tenant-0", bad: "tenant-4"}
 	var want []string
 	for tn := range 4 {
 		for i := range 9 {
@@ -44,23 +48,31 @@ func TestFairQueue(t *testing.T) {
 			tenant[body(key)] = g
 		}
 	}
+	msgs = append(msgs, message{Body: bad, Group: "tenant-4"})
 
 	var mu sync.Mutex
 	seen := map[string]string{} // body: the MessageGroupId the function got
+	behind := 0                 // tenant-0's messages in the failing one's invocation, after it
 	envs := make([]local.Invoker, 2)
 	for i := range envs {
 		envs[i] = watched(t, w.invoker(w.env(p.Consumer, w.consumerOutput)), func(ev events.SQSEvent, _ int) {
 			mu.Lock()
 			defer mu.Unlock()
+			failing := false
 			for _, r := range ev.Records {
 				seen[r.Body] = r.Attributes["MessageGroupId"]
+				if r.Body == body(stuck) {
+					failing = true
+				} else if failing && r.Attributes["MessageGroupId"] == "tenant-0" && len(w.recv.of(r.Body)) == 1 {
+					behind++
+				}
 			}
 		})
 	}
 	w.send(p.Queue, msgs)
 	stop := w.runPoller(w.poller(p, envs...))
-	took := w.waitFor("every other message's effect and the failing one received", w.patience(p.Queue), func() bool {
-		return len(w.ledger.Effects()) >= len(want) && len(w.recv.of(body(stuck))) >= 1
+	took := w.waitFor("every other message's effect, the bad one in the DLQ and the failing one received", w.patience(p.Queue), func() bool {
+		return len(w.ledger.Effects()) >= len(want) && len(w.recv.of(body(stuck))) >= 1 && w.depth(p.DLQ) >= 1
 	})
 	stop()
 	w.quiesce()
@@ -80,6 +92,17 @@ func TestFairQueue(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if behind == 0 {
+		t.Errorf("no message of tenant-0 shared an invocation with the failing one, after it: the test shows nothing about holding back")
+	}
+	dead := w.drain(p.DLQ)
+	if len(dead) != 1 || aws.ToString(dead[0].Body) != bad || dead[0].Attributes["MessageGroupId"] != "tenant-4" {
+		var got []string
+		for _, m := range dead {
+			got = append(got, aws.ToString(m.Body)+" "+m.Attributes["MessageGroupId"])
+		}
+		t.Errorf("DLQ holds %q, want the bad message with its tenant-4", got)
+	}
 	for b, g := range tenant {
 		if seen[b] != g {
 			t.Errorf("the function got MessageGroupId %q for %s, want its tenant %q", seen[b], b, g)
@@ -88,5 +111,6 @@ func TestFairQueue(t *testing.T) {
 	if oc := w.ledger.Outcomes(); oc["store_error"] < 1 {
 		t.Errorf("outcomes %v, want the failing message's store_error", oc)
 	}
-	report(t, "a fair queue, 4 tenants of 9 messages and one of tenant-0's failing ahead of them: %d effects once, each received once, in %v", len(want), took.Round(100_000_000))
+	report(t, "a fair queue, 4 tenants of 9 messages and one of tenant-0's failing ahead of them (%d of its own behind it in its invocation): %d effects once, each received once; "+
+		"a bad message dead-lettered with its tenant; in %v", behind, len(want), took.Round(100_000_000))
 }
