@@ -4,8 +4,12 @@
 package stacks
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -156,7 +160,42 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 	awscdk.NewCfnOutput(stack, jsii.String("DashboardName"), &awscdk.CfnOutputProps{
 		Value: s.monitoring.Dashboard().DashboardName(), Description: jsii.String("CloudWatch dashboard of the pipeline"),
 	})
+	warnReservedConcurrency(stack)
 	return s
+}
+
+// WarningReservedConcurrency is the id of the synth warning for a stack whose functions
+// reserve more concurrent executions than an account at Lambda's default quota accepts.
+const WarningReservedConcurrency = "@idempotent-sqs/pipeline:reserved-concurrency"
+
+// Lambda's default quota of concurrent executions per Region, and what it keeps unreserved:
+// a reservation that leaves fewer unreserved is refused, so the deploy fails.
+const (
+	defaultAccountConcurrency = 1000
+	keptUnreserved            = 100
+)
+
+// warnReservedConcurrency warns when the stack's functions reserve more in all than an
+// account at the default quota accepts (the hardened profile reserves each consumer's
+// MaxConcurrency, or in provisioned mode its pollers' Maximum x 10).
+func warnReservedConcurrency(stack awscdk.Stack) {
+	total, parts := 0, []string{}
+	for _, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		fn, ok := c.(awslambda.CfnFunction)
+		if !ok || fn.ReservedConcurrentExecutions() == nil {
+			continue
+		}
+		n := int(*fn.ReservedConcurrentExecutions())
+		total += n
+		parts = append(parts, fmt.Sprintf("%s %d", *fn.Node().Scope().Node().Path(), n))
+	}
+	if limit := defaultAccountConcurrency - keptUnreserved; total > limit {
+		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String(WarningReservedConcurrency), jsii.String(fmt.Sprintf(
+			"the stack's functions reserve %d concurrent executions (%s): an account at Lambda's default quota of %d concurrent executions a Region "+
+				"accepts at most %d reserved, for every function in it (%d stay unreserved), so the deploy fails there; raise the account's quota first "+
+				"(Service Quotas, \"Concurrent executions\"), or lower consumerPollers' maximum or consumerMaxConcurrency",
+			total, strings.Join(parts, ", "), defaultAccountConcurrency, limit, keptUnreserved)))
+	}
 }
 
 // Build adds the pipeline stack for cfg to app, with every cdk-nag pack attached

@@ -15,8 +15,8 @@ const statusUsage = `pipelinectl status: where each pipeline stands, in one read
 
   For each pipeline of the stack (or --pipeline): its queue's visible, in-flight and
   delayed messages and its DLQ's; the consumer's event source mappings (Lambda
-  ListEventSourceMappings: State, LastProcessingResult, batch size, maximum concurrency);
-  and, when the outputs name the composite alarm (UnhealthyAlarmName), the pipeline's paging
+  ListEventSourceMappings: State, LastProcessingResult, batch size, maximum concurrency
+  or provisioned pollers); and, when the outputs name the composite alarm (UnhealthyAlarmName), the pipeline's paging
   alarms in ALARM with their reason and runbook. It changes nothing.
 
   It answers the first questions of most runbook sections without the AWS CLI. What it
@@ -37,6 +37,25 @@ type mappingState struct {
 	LastProcessingResult  string `json:"lastProcessingResult,omitempty"`
 	BatchSize             int    `json:"batchSize"`
 	MaximumConcurrency    int    `json:"maximumConcurrency,omitempty"`
+	// Pollers is provisioned mode's event pollers (nil in the default mode).
+	Pollers *pollers `json:"provisionedPollers,omitempty"`
+}
+
+// pollers is a mapping's ProvisionedPollerConfig.
+type pollers struct {
+	Minimum int `json:"minimum"`
+	Maximum int `json:"maximum"`
+}
+
+// scaling says how far the mapping's concurrency goes, in words.
+func (m mappingState) scaling() string {
+	switch {
+	case m.Pollers != nil:
+		return fmt.Sprintf("provisioned mode, %d-%d event pollers (up to %d concurrent invocations)", m.Pollers.Minimum, m.Pollers.Maximum, m.Pollers.Maximum*10)
+	case m.MaximumConcurrency > 0:
+		return fmt.Sprintf("maximum concurrency %d", m.MaximumConcurrency)
+	}
+	return "no maximum concurrency (Lambda's own scaling, up to 1,250 for a standard queue)"
 }
 
 type pipelineStatus struct {
@@ -82,6 +101,7 @@ func eventSourceMappings(ctx context.Context, rc *restClient, fn string) ([]mapp
 				UUID, EventSourceArn, State, StateTransitionReason, LastProcessingResult string
 				BatchSize                                                                int
 				ScalingConfig                                                            struct{ MaximumConcurrency int }
+				ProvisionedPollerConfig                                                  *struct{ MinimumPollers, MaximumPollers int }
 			}
 			NextMarker string
 		}
@@ -89,8 +109,12 @@ func eventSourceMappings(ctx context.Context, rc *restClient, fn string) ([]mapp
 			return nil, fmt.Errorf("lambda ListEventSourceMappings: an answer that is not its JSON: %w", err)
 		}
 		for _, m := range resp.EventSourceMappings {
-			out = append(out, mappingState{UUID: m.UUID, EventSourceArn: m.EventSourceArn, State: m.State, StateTransitionReason: m.StateTransitionReason,
-				LastProcessingResult: m.LastProcessingResult, BatchSize: m.BatchSize, MaximumConcurrency: m.ScalingConfig.MaximumConcurrency})
+			s := mappingState{UUID: m.UUID, EventSourceArn: m.EventSourceArn, State: m.State, StateTransitionReason: m.StateTransitionReason,
+				LastProcessingResult: m.LastProcessingResult, BatchSize: m.BatchSize, MaximumConcurrency: m.ScalingConfig.MaximumConcurrency}
+			if p := m.ProvisionedPollerConfig; p != nil {
+				s.Pollers = &pollers{Minimum: p.MinimumPollers, Maximum: p.MaximumPollers}
+			}
+			out = append(out, s)
 		}
 		if marker = resp.NextMarker; marker == "" {
 			return out, nil
@@ -255,8 +279,8 @@ func printStatus(out io.Writer, s pipelineStatus) {
 		fmt.Fprintf(out, "  consumer  %s\n", s.Consumer)
 	}
 	for _, m := range s.Mappings {
-		fmt.Fprintf(out, "  mapping   %s %s, last processing result %q, batch size %d, maximum concurrency %d\n",
-			m.UUID, m.State, m.LastProcessingResult, m.BatchSize, m.MaximumConcurrency)
+		fmt.Fprintf(out, "  mapping   %s %s, last processing result %q, batch size %d, %s\n",
+			m.UUID, m.State, m.LastProcessingResult, m.BatchSize, m.scaling())
 	}
 	if s.AlarmsChecked && len(s.Alarms) == 0 {
 		fmt.Fprintf(out, "  alarms    no paging alarm in ALARM\n")

@@ -154,8 +154,23 @@ func TestImportedTableTTLWarning(t *testing.T) {
 }
 
 // A cap above DynamoDB's default per-table quota is a synth warning (the quota throttles
-// first); a cap within it is not.
+// first); a cap within it is not; nor is a provisioned maximum within it, while one above is.
 func TestCapOverTheQuotaWarns(t *testing.T) {
+	for _, tc := range []struct {
+		max  int
+		warn bool
+	}{{54286, true}, {40000, false}} {
+		stack := cdktest.NewStack(cdktest.NewApp(), "Provisioned")
+		NewIdempotencyTable(stack, "Idempotency", &IdempotencyTableProps{ProvisionedCapacity: &ProvisionedCapacity{MinWriteUnits: 5, MaxWriteUnits: tc.max}})
+		var warnings []string
+		for _, m := range *assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+			warnings = append(warnings, fmt.Sprint(m.Entry.Data))
+		}
+		want := fmt.Sprintf("ProvisionedCapacity's maximum (%d write, ", tc.max)
+		if got := len(warnings) == 1 && strings.Contains(warnings[0], want) && strings.Contains(warnings[0], WarningCapOverQuota); got != tc.warn {
+			t.Errorf("provisioned maximum %d: warnings %q, want a warning: %v", tc.max, warnings, tc.warn)
+		}
+	}
 	for _, tc := range []struct {
 		cap  OnDemandThroughputCap
 		warn bool

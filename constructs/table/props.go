@@ -287,8 +287,8 @@ func checkCapacity(v *validate.Problems, c *ProvisionedCapacity) {
 // second (write and read each), on-demand or provisioned.
 const DefaultTableQuota = 40000
 
-// WarningCapOverQuota is the id of the synth warning for a cap above DefaultTableQuota: the
-// quota binds before the cap unless the account's is raised.
+// WarningCapOverQuota is the id of the synth warning for an on-demand cap, or a provisioned
+// maximum, above DefaultTableQuota: the quota binds first unless the account's is raised.
 const WarningCapOverQuota = "@idempotent-sqs/pipeline:cap-over-quota"
 
 // checkOnDemandCap validates an on-demand table's maximum throughput.

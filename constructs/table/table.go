@@ -72,6 +72,11 @@ func NewIdempotencyTable(scope constructs.Construct, id string, props *Idempoten
 			"MaxOnDemandThroughput %+v is over DynamoDB's default quota of %d request units a second per table, which throttles first: "+
 				"raise the account's table-level throughput quota (Service Quotas) before you count on the cap, or lower the cap", *c, DefaultTableQuota)))
 	}
+	if c := s.provisioned; c != nil && max(c.MaxWriteUnits, c.MaxReadUnits) > DefaultTableQuota {
+		awscdk.Annotations_Of(t).AddWarningV2(jsii.String(WarningCapOverQuota), jsii.String(fmt.Sprintf(
+			"ProvisionedCapacity's maximum (%d write, %d read units) is over DynamoDB's default quota of %d capacity units a second per table: "+
+				"auto scaling stops at the quota unless the account's is raised (Service Quotas)", c.MaxWriteUnits, c.MaxReadUnits, DefaultTableQuota)))
+	}
 	if s.encryptionKey == nil {
 		checkov.Add(t.table, checkov.TableAWSManagedKey)
 	}
