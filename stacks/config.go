@@ -216,6 +216,16 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 			cfg.ConsumerPollers = &consumer.ProvisionedPollers{Minimum: lo, Maximum: hi}
 		}
 	}
+	// Combinations the consumer construct would refuse by its props' names, named here by the
+	// context keys that make them.
+	if cfg.ConsumerBatchSize > 10 && cfg.ConsumerBatchWindow == 0 && str(ContextBatchWindow) == "" {
+		errs = append(errs, fmt.Sprintf("context %s: got %d; above 10 records an SQS event source needs a batching window: add %s=1s (or more)",
+			ContextBatchSize, cfg.ConsumerBatchSize, ContextBatchWindow))
+	}
+	if cfg.ConsumerMaxConcurrency > 0 && cfg.ConsumerPollers != nil {
+		errs = append(errs, fmt.Sprintf("context %s and %s: set one; in provisioned mode the pollers' maximum x 10 bounds the concurrency",
+			ContextMaxConcurrency, ContextConsumerPollers))
+	}
 	switch s := str(ContextHardened); s {
 	case "", "false":
 	case "true":

@@ -84,11 +84,11 @@ func TestLargeMessages(t *testing.T) {
 	}
 }
 
-// TestTenLargestMessages: ten messages of SQS's largest size (1 MiB, body and attributes)
-// make more than Lambda's 6 MB invocation payload, so the mapping hands them over in
-// several smaller batches, as Lambda's does, though the batch size is 10 and the batching
-// window would wait for all ten. Each runs its effect once, and no invocation's event is
-// over 6 MB.
+// TestTenLargestMessages: ten messages just under SQS's largest size (bodies of 1,048,000
+// bytes; 1 MiB counts body and attributes) make more than Lambda's 6 MB invocation payload,
+// so the mapping hands them over in several smaller batches, as Lambda's does, though the
+// batch size is 10 and the batching window would wait for all ten. Each runs its effect once
+// in the consumer binary, and no invocation's event is over 6 MB.
 func TestTenLargestMessages(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, "largest")
@@ -116,7 +116,7 @@ func TestTenLargestMessages(t *testing.T) {
 		t.Fatalf("the e2e mapping's batch size is %d: the test needs 10 to show the payload limit splitting a batch", p.Mapping.BatchSize)
 	}
 	stop := w.runPoller(w.poller(p, rec))
-	took := w.waitFor("ten 1 MiB messages handled", w.patience(p.Queue), func() bool {
+	took := w.waitFor("ten messages of about 1 MiB handled", w.patience(p.Queue), func() bool {
 		return len(w.ledger.Effects()) >= len(want) && w.depth(p.Queue) == 0
 	})
 	stop()
@@ -128,7 +128,7 @@ func TestTenLargestMessages(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(batches) < 2 {
-		t.Errorf("invocations %v, want at least two: ten 1 MiB records do not fit one 6 MB event", batches)
+		t.Errorf("invocations %v, want at least two: ten records of about 1 MiB do not fit one 6 MB event", batches)
 	}
-	report(t, "ten 1 MiB messages, batch size %d: each effect once in %v, invocations: %s", p.Mapping.BatchSize, took.Round(100_000_000), strings.Join(batches, ", "))
+	report(t, "ten 1,048,000-byte bodies, batch size %d: each effect once in %v, invocations: %s", p.Mapping.BatchSize, took.Round(100_000_000), strings.Join(batches, ", "))
 }

@@ -431,9 +431,45 @@ func TestConsumerSettingsFromContext(t *testing.T) {
 			"Properties": assertions.Match_ObjectLike(&map[string]any{"MemorySize": 512, "Role": map[string]any{"Fn::GetAtt": []any{cdktest.LogicalID(s, c.Role()), "Arn"}}}),
 		})
 	}
+	for _, tc := range []struct {
+		context map[string]any
+		want    string
+	}{
+		{map[string]any{"consumerBatchSize": "100"}, `context consumerBatchSize: got 100; above 10 records an SQS event source needs a batching window: add consumerBatchWindow=1s (or more)`},
+		{map[string]any{"consumerMaxConcurrency": "40", "consumerPollers": "2-20"}, `context consumerMaxConcurrency and consumerPollers: set one; in provisioned mode the pollers' maximum x 10 bounds the concurrency`},
+	} {
+		if _, err := stacks.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &tc.context})); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("context %v: error %v, want %q", tc.context, err, tc.want)
+		}
+	}
 	cdktest.ExpectProblemIn(t, `IdempotentConsumer "IdempotentSqsPipeline-wide/Standard/Consumer"`, func() {
 		stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "wide", ConsumerMaxConcurrency: 5000})
 	}, "MaxConcurrency: got 5000")
+}
+
+// A stack that reserves more concurrency than an account at Lambda's default quota accepts
+// (900 of 1,000) is a synth warning naming each reservation: the hardened stage with
+// consumerPollers=2-50 reserves 500 per consumer. The hardened stage as shipped does not.
+func TestReservedConcurrencyWarning(t *testing.T) {
+	warnings := func(s awscdk.Stack) []string {
+		var out []string
+		for _, m := range *assertions.Annotations_FromStack(s).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+			if msg := fmt.Sprint(m.Entry.Data); strings.Contains(msg, stacks.WarningReservedConcurrency) {
+				out = append(out, msg)
+			}
+		}
+		return out
+	}
+	if w := warnings(hardened); len(w) != 0 {
+		t.Errorf("the hardened stage warns %q, want no reservation warning", w)
+	}
+	spiky := stacks.Build(cdktest.NewApp(), stacks.Config{Stage: "spiky", Hardened: true, Account: "123456789012", Region: "eu-west-1",
+		ConsumerPollers: &consumer.ProvisionedPollers{Minimum: 2, Maximum: 50}})
+	w := warnings(spiky)
+	if len(w) != 1 || !strings.Contains(w[0], "accepts at most 900 reserved") ||
+		!strings.Contains(w[0], "IdempotentSqsPipeline-spiky/Standard/Consumer/Resource 500") || !strings.Contains(w[0], "IdempotentSqsPipeline-spiky/Fifo/Consumer/Resource 500") {
+		t.Errorf("hardened with consumerPollers=2-50: warnings %q, want one naming both consumers' 500", w)
+	}
 }
 
 // tableMaxWriteUnits caps the on-demand table's writes; with provisioned capacity the table

@@ -207,6 +207,10 @@ func plan(pi planInputs, p loadProfile, provisioned bool) choice {
 		}
 		c.batch = best.batch
 	}
+	if p.Fifo && best.perSecond > perGroup {
+		// A FIFO batch mostly holds one message group, whose records run one at a time.
+		best.perSecond = perGroup
+	}
 	c.rate = best
 	// Max concurrency: environments for the drain rate plus headroom, within the event
 	// source mapping's 2 to 1,000. On-demand: twice (a slower network than the modelled
