@@ -277,6 +277,7 @@ lint: synth synth-hardened e2e-synth $(VENV_STAMP) ## cfn-lint and checkov over 
 	@python3 scripts/checkov_skips.py $(HARDENED_ASSEMBLY)
 	@$(HARDENED_REVIEW) | diff -u docs/review-hardened.md - \
 	  || { echo "docs/review-hardened.md is stale: run make review"; exit 1; }
+	@$(GO) run ./cmd/review -compliance docs/compliance.md -hardened $(HARDENED_ASSEMBLY) -check cdk.out
 	@# The e2e assembly: the provisioned table and its auto scaling (tableCapacity).
 	cfn-lint --non-zero-exit-code informational -- $(E2E_ASSEMBLY)/*.template.json
 	checkov --quiet --compact --skip-download --framework cloudformation -d $(E2E_ASSEMBLY)
@@ -288,11 +289,12 @@ synth-hardened: app ## synthesize the reference app's hardened stage into cdk.ou
 	  $(CDK_OFFLINE) synth --quiet $(HARDENED_CONTEXT) -o $(HARDENED_ASSEMBLY)
 
 .PHONY: review
-review: synth synth-hardened ## write the reviewer's reports docs/review.md (default stage) and docs/review-hardened.md (hardened stage) and print what they change
+review: synth synth-hardened ## write the reviewer's reports docs/review.md (default stage) and docs/review-hardened.md (hardened stage) and print what they change; take docs/compliance.md's cdk-nag and checkov figures from the reports
 	@$(GO) run ./cmd/review -diff docs/review.md -out docs/review.md cdk.out
 	@$(HARDENED_REVIEW) > $(HARDENED_ASSEMBLY)/review.md
 	@diff -u docs/review-hardened.md $(HARDENED_ASSEMBLY)/review.md || true
 	@cp $(HARDENED_ASSEMBLY)/review.md docs/review-hardened.md
+	@$(GO) run ./cmd/review -compliance docs/compliance.md -hardened $(HARDENED_ASSEMBLY) cdk.out
 
 .PHONY: diagram
 diagram: synth ## redraw docs/architecture.md from the synthesized templates

@@ -20,6 +20,13 @@
 // they differ, for a staleness check. With -out FILE it writes the report there (after
 // reading FILE for -diff, so the two may be the same file); with neither -out nor -diff it
 // writes the report to standard output. Errors exit 2.
+//
+//	go run ./cmd/review -compliance docs/compliance.md -hardened cdk.out.hardened [-check] [cdk.out]
+//
+// With -compliance FILE it writes no report: it takes FILE's figures that the cdk-nag reports
+// produce (the verdicts per pack of the default and the hardened stage, the resources each
+// compliance-pack rule is suppressed on) from the two assemblies and rewrites them in FILE,
+// printing each one it changed; with -check it only prints them and exits 1 when any drifted.
 package main
 
 import (
@@ -42,7 +49,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.SetOutput(stderr)
 	out := fl.String("out", "", "write the report to this file instead of standard output")
 	diffWith := fl.String("diff", "", "print a unified diff from this file (the committed report) to the new report")
-	check := fl.Bool("check", false, "with -diff: exit 1 when the report differs from the -diff file")
+	check := fl.Bool("check", false, "with -diff: exit 1 when the report differs from the -diff file; with -compliance: exit 1 when a figure drifted, changing nothing")
+	complianceDoc := fl.String("compliance", "", "take this document's cdk-nag figures from the assembly and the -hardened one, instead of writing a report")
+	hardenedDir := fl.String("hardened", "", "with -compliance: the hardened stage's assembly")
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, "usage: review [-out FILE] [-diff FILE [-check]] [ASSEMBLY_DIR (default cdk.out)]")
 		fl.PrintDefaults()
@@ -53,6 +62,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() > 1 {
 		fmt.Fprintf(stderr, "review: one assembly directory expected, got %d arguments\n", fl.NArg())
 		return 2
+	}
+	if *complianceDoc != "" {
+		return runCompliance(*complianceDoc, fl.Arg(0), *hardenedDir, *check, stdout, stderr)
 	}
 	if *check && *diffWith == "" {
 		fmt.Fprintln(stderr, "review: -check needs -diff FILE, the report to compare with")
@@ -102,4 +114,57 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return status
+}
+
+// runCompliance is -compliance: it checks or rewrites doc's cdk-nag figures.
+func runCompliance(doc, defDir, hardDir string, check bool, stdout, stderr io.Writer) int {
+	if defDir == "" {
+		defDir = "cdk.out"
+	}
+	if hardDir == "" {
+		fmt.Fprintln(stderr, "review: -compliance needs -hardened DIR, the hardened stage's assembly")
+		return 2
+	}
+	def, err := loadAssembly(defDir)
+	if err == nil && def.NagReports == 0 {
+		err = fmt.Errorf("no cdk-nag report in %s", defDir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "review: %v\n", err)
+		return 2
+	}
+	hard, err := loadAssembly(hardDir)
+	if err == nil && hard.NagReports == 0 {
+		err = fmt.Errorf("no cdk-nag report in %s", hardDir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "review: %v\n", err)
+		return 2
+	}
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		fmt.Fprintf(stderr, "review: %v\n", err)
+		return 2
+	}
+	updated, changed, err := complianceFigures(string(b), def, hard)
+	if err != nil {
+		fmt.Fprintf(stderr, "review: %s: %v\n", doc, err)
+		return 2
+	}
+	for _, c := range changed {
+		fmt.Fprintf(stdout, "%s: %s\n", doc, c)
+	}
+	switch {
+	case len(changed) == 0:
+		fmt.Fprintf(stdout, "review: %s's cdk-nag figures match the reports of %s and %s\n", doc, defDir, hardDir)
+	case check:
+		fmt.Fprintf(stderr, "review: %d of %s's cdk-nag figures drifted from the reports: run `make review` and commit it\n", len(changed), doc)
+		return 1
+	default:
+		if err := os.WriteFile(doc, []byte(updated), 0o644); err != nil {
+			fmt.Fprintf(stderr, "review: %v\n", err)
+			return 2
+		}
+	}
+	return 0
 }

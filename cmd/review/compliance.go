@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The figures of docs/compliance.md that the cdk-nag reports produce: the rule verdicts per
+// pack of the default and the hardened stage ("Findings per pack"), and the resources each
+// compliance-pack rule is suppressed on ("suppressions, by rule"). complianceFigures checks
+// them against two assemblies, or rewrites them, so that the document cannot drift from
+// what the packs say. The "before" column is a measurement of an earlier commit and stays
+// as written.
+
+// packNames maps the names docs/compliance.md uses to the packs' rule prefixes.
+var packNames = map[string]string{
+	"AwsSolutions": "AwsSolutions", "Serverless": "Serverless", "NIST 800-53 R5": "NIST.800.53.R5",
+	"PCI DSS 3.2.1": "PCI.DSS.321", "HIPAA Security": "HIPAA.Security",
+	// The short forms of the by-rule table.
+	"NIST": "NIST.800.53.R5", "PCI": "PCI.DSS.321", "HIPAA": "HIPAA.Security",
+}
+
+// verdicts counts an assembly's rule verdicts: pack -> compliant, suppressed, unsuppressed.
+func verdicts(a *assembly) map[string][3]int {
+	out := map[string][3]int{}
+	for _, row := range a.Nag {
+		c := out[pack(row.Rule)]
+		switch row.Compliance {
+		case "Compliant":
+			c[0]++
+		case "Suppressed":
+			c[1]++
+		case "N/A", "Not Applicable":
+		default:
+			c[2]++
+		}
+		out[pack(row.Rule)] = c
+	}
+	return out
+}
+
+// suppressedOn counts the resources each rule is suppressed on: pack -> rule name -> count.
+func suppressedOn(a *assembly) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, row := range a.Nag {
+		if row.Compliance != "Suppressed" {
+			continue
+		}
+		p := pack(row.Rule)
+		if out[p] == nil {
+			out[p] = map[string]int{}
+		}
+		out[p][strings.TrimPrefix(row.Rule, p+"-")]++
+	}
+	return out
+}
+
+var (
+	// | AwsSolutions | 36 / 10 / **0** | 36 / 10 / 0 | 49 / 11 / 0 |
+	verdictRow = regexp.MustCompile(`^\| ([A-Za-z0-9 .-]+) \| ([^|]+) \| [0-9]+ / [0-9]+ / [0-9]+ \| [0-9]+ / [0-9]+ / [0-9]+ \|$`)
+	// | `IAMNoInlinePolicy` (NIST, PCI, HIPAA) | 6 | 7 (+ the flow log role's) | reason |
+	ruleRow = regexp.MustCompile("^\\| `([A-Za-z0-9]+)` \\(([^)]*)\\) \\| ([0-9]+)([^|]*)\\| ([0-9]+)([^|]*)\\|(.*)$")
+)
+
+// complianceFigures returns doc with its figures taken from the default and hardened
+// assemblies, and what changed, one line per figure, in words.
+func complianceFigures(doc string, def, hard *assembly) (string, []string, error) {
+	vd, vh := verdicts(def), verdicts(hard)
+	sd, sh := suppressedOn(def), suppressedOn(hard)
+	var changed []string
+	seenVerdicts, seenRules := 0, 0
+	lines := strings.Split(doc, "\n")
+	for i, line := range lines {
+		if m := verdictRow.FindStringSubmatch(line); m != nil {
+			p, ok := packNames[m[1]]
+			if !ok {
+				return "", nil, fmt.Errorf("line %d: pack %q is not one this command knows (%s)", i+1, m[1], line)
+			}
+			seenVerdicts++
+			cell := func(c [3]int) string { return fmt.Sprintf("%d / %d / %d", c[0], c[1], c[2]) }
+			want := fmt.Sprintf("| %s | %s | %s | %s |", m[1], m[2], cell(vd[p]), cell(vh[p]))
+			if want != line {
+				changed = append(changed, fmt.Sprintf("line %d, %s: the reports say default %s, hardened %s; the document says %q", i+1, m[1], cell(vd[p]), cell(vh[p]), line))
+				lines[i] = want
+			}
+			continue
+		}
+		m := ruleRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		seenRules++
+		rule := m[1]
+		var packs []string
+		for _, name := range strings.Split(strings.ReplaceAll(m[2], " and ", ", "), ",") {
+			if name = strings.TrimSpace(name); name == "" {
+				continue
+			}
+			p, ok := packNames[name]
+			if !ok {
+				return "", nil, fmt.Errorf("line %d: pack %q of rule %s is not one this command knows", i+1, name, rule)
+			}
+			packs = append(packs, p)
+		}
+		count := func(s map[string]map[string]int, stage string) (int, error) {
+			n := -1
+			for _, p := range packs {
+				c := s[p][rule]
+				if n >= 0 && c != n {
+					return 0, fmt.Errorf("line %d: %s is suppressed on %d resources in %s and %d in another of its packs (%s stage): the table's one figure cannot say both", i+1, rule, c, p, n, stage)
+				}
+				n = c
+			}
+			return n, nil
+		}
+		nd, err := count(sd, "default")
+		if err != nil {
+			return "", nil, err
+		}
+		nh, err := count(sh, "hardened")
+		if err != nil {
+			return "", nil, err
+		}
+		if strconv.Itoa(nd) != m[3] || strconv.Itoa(nh) != m[5] {
+			changed = append(changed, fmt.Sprintf("line %d, %s: suppressed on %d resources per pack (default) and %d (hardened); the document says %s and %s", i+1, rule, nd, nh, m[3], m[5]))
+			lines[i] = fmt.Sprintf("| `%s` (%s) | %d%s| %d%s|%s", rule, m[2], nd, m[4], nh, m[6], m[7])
+		}
+	}
+	if seenVerdicts == 0 || seenRules == 0 {
+		return "", nil, fmt.Errorf("found %d pack verdict rows and %d rule rows: the tables' form changed, so nothing would be checked", seenVerdicts, seenRules)
+	}
+	out := strings.Join(lines, "\n")
+	m := checkovSentence.FindStringSubmatchIndex(out)
+	if m == nil {
+		return "", nil, fmt.Errorf("no sentence %q: its form changed, so the checkov figures would not be checked", checkovSentence)
+	}
+	nd, nh := checkovSkipCount(def), checkovSkipCount(hard)
+	if out[m[2]:m[3]] != strconv.Itoa(nd) || out[m[4]:m[5]] != strconv.Itoa(nh) {
+		changed = append(changed, fmt.Sprintf("checkov skips %d checks on the default stage and %d on the hardened one; the document says %s and %s", nd, nh, out[m[2]:m[3]], out[m[4]:m[5]]))
+		out = out[:m[2]] + strconv.Itoa(nd) + out[m[3]:m[4]] + strconv.Itoa(nh) + out[m[5]:]
+	}
+	return out, changed, nil
+}
+
+// checkovSentence is the sentence that states how many checkov checks each stage skips.
+var checkovSentence = regexp.MustCompile(`checkov skips ([0-9]+) checks on the default\s+stage and ([0-9]+) on the hardened one`)
+
+// checkovSkipCount is how many checkov checks an assembly's resources skip on purpose, a
+// check on each resource counted once (what checkov's summary counts as skipped).
+func checkovSkipCount(a *assembly) int {
+	n := 0
+	for _, s := range a.Stacks {
+		for _, sk := range checkovSkips(s) {
+			n += len(sk.IDs)
+		}
+	}
+	return n
+}
