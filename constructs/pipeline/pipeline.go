@@ -75,8 +75,8 @@ type PipelineProps struct {
 	// Heartbeat sends a probe through the pipeline every Heartbeat.Every (a schedule sending
 	// to the queue; the consumer completes it with a no-op) and alarms (paging) when none
 	// completed in two intervals in a row, so silent breakage pages with zero traffic; see
-	// package heartbeat for what it proves and what it costs (about $0.45 a month at 5
-	// minutes). Queue is set by the pipeline; setting it is an error. Default nil: no
+	// package heartbeat for what it proves and what it costs (about $2.55 a month a pipeline
+	// at 5 minutes on an otherwise idle pipeline, $0.45 on one with traffic). Queue is set by the pipeline; setting it is an error. Default nil: no
 	// heartbeat.
 	Heartbeat *heartbeat.HeartbeatProps
 	// Hardening turns on the controls regulated reviews ask for that cost money or change

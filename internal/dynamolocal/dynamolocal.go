@@ -72,7 +72,8 @@ type Server struct {
 	proc     *localproc.Process
 }
 
-// Start launches DynamoDB Local in memory on a free 127.0.0.1 port and returns once it answers
+// Start launches DynamoDB Local in memory on a free port (it listens on every interface: it has
+// no bind-address flag) and returns, with a client for 127.0.0.1, once it answers
 // ListTables, or fails after StartTimeout. The error names what is missing (jars, java) and
 // how to get it.
 func Start() (*Server, error) {
