@@ -75,7 +75,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
-	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency/layout"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
@@ -105,7 +105,7 @@ type Store interface {
 	// PartitionKeyName is the table's partition key attribute (a string key), given to the
 	// function as IDEMPOTENCY_PARTITION_KEY: "id" for tables of constructs/table and of
 	// Powertools for AWS Lambda. "" means "id". It may not be an attribute the idempotency
-	// record writes (idempotency.ReservedAttrs).
+	// record writes (layout.ReservedAttrs).
 	PartitionKeyName() string
 	// SortKeyName is the table's sort key attribute, "" without one. It may be neither the
 	// partition key nor an attribute the idempotency record writes.
@@ -599,14 +599,14 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	}
 	// The function refuses these names at start (functions/consume's env.go holds the same
 	// rules); constructs/table never reports them, another Store might.
-	partitionKey := or(props.Table.PartitionKeyName(), idempotency.DefaultPartitionKeyAttr)
-	if len(partitionKey) > maxAttrNameBytes || !utf8.ValidString(partitionKey) || slices.Contains(idempotency.ReservedAttrs(), partitionKey) {
+	partitionKey := or(props.Table.PartitionKeyName(), layout.DefaultPartitionKeyAttr)
+	if len(partitionKey) > maxAttrNameBytes || !utf8.ValidString(partitionKey) || slices.Contains(layout.ReservedAttrs(), partitionKey) {
 		p.Add("Table", fmt.Sprintf("a table with partition key %q", partitionKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_PARTITION_KEY "+
 			"(1 to %d bytes of UTF-8, none of %s: the attributes every idempotency record writes), so every invocation would fail; "+
-			`use a table whose partition key has another name, e.g. "id"`, maxAttrNameBytes, strings.Join(idempotency.ReservedAttrs(), ", ")))
+			`use a table whose partition key has another name, e.g. "id"`, maxAttrNameBytes, strings.Join(layout.ReservedAttrs(), ", ")))
 	}
 	sortKey := props.Table.SortKeyName()
-	if refused := append([]string{partitionKey}, idempotency.ReservedAttrs()...); slices.Contains(refused, sortKey) {
+	if refused := append([]string{partitionKey}, layout.ReservedAttrs()...); slices.Contains(refused, sortKey) {
 		p.Add("Table", fmt.Sprintf("a table with sort key %q", sortKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_SORT_KEY (none of %s: "+
 			"the partition key and the attributes every idempotency record writes), so every invocation would fail; "+
 			`use a table whose sort key has another name, e.g. "sk"`, strings.Join(refused, ", ")))

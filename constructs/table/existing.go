@@ -13,7 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
-	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency/layout"
 )
 
 // ExistingIdempotencyTableProps describes a DynamoDB table created outside this stack (by
@@ -41,7 +41,7 @@ type ExistingIdempotencyTableProps struct {
 
 	// PartitionKey is the name of the table's partition key attribute (a string). It reaches
 	// the consumer as IDEMPOTENCY_PARTITION_KEY. At most 255 bytes of UTF-8, and none of the
-	// attributes the idempotency record writes (idempotency.ReservedAttrs). It may be a
+	// attributes the idempotency record writes (layout.ReservedAttrs). It may be a
 	// token; then only the consumer checks it, when it starts.
 	// Default: "id" (PartitionKeyAttr), as in a table made by Powertools for AWS Lambda.
 	PartitionKey string
@@ -49,7 +49,7 @@ type ExistingIdempotencyTableProps struct {
 	// SortKey is the name of the table's sort key attribute (a string), "" when the table has
 	// none. With a sort key the key is composite: the tenant is the partition, the
 	// idempotency key the sort key (IDEMPOTENCY_SORT_KEY). At most 255 bytes of UTF-8, not
-	// PartitionKey, none of idempotency.ReservedAttrs. It may be a token, like PartitionKey.
+	// PartitionKey, none of layout.ReservedAttrs. It may be a token, like PartitionKey.
 	// Default: "" (partition key only).
 	SortKey string
 
@@ -197,4 +197,4 @@ func (t *existingTable) GrantIdempotency(grantee awsiam.IGrantable) awsiam.Grant
 func (t *existingTable) Table() awsdynamodb.ITable   { return t.table }
 func (t *existingTable) PartitionKeyName() string    { return t.partitionKey }
 func (t *existingTable) SortKeyName() string         { return t.sortKey }
-func (t *existingTable) TimeToLiveAttribute() string { return idempotency.AttrExpiration }
+func (t *existingTable) TimeToLiveAttribute() string { return layout.AttrExpiration }

@@ -12,16 +12,16 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
-	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency/layout"
 )
 
 // The record layout is Powertools for AWS Lambda's; it is fixed so other runtimes can share
 // the table. The names are functions/idempotency's, which writes the records.
 const (
 	// PartitionKeyAttr is the partition key attribute (a string).
-	PartitionKeyAttr = idempotency.DefaultPartitionKeyAttr
+	PartitionKeyAttr = layout.DefaultPartitionKeyAttr
 	// TimeToLiveAttr is the TTL attribute (epoch seconds).
-	TimeToLiveAttr = idempotency.AttrExpiration
+	TimeToLiveAttr = layout.AttrExpiration
 )
 
 // IdempotencyTableProps configures an IdempotencyTable. The zero value (or nil props) is a
@@ -35,7 +35,7 @@ type IdempotencyTableProps struct {
 
 	// SortKey makes the key composite: the name of a string sort key attribute (1-255
 	// bytes of UTF-8, neither the partition key "id" nor an attribute the idempotency record
-	// writes: idempotency.ReservedAttrs, "expiration", "status", "data", ...). The consumer
+	// writes: layout.ReservedAttrs, "expiration", "status", "data", ...). The consumer
 	// then sets IDEMPOTENCY_SORT_KEY to it. A token is not validated here; the consumer
 	// checks the name when it starts.
 	// Default: "" (partition key only).
@@ -176,10 +176,10 @@ var (
 
 // reserved reports whether name is an attribute the idempotency record writes besides its
 // key: a key attribute of that name would have every write try to change the record's key.
-func reserved(name string) bool { return slices.Contains(idempotency.ReservedAttrs(), name) }
+func reserved(name string) bool { return slices.Contains(layout.ReservedAttrs(), name) }
 
-// reservedList is idempotency.ReservedAttrs for messages.
-func reservedList() string { return strings.Join(idempotency.ReservedAttrs(), ", ") }
+// reservedList is layout.ReservedAttrs for messages.
+func reservedList() string { return strings.Join(layout.ReservedAttrs(), ", ") }
 
 // settings are the props with every default applied: what the construct builds from.
 type settings struct {

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/functions/idempotency/layout"
 )
 
 // Defaults of Config and RetryPolicy, applied by New to zero fields.
 const (
 	DefaultKeyPrefix        = "default"
-	DefaultPartitionKeyAttr = "id"
+	DefaultPartitionKeyAttr = layout.DefaultPartitionKeyAttr
 	DefaultRecordTTL        = 24 * time.Hour
 	DefaultLockCap          = 15 * time.Minute
 
@@ -32,19 +34,20 @@ const (
 	MaxRetryAttempts = 20
 )
 
-// Names of the record's attributes (the Powertools layout plus owner and attempt).
+// Names of the record's attributes (the Powertools layout plus owner and attempt; package
+// layout holds them, for the constructs).
 const (
-	AttrExpiration     = "expiration"
-	AttrLockExpiration = "in_progress_expiration"
-	AttrStatus         = "status"
-	AttrData           = "data"
-	AttrValidation     = "validation"
-	AttrOwner          = "owner"
-	AttrAttempt        = "attempt"
+	AttrExpiration     = layout.AttrExpiration
+	AttrLockExpiration = layout.AttrLockExpiration
+	AttrStatus         = layout.AttrStatus
+	AttrData           = layout.AttrData
+	AttrValidation     = layout.AttrValidation
+	AttrOwner          = layout.AttrOwner
+	AttrAttempt        = layout.AttrAttempt
 	// AttrResultDropped marks a COMPLETED record whose result could not be stored (see
 	// Result.ResultDropped); its value is the result's size in bytes. Other runtimes ignore
 	// it: the Powertools attributes keep their meaning, the record just has no `data`.
-	AttrResultDropped = "result_dropped"
+	AttrResultDropped = layout.AttrResultDropped
 )
 
 // Config configures a Guard. TableName is the only required field (unless Disabled); zero
@@ -106,18 +109,12 @@ type RetryPolicy struct {
 // ErrInvalidConfig is wrapped by the error New returns for an invalid Config.
 var ErrInvalidConfig = errors.New("invalid idempotency config")
 
-// reservedAttrs are every attribute a record writes besides its key (ReservedAttrs).
-var reservedAttrs = []string{
-	AttrExpiration, AttrLockExpiration, AttrStatus, AttrData, AttrValidation, AttrOwner, AttrAttempt,
-	AttrResultDropped,
-}
-
 // ReservedAttrs are the names of every attribute a record writes besides its key attributes,
 // in a new slice. A table's key attributes need other names, or every write would try to
 // change the record's own key: New refuses them as PartitionKeyAttr and SortKeyAttr, and the
 // consumer's IDEMPOTENCY_SORT_KEY and constructs/table's SortKey refuse them too, so a bad
 // name fails at start or at synth with the setting's name rather than on every record.
-func ReservedAttrs() []string { return slices.Clone(reservedAttrs) }
+func ReservedAttrs() []string { return layout.ReservedAttrs() }
 
 // withDefaults validates cfg (and api) and returns it with defaults applied. Every problem is
 // reported at once, each naming the field, the value and the fix.
@@ -145,7 +142,7 @@ func (cfg Config) withDefaults(apiNil bool) (Config, error) {
 	for _, a := range []struct{ field, value string }{
 		{"PartitionKeyAttr", cfg.PartitionKeyAttr}, {"SortKeyAttr", cfg.SortKeyAttr},
 	} {
-		if slices.Contains(reservedAttrs, a.value) {
+		if slices.Contains(layout.ReservedAttrs(), a.value) {
 			add("Config.%s = %q is an attribute the idempotency record writes: the table's key attributes need other names (the default partition key is %q)",
 				a.field, a.value, DefaultPartitionKeyAttr)
 		}
