@@ -171,13 +171,16 @@ build: ## build both Lambda binaries as bundling does (linux/arm64) into bin/
 	done
 
 .PHONY: check-function-deps
-check-function-deps: ## fail if a Lambda binary links any CDK, jsii or constructs package, or the CDK app the DynamoDB SDK or package testing
+check-function-deps: ## fail if a Lambda binary links any CDK, jsii or constructs package, the CDK app the DynamoDB SDK, or a shipped binary package testing
 	@bad=$$($(GO) list -deps ./functions/consumer ./functions/dispatcher | grep -E 'aws-cdk-go|jsii-runtime-go|constructs-go' || true); \
 	if [ -n "$$bad" ]; then echo "function binaries must not import CDK packages:"; echo "$$bad"; exit 1; fi; \
 	echo "function binaries import no CDK, jsii or constructs package"
-	@bad=$$($(GO) list -deps ./stacks/app | grep -E 'service/dynamodb$$|^testing$$' || true); \
-	if [ -n "$$bad" ]; then echo "the CDK app must not link these (the constructs take the record layout from functions/idempotency/layout):"; echo "$$bad"; exit 1; fi; \
-	echo "the CDK app links neither the DynamoDB SDK nor package testing"
+	@bad=$$($(GO) list -deps ./stacks/app | grep -E 'service/dynamodb$$' || true); \
+	if [ -n "$$bad" ]; then echo "the CDK app must not link the DynamoDB SDK (the constructs take the record layout from functions/idempotency/layout):"; echo "$$bad"; exit 1; fi; \
+	for p in ./stacks/app ./cmd/pipelinectl ./functions/consumer ./functions/dispatcher; do \
+	  if $(GO) list -deps $$p | grep -qx testing; then echo "$$p links package testing: test helpers belong in internal/testmain or _test.go files"; exit 1; fi; \
+	done; \
+	echo "the CDK app links no DynamoDB SDK; no shipped binary links package testing"
 
 # ---------------------------------------------------------------------------- synth
 

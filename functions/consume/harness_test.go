@@ -17,12 +17,13 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/testmain"
 )
 
 // srv is DynamoDB Local, started once for the package; a start failure fails the run.
 var srv *dynamolocal.Server
 
-func TestMain(m *testing.M) { os.Exit(dynamolocal.Main(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(testmain.With(m, dynamolocal.Start, &srv)) }
 
 var tableSeq atomic.Int64
 

@@ -18,12 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/testmain"
 )
 
 // srv is DynamoDB Local, started once for the package. A start failure fails the run.
 var srv *dynamolocal.Server
 
-func TestMain(m *testing.M) { os.Exit(dynamolocal.Main(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(testmain.With(m, dynamolocal.Start, &srv)) }
 
 var tableSeq atomic.Int64
 

@@ -1,4 +1,4 @@
-// Package dynamolocal starts DynamoDB Local for tests, on a free loopback port, so that code
+// Package dynamolocal starts DynamoDB Local for tests, on a free port, so that code
 // which talks to DynamoDB is tested against a real implementation of its conditions, return
 // values and TTL attributes instead of a mock.
 //
@@ -6,7 +6,7 @@
 //
 //	var srv *dynamolocal.Server
 //
-//	func TestMain(m *testing.M) { os.Exit(dynamolocal.Main(m, &srv)) }
+//	func TestMain(m *testing.M) { os.Exit(testmain.With(m, dynamolocal.Start, &srv)) }
 //
 //	func TestX(t *testing.T) {
 //		ctx := t.Context()
@@ -29,7 +29,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -225,15 +224,6 @@ func (s *Server) CreateTable(ctx context.Context, name, partitionKey, sortKey st
 		return fmt.Errorf("dynamolocal: enable TTL on %s: %w", name, err)
 	}
 	return nil
-}
-
-// Main is a TestMain body: it starts the server into *srv, runs the tests, stops the server
-// and returns the exit code. A server that cannot start fails the run (exit code 1) with the
-// reason, rather than skipping the tests that need it.
-//
-//	func TestMain(m *testing.M) { os.Exit(dynamolocal.Main(m, &srv)) }
-func Main(m *testing.M, srv **Server) int {
-	return localproc.Main(m, Start, srv)
 }
 
 // jarDir finds the DynamoDB Local jars: $DYNAMODB_LOCAL_DIR, else .cache/dynamodb-local in the

@@ -13,13 +13,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idempotent-sqs/pipeline/internal/testmain"
 )
 
 var srv *Server
 
 // TestMain also checks Stop: after the tests, the JVM's process group must be gone.
 func TestMain(m *testing.M) {
-	code := Main(m, &srv)
+	code := testmain.With(m, Start, &srv)
 	if srv != nil {
 		if err := syscall.Kill(-srv.proc.PID(), 0); !errors.Is(err, syscall.ESRCH) {
 			fmt.Fprintf(os.Stderr, "FAIL: process group %d still exists after Stop (kill 0: %v)\n", srv.proc.PID(), err)

@@ -29,7 +29,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -185,21 +184,6 @@ func ModuleRoot(dir string) (string, bool) {
 		}
 		dir = parent
 	}
-}
-
-// Main is the body of a server package's Main, for TestMain: it starts the server into *srv,
-// runs the tests, stops the server and returns the exit code. A server that cannot start
-// fails the run (exit code 1) with the reason on stderr, rather than skipping the tests that
-// need it.
-func Main[S interface{ Stop() }](m *testing.M, start func() (S, error), srv *S) int {
-	s, err := start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	defer s.Stop()
-	*srv = s
-	return m.Run()
 }
 
 // tailBuffer keeps the last max bytes written to it; a process writes from two pipes at once.

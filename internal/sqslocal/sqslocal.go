@@ -6,7 +6,7 @@
 //
 //	var srv *sqslocal.Server
 //
-//	func TestMain(m *testing.M) { os.Exit(sqslocal.Main(m, &srv)) }
+//	func TestMain(m *testing.M) { os.Exit(testmain.With(m, sqslocal.Start, &srv)) }
 //
 //	func TestX(t *testing.T) {
 //		ctx := t.Context()
@@ -34,7 +34,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -388,15 +387,6 @@ func (s *Server) CreateQueue(ctx context.Context, name string, attrs map[string]
 		return "", "", fmt.Errorf("sqslocal: queue %s ARN: %w", name, err)
 	}
 	return aws.ToString(out.QueueUrl), a.Attributes[string(types.QueueAttributeNameQueueArn)], nil
-}
-
-// Main is a TestMain body: it starts the server into *srv, runs the tests, stops the server
-// and returns the exit code. A server that cannot start fails the run (exit code 1) with the
-// reason, rather than skipping the tests that need it.
-//
-//	func TestMain(m *testing.M) { os.Exit(sqslocal.Main(m, &srv)) }
-func Main(m *testing.M, srv **Server) int {
-	return localproc.Main(m, Start, srv)
 }
 
 // InstallDir is where the server of kind k is installed: its environment variable, else

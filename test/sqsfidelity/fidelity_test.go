@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
+	"github.com/idempotent-sqs/pipeline/internal/testmain"
 )
 
 var srv *sqslocal.Server
 
-func TestMain(m *testing.M) { os.Exit(sqslocal.Main(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(testmain.With(m, sqslocal.Start, &srv)) }
 
 // knownGaps are the checks each server is measured to fail (test/sqsfidelity/README.md), with
 // what that means for the e2e suite. The test requires exactly these to fail: any other

@@ -18,11 +18,12 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/testmain"
 )
 
 var srv *dynamolocal.Server
 
-func TestMain(m *testing.M) { os.Exit(dynamolocal.Main(m, &srv)) }
+func TestMain(m *testing.M) { os.Exit(testmain.With(m, dynamolocal.Start, &srv)) }
 
 // Two copies of one message (SQS delivers at least once: two MessageIds, one key), in one
 // batch and again in a second invocation: the user's effect runs once.
