@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,7 +149,7 @@ func backfill(ctx context.Context, args []string, w streams, connect connector) 
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w", name, err)
 	}
-	loc, err := time.LoadLocation(or(sch.ScheduleExpressionTimezone, "UTC"))
+	loc, err := time.LoadLocation(cmp.Or(sch.ScheduleExpressionTimezone, "UTC"))
 	if err != nil {
 		return fmt.Errorf("schedule %s: time zone %q: %w", name, sch.ScheduleExpressionTimezone, err)
 	}
@@ -183,7 +184,7 @@ func backfill(ctx context.Context, args []string, w streams, connect connector) 
 	if len(occs) > maxBackfill {
 		return usagef("%d occurrences from %s to %s: at most %d a run; split the range", len(occs), *fromFlag, *toFlag, maxBackfill)
 	}
-	fmt.Fprintf(out, "schedule     %s: %s in %s (%s)\n", name, sch.ScheduleExpression, loc, or(sch.State, "state unknown"))
+	fmt.Fprintf(out, "schedule     %s: %s in %s (%s)\n", name, sch.ScheduleExpression, loc, cmp.Or(sch.State, "state unknown"))
 	fmt.Fprintf(out, "dispatcher   %s\n", fn)
 	fmt.Fprintf(out, "occurrences  %d in [%s, %s)\n", len(occs), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	for _, t := range occs {

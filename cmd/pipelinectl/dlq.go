@@ -347,11 +347,3 @@ func queueKind(fifo bool) string {
 	}
 	return "standard"
 }
-
-// or returns the first non-empty string.
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -116,7 +117,7 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 	}
 	if fn, name := outputs[c.pipeline+outDispatcher], outputs[c.pipeline+outSchedule]; *access == "operate" && fn != "" && name != "" {
 		add("ReadSchedule", backfillSchedule, fmt.Sprintf("arn:%s:scheduler:%s:%s:schedule/%s/%s", partition, region, account,
-			or(outputs[c.pipeline+outScheduleGroup], "default"), name))
+			cmp.Or(outputs[c.pipeline+outScheduleGroup], "default"), name))
 		add("InvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
 	}
 	if outputs[outUnhealthy] != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -45,7 +46,7 @@ func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, conne
 	case r.id == "" && r.sortKey != "":
 		return nil, id, usagef("%s: --sort-key goes with --id; with KEY, give --tenant", cmd)
 	}
-	prefix := or(r.keyPrefix, r.pipeline)
+	prefix := cmp.Or(r.keyPrefix, r.pipeline)
 	if r.id == "" && prefix == "" {
 		return nil, id, usagef("%s: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id", cmd)
 	}
@@ -129,7 +130,7 @@ func (r *recordFlags) noRecordHint(err error) error {
 	}
 	return fmt.Errorf("%w. Either no message with this key ran in this pipeline, or its record expired (the consumer's IDEMPOTENCY_RECORD_TTL), "+
 		"or the consumer's key prefix is not %q (give --key-prefix, its IDEMPOTENCY_KEY_PREFIX), or the key is another pipeline's (--pipeline)",
-		err, or(r.keyPrefix, r.pipeline))
+		err, cmp.Or(r.keyPrefix, r.pipeline))
 }
 
 func recordRelease(ctx context.Context, args []string, w streams, connect connector) error {
@@ -202,7 +203,7 @@ func printRecord(w io.Writer, ri *idempotency.RecordInfo, now time.Time) {
 	}
 	fmt.Fprintf(tw, "record\t%s\n", recordName(ri))
 	fmt.Fprintf(tw, "status\t%s\n", ri.Status)
-	fmt.Fprintf(tw, "owner\t%s\n", or(ri.Owner, "(none)"))
+	fmt.Fprintf(tw, "owner\t%s\n", cmp.Or(ri.Owner, "(none)"))
 	fmt.Fprintf(tw, "attempt\t%d\n", ri.Attempt)
 	switch {
 	case ri.LockExpires.IsZero():
@@ -221,7 +222,7 @@ func printRecord(w io.Writer, ri *idempotency.RecordInfo, now time.Time) {
 		exp += ", expired: counts as absent"
 	}
 	fmt.Fprintf(tw, "expires\t%s\n", exp)
-	fmt.Fprintf(tw, "payload\t%s\n", or(prefixed("sha256 ", ri.PayloadHash), "(not validated)"))
+	fmt.Fprintf(tw, "payload\t%s\n", cmp.Or(prefixed("sha256 ", ri.PayloadHash), "(not validated)"))
 	switch {
 	case ri.ResultDropped:
 		fmt.Fprintf(tw, "result\tnot stored (too large for the record)\n")

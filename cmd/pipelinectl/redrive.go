@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -322,7 +323,7 @@ func destination(ctx context.Context, api *sqs.Client, t dlqTarget, dlq queueInf
 	case destURL == "":
 		if len(dlq.sourceArns) != 1 {
 			return queueInfo{}, usagef("no destination: the outputs name no source queue and the DLQ's redrive-allow policy names %d source queues (%s); give --to QUEUE (its URL, ARN or name)",
-				len(dlq.sourceArns), or(dlq.redrivePermission, "none"))
+				len(dlq.sourceArns), cmp.Or(dlq.redrivePermission, "none"))
 		}
 		if destURL, err = urlOfArn(ctx, api, dlq.sourceArns[0]); err != nil {
 			return queueInfo{}, err
@@ -444,7 +445,7 @@ func followTask(ctx context.Context, api *sqs.Client, dlq queueInfo, handle stri
 		case "COMPLETED":
 			return last, nil
 		default:
-			return last, fmt.Errorf("move task %s: %s", status, or(aws.ToString(e.FailureReason), "no reason given"))
+			return last, fmt.Errorf("move task %s: %s", status, cmp.Or(aws.ToString(e.FailureReason), "no reason given"))
 		}
 		if time.Now().After(deadline) {
 			return last, goesOn(fmt.Sprintf("the move task is still %s after --wait %s", status, wait))

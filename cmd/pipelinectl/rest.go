@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -109,8 +110,8 @@ func (r *restClient) call(ctx context.Context, service, op, method, path string,
 				e.Type, e.Message = x.Code, x.Message
 			}
 		}
-		typ, _, _ := strings.Cut(or(resp.Header.Get("X-Amzn-ErrorType"), e.Type), ":")
-		return nil, nil, &apiError{Service: service, Op: op, Status: resp.StatusCode, Type: typ, Msg: or(e.Message, strings.TrimSpace(string(out)))}
+		typ, _, _ := strings.Cut(cmp.Or(resp.Header.Get("X-Amzn-ErrorType"), e.Type), ":")
+		return nil, nil, &apiError{Service: service, Op: op, Status: resp.StatusCode, Type: typ, Msg: cmp.Or(e.Message, strings.TrimSpace(string(out)))}
 	}
 	return resp.Header, out, nil
 }

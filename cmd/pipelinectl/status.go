@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -250,7 +251,7 @@ func pipelineStatusOf(ctx context.Context, cl *clients, outputs map[string]strin
 				// On its way to Enabled (a deploy under way): not a problem, and printed.
 			case m.State != "Enabled":
 				s.Problems = append(s.Problems, fmt.Sprintf("mapping %s is %s (%s): nothing receives while it is not Enabled; aws lambda update-event-source-mapping --uuid %s --enabled",
-					m.UUID, m.State, or(m.StateTransitionReason, "no reason given"), m.UUID))
+					m.UUID, m.State, cmp.Or(m.StateTransitionReason, "no reason given"), m.UUID))
 			case strings.HasPrefix(m.LastProcessingResult, "PROBLEM"):
 				s.Problems = append(s.Problems, fmt.Sprintf("mapping %s: %s", m.UUID, m.LastProcessingResult))
 			}

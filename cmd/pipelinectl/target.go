@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -153,9 +154,9 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 	}
 	return &clients{
 		rest: &restClient{cfg: cfg, endpoint: c.endpoint},
-		sqs:  sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
-		ddb:  dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
-		cfn:  cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = or2(ep, o.BaseEndpoint) }),
+		sqs:  sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
+		ddb:  dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
+		cfn:  cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
 	}, nil
 }
 
@@ -214,14 +215,6 @@ func explain(err error) error {
 // in words: what the CLI was doing stays, the transport's internals go.
 func inWordsWhole(err error, op *smithy.OperationError) string {
 	return strings.Replace(err.Error(), op.Error(), op.Service()+" "+op.Operation()+": "+inWords(op), 1)
-}
-
-// or2 returns a if it is set, else b.
-func or2(a, b *string) *string {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // stackOutputs returns the outputs of the stack the flags name, and a description of where
@@ -345,7 +338,7 @@ func (c *common) pipelineDLQ(outputs map[string]string, from string) (string, er
 	v, ok := outputs[c.pipeline+outDLQURL]
 	if ps := pipelines(outputs); !ok && len(ps) == 0 {
 		return "", usagef("%s has no pipeline %q, and no pipeline at all: no output ends in %s (is it a stack of these constructs? its outputs: %s); "+
-			"a pipeline's outputs come from pipeline.Outputs, or give --queue-url and --table", from, c.pipeline, outDLQURL, or(strings.Join(slices.Sorted(maps.Keys(outputs)), ", "), "none"))
+			"a pipeline's outputs come from pipeline.Outputs, or give --queue-url and --table", from, c.pipeline, outDLQURL, cmp.Or(strings.Join(slices.Sorted(maps.Keys(outputs)), ", "), "none"))
 	} else if !ok {
 		return "", usagef("%s has no pipeline %q (no output %s%s)%s; its pipelines: %s", from, c.pipeline, c.pipeline, outDLQURL,
 			didYouMean(c.pipeline, ps), strings.Join(ps, ", "))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -95,7 +96,7 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 		if ctx.Err() != nil {
 			break
 		}
-		r := verifyPipeline(ctx, cl, outputs, p, or(*keyPrefix, p), *timeout, out)
+		r := verifyPipeline(ctx, cl, outputs, p, cmp.Or(*keyPrefix, p), *timeout, out)
 		results = append(results, r)
 		if r.OK {
 			via := ""
@@ -155,7 +156,7 @@ func verifyAlarms(ctx context.Context, cl *clients, outputs map[string]string, o
 			a.label(), a.Name, a.Reason, a.runbook())
 	}
 	for _, a := range failures {
-		fmt.Fprintf(out, "%-12s FAILED: alarm %s is in ALARM: %s. Runbook: %s\n", or(a.label(), "alarms"), a.Name, a.Reason, a.runbook())
+		fmt.Fprintf(out, "%-12s FAILED: alarm %s is in ALARM: %s. Runbook: %s\n", cmp.Or(a.label(), "alarms"), a.Name, a.Reason, a.runbook())
 	}
 	for i := range results {
 		for _, a := range failures {
@@ -302,7 +303,7 @@ func (w probeWait) wait(ctx context.Context, id string) (time.Duration, string) 
 	}
 	q, _ := getQueue(ctx, w.cl.sqs, w.src)
 	dlqAfter, _ := getQueue(ctx, w.cl.sqs, w.dlqURL)
-	mapping := fmt.Sprintf("aws lambda list-event-source-mappings --function-name %s --query 'EventSourceMappings[].[State,StateTransitionReason,LastProcessingResult]'", or(w.consumerFn, "<consumer>"))
+	mapping := fmt.Sprintf("aws lambda list-event-source-mappings --function-name %s --query 'EventSourceMappings[].[State,StateTransitionReason,LastProcessingResult]'", cmp.Or(w.consumerFn, "<consumer>"))
 	switch {
 	case dlqAfter.visible > w.dlqBefore:
 		return 0, fmt.Sprintf("the probes went to the DLQ (%d -> %d messages) instead of completing: the consumer failed them until maxReceiveCount; its log says why (record outcome with probe=true)",

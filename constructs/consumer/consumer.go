@@ -49,6 +49,7 @@
 package consumer
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -503,8 +504,8 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			Main:             "consumer",
 			Entry:            props.Entry,
 			ModuleDir:        props.ModuleDir,
-			Timeout:          or(props.Timeout, DefaultTimeout),
-			MemorySize:       or(props.MemorySize, DefaultMemorySize),
+			Timeout:          cmp.Or(props.Timeout, DefaultTimeout),
+			MemorySize:       cmp.Or(props.MemorySize, DefaultMemorySize),
 			LogRetention:     props.LogRetention,
 			LogRemovalPolicy: props.LogRemovalPolicy,
 			DisableTracing:   props.DisableTracing,
@@ -519,18 +520,18 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 				"synchronously by its SQS event source mapping, so failed records return to the queue and move to the queue's redrive DLQ",
 		},
 		fifo:              props.Queue.Fifo(),
-		batchSize:         or(props.BatchSize, DefaultBatchSize),
+		batchSize:         cmp.Or(props.BatchSize, DefaultBatchSize),
 		maxBatchingWindow: props.MaxBatchingWindow,
-		maxConcurrency:    or(props.MaxConcurrency, DefaultMaxConcurrency),
+		maxConcurrency:    cmp.Or(props.MaxConcurrency, DefaultMaxConcurrency),
 	}
 	if pp := props.ProvisionedPollers; pp != nil {
-		s.pollers = &ProvisionedPollers{Minimum: or(pp.Minimum, DefaultMinimumPollers), Maximum: pp.Maximum}
+		s.pollers = &ProvisionedPollers{Minimum: cmp.Or(pp.Minimum, DefaultMinimumPollers), Maximum: pp.Maximum}
 		s.maxConcurrency = 0
 	}
 	s.fn.Validate(p)
 	timeout := s.fn.Timeout
 
-	visibility := or(props.Queue.VisibilityTimeout(), sqsDefaultVisibility)
+	visibility := cmp.Or(props.Queue.VisibilityTimeout(), sqsDefaultVisibility)
 	// An invalid Timeout is reported above; measured against the queue it would only add noise.
 	if need := VisibilityFactor * timeout; gofn.ValidTimeout(timeout) && visibility < need {
 		p.Addf("Timeout", "%v needs a queue visibility timeout of at least %v (%dx, AWS's rule for SQS event sources), the queue has %v; "+
@@ -589,17 +590,17 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			r, s.maxConcurrency, s.maxConcurrency)
 	}
 
-	keyPrefix := or(props.KeyPrefix, id)
+	keyPrefix := cmp.Or(props.KeyPrefix, id)
 	if !gofn.IsToken(keyPrefix) && !keyPrefixPattern.MatchString(keyPrefix) {
 		p.Add("KeyPrefix", strconv.Quote(keyPrefix), "use 1 to 100 letters, digits, '.', '_' or '-' (it is the namespace before '#' in each record id)")
 	}
-	keySource := or(props.KeySource, DefaultKeySource)
+	keySource := cmp.Or(props.KeySource, DefaultKeySource)
 	if err := checkSource(keySource, false); err != "" {
 		p.Add("KeySource", strconv.Quote(keySource), err)
 	}
 	// The function refuses these names at start (functions/consume's env.go holds the same
 	// rules); constructs/table never reports them, another Store might.
-	partitionKey := or(props.Table.PartitionKeyName(), layout.DefaultPartitionKeyAttr)
+	partitionKey := cmp.Or(props.Table.PartitionKeyName(), layout.DefaultPartitionKeyAttr)
 	if len(partitionKey) > maxAttrNameBytes || !utf8.ValidString(partitionKey) || slices.Contains(layout.ReservedAttrs(), partitionKey) {
 		p.Add("Table", fmt.Sprintf("a table with partition key %q", partitionKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_PARTITION_KEY "+
 			"(1 to %d bytes of UTF-8, none of %s: the attributes every idempotency record writes), so every invocation would fail; "+
@@ -620,9 +621,9 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 		}
 	}
 
-	retention := or(props.Queue.RetentionPeriod(), sqsDefaultRetention)
+	retention := cmp.Or(props.Queue.RetentionPeriod(), sqsDefaultRetention)
 	life := retention + deadLetterRetention(props.Queue)
-	s.recordTTL = or(props.RecordTTL, life+DefaultRedriveWindow)
+	s.recordTTL = cmp.Or(props.RecordTTL, life+DefaultRedriveWindow)
 	switch {
 	case s.recordTTL < timeout:
 		p.Addf("RecordTTL", "%v is shorter than the lock it must outlive (Timeout %v); use at least %v, or leave it 0 for the default %v",
@@ -636,7 +637,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	if props.CacheSize < 0 || props.CacheSize > limits.MaxCacheSize {
 		p.Add("CacheSize", props.CacheSize, fmt.Sprintf("use 0 (off) up to %d records (the consumer refuses more)", limits.MaxCacheSize))
 	}
-	batchConcurrency := or(props.BatchConcurrency, DefaultBatchConcurrency)
+	batchConcurrency := cmp.Or(props.BatchConcurrency, DefaultBatchConcurrency)
 	if batchConcurrency < 1 || batchConcurrency > limits.MaxBatchConcurrency {
 		p.Add("BatchConcurrency", batchConcurrency, fmt.Sprintf("use 1 to %d (the largest SQS batch; the consumer refuses more)", limits.MaxBatchConcurrency))
 	}
@@ -707,12 +708,4 @@ func checkSource(s string, allowGroup bool) string {
 		return fmt.Sprintf("unknown kind %q; %s", kind, forms)
 	}
 	return ""
-}
-
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

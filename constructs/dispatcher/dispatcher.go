@@ -58,6 +58,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -465,13 +466,13 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 			Main:             "dispatcher",
 			Entry:            props.Entry,
 			ModuleDir:        props.ModuleDir,
-			Timeout:          or(props.Timeout, DefaultTimeout),
-			MemorySize:       or(props.MemorySize, DefaultMemorySize),
+			Timeout:          cmp.Or(props.Timeout, DefaultTimeout),
+			MemorySize:       cmp.Or(props.MemorySize, DefaultMemorySize),
 			LogRetention:     props.LogRetention,
 			LogRemovalPolicy: props.LogRemovalPolicy,
 			DisableTracing:   props.DisableTracing,
 			RetryAttempts:    orPtr(props.AsyncRetryAttempts, DefaultAsyncRetryAttempts),
-			MaxEventAge:      or(props.AsyncMaxEventAge, DefaultAsyncMaxEventAge),
+			MaxEventAge:      cmp.Or(props.AsyncMaxEventAge, DefaultAsyncMaxEventAge),
 			Options: gofn.Options{
 				Architecture: props.Architecture, Vpc: props.Vpc, VpcSubnets: props.VpcSubnets,
 				SecurityGroups: props.SecurityGroups, Layers: props.Layers,
@@ -481,11 +482,11 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 			NoDLQReason: "failed asynchronous invocations go to an on-failure destination (EventInvokeConfig -> FailureQueue, alarmed), " +
 				"which also records the error; a DeadLetterConfig as well would deliver each failure twice",
 		},
-		jobName:               or(props.JobName, id),
-		cron:                  or(props.Cron, DefaultCron),
-		timeZone:              or(props.TimeZone, DefaultTimeZone),
+		jobName:               cmp.Or(props.JobName, id),
+		cron:                  cmp.Or(props.Cron, DefaultCron),
+		timeZone:              cmp.Or(props.TimeZone, DefaultTimeZone),
 		scheduleRetryAttempts: *orPtr(props.ScheduleRetryAttempts, DefaultScheduleRetryAttempts),
-		scheduleMaxEventAge:   or(props.ScheduleMaxEventAge, DefaultScheduleMaxEventAge),
+		scheduleMaxEventAge:   cmp.Or(props.ScheduleMaxEventAge, DefaultScheduleMaxEventAge),
 	}
 	s.fn.Description = "Scheduled dispatcher of job " + s.jobName
 	s.fn.Validate(p)
@@ -513,7 +514,7 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	if a := s.scheduleMaxEventAge; a < time.Minute || a > 24*time.Hour || a%time.Second != 0 {
 		p.Add("ScheduleMaxEventAge", a, "use whole seconds from 1m0s to 24h0m0s (Scheduler's limits)")
 	}
-	sendMaxAttempts := or(props.SendMaxAttempts, DefaultSendMaxAttempts)
+	sendMaxAttempts := cmp.Or(props.SendMaxAttempts, DefaultSendMaxAttempts)
 	if sendMaxAttempts < 1 || sendMaxAttempts > limits.MaxSendMaxAttempts {
 		p.Add("SendMaxAttempts", sendMaxAttempts, fmt.Sprintf("use 1 to %d: the dispatcher function refuses %s above %d, so every run would fail",
 			limits.MaxSendMaxAttempts, limits.EnvSendMaxAttempts, limits.MaxSendMaxAttempts))
@@ -662,14 +663,6 @@ func checkCron(cron string, now time.Time) string {
 			now.UTC().Format(time.DateOnly), awscron.MaxYear)
 	}
 	return ""
-}
-
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 func orPtr(v *int, def int) *int {

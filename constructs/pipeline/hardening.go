@@ -67,14 +67,6 @@ func (h *Hardening) placement(vpc awsec2.IVpc, subnets *awsec2.SubnetSelection) 
 	return h.Vpc, &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}
 }
 
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // maxBackupRetention is AWS Backup's longest retention, 36,500 days.
 const maxBackupRetention = 36500 * 24 * time.Hour
 

@@ -13,6 +13,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
@@ -158,7 +159,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		tp := props.tableProps()
 		tp.EncryptionKey = keyFor(tp.EncryptionKey, props.EncryptionKey)
 		if h != nil && tp.BackupRetention == 0 {
-			tp.BackupRetention = or(h.BackupRetention, DefaultHardenedBackupRetention)
+			tp.BackupRetention = cmp.Or(h.BackupRetention, DefaultHardenedBackupRetention)
 		}
 		p.table = table.NewIdempotencyTable(p, "Table", &tp)
 	}
@@ -200,7 +201,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		cp.Vpc, cp.VpcSubnets = h.placement(cp.Vpc, cp.VpcSubnets)
 		cp.LogGroupEncryptionKey = keyFor(cp.LogGroupEncryptionKey, logKey)
 		if cp.ReservedConcurrentExecutions == 0 {
-			cp.ReservedConcurrentExecutions = or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
+			cp.ReservedConcurrentExecutions = cmp.Or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
 			if pp := cp.ProvisionedPollers; pp != nil { // what the pollers' maximum drives
 				cp.ReservedConcurrentExecutions = pp.Maximum * consumer.InvocationsPerPoller
 			}

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,6 +13,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/batch"
 	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/functions/internal/envconf"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
@@ -61,20 +60,9 @@ const (
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("invalid consumer configuration")
 
-// EnvError names one environment variable whose value is unusable, and the accepted form.
-type EnvError struct {
-	Var, Value string
-	Set        bool // false: the variable is missing
-	Want       string
-}
-
-// Error names the variable, its value and the accepted form.
-func (e *EnvError) Error() string {
-	if !e.Set {
-		return fmt.Sprintf("%s is not set: want %s", e.Var, e.Want)
-	}
-	return fmt.Sprintf("%s=%q: want %s", e.Var, e.Value, e.Want)
-}
+// EnvError names one environment variable whose value is unusable, and the accepted form
+// (the dispatcher's is the same type).
+type EnvError = envconf.Error
 
 // TenantSource says where the tenant (the partition of a composite-key table) comes from.
 type TenantSource struct {
@@ -119,55 +107,11 @@ var tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
 // LoadConfig reads and validates every variable, reporting all problems at once (each an
 // *EnvError joined under ErrConfig). An optional variable set to "" counts as unset.
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
-	var problems []error
-	bad := func(name, value string, set bool, want string) {
-		problems = append(problems, &EnvError{Var: name, Value: value, Set: set, Want: want})
-	}
-	optional := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		return v, ok && v != ""
-	}
-	duration := func(name string, def, lo, hi time.Duration, want string) time.Duration {
-		v, ok := optional(name)
-		if !ok {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < lo || d > hi {
-			bad(name, v, true, want)
-			return def
-		}
-		return d
-	}
-	integer := func(name string, def, lo, hi int) int {
-		v, ok := optional(name)
-		if !ok {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			bad(name, v, true, fmt.Sprintf("an integer from %d to %d", lo, hi))
-			return def
-		}
-		return n
-	}
-	boolean := func(name string, def bool) bool {
-		v, ok := optional(name)
-		if !ok {
-			return def
-		}
-		switch strings.ToLower(v) {
-		case "true":
-			return true
-		case "false":
-			return false
-		}
-		bad(name, v, true, "true or false")
-		return def
-	}
+	env := envconf.New(lookup)
+	bad, optional, lookup := env.Bad, env.Optional, env.Lookup
+	duration, integer, boolean := env.Duration, env.Int, env.Bool
 
-	cfg := Config{MaxBodyBytes: defaultMaxBodyBytes, MetricsNamespace: defaultMetricsNamespace, LogLevel: slog.LevelInfo,
-		Service: telemetry.ServiceFromEnv(lookup, serviceName)}
+	cfg := Config{MaxBodyBytes: defaultMaxBodyBytes, Service: telemetry.ServiceFromEnv(lookup, serviceName)}
 	idem := &cfg.Idempotency
 	idem.Disabled = boolean(envDisabled, false)
 
@@ -259,31 +203,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 			"and 0 would start records up to the moment Lambda ends the invocation)",
 			batch.MinDeadlineMargin, batch.DefaultDeadlineMargin, batch.DefaultDeadlineMargin, batch.MinDeadlineMargin))
 	cfg.MaxBodyBytes = integer(envMaxBodyBytes, defaultMaxBodyBytes, 1, maxMaxBodyBytes)
-	if v, ok := optional(envDeadLetterQueue); ok {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Count(strings.Trim(u.Path, "/"), "/") != 1 {
-			bad(envDeadLetterQueue, v, true, "an SQS queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>")
-		} else {
-			cfg.DeadLetterQueueURL = v
-		}
-	}
-
-	if v, ok := optional(envMetricsNamespace); ok {
-		if err := telemetry.ValidateNamespace(v); err != nil {
-			bad(envMetricsNamespace, v, true, "a CloudWatch namespace: 1-255 characters of 0-9A-Za-z._-/#: and space, not starting with AWS/")
-		} else {
-			cfg.MetricsNamespace = v
-		}
-	}
-	if v, ok := optional(envLogLevel); ok {
-		if level, err := telemetry.ParseLevel(v); err != nil {
-			bad(envLogLevel, v, true, "DEBUG, INFO, WARN or ERROR")
-		} else {
-			cfg.LogLevel = level
-		}
-	}
-
-	if len(problems) > 0 {
-		return cfg, fmt.Errorf("%w: %w", ErrConfig, errors.Join(problems...))
-	}
-	return cfg, nil
+	cfg.DeadLetterQueueURL = env.QueueURL(envDeadLetterQueue, false)
+	cfg.MetricsNamespace = env.MetricsNamespace(envMetricsNamespace, defaultMetricsNamespace)
+	cfg.LogLevel = env.LogLevel(envLogLevel)
+	return cfg, env.Err(ErrConfig)
 }

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/idempotent-sqs/pipeline/functions/dispatch/limits"
+	"github.com/idempotent-sqs/pipeline/functions/internal/envconf"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
@@ -40,21 +39,9 @@ const (
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("invalid dispatcher configuration")
 
-// EnvError names one environment variable whose value is unusable.
-type EnvError struct {
-	Var   string
-	Value string
-	Set   bool   // false: the variable is missing
-	Want  string // the accepted form
-}
-
-// Error names the variable, its value and the accepted form.
-func (e *EnvError) Error() string {
-	if !e.Set {
-		return fmt.Sprintf("%s is not set: want %s", e.Var, e.Want)
-	}
-	return fmt.Sprintf("%s=%q: want %s", e.Var, e.Value, e.Want)
-}
+// EnvError names one environment variable whose value is unusable, and the accepted form
+// (the consumer's is the same type).
+type EnvError = envconf.Error
 
 // Config is the dispatcher's configuration, read from the environment once per cold start.
 type Config struct {
@@ -74,38 +61,21 @@ type Config struct {
 // *EnvError joined under ErrConfig). An optional variable set to the empty string counts as
 // unset, so a construct can always set every variable.
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
-	var problems []error
-	bad := func(name, value string, set bool, want string) {
-		problems = append(problems, &EnvError{Var: name, Value: value, Set: set, Want: want})
-	}
-	optional := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		return v, ok && v != ""
-	}
+	env := envconf.New(lookup)
+	bad, optional := env.Bad, env.Optional
 	cfg := Config{
-		SendMaxAttempts:  defaultSendMaxAttempts,
-		MetricsNamespace: defaultMetricsNamespace,
-		LogLevel:         slog.LevelInfo,
-		Service:          telemetry.ServiceFromEnv(lookup, serviceName),
+		SendMaxAttempts: defaultSendMaxAttempts,
+		Service:         telemetry.ServiceFromEnv(lookup, serviceName),
 	}
 
-	const urlWant = "the absolute https URL of the SQS queue, e.g. https://sqs.eu-west-1.amazonaws.com/123456789012/jobs.fifo"
-	if v, ok := lookup(envQueueURL); !ok || v == "" {
-		bad(envQueueURL, v, ok, urlWant)
-	} else if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-		bad(envQueueURL, v, true, urlWant)
-	} else {
-		cfg.QueueURL = v
-		cfg.Fifo = strings.HasSuffix(v, ".fifo")
-	}
+	cfg.QueueURL = env.QueueURL(envQueueURL, true)
+	cfg.Fifo = strings.HasSuffix(cfg.QueueURL, ".fifo")
 
 	jobWant := fmt.Sprintf("1-%d bytes of printable UTF-8 without surrounding spaces", maxJobNameBytes)
-	if v, ok := lookup(envJobName); !ok || v == "" {
-		bad(envJobName, v, ok, jobWant)
-	} else if !validJobName(v) {
-		bad(envJobName, v, true, jobWant)
-	} else {
+	if v, ok := env.Required(envJobName, jobWant); ok && validJobName(v) {
 		cfg.JobName = v
+	} else if ok {
+		bad(envJobName, v, true, jobWant)
 	}
 
 	// PERIOD used to set the unit the scheduled time was truncated to for the keys. Keys now
@@ -138,36 +108,10 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 
-	if v, ok := optional(envSendMaxAttempts); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxSendMaxAttempts {
-			bad(envSendMaxAttempts, v, true, fmt.Sprintf("an integer from 1 to %d", maxSendMaxAttempts))
-		} else {
-			cfg.SendMaxAttempts = n
-		}
-	}
-
-	if v, ok := optional(envMetricsNamespace); ok {
-		if err := telemetry.ValidateNamespace(v); err != nil {
-			bad(envMetricsNamespace, v, true, "a CloudWatch namespace: 1-255 characters of 0-9A-Za-z._-/#: and space, not starting with AWS/")
-		} else {
-			cfg.MetricsNamespace = v
-		}
-	}
-
-	if v, ok := optional(envLogLevel); ok {
-		level, err := telemetry.ParseLevel(v)
-		if err != nil {
-			bad(envLogLevel, v, true, "DEBUG, INFO, WARN or ERROR")
-		} else {
-			cfg.LogLevel = level
-		}
-	}
-
-	if len(problems) > 0 {
-		return cfg, fmt.Errorf("%w: %w", ErrConfig, errors.Join(problems...))
-	}
-	return cfg, nil
+	cfg.SendMaxAttempts = env.Int(envSendMaxAttempts, defaultSendMaxAttempts, 1, maxSendMaxAttempts)
+	cfg.MetricsNamespace = env.MetricsNamespace(envMetricsNamespace, defaultMetricsNamespace)
+	cfg.LogLevel = env.LogLevel(envLogLevel)
+	return cfg, env.Err(ErrConfig)
 }
 
 func validJobName(s string) bool {

@@ -63,9 +63,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		env  map[string]string
 		msg  string
 	}{
-		{"queue url missing", map[string]string{"QUEUE_URL": "\x00unset"}, "QUEUE_URL is not set: want the absolute https URL of the SQS queue"},
-		{"queue url empty", map[string]string{"QUEUE_URL": ""}, `QUEUE_URL="": want the absolute https URL`},
-		{"queue url not a URL", map[string]string{"QUEUE_URL": "jobs.fifo"}, `QUEUE_URL="jobs.fifo": want the absolute https URL`},
+		{"queue url missing", map[string]string{"QUEUE_URL": "\x00unset"}, "QUEUE_URL is not set: want an SQS queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>"},
+		{"queue url empty", map[string]string{"QUEUE_URL": ""}, `QUEUE_URL="": want an SQS queue URL`},
+		{"queue url not a URL", map[string]string{"QUEUE_URL": "jobs.fifo"}, `QUEUE_URL="jobs.fifo": want an SQS queue URL`},
+		// The consumer's rule for its DLQ's URL, now the dispatcher's too: an account and a name.
+		{"queue url without the account", map[string]string{"QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/jobs"}, `QUEUE_URL="https://sqs.eu-west-1.amazonaws.com/jobs": want an SQS queue URL`},
+		{"queue url with more path", map[string]string{"QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/jobs/x"}, `QUEUE_URL="https://sqs.eu-west-1.amazonaws.com/123456789012/jobs/x": want an SQS queue URL`},
 		{"queue url no path", map[string]string{"QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/"}, `QUEUE_URL="https://sqs.eu-west-1.amazonaws.com/": want`},
 		{"queue url arn", map[string]string{"QUEUE_URL": "arn:aws:sqs:eu-west-1:123456789012:jobs"}, `QUEUE_URL="arn:aws:sqs:eu-west-1:123456789012:jobs": want`},
 		{"job missing", map[string]string{"JOB_NAME": "\x00unset"}, "JOB_NAME is not set: want 1-128 bytes of printable UTF-8 without surrounding spaces"},
