@@ -16,6 +16,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // The AWS APIs besides SQS and DynamoDB that pipelinectl reads (status, verify, backfill,
@@ -175,7 +176,7 @@ func (k *Kit) lambdaInvoke(w http.ResponseWriter, req *http.Request) {
 		k.wg.Go(func() { // Close shuts the server down (this handler returns) before it waits for these
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			InvokeAsync(k.ctx, r.st.d, k.sq, r.Dispatcher, payload, r.st.obs.Clock, func(ctx context.Context, payload []byte) (lambdart.Result, error) {
+			standin.InvokeAsync(k.ctx, r.st.d, k.sq, r.Dispatcher, payload, r.st.obs.Clock, func(ctx context.Context, payload []byte) (lambdart.Result, error) {
 				return k.invoke(ctx, r.st, r.Dispatcher, r.disp, payload)
 			}, r.disp.FunctionARN())
 		})
@@ -244,7 +245,7 @@ func (k *Kit) lambdaMappings(w http.ResponseWriter, req *http.Request) {
 	for _, r := range runs {
 		m := map[string]any{
 			"UUID": r.p.Mapping.LogicalID, "EventSourceArn": r.st.d.QueueARN[r.p.Queue], "State": "Enabled", "LastProcessingResult": "OK",
-			"FunctionArn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, r.st.d.account, r.st.functionName(r.Consumer)),
+			"FunctionArn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, r.st.d.Account(), r.st.functionName(r.Consumer)),
 			"BatchSize":   r.p.Mapping.BatchSize,
 		}
 		if r.p.Mapping.Disabled {
@@ -264,7 +265,7 @@ func (k *Kit) schedulerGet(w http.ResponseWriter, req *http.Request) {
 	name := req.PathValue("name")
 	for _, st := range k.stacks {
 		for _, s := range st.d.Template.Schedules {
-			if st.d.localName(s.LogicalID) != name {
+			if st.d.LocalName(s.LogicalID) != name {
 				continue
 			}
 			group := req.URL.Query().Get("groupName")
@@ -273,7 +274,7 @@ func (k *Kit) schedulerGet(w http.ResponseWriter, req *http.Request) {
 			}
 			json.NewEncoder(w).Encode(map[string]any{"Name": name, "GroupName": group, "State": "ENABLED",
 				"ScheduleExpression": s.Expression, "ScheduleExpressionTimezone": s.Timezone,
-				"Target": map[string]any{"Arn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, st.d.account, st.functionName(s.Function)), "Input": s.Input}})
+				"Target": map[string]any{"Arn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, st.d.Account(), st.functionName(s.Function)), "Input": s.Input}})
 			return
 		}
 	}

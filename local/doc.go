@@ -15,7 +15,7 @@
 //   - DynamoDB Local and ElasticMQ (an SQS-compatible server) on free ports (ElasticMQ on
 //     loopback; DynamoDB Local takes no address and listens on every interface), from
 //     their pinned jars (Install fetches them with Maven into CacheDir; Java 17+).
-//   - Deploy creates the stacks' queues (attributes, redrive and redrive-allow policies) and
+//   - The kit creates the stacks' queues (attributes, redrive and redrive-allow policies) and
 //     tables (keys, TTL) from the templates. A property with no local meaning (encryption,
 //     tags, backups; a function's reserved concurrency, VPC or layers; a disabled mapping) is
 //     listed (Kit.Ignored); a queue or table property the kit does not understand, and a
@@ -34,16 +34,16 @@
 //     global table, parameters with Options.Parameters or their Default, Fn::Sub,
 //     Fn::ImportValue of a running stack's export); Options.Env sets any variable instead.
 //     Every variable the kit cannot resolve is reported before anything starts.
-//   - A Poller per consumer is its event source mapping: batch size, a batching window from
-//     the first record, Lambda's 6 MB payload (MaxPayload), maximum concurrency, partial
+//   - A poller per consumer is its event source mapping: batch size, a batching window from
+//     the first record, Lambda's 6 MB payload, maximum concurrency, partial
 //     batch responses; records not deleted return after the visibility timeout, and SQS's
 //     redrive policy moves them to the DLQ.
 //   - Fire runs a dispatcher as its schedule would, asynchronously: retries and the
-//     on-failure destination from its EventInvokeConfig (InvokeAsync). With Options.Cron
-//     the kit also fires it at each time its schedule's expression gives, in real time
-//     (ParseScheduleExpression: cron, rate and at, in the schedule's time zone).
-//   - The heartbeat schedules send their probes; an Observer records what runs as the
-//     CloudWatch metrics the templates' alarms read, and Evaluate applies every alarm and
+//     on-failure destination from its EventInvokeConfig. With Options.Cron the kit also
+//     fires it at each time its schedule's expression gives, in real time (cron, rate and
+//     at, in the schedule's time zone).
+//   - The heartbeat schedules send their probes; the kit records what runs as the
+//     CloudWatch metrics the templates' alarms read, and evaluates every alarm and
 //     composite alarm with CloudWatch's rules on a clock AlarmTimeScale times the wall
 //     clock (Kit.Alarms, Kit.WaitForAlarm).
 //   - One loopback server answers the Lambda (Invoke of a dispatcher,
@@ -54,7 +54,7 @@
 // Not modelled: IAM (every call is allowed), KMS (nothing is encrypted), quotas and
 // throttling beyond what InjectDynamoDB injects, CloudWatch Logs and X-Ray.
 //
-// The pieces are exported for tests that drive them by hand (test/e2e, the repository's
-// scenarios with fault injection, is such a user): LoadTemplate and Template, Deploy and
-// Deployment, Poller, Observer, Ledger, Evaluate and EvaluateAll.
+// The pieces the kit is made of (the template reader, the deploy, the event source mapping's
+// poller, the CloudWatch stand-in and alarm evaluation, the ledger of effects) are package
+// internal/standin, which this repository's own scenarios (test/e2e) drive by hand.
 package local

@@ -32,6 +32,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // Options configure Start. Only Assembly is required.
@@ -135,8 +136,8 @@ type Kit struct {
 
 type stackRun struct {
 	ref       cfn.StackRef
-	d         *Deployment
-	obs       *Observer
+	d         *standin.Deployment
+	obs       *standin.Observer
 	pipelines []*run
 }
 
@@ -162,10 +163,10 @@ type Running struct {
 // run is a Running pipeline and what drives it.
 type run struct {
 	Running
-	p      Pipeline
+	p      standin.Pipeline
 	st     *stackRun
-	ledger *Ledger
-	poller *Poller
+	ledger *standin.Ledger
+	poller *standin.Poller
 	mu     sync.Mutex
 	disp   *lambdart.Env
 }
@@ -186,7 +187,7 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 		return nil, fmt.Errorf("local: Options.VisibilityTimeout %v: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout", v)
 	}
 	if opts.AlarmTimeScale <= 0 {
-		opts.AlarmTimeScale = AlarmTimeScale
+		opts.AlarmTimeScale = standin.AlarmTimeScale
 	}
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
@@ -198,7 +199,7 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	refs, err := pick(all, opts.Stacks)
+	refs, err := standin.PickStacks(all, opts.Stacks)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -210,10 +211,10 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 			k.Close()
 		}
 	}()
-	templates := make([]*Template, len(refs))
+	templates := make([]*standin.Template, len(refs))
 	sources := make([]map[string]cfn.Source, len(refs))
 	for i, ref := range refs {
-		if templates[i], err = LoadTemplate(filepath.Join(ref.Dir, ref.TemplateFile)); err != nil {
+		if templates[i], err = standin.LoadTemplate(filepath.Join(ref.Dir, ref.TemplateFile)); err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 		}
 		if sources[i], err = cfn.ReadSources(ref.Dir, ref.ID); err != nil {
@@ -376,20 +377,20 @@ func (k *Kit) build(ctx context.Context, plans []*stackPlan) (map[string]string,
 // create creates one stack's queues and tables.
 func (k *Kit) create(ctx context.Context, sp *stackPlan) error {
 	ref := sp.ref
-	d, err := Deploy(ctx, k.sq, k.db, sp.t, stackSuffix(ref))
+	d, err := standin.Deploy(ctx, k.sq, k.db, sp.t, stackSuffix(ref))
 	if err != nil {
 		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 	}
 	d.StackName, d.Overrides = ref.StackName, k.opts.Env
 	d.Import = func(name string) (any, error) {
-		deps := make([]*Deployment, len(k.stacks))
+		deps := make([]*standin.Deployment, len(k.stacks))
 		for i, st := range k.stacks {
 			deps[i] = st.d
 		}
 		return importValue(deps, name)
 	}
 	st := &stackRun{ref: ref, d: d}
-	st.obs = NewObserver(d, k.sq, st.functionName, k.opts.AlarmTimeScale, func(format string, args ...any) {
+	st.obs = standin.NewObserver(d, k.sq, st.functionName, k.opts.AlarmTimeScale, func(format string, args ...any) {
 		k.background(fmt.Errorf("stack %s: "+format, append([]any{ref.DisplayName}, args...)...))
 	})
 	k.stacks = append(k.stacks, st)
@@ -426,7 +427,7 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 		path := cmp.Or(sources[p.Consumer].Path, t.Functions[p.Consumer].Path, p.Consumer)
 		r := &run{Running: Running{Name: pipelineName(path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
 			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env["IDEMPOTENCY_TABLE_NAME"],
-			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo}, p: p, st: st, ledger: NewLedger()}
+			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo}, p: p, st: st, ledger: standin.NewLedger()}
 		if p.Dispatcher != "" {
 			r.DispatcherName = d.FunctionName(p.Dispatcher)
 		}
@@ -434,7 +435,7 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 		if p.Mapping.MaxConcurrency > 0 {
 			n = min(n, p.Mapping.MaxConcurrency)
 		}
-		envs := make([]Invoker, n)
+		envs := make([]standin.Invoker, n)
 		for i := range envs {
 			e, err := k.env(st, p.Consumer, bins[ref.ID+"/"+p.Consumer], r.ledger.Line)
 			if err != nil {
@@ -452,7 +453,7 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 				}
 			}
 		}
-		r.poller = &Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
+		r.poller = &standin.Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
 		k.wg.Go(func() {
 			if p.Mapping.Disabled {
 				return
@@ -582,7 +583,7 @@ func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.
 		return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
 	}
 	for name, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": k.proxy.URL, "AWS_ENDPOINT_URL_SQS": k.sqsd.Endpoint()} {
-		if _, set := st.d.override(id, name); !set {
+		if _, set := st.d.Override(id, name); !set {
 			vars[name] = v
 		}
 	}
@@ -611,8 +612,8 @@ func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.
 
 // invoker is a poller's view of an environment: a function error fails the invocation, and
 // each invocation is a Lambda metric.
-func (k *Kit) invoker(st *stackRun, id string, e *lambdart.Env) Invoker {
-	return InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+func (k *Kit) invoker(st *stackRun, id string, e *lambdart.Env) standin.Invoker {
+	return standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		res, err := k.invoke(ctx, st, id, e, payload)
 		if err != nil {
 			return nil, err
@@ -829,13 +830,13 @@ func (k *Kit) fire(ctx context.Context, r *run, at time.Time) (attempts int, err
 	if err != nil {
 		return 0, fmt.Errorf("local: %w", err)
 	}
-	payload, err := ScheduleInput(s, at, fmt.Sprintf("local-%d-%d", time.Now().UnixNano(), k.fires.Add(1)), nil)
+	payload, err := standin.ScheduleInput(s, at, fmt.Sprintf("local-%d-%d", time.Now().UnixNano(), k.fires.Add(1)), nil)
 	if err != nil {
 		return 0, fmt.Errorf("local: %w", err)
 	}
 	r.mu.Lock() // one environment: one invocation at a time, as Lambda runs one per environment
 	defer r.mu.Unlock()
-	return InvokeAsync(ctx, r.st.d, k.sq, r.Dispatcher, payload, r.st.obs.Clock, func(ctx context.Context, payload []byte) (lambdart.Result, error) {
+	return standin.InvokeAsync(ctx, r.st.d, k.sq, r.Dispatcher, payload, r.st.obs.Clock, func(ctx context.Context, payload []byte) (lambdart.Result, error) {
 		return k.invoke(ctx, r.st, r.Dispatcher, r.disp, payload)
 	}, r.disp.FunctionARN())
 }
@@ -854,7 +855,7 @@ func (k *Kit) cron(r *run) error {
 		return err
 	}
 	now := k.opts.now()
-	e, err := s.parse(now)
+	e, err := s.Parse(now)
 	if err != nil {
 		return err
 	}
@@ -1131,6 +1132,17 @@ func fromAttribute(v dbtypes.AttributeValue) any {
 	return nil
 }
 
+// The states of an alarm (AlarmState.State), as CloudWatch names them.
+const (
+	StateOK           = "OK"
+	StateAlarm        = "ALARM"
+	StateInsufficient = "INSUFFICIENT_DATA"
+)
+
+// AlarmTimeScale is how many times faster than the wall clock the kit's alarm clock runs
+// unless Options.AlarmTimeScale says otherwise.
+const AlarmTimeScale = 30
+
 // AlarmState is one alarm of a running stack as CloudWatch would show it now.
 type AlarmState struct {
 	// Name is the alarm's name here: its AlarmName, or its logical id and the stack's
@@ -1232,7 +1244,7 @@ func (k *Kit) Outputs() (map[string]map[string]string, []string) {
 	for _, st := range k.stacks {
 		m := map[string]string{}
 		for _, name := range slices.Sorted(maps.Keys(st.d.Template.Outputs)) {
-			v, err := st.d.resolve(st.d.Template.Outputs[name])
+			v, err := st.d.Resolve(st.d.Template.Outputs[name])
 			if s, ok := v.(string); err == nil && ok {
 				m[name] = s
 			} else if f, ok := v.(float64); err == nil && ok {
@@ -1257,7 +1269,7 @@ func (k *Kit) WaitForAlarm(ctx context.Context, match string) (AlarmState, error
 		var seen []string
 		for _, a := range states {
 			if strings.Contains(a.LogicalID, match) || strings.Contains(a.Name, match) {
-				if a.State == StateAlarm {
+				if a.State == standin.StateAlarm {
 					return a, nil
 				}
 				seen = append(seen, a.LogicalID+" "+a.State)

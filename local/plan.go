@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // stackPlan is what Start will do with one stack, decided before anything starts: which
@@ -21,9 +22,9 @@ import (
 // and why.
 type stackPlan struct {
 	ref       cfn.StackRef
-	t         *Template
-	pipelines []Pipeline      // those that run
-	code      map[string]code // by function logical id, for the functions of pipelines
+	t         *standin.Template
+	pipelines []standin.Pipeline // those that run
+	code      map[string]code    // by function logical id, for the functions of pipelines
 	notRun    []string
 }
 
@@ -36,7 +37,7 @@ type code struct {
 
 // plan decides what runs of the stack: every pipeline whose consumer the kit can run, with
 // its dispatcher when that can run too.
-func plan(ref cfn.StackRef, t *Template, sources map[string]cfn.Source) (*stackPlan, error) {
+func plan(ref cfn.StackRef, t *standin.Template, sources map[string]cfn.Source) (*stackPlan, error) {
 	ps, err := t.Pipelines()
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func plan(ref cfn.StackRef, t *Template, sources map[string]cfn.Source) (*stackP
 			return nil, err
 		}
 		if why != "" {
-			sp.notRun = append(sp.notRun, fmt.Sprintf("not run locally: function %s, mapped to %s: %s; the queue is created", p.Consumer, mappingSource(p.Mapping), why))
+			sp.notRun = append(sp.notRun, fmt.Sprintf("not run locally: function %s, mapped to %s: %s; the queue is created", p.Consumer, standin.MappingSource(p.Mapping), why))
 			if p.Dispatcher != "" {
 				sp.notRun = append(sp.notRun, fmt.Sprintf("not run locally: function %s, which sends to queue %s on its schedule: the queue's consumer is not run", p.Dispatcher, p.Queue))
 			}
@@ -74,7 +75,7 @@ func plan(ref cfn.StackRef, t *Template, sources map[string]cfn.Source) (*stackP
 		sp.pipelines = append(sp.pipelines, p)
 	}
 	for _, id := range slices.Sorted(maps.Keys(t.Functions)) {
-		if !slices.ContainsFunc(ps, func(p Pipeline) bool { return id == p.Consumer || id == p.Dispatcher }) {
+		if !slices.ContainsFunc(ps, func(p standin.Pipeline) bool { return id == p.Consumer || id == p.Dispatcher }) {
 			sp.notRun = append(sp.notRun, "not run locally: function "+id+", not a pipeline's consumer or dispatcher")
 		}
 	}
@@ -83,7 +84,7 @@ func plan(ref cfn.StackRef, t *Template, sources map[string]cfn.Source) (*stackP
 
 // codeFor finds the program of function id: the source the constructs recorded, else a
 // bootstrap executable for this machine in its code asset. why says why it cannot run.
-func codeFor(ref cfn.StackRef, t *Template, sources map[string]cfn.Source, id string) (c code, why string, err error) {
+func codeFor(ref cfn.StackRef, t *standin.Template, sources map[string]cfn.Source, id string) (c code, why string, err error) {
 	if src, ok := sources[id]; ok {
 		return code{src: &src}, "", nil
 	}
@@ -147,9 +148,9 @@ func checkBootstrap(path string) string {
 // every running function's environment and every queue's attributes, and reports all it
 // cannot resolve at once.
 func checkEnv(plans []*stackPlan, overrides map[string]string) error {
-	deps := make([]*Deployment, len(plans))
+	deps := make([]*standin.Deployment, len(plans))
 	for i, sp := range plans {
-		deps[i] = planned(sp.t, stackSuffix(sp.ref))
+		deps[i] = standin.Planned(sp.t, stackSuffix(sp.ref))
 		deps[i].StackName, deps[i].Overrides = sp.ref.StackName, overrides
 		deps[i].Import = func(name string) (any, error) { return importValue(deps, name) }
 	}
@@ -161,7 +162,7 @@ func checkEnv(plans []*stackPlan, overrides map[string]string) error {
 	}
 	for i, sp := range plans {
 		for _, id := range slices.Sorted(maps.Keys(sp.t.Queues)) {
-			if _, err := deps[i].queueAttributes(sp.t.Queues[id]); err != nil {
+			if _, err := deps[i].QueueAttributes(sp.t.Queues[id]); err != nil {
 				say(sp.ref.DisplayName, err)
 			}
 		}
@@ -178,15 +179,15 @@ func checkEnv(plans []*stackPlan, overrides map[string]string) error {
 }
 
 // importValue is the value of the export name among deps' stacks (Fn::ImportValue).
-func importValue(deps []*Deployment, name string) (any, error) {
+func importValue(deps []*standin.Deployment, name string) (any, error) {
 	for _, d := range deps {
 		for _, out := range slices.Sorted(maps.Keys(d.Template.Exports)) {
-			if export, err := d.resolve(d.Template.Exports[out]); err == nil && export == name {
-				return d.resolve(d.Template.Outputs[out])
+			if export, err := d.Resolve(d.Template.Exports[out]); err == nil && export == name {
+				return d.Resolve(d.Template.Outputs[out])
 			}
 		}
 	}
-	return nil, &unresolved{what: "Fn::ImportValue " + jsonish(name), why: "an export of none of the stacks the kit runs (run the stack that exports it too)"}
+	return nil, standin.UnresolvedImport(name)
 }
 
 // checkNames refuses Options.Env keys that name no function, and Options.Parameters that

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
+
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // writeAssembly writes a cloud assembly of one stack S with the template doc, and an asset
@@ -69,7 +71,7 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 	dir := writeAssembly(t, doc, self)
 	check := func(opts Options) error {
 		t.Helper()
-		tmpl, err := LoadTemplate(filepath.Join(dir, "S.template.json"))
+		tmpl, err := standin.LoadTemplate(filepath.Join(dir, "S.template.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,11 +104,11 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 	if err := check(opts); err != nil {
 		t.Fatalf("with the parameters and variables given: %v", err)
 	}
-	tmpl, _ := LoadTemplate(filepath.Join(dir, "S.template.json"))
+	tmpl, _ := standin.LoadTemplate(filepath.Join(dir, "S.template.json"))
 	if err := tmpl.UseParameters(opts.Parameters); err != nil {
 		t.Fatal(err)
 	}
-	d := planned(tmpl, "S")
+	d := standin.Planned(tmpl, "S")
 	d.StackName, d.Overrides = "Dev-S", opts.Env
 	env, err := d.Env("F")
 	if err != nil {
@@ -200,13 +202,13 @@ func TestStartListsWhatItCannotRun(t *testing.T) {
 // mapping's numbers, or is reported there.
 func TestImportsAndParametersBeyondTheEnvironment(t *testing.T) {
 	dir := t.TempDir()
-	load := func(name, doc string) *Template {
+	load := func(name, doc string) *standin.Template {
 		t.Helper()
 		path := filepath.Join(dir, name+".template.json")
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tmpl, err := LoadTemplate(path)
+		tmpl, err := standin.LoadTemplate(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,12 +227,12 @@ func TestImportsAndParametersBeyondTheEnvironment(t *testing.T) {
 	if notRun := strings.Join(app.NotRun(), "\n"); !strings.Contains(notRun, "not run locally: mapping S, whose source is T (AWS::DynamoDB::Table), not an SQS queue") {
 		t.Errorf("NotRun = %s, want the stream mapping", notRun)
 	}
-	deps := []*Deployment{planned(shared, "Dev-Shared"), planned(app, "Dev-App")}
+	deps := []*standin.Deployment{standin.Planned(shared, "Dev-Shared"), standin.Planned(app, "Dev-App")}
 	deps[0].StackName, deps[1].StackName = "Dev-Shared", "Dev-App"
 	if v, err := importValue(deps, "Dev-Shared:Orders"); err != nil || v != "T-Dev-Shared" {
 		t.Errorf("Fn::ImportValue Dev-Shared:Orders = %v, %v; want the shared table's local name", v, err)
 	}
-	if _, err := deps[1].queueAttributes(app.Queues["Q"]); err == nil || err.Error() != `queue Q: DelaySeconds refers to parameter Wait (Number), which has no Default: `+
+	if _, err := deps[1].QueueAttributes(app.Queues["Q"]); err == nil || err.Error() != `queue Q: DelaySeconds refers to parameter Wait (Number), which has no Default: `+
 		`give the parameter a value with Options.Parameters["Wait"] or pipelinectl local up --parameter Wait=VALUE` {
 		t.Errorf("a queue attribute from a parameter without a value: %v", err)
 	}
@@ -248,7 +250,7 @@ func TestMappingOntoAnAlias(t *testing.T) {
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := LoadTemplate(path)
+	tmpl, err := standin.LoadTemplate(path)
 	if err != nil || tmpl.Mappings[0].Function != "F" {
 		t.Fatalf("mapping onto alias Live: %+v, %v; want function F", tmpl.Mappings, err)
 	}
@@ -264,7 +266,7 @@ func TestQueueWithoutRedrivePolicy(t *testing.T) {
 	doc := `{"Resources":{` + strings.Replace(strings.Replace(userFunction, "%s", `{}`, 1),
 		`"Properties":{"RedrivePolicy":{"deadLetterTargetArn":{"Fn::GetAtt":["D","Arn"]},"maxReceiveCount":3}}`, `"Properties":{}`, 1) + `}}`
 	dir := writeAssembly(t, doc, self)
-	tmpl, err := LoadTemplate(filepath.Join(dir, "S.template.json"))
+	tmpl, err := standin.LoadTemplate(filepath.Join(dir, "S.template.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,5 +277,13 @@ func TestQueueWithoutRedrivePolicy(t *testing.T) {
 	want := "queue Q has no redrive policy: a record that keeps failing is received again until the queue's retention period ends, as in AWS, and no dead-letter queue shows it"
 	if !slices.Contains(tmpl.NotApplied, want) {
 		t.Errorf("NotApplied = %q, want %q", tmpl.NotApplied, want)
+	}
+}
+
+// The kit's alarm states and clock scale are its pieces' (internal/standin), which evaluate
+// the alarms: a user comparing AlarmState.State with StateAlarm compares what they produce.
+func TestStatesAreTheEvaluators(t *testing.T) {
+	if StateOK != standin.StateOK || StateAlarm != standin.StateAlarm || StateInsufficient != standin.StateInsufficient || AlarmTimeScale != standin.AlarmTimeScale {
+		t.Error("local's alarm states or AlarmTimeScale differ from internal/standin's")
 	}
 }

@@ -18,13 +18,13 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 
-	"github.com/idempotent-sqs/pipeline/local"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
-// watchAlarms starts recording the world's metrics (local.Observer); call it right after
+// watchAlarms starts recording the world's metrics (standin.Observer); call it right after
 // newWorld, before any poller or function starts. The alarm clock starts now.
-func (w *world) watchAlarms() *local.Observer {
-	o := local.NewObserver(w.d, w.sq, w.functionName, local.AlarmTimeScale, w.t.Errorf)
+func (w *world) watchAlarms() *standin.Observer {
+	o := standin.NewObserver(w.d, w.sq, w.functionName, standin.AlarmTimeScale, w.t.Errorf)
 	w.obs = o
 	w.pollSQ = sqsd.Client(func(opt *sqs.Options) { opt.APIOptions = append(opt.APIOptions, w.recv.middleware, o.Middleware) })
 	w.dynamo.Observe = o.Dynamo
@@ -33,7 +33,7 @@ func (w *world) watchAlarms() *local.Observer {
 }
 
 // evaluate is o.Evaluate, failing the test on an error.
-func (w *world) evaluate(end time.Time) map[string]local.Evaluation {
+func (w *world) evaluate(end time.Time) map[string]standin.Evaluation {
 	w.t.Helper()
 	evs, err := w.obs.Evaluate(end)
 	if err != nil {
@@ -46,13 +46,13 @@ func (w *world) evaluate(end time.Time) map[string]local.Evaluation {
 // survives renamed alarms: a failure mode whose alarm is gone from the template fails.
 type alarmRef struct {
 	what  string
-	match func(local.Alarm) bool
+	match func(standin.Alarm) bool
 }
 
 // watching matches an alarm that reads any of the metrics (namespace/name) with the
 // dimension dim = resource.
 func watching(what, dim, resource string, metrics ...string) alarmRef {
-	return alarmRef{what: what, match: func(a local.Alarm) bool {
+	return alarmRef{what: what, match: func(a standin.Alarm) bool {
 		for _, m := range metrics {
 			ns, name, _ := strings.Cut(m, "/")
 			ns = "AWS/" + ns
@@ -65,8 +65,8 @@ func watching(what, dim, resource string, metrics ...string) alarmRef {
 }
 
 // heartbeatAlarm matches the alarm on the heartbeats a consumer completes.
-func heartbeatAlarm(p local.Pipeline) alarmRef {
-	return alarmRef{what: "heartbeats completed by " + p.Consumer, match: func(a local.Alarm) bool {
+func heartbeatAlarm(p standin.Pipeline) alarmRef {
+	return alarmRef{what: "heartbeats completed by " + p.Consumer, match: func(a standin.Alarm) bool {
 		for _, m := range a.Metrics() {
 			if m.Name == "ProbeCompleted" && m.Dim("Service") == p.Consumer {
 				return true
@@ -123,7 +123,7 @@ func (w *world) expectAlarms(mode string, since time.Time, timeout time.Duration
 		}
 	}
 	from := o.Clock.Alarm(since)
-	var evs map[string]local.Evaluation
+	var evs map[string]standin.Evaluation
 	deadline := time.Now().Add(timeout)
 	for {
 		evs = w.evaluate(time.Now())
@@ -168,7 +168,7 @@ func (w *world) expectAlarms(mode string, since time.Time, timeout time.Duration
 	}
 }
 
-func alarmPeriod(t *local.Template, id string) time.Duration {
+func alarmPeriod(t *standin.Template, id string) time.Duration {
 	for _, a := range t.Alarms {
 		if a.LogicalID == id {
 			return a.Period
@@ -188,7 +188,7 @@ func (w *world) alarmWait(must ...alarmRef) time.Duration {
 			}
 		}
 	}
-	return longest/local.AlarmTimeScale + time.Minute
+	return longest/standin.AlarmTimeScale + time.Minute
 }
 
 // expectQuiet checks a healthy phase [from, to]: no alarm, composite ones included, may be
@@ -219,19 +219,19 @@ func (w *world) longestPeriod() time.Duration {
 	for _, a := range w.d.Template.Alarms {
 		p = max(p, a.Period)
 	}
-	return p / local.AlarmTimeScale
+	return p / standin.AlarmTimeScale
 }
 
 // consumerTable is the logical id of the idempotency table a consumer writes.
-func (w *world) consumerTable(p local.Pipeline) string {
+func (w *world) consumerTable(p standin.Pipeline) string {
 	return cfn.RefTarget(w.d.Template.Functions[p.Consumer].Env["IDEMPOTENCY_TABLE_NAME"])
 }
 
-// invokeAsync is local.InvokeAsync of one environment of function: Lambda's asynchronous
+// invokeAsync is standin.InvokeAsync of one environment of function: Lambda's asynchronous
 // invocation, its retries and its on-failure destination.
 func (w *world) invokeAsync(e *lambdart.Env, function string, payload []byte) (int, error) {
 	w.t.Helper()
-	n, err := local.InvokeAsync(w.t.Context(), w.d, w.sq, function, payload, local.Clock{Scale: local.AlarmTimeScale},
+	n, err := standin.InvokeAsync(w.t.Context(), w.d, w.sq, function, payload, standin.Clock{Scale: standin.AlarmTimeScale},
 		func(ctx context.Context, payload []byte) (lambdart.Result, error) { return w.invoke(ctx, e, payload) }, e.FunctionARN())
 	if _, ok := w.d.Template.InvokeConfigs[function]; !ok || strings.HasPrefix(fmt.Sprint(err), "on-failure destination") {
 		w.t.Fatal(err)
@@ -253,7 +253,7 @@ func TestAlarmsStalledConsumer(t *testing.T) {
 			p := w.pipeline(fifo)
 			stalled := watching("deletes from "+p.Queue+" (stalled consumer)", "QueueName", p.Queue, "SQS/NumberOfMessagesDeleted")
 			oldest := watching("the oldest message on "+p.Queue, "QueueName", p.Queue, "SQS/ApproximateAgeOfOldestMessage")
-			backlog := alarmRef{what: "visible messages on " + p.Queue + " (backlog)", match: func(a local.Alarm) bool {
+			backlog := alarmRef{what: "visible messages on " + p.Queue + " (backlog)", match: func(a standin.Alarm) bool {
 				return dlqAlarm(p.Queue).match(a) && !stalled.match(a)
 			}}
 			// Enough messages for the backlog alarm's threshold, read from the template.
@@ -335,7 +335,7 @@ func TestAlarmsDispatcherFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, err := local.ScheduleInput(s, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), "exec-denied", nil)
+			in, err := standin.ScheduleInput(s, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), "exec-denied", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -396,11 +396,11 @@ func TestAlarmsHeartbeat(t *testing.T) {
 			// Healthy on heartbeats alone: four complete periods (twice what the alarm
 			// evaluates), and the alarm never in ALARM.
 			const quiet = 4
-			healthy := w.waitFor("four complete heartbeat periods", 2*time.Minute+2*quiet*period/local.AlarmTimeScale, func() bool {
+			healthy := w.waitFor("four complete heartbeat periods", 2*time.Minute+2*quiet*period/standin.AlarmTimeScale, func() bool {
 				return len(w.evaluate(time.Now())[id].Values) >= quiet
 			})
 			ev := w.evaluate(time.Now())[id]
-			if state := ev.StateAt(o.Clock.Alarm(time.Now())); state != local.StateOK || ev.AlarmedWithin(o.Clock.Start, o.Clock.Alarm(time.Now())) {
+			if state := ev.StateAt(o.Clock.Alarm(time.Now())); state != standin.StateOK || ev.AlarmedWithin(o.Clock.Start, o.Clock.Alarm(time.Now())) {
 				t.Fatalf("healthy, with heartbeats completing: alarm %s is %s (datapoints %v, transitions %v)", id, state, ev.Values, ev.Transitions)
 			}
 			outcomes := w.ledger.Outcomes()
@@ -422,7 +422,7 @@ func TestAlarmsHeartbeat(t *testing.T) {
 
 // printAlarmTable prints the alarm table after every scenario ran: each failure mode's
 // alarms, and every alarm of the template no scenario raised, with the reason.
-func printAlarmTable(t *local.Template) {
+func printAlarmTable(t *standin.Template) {
 	alarmTable.Lock()
 	defer alarmTable.Unlock()
 	if len(alarmTable.rows) == 0 && alarmTable.quiet == 0 {
@@ -458,7 +458,7 @@ func printAlarmTable(t *local.Template) {
 }
 
 // notDriven says why no scenario raises an alarm.
-func notDriven(t *local.Template, a local.Alarm) string {
+func notDriven(t *standin.Template, a standin.Alarm) string {
 	for _, m := range a.Metrics() {
 		switch {
 		case m.Namespace == "AWS/Scheduler":

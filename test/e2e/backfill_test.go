@@ -18,7 +18,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 
-	"github.com/idempotent-sqs/pipeline/local"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // TestBackfillTwiceRunsEachOccurrenceOnce: the schedule was off for three hours. The
@@ -128,7 +128,7 @@ func handleInvoke(mux *http.ServeMux, w *world, fnName string, env *lambdart.Env
 
 // handleGetSchedule serves Scheduler's GetSchedule for the schedule name in group on mux, from
 // the deployed template's schedule sch targeting fnName; calls counts the calls.
-func handleGetSchedule(mux *http.ServeMux, w *world, sch local.Schedule, name, group, fnName string, calls *atomic.Int32) {
+func handleGetSchedule(mux *http.ServeMux, w *world, sch standin.Schedule, name, group, fnName string, calls *atomic.Int32) {
 	mux.HandleFunc("GET /schedules/{name}", func(rw http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		if r.PathValue("name") != name || r.URL.Query().Get("groupName") != group ||
@@ -159,7 +159,7 @@ func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 		full := true
 		if name := r.Form.Get("ChildrenOfAlarmName"); name != "" {
 			full = false
-			var comp *local.CompositeAlarm
+			var comp *standin.CompositeAlarm
 			for i, c := range w.d.Template.Composites {
 				if c.LogicalID == name {
 					comp = &w.d.Template.Composites[i]
@@ -213,7 +213,7 @@ func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 // of pipeline p, from the template's mapping: Enabled, with its batch size and maximum
 // concurrency (the harness's poller is the mapping; a scenario that runs none is a mapping
 // that receives nothing, which Lambda still reports as Enabled).
-func handleListMappings(mux *http.ServeMux, w *world, p local.Pipeline, fnName string) {
+func handleListMappings(mux *http.ServeMux, w *world, p standin.Pipeline, fnName string) {
 	mux.HandleFunc("GET /2015-03-31/event-source-mappings/", func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("FunctionName") != fnName || !strings.Contains(r.Header.Get("Authorization"), "/lambda/aws4_request") {
 			http.Error(rw, `{"Message":"Function not found"}`, http.StatusNotFound)

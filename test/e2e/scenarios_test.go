@@ -21,7 +21,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 
-	"github.com/idempotent-sqs/pipeline/local"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 func kind(fifo bool) string {
@@ -33,7 +33,7 @@ func kind(fifo bool) string {
 
 // checkOnce fails the test unless every wanted key's effect ran exactly once and nothing
 // else ran.
-func checkOnce(t *testing.T, l *local.Ledger, want []string) {
+func checkOnce(t *testing.T, l *standin.Ledger, want []string) {
 	t.Helper()
 	lost, twice, unexpected := l.Check(want)
 	if len(lost)+len(twice)+len(unexpected) > 0 {
@@ -57,7 +57,7 @@ func keyedMessages(prefix string, n int) ([]string, []message) {
 // dispatchKeys are the keys the dispatcher must derive for items fired at scheduled: the
 // contract (job, the occurrence: the scheduled time in UTC to the minute, item id), computed
 // independently of it.
-func dispatchKeys(t *testing.T, w *world, p local.Pipeline, scheduled time.Time, items []map[string]any) []string {
+func dispatchKeys(t *testing.T, w *world, p standin.Pipeline, scheduled time.Time, items []map[string]any) []string {
 	t.Helper()
 	env, err := w.d.Env(p.Dispatcher)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 
-	"github.com/idempotent-sqs/pipeline/local"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // TestVerify: `pipelinectl verify` after a deploy, against the deployed consumer and
@@ -86,7 +86,9 @@ func TestVerify(t *testing.T) {
 		}
 	}
 	inAlarm := func(id string) func() bool {
-		return func() bool { return w.evaluate(time.Now())[id].StateAt(o.Clock.Alarm(time.Now())) == local.StateAlarm }
+		return func() bool {
+			return w.evaluate(time.Now())[id].StateAt(o.Clock.Alarm(time.Now())) == standin.StateAlarm
+		}
 	}
 	w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 		if strings.Contains(c.Key, "pipelinectl-probe-heartbeat-") {

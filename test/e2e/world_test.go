@@ -31,7 +31,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 
-	"github.com/idempotent-sqs/pipeline/local"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // EnvAssembly names the cloud assembly directory the suite deploys (`make e2e` synthesizes
@@ -41,7 +41,7 @@ const EnvAssembly = "E2E_ASSEMBLY"
 var (
 	ddb  *dynamolocal.Server
 	sqsd *sqslocal.Server
-	tmpl *local.Template
+	tmpl *standin.Template
 	bins = map[string]string{} // "consumer" / "dispatcher" -> bootstrap path
 
 	soakMessages = flag.Int("soak.messages", 3000, "messages in TestSoak (make soak: 100000)")
@@ -62,7 +62,7 @@ func run(m *testing.M) int {
 		return fail(fmt.Errorf("%s is not set: run `make e2e`, which synthesizes the stack and sets it", EnvAssembly))
 	}
 	var err error
-	if tmpl, err = local.LoadAssembly(dir); err != nil {
+	if tmpl, err = standin.LoadAssembly(dir); err != nil {
 		return fail(err)
 	}
 	ctx := context.Background()
@@ -96,7 +96,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	fmt.Printf("e2e: template %s from %s; SQS server %s at %s; DynamoDB Local at %s; %d alarms and %d composite alarms evaluated on an alarm clock %dx the wall clock\n",
-		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint(), len(tmpl.Alarms), len(tmpl.Composites), local.AlarmTimeScale)
+		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint(), len(tmpl.Alarms), len(tmpl.Composites), standin.AlarmTimeScale)
 	code := m.Run()
 	if ctlBin != "" && ctlErr == nil {
 		os.RemoveAll(filepath.Dir(ctlBin)) // the pipelinectl a scenario built
@@ -120,14 +120,14 @@ func checkOnly(t *testing.T) {
 // proxy for the dispatcher's call counts, and a ledger of every consumer's output.
 type world struct {
 	t      *testing.T
-	d      *local.Deployment
+	d      *standin.Deployment
 	sq     *sqs.Client
 	pollSQ *sqs.Client // the pollers' client: sq, with every receive in recv
 	recv   *receiveLog
 	db     *dynamodb.Client
 	dynamo *ddbproxy.Proxy // consumers -> DynamoDB Local
 	sqsPx  *ddbproxy.Proxy // dispatchers -> SQS server
-	ledger *local.Ledger
+	ledger *standin.Ledger
 	region string
 
 	mu          sync.Mutex
@@ -135,7 +135,7 @@ type world struct {
 	fnOf        map[*lambdart.Env]string // execution environment -> function logical id
 	invokeFails []string                 // why invocations through w.invoker failed as a whole
 
-	obs *local.Observer // the run's metrics, once watchAlarms was called
+	obs *standin.Observer // the run's metrics, once watchAlarms was called
 }
 
 var worldSeq atomic.Int64
@@ -143,11 +143,11 @@ var worldSeq atomic.Int64
 func newWorld(t *testing.T, name string) *world {
 	t.Helper()
 	ctx := t.Context()
-	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: local.NewLedger(), recv: newReceiveLog(), fnOf: map[*lambdart.Env]string{}}
+	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: standin.NewLedger(), recv: newReceiveLog(), fnOf: map[*lambdart.Env]string{}}
 	w.pollSQ = sqsd.Client(func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, w.recv.middleware) })
 	suffix := fmt.Sprintf("%s%d", name, worldSeq.Add(1))
 	var err error
-	if w.d, err = local.Deploy(ctx, w.sq, w.db, tmpl, suffix); err != nil {
+	if w.d, err = standin.Deploy(ctx, w.sq, w.db, tmpl, suffix); err != nil {
 		t.Fatal(err)
 	}
 	if w.dynamo, err = ddbproxy.New(ddb.Endpoint()); err != nil {
@@ -172,7 +172,7 @@ func newWorld(t *testing.T, name string) *world {
 }
 
 // pipeline returns the template's standard or FIFO pipeline.
-func (w *world) pipeline(fifo bool) local.Pipeline {
+func (w *world) pipeline(fifo bool) standin.Pipeline {
 	w.t.Helper()
 	ps, err := w.d.Template.Pipelines()
 	if err != nil {
@@ -184,7 +184,7 @@ func (w *world) pipeline(fifo bool) local.Pipeline {
 		}
 	}
 	w.t.Fatalf("template has no pipeline with fifo=%v and a dispatcher", fifo)
-	return local.Pipeline{}
+	return standin.Pipeline{}
 }
 
 // env starts (lazily, at the first Invoke) one execution environment of a function, with the
@@ -253,8 +253,8 @@ func (w *world) invoke(ctx context.Context, e *lambdart.Env, payload []byte) (la
 
 // invoker adapts an Env to the poller's Invoker (a function error fails the invocation),
 // and keeps, for failure messages, why an invocation failed as a whole.
-func (w *world) invoker(e *lambdart.Env) local.Invoker {
-	inv := local.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+func (w *world) invoker(e *lambdart.Env) standin.Invoker {
+	inv := standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		res, err := w.invoke(ctx, e, payload)
 		if err != nil {
 			return nil, err
@@ -264,7 +264,7 @@ func (w *world) invoker(e *lambdart.Env) local.Invoker {
 		}
 		return res.Payload, nil
 	})
-	return local.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+	return standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		out, err := inv.Invoke(ctx, payload)
 		if err != nil && ctx.Err() == nil {
 			w.mu.Lock()
@@ -284,16 +284,16 @@ func (w *world) invokeFailures() []string {
 
 // poller is the pipeline's event source mapping over the given execution environments, with
 // its receives in w.recv.
-func (w *world) poller(p local.Pipeline, envs ...local.Invoker) *local.Poller {
-	return &local.Poller{SQS: w.pollSQ, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
+func (w *world) poller(p standin.Pipeline, envs ...standin.Invoker) *standin.Poller {
+	return &standin.Poller{SQS: w.pollSQ, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
 		Region: sqslocal.Region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
 }
 
 // poll runs n consumer environments behind the pipeline's event source mapping until the
 // returned stop is called.
-func (w *world) poll(p local.Pipeline, n int) (*local.Poller, func()) {
+func (w *world) poll(p standin.Pipeline, n int) (*standin.Poller, func()) {
 	w.t.Helper()
-	envs := make([]local.Invoker, n)
+	envs := make([]standin.Invoker, n)
 	for i := range envs {
 		envs[i] = w.invoker(w.env(p.Consumer, w.consumerOutput))
 	}
@@ -305,7 +305,7 @@ func (w *world) poll(p local.Pipeline, n int) (*local.Poller, func()) {
 }
 
 // runPoller runs a Poller until the returned stop is called (stop waits for it).
-func (w *world) runPoller(pl *local.Poller) func() {
+func (w *world) runPoller(pl *standin.Poller) func() {
 	if pl.Region == "" {
 		pl.Region = sqslocal.Region
 	}
@@ -337,12 +337,12 @@ func (w *world) consumerOutput(line []byte) {
 var debug = os.Getenv("E2E_DEBUG") != ""
 
 // dispatch invokes the pipeline's dispatcher as its schedule would for one firing.
-func (w *world) dispatch(e *lambdart.Env, p local.Pipeline, scheduled time.Time, execID string, items []map[string]any) error {
+func (w *world) dispatch(e *lambdart.Env, p standin.Pipeline, scheduled time.Time, execID string, items []map[string]any) error {
 	s, err := w.d.Template.ScheduleFor(p.Dispatcher)
 	if err != nil {
 		return err
 	}
-	in, err := local.ScheduleInput(s, scheduled, execID, items)
+	in, err := standin.ScheduleInput(s, scheduled, execID, items)
 	if err != nil {
 		return err
 	}
@@ -542,8 +542,8 @@ func report(t *testing.T, format string, args ...any) {
 }
 
 // watched is inv, with each event it is given shown to seen first, with its size in bytes.
-func watched(t *testing.T, inv local.Invoker, seen func(ev events.SQSEvent, size int)) local.Invoker {
-	return local.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+func watched(t *testing.T, inv standin.Invoker, seen func(ev events.SQSEvent, size int)) standin.Invoker {
+	return standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		var ev events.SQSEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			t.Errorf("the event is not an SQS event: %v", err)

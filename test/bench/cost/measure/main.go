@@ -52,7 +52,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
-	"github.com/idempotent-sqs/pipeline/local"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 func main() {
@@ -157,7 +157,7 @@ type bench struct {
 	sendPx, pollPx   *ddbproxy.Proxy // dispatcher -> ElasticMQ, poller -> ElasticMQ
 	dispatchers      map[string]*fn  // by queue type
 	consumer         *fn
-	poller           *local.Poller
+	poller           *standin.Poller
 	queueURL         map[string]string
 
 	mu    sync.Mutex
@@ -303,11 +303,11 @@ func run(ctx context.Context, batches, batchSize, items, memory int) error {
 		return err
 	}
 	defer b.consumer.env.Close()
-	b.poller = &local.Poller{
+	b.poller = &standin.Poller{
 		SQS:      sqsSrv.Client(func(o *sqs.Options) { o.BaseEndpoint = aws.String(b.pollPx.URL) }),
 		QueueURL: b.queueURL["standard"], QueueARN: arns["standard"], Region: sqslocal.Region,
-		Mapping: local.Mapping{BatchSize: batchSize, ReportFailures: true},
-		Envs:    []local.Invoker{b.consumer},
+		Mapping: standin.Mapping{BatchSize: batchSize, ReportFailures: true},
+		Envs:    []standin.Invoker{b.consumer},
 	}
 
 	// Warm-up: one batch of another period through dispatcher and consumer, so no measured

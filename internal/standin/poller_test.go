@@ -1,4 +1,4 @@
-package local_test
+package standin_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
-	"github.com/idempotent-sqs/pipeline/local"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // batch is one invocation the poller made: when, its records and its payload's size.
@@ -61,7 +61,7 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 	}
 	defer srv.Stop()
 	sq := srv.Client()
-	poll := func(t *testing.T, name string, m local.Mapping, bodies ...string) []batch {
+	poll := func(t *testing.T, name string, m standin.Mapping, bodies ...string) []batch {
 		t.Helper()
 		url, arn, err := srv.CreateQueue(ctx, name, map[string]string{"MaximumMessageSize": "1048576", "VisibilityTimeout": "120"})
 		if err != nil {
@@ -74,7 +74,7 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 		}
 		rec := &recorder{}
 		m.ReportFailures = true
-		p := &local.Poller{SQS: sq, QueueURL: url, QueueARN: arn, Region: sqslocal.Region, Mapping: m, Envs: []local.Invoker{rec}}
+		p := &standin.Poller{SQS: sq, QueueURL: url, QueueARN: arn, Region: sqslocal.Region, Mapping: m, Envs: []standin.Invoker{rec}}
 		pctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- p.Run(pctx) }()
@@ -92,7 +92,7 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 	}
 
 	t.Run("window", func(t *testing.T) {
-		got := poll(t, "window", local.Mapping{BatchSize: 10, WindowSeconds: 5}, `{"idempotencyKey":"one"}`)
+		got := poll(t, "window", standin.Mapping{BatchSize: 10, WindowSeconds: 5}, `{"idempotencyKey":"one"}`)
 		if len(got) != 1 || len(got[0].records) != 1 {
 			t.Fatalf("batches %+v, want one of one record", got)
 		}
@@ -108,7 +108,7 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 		for i := range 10 {
 			bodies = append(bodies, fmt.Sprintf(`{"idempotencyKey":"k-%d"}`, i))
 		}
-		got := poll(t, "full", local.Mapping{BatchSize: 10, WindowSeconds: 20}, bodies...)
+		got := poll(t, "full", standin.Mapping{BatchSize: 10, WindowSeconds: 20}, bodies...)
 		if len(got) != 1 || len(got[0].records) != 10 {
 			t.Fatalf("%d batches, want one of all ten", len(got))
 		}
@@ -120,12 +120,12 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 		for i := range 10 {
 			bodies = append(bodies, fmt.Sprintf("%02d", i)+strings.Repeat("x", 1048000-2)) // SQS's largest body, near enough
 		}
-		got := poll(t, "large", local.Mapping{BatchSize: 10, WindowSeconds: 2}, bodies...)
+		got := poll(t, "large", standin.Mapping{BatchSize: 10, WindowSeconds: 2}, bodies...)
 		seen := map[string]bool{}
 		var sizes []string
 		for _, b := range got {
-			if b.bytes > local.MaxPayload {
-				t.Errorf("an invocation of %d records and %d bytes: over Lambda's %d", len(b.records), b.bytes, local.MaxPayload)
+			if b.bytes > standin.MaxPayload {
+				t.Errorf("an invocation of %d records and %d bytes: over Lambda's %d", len(b.records), b.bytes, standin.MaxPayload)
 			}
 			for _, r := range b.records {
 				if seen[r.Body[:2]] {
@@ -149,7 +149,7 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := &recorder{}
-		p := &local.Poller{SQS: sq, QueueURL: url, QueueARN: arn, Fifo: true, Mapping: local.Mapping{BatchSize: 10, WindowSeconds: 30}, Envs: []local.Invoker{rec}}
+		p := &standin.Poller{SQS: sq, QueueURL: url, QueueARN: arn, Fifo: true, Mapping: standin.Mapping{BatchSize: 10, WindowSeconds: 30}, Envs: []standin.Invoker{rec}}
 		pctx, stop := context.WithTimeout(ctx, 10*time.Second)
 		defer stop()
 		start := time.Now()

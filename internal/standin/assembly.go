@@ -1,4 +1,4 @@
-package local
+package standin
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
-// pick returns the stacks named (by display name, stack name or artifact id), or every
+// PickStacks returns the stacks named (by display name, stack name or artifact id), or every
 // stack when names is empty. An unknown name is an error listing the stacks there are.
-func pick(all []cfn.StackRef, names []string) ([]cfn.StackRef, error) {
+func PickStacks(all []cfn.StackRef, names []string) ([]cfn.StackRef, error) {
 	if len(names) == 0 {
 		return all, nil
 	}

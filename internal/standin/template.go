@@ -1,4 +1,4 @@
-package local
+package standin
 
 import (
 	"encoding/json"
@@ -583,21 +583,21 @@ func (t *Template) NotRun() []string {
 	for _, m := range t.Mappings {
 		if m.External != "" {
 			out = append(out, fmt.Sprintf("not run locally: %s (a function the stack does not create), mapped to %s by %s; the queue is created",
-				m.External, mappingSource(m), m.LogicalID))
+				m.External, MappingSource(m), m.LogicalID))
 		}
 	}
 	return out
 }
 
-// mappingSource names a mapping's queue: its logical id, or the imported queue's name.
-func mappingSource(m Mapping) string {
+// MappingSource names a mapping's queue: its logical id, or the imported queue's name.
+func MappingSource(m Mapping) string {
 	if m.Queue != "" {
 		return "queue " + m.Queue
 	}
 	if name := queueNameOf(staticString(m.SourceArn)); name != "" {
 		return "queue " + name
 	}
-	return "the queue " + jsonish(m.SourceArn)
+	return "the queue " + JSONish(m.SourceArn)
 }
 
 // notSQS describes a mapping's source when it is not an SQS queue ("" when it is, or may be:

@@ -1,4 +1,4 @@
-package local
+package standin
 
 import (
 	"fmt"
@@ -70,9 +70,9 @@ func ParseScheduleExpression(expr, zone string, start time.Time) (*ScheduleExpre
 	return e, nil
 }
 
-// parse is the schedule's expression, or an error saying why the kit cannot fire it on
+// Parse is the schedule's expression, or an error saying why the kit cannot fire it on
 // its own and what to do instead.
-func (s Schedule) parse(start time.Time) (*ScheduleExpression, error) {
+func (s Schedule) Parse(start time.Time) (*ScheduleExpression, error) {
 	const instead = "leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)"
 	if len(s.DeployTime) > 0 {
 		return nil, fmt.Errorf("schedule %s: %s is a deploy-time value the kit cannot know: %s", s.LogicalID, strings.Join(s.DeployTime, " and "), instead)

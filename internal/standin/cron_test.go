@@ -1,4 +1,4 @@
-package local
+package standin
 
 import (
 	"os"
@@ -96,11 +96,11 @@ func TestScheduleParseDeployTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `schedule S: ScheduleExpression {"Ref":"Cron"} is a deploy-time value the kit cannot know: leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)`
-	if _, err := tmpl.Schedules[0].parse(time.Now()); err == nil || err.Error() != want {
+	if _, err := tmpl.Schedules[0].Parse(time.Now()); err == nil || err.Error() != want {
 		t.Errorf("parse = %v, want %q", err, want)
 	}
 	s := Schedule{LogicalID: "S", Expression: "cron(0 * * *)"}
-	if _, err := s.parse(time.Now()); err == nil || !strings.Contains(err.Error(), `schedule S: schedule expression "cron(0 * * *)": cron "0 * * *": fields: 4 fields, want 6`) ||
+	if _, err := s.Parse(time.Now()); err == nil || !strings.Contains(err.Error(), `schedule S: schedule expression "cron(0 * * *)": cron "0 * * *": fields: 4 fields, want 6`) ||
 		!strings.HasSuffix(err.Error(), "fire it with Fire (--fire)") {
 		t.Errorf("parse of a bad cron = %v", err)
 	}

@@ -1,4 +1,4 @@
-package local
+package standin
 
 import (
 	"cmp"
@@ -77,7 +77,7 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 	// Pass 1: every queue with its plain attributes, so that every ARN exists for pass 2.
 	for _, id := range ids {
 		q := t.Queues[id]
-		attrs, err := d.queueAttributes(q)
+		attrs, err := d.QueueAttributes(q)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +109,7 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 			if !ok {
 				continue
 			}
-			resolved, err := d.resolve(v)
+			resolved, err := d.Resolve(v)
 			if err != nil {
 				return nil, fmt.Errorf("queue %s %s: %w", id, k, err)
 			}
@@ -142,10 +142,10 @@ func newDeployment(t *Template, suffix string) *Deployment {
 	}
 }
 
-// planned is a Deployment of t that creates nothing: every queue and table has the local name
+// Planned is a Deployment of t that creates nothing: every queue and table has the local name
 // Deploy would give it and a URL and ARN of the same shape, so that the functions'
 // environments can be resolved, and every problem reported, before anything starts.
-func planned(t *Template, suffix string) *Deployment {
+func Planned(t *Template, suffix string) *Deployment {
 	d := newDeployment(t, suffix)
 	d.region, d.account = sqslocal.Region, sqslocal.AccountID // as ElasticMQ's ARNs will say
 	for id, q := range t.Queues {
@@ -170,15 +170,15 @@ func (d *Deployment) localTableName(tb Table) string {
 	return name + "-" + d.Suffix
 }
 
-// queueAttributes are the SQS attributes of q's plain properties, each resolved (a
+// QueueAttributes are the SQS attributes of q's plain properties, each resolved (a
 // parameter's value), and notes what has no local meaning.
-func (d *Deployment) queueAttributes(q Queue) (map[string]string, error) {
+func (d *Deployment) QueueAttributes(q Queue) (map[string]string, error) {
 	attrs := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(q.Props)) {
 		switch {
 		case slices.Contains(plainQueueAttrs, k):
-			v, err := d.resolve(q.Props[k])
-			var u *unresolved
+			v, err := d.Resolve(q.Props[k])
+			var u *Unresolved
 			if errors.As(err, &u) && u.param != "" {
 				return nil, fmt.Errorf("queue %s: %s refers to %w: %s", q.LogicalID, k, u, giveParameter(u.param))
 			}
@@ -324,11 +324,11 @@ func (d *Deployment) Env(function string) (map[string]string, error) {
 	env := map[string]string{}
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(f.Env)) {
-		if v, ok := d.override(function, k); ok {
+		if v, ok := d.Override(function, k); ok {
 			env[k] = v
 			continue
 		}
-		r, err := d.resolve(f.Env[k])
+		r, err := d.Resolve(f.Env[k])
 		if err != nil {
 			errs = append(errs, envError(function, k, err))
 			continue
@@ -353,8 +353,8 @@ func (d *Deployment) Env(function string) (map[string]string, error) {
 	return env, errors.Join(errs...)
 }
 
-// override is the value Overrides give function's variable name: "FUNCTION.NAME" before "NAME".
-func (d *Deployment) override(function, name string) (string, bool) {
+// Override is the value Overrides give function's variable name: "FUNCTION.NAME" before "NAME".
+func (d *Deployment) Override(function, name string) (string, bool) {
 	if v, ok := d.Overrides[function+"."+name]; ok {
 		return v, true
 	}
@@ -362,16 +362,22 @@ func (d *Deployment) override(function, name string) (string, bool) {
 	return v, ok
 }
 
-// unresolved is a reference the kit has no local value for: a resource it does not create
+// Unresolved is a reference the kit has no local value for: a resource it does not create
 // (or an attribute it cannot give), a parameter without a value, or an intrinsic it does not
 // evaluate.
-type unresolved struct {
+type Unresolved struct {
 	what  string // `Orders1234 (AWS::SNS::Topic)`, `parameter RefundsTableArn`, `Fn::ImportValue`
 	why   string
 	param string // the parameter's name, when a parameter has no value
 }
 
-func (e *unresolved) Error() string { return e.what + ", " + e.why }
+func (e *Unresolved) Error() string { return e.what + ", " + e.why }
+
+// UnresolvedImport is the Unresolved of an Fn::ImportValue of name that no stack the kit
+// runs exports.
+func UnresolvedImport(name any) *Unresolved {
+	return &Unresolved{what: "Fn::ImportValue " + JSONish(name), why: "an export of none of the stacks the kit runs (run the stack that exports it too)"}
+}
 
 // giveParameter says how to give a parameter its local value.
 func giveParameter(name string) string {
@@ -381,7 +387,7 @@ func giveParameter(name string) string {
 // envError says why a variable has no local value and how to give it one.
 func envError(function, name string, err error) error {
 	set := fmt.Sprintf("Options.Env[%q] or pipelinectl local up --env %s.%s=VALUE", function+"."+name, function, name)
-	var u *unresolved
+	var u *Unresolved
 	if !errors.As(err, &u) {
 		return fmt.Errorf("function %s: %s: %w; set the variable for the local run with %s", function, name, err, set)
 	}
@@ -396,10 +402,10 @@ var (
 	sqsURL = regexp.MustCompile(`^https://sqs\.[^/]+/[^/]+/([^/]+)$`)
 )
 
-// resolve evaluates the CloudFormation intrinsics the templates use: Ref and Fn::GetAtt of
+// Resolve evaluates the CloudFormation intrinsics the templates use: Ref and Fn::GetAtt of
 // queues and tables, the AWS:: pseudo parameters, Fn::Join. An SQS ARN built from a template
 // queue name (as redrive-allow policies are) is rewritten to the local queue's ARN.
-func (d *Deployment) resolve(v any) (any, error) {
+func (d *Deployment) Resolve(v any) (any, error) {
 	switch x := v.(type) {
 	case string, float64, bool, nil:
 		if s, ok := x.(string); ok {
@@ -418,7 +424,7 @@ func (d *Deployment) resolve(v any) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := d.resolve(e)
+			r, err := d.Resolve(e)
 			if err != nil {
 				return nil, err
 			}
@@ -438,29 +444,29 @@ func (d *Deployment) resolve(v any) (any, error) {
 					if err != nil || k != "Fn::Join" {
 						return r, err
 					}
-					return d.resolve(r) // the joined string may be a template queue's ARN or URL
+					return d.Resolve(r) // the joined string may be a template queue's ARN or URL
 				case "Fn::Sub":
 					return d.sub(arg)
 				case "Fn::ImportValue":
-					name, err := d.resolve(arg)
+					name, err := d.Resolve(arg)
 					s, ok := name.(string)
 					switch {
 					case err != nil:
 						return nil, err
 					case !ok || d.Import == nil:
-						return nil, &unresolved{what: "Fn::ImportValue " + jsonish(name), why: "an export of none of the stacks the kit runs (run the stack that exports it too)"}
+						return nil, UnresolvedImport(name)
 					}
 					return d.Import(s)
 				}
 				if strings.HasPrefix(k, "Fn::") {
 					b, _ := json.Marshal(arg)
-					return nil, &unresolved{what: k + " " + string(b), why: "an intrinsic the local kit does not evaluate"}
+					return nil, &Unresolved{what: k + " " + string(b), why: "an intrinsic the local kit does not evaluate"}
 				}
 			}
 		}
 		out := map[string]any{}
 		for k, e := range x {
-			r, err := d.resolve(e)
+			r, err := d.Resolve(e)
 			if err != nil {
 				return nil, err
 			}
@@ -491,7 +497,7 @@ func (d *Deployment) ref(arg any) (any, error) {
 	if name, ok := d.TableName[id]; ok {
 		return name, nil
 	}
-	if name := d.localName(id); name != "" {
+	if name := d.LocalName(id); name != "" {
 		return name, nil
 	}
 	if p, ok := d.Template.Parameters[id]; ok {
@@ -500,9 +506,9 @@ func (d *Deployment) ref(arg any) (any, error) {
 		}
 		why := "which has no Default"
 		if p.FromSSM() {
-			why = fmt.Sprintf("whose value is read from Systems Manager parameter %s at deploy time", jsonish(p.Default))
+			why = fmt.Sprintf("whose value is read from Systems Manager parameter %s at deploy time", JSONish(p.Default))
 		}
-		return nil, &unresolved{what: "parameter " + id + " (" + p.Type + ")", why: why, param: id}
+		return nil, &Unresolved{what: "parameter " + id + " (" + p.Type + ")", why: why, param: id}
 	}
 	return nil, d.notLocal(id, "")
 }
@@ -512,18 +518,21 @@ func (d *Deployment) ref(arg any) (any, error) {
 func (d *Deployment) notLocal(id, attr string) error {
 	typ, ok := d.Template.Types[id]
 	if !ok {
-		return &unresolved{what: id, why: "which is not a resource or parameter of the template"}
+		return &Unresolved{what: id, why: "which is not a resource or parameter of the template"}
 	}
 	what := id + " (" + typ + ")"
 	if attr != "" {
-		return &unresolved{what: id + "." + attr + " (" + typ + ")", why: "an attribute the local kit has no value for"}
+		return &Unresolved{what: id + "." + attr + " (" + typ + ")", why: "an attribute the local kit has no value for"}
 	}
-	return &unresolved{what: what, why: "which the local kit does not create"}
+	return &Unresolved{what: what, why: "which the local kit does not create"}
 }
 
 // FunctionName is the name a function of the template has locally: its logical id and the
 // deployment's suffix (what Ref of it and the Lambda stand-in's names are).
 func (d *Deployment) FunctionName(id string) string { return id + "-" + d.Suffix }
+
+// Account is the account id the deployment's ARNs carry (the SQS server's).
+func (d *Deployment) Account() string { return d.account }
 
 // AlarmName is the name an alarm or composite alarm of the template has locally: its
 // AlarmName when the template gives one, else its logical id and the deployment's suffix
@@ -547,8 +556,8 @@ func (d *Deployment) AlarmName(id string) string {
 	return id + "-" + d.Suffix
 }
 
-// localName is what Ref of a function, a schedule or an alarm gives locally: its name.
-func (d *Deployment) localName(id string) string {
+// LocalName is what Ref of a function, a schedule or an alarm gives locally: its name.
+func (d *Deployment) LocalName(id string) string {
 	t := d.Template
 	if _, ok := t.Functions[id]; ok {
 		return d.FunctionName(id)
@@ -602,7 +611,7 @@ func (d *Deployment) getAtt(arg any) (any, error) {
 func (d *Deployment) intrinsic(name string, arg any) (any, error) {
 	var inner error
 	eval := func(v any) (any, bool) {
-		r, err := d.resolve(v)
+		r, err := d.Resolve(v)
 		if err != nil && inner == nil {
 			inner = err
 		}
@@ -636,7 +645,7 @@ func (d *Deployment) sub(arg any) (any, error) {
 		var v any
 		var err error
 		if expr, ok := vars[name]; ok {
-			v, err = d.resolve(expr)
+			v, err = d.Resolve(expr)
 		} else if id, attr, ok := strings.Cut(name, "."); ok {
 			v, err = d.getAtt([]any{id, attr})
 		} else {

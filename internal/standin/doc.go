@@ -1,0 +1,12 @@
+// Package standin holds the local kit's pieces: the stand-ins for the AWS services a
+// pipeline needs, each read from a synthesized template. LoadTemplate and LoadAssembly read
+// the templates (Template); Deploy creates their queues and tables on an SQS server and
+// DynamoDB Local (Deployment); Poller is an SQS event source mapping, invoking functions
+// through an Invoker; ScheduleInput and InvokeAsync are a schedule's firing and Lambda's
+// asynchronous invocation; Observer records what runs as CloudWatch metrics (Series), and
+// Evaluate and EvaluateAll apply the templates' alarms with CloudWatch's rules; Ledger
+// collects the consumers' effects from their log lines.
+//
+// Package local assembles them into the kit a user starts (local.Start); this repository's
+// scenarios (test/e2e) drive them by hand, with faults injected between them.
+package standin
