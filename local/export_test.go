@@ -25,3 +25,9 @@ func CronClockBeforeMinute(o *Options, before time.Duration) func() time.Duratio
 		return shift
 	}
 }
+
+// SweepStale removes the build directories of kits that are gone (Start does it first).
+var SweepStale = sweepStale
+
+// BinDirPrefix is how a kit's build directory's name starts, in the temporary directory.
+const BinDirPrefix = binDirPrefix

@@ -115,6 +115,7 @@ type Kit struct {
 	sq      *sqs.Client
 	db      *dynamodb.Client
 	binDir  string
+	binLock func() // releases the lock that marks binDir as this kit's
 	stacks  []*stackRun
 
 	ctx      context.Context
@@ -270,7 +271,11 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err := checkJava(ctx); err != nil { // before the builds: say what to install at once
 		return nil, err
 	}
-	if k.binDir, err = os.MkdirTemp("", "pipeline-local-"); err != nil {
+	sweepStale()
+	if k.binDir, err = os.MkdirTemp("", binDirPrefix); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	if k.binLock, err = holdLock(filepath.Join(k.binDir, binLockName)); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	bins, err := k.build(ctx, plans)
@@ -1216,10 +1221,40 @@ func (k *Kit) Close() error {
 	if k.ddb != nil {
 		k.ddb.Stop()
 	}
+	if k.binLock != nil {
+		k.binLock()
+	}
 	if k.binDir != "" {
 		return os.RemoveAll(k.binDir)
 	}
 	return nil
+}
+
+// A kit builds its functions into a directory of its own in the temporary directory, and
+// holds the lock of a file in it for its life. A kit killed (SIGKILL, a power cut) cannot
+// remove its directory; the next one to start does, once nobody holds that lock.
+const (
+	binDirPrefix = "pipeline-local-"
+	binLockName  = ".kit.lock"
+)
+
+// sweepStale removes the build directories of kits that are gone: their lock is free. One
+// without a lock file (a kit that is creating it, or one older than the lock) is left alone
+// for an hour.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, dir := range dirs {
+		lock := filepath.Join(dir, binLockName)
+		if _, err := os.Stat(lock); err != nil {
+			if fi, err := os.Stat(dir); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(dir)
+			}
+			continue
+		}
+		if !heldByAnother(lock) {
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 // Effects counts, by idempotency key, the "effect applied" lines a pipeline's consumer

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -225,6 +226,11 @@ func TestMain(m *testing.M) {
 // user's test that started a kit, and is killed with SIGKILL once the kit is up; every
 // process the kit had started (both servers, function environments) is gone after it.
 func TestKitKilledLeavesNothing(t *testing.T) {
+	binDirs := func() []string {
+		dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), local.BinDirPrefix+"*"))
+		return dirs
+	}
+	before := binDirs()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), killedHelper+"="+referenceAssembly(t))
 	proc, err := localproc.Start(cmd)
@@ -263,6 +269,24 @@ func TestKitKilledLeavesNothing(t *testing.T) {
 	}
 	fmt.Printf("FIGURE kit: a test killed with SIGKILL once its kit was up: %d processes it had started, %d left (%v after the kill)\n",
 		len(started), len(left), time.Since(killed).Round(10*time.Millisecond))
+
+	// Its build directory stays (nothing runs to remove it) until a kit starts next and finds
+	// nobody holding its lock.
+	var theirs []string
+	for _, d := range binDirs() {
+		if !slices.Contains(before, d) {
+			theirs = append(theirs, d)
+		}
+	}
+	if len(theirs) == 0 {
+		t.Fatalf("no build directory of the killed kit found in %s: the sweep below would prove nothing", os.TempDir())
+	}
+	local.SweepStale()
+	for _, d := range theirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("the killed kit's build directory %s is still there after the sweep (%v)", d, err)
+		}
+	}
 }
 
 const killedHelper = "LOCAL_KIT_KILLED_HELPER"
