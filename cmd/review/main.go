@@ -125,18 +125,19 @@ func runCompliance(doc, defDir, hardDir string, check bool, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, "review: -compliance needs -hardened DIR, the hardened stage's assembly")
 		return 2
 	}
-	def, err := loadAssembly(defDir)
-	if err == nil && def.NagReports == 0 {
-		err = fmt.Errorf("no cdk-nag report in %s", defDir)
+	withNag := func(dir string) (*assembly, error) {
+		a, err := loadAssembly(dir)
+		if err == nil && a.NagReports == 0 {
+			err = fmt.Errorf("no cdk-nag report in %s", dir)
+		}
+		return a, err
 	}
+	def, err := withNag(defDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "review: %v\n", err)
 		return 2
 	}
-	hard, err := loadAssembly(hardDir)
-	if err == nil && hard.NagReports == 0 {
-		err = fmt.Errorf("no cdk-nag report in %s", hardDir)
-	}
+	hard, err := withNag(hardDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "review: %v\n", err)
 		return 2

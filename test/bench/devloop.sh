@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Developer-loop figures of issue 5, as a markdown section written to the file given (default
+# Developer-loop figures, as a markdown section written to the file given (default
 # stdout):
 #   1. warm synth of the full app (the command `make synth` runs: cdk synth --quiet) vs a
 #      one-function app bundled the same way (test/bench/onefn), median of RUNS with min-max,

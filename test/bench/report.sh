@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark (issues 5 and 12) with figures and writes them, with the commands that made
+# Runs every benchmark with figures and writes them, with the commands that made
 # them, to the markdown file given (make bench: docs/benchmarks.md). Takes about 25 minutes;
 # run it on a quiet machine: every headline figure is a ratio against a peer measured in the
 # same run, but a loaded machine still widens the ranges.
@@ -91,7 +91,7 @@ section "5. Go benchmarks of the runtime packages" \
 { echo '```'; grep -E '^(Benchmark|goos|goarch|cpu|pkg)' "$work/go.txt"; echo '```'; } >>"$work/body.md"
 
 if [ -f docs/profiles/README.md ]; then
-  section "6. Where the consumer's CPU goes: profiles before and after (issue 12)" \
+  section "6. Where the consumer's CPU goes: profiles before and after" \
     "test/bench/profile.sh docs/profiles after   # on each tree; see docs/profiles/README.md"
   # The profiles' own page, its links made relative to this one.
   awk 'NR > 1' docs/profiles/README.md | sed -E 's/^## /### /; s/\]\(([a-z0-9-]+\.(svg|txt|md))\)/](profiles\/\1)/g' >>"$work/body.md"

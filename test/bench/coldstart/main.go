@@ -1,4 +1,4 @@
-// Command coldstart measures the cold-start proxy of issue 5 for the pipeline's Lambda
+// Command coldstart measures a cold start's proxy (binary size and init time) for the pipeline's Lambda
 // binaries beside a hello-world aws-lambda-go binary built the same way, in one run:
 //
 //   - size: the stripped linux/arm64 binary, as bundling builds it (goal <= 8 MiB);

@@ -12,7 +12,7 @@ import (
 )
 
 // Load profiles: what a month of three typical loads costs under both table capacity modes,
-// with the consumer settings that fit each (issue 21). The consumer's figures are measured:
+// with the consumer settings that fit each. The consumer's figures are measured:
 // records/s per execution environment at each memory size and batch size under Lambda's CPU
 // share, and DynamoDB writes per record, both from test/bench/peers -json; SQS requests per
 // message at full batches from ./test/bench/cost/measure. What is modelled (how full a batch

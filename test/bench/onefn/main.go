@@ -2,7 +2,7 @@
 // GoFunction (the consumer's code) bundled as constructs/internal/gofn bundles it (arm64,
 // provided.al2023, CGO off, -trimpath -tags lambda.norpc -ldflags "-s -w"), without cdk-nag.
 // test/bench/devloop.sh synthesizes it beside the full stack: the ratio of the two is the
-// developer-loop figure of issue 5 (goal <= 1.5x).
+// developer-loop figure: how much slower the full synth is than the smallest (goal <= 1.5x).
 //
 //	cd test/bench/onefn && ../../../node_modules/.bin/cdk synth --quiet -o "$(mktemp -d)"
 package main

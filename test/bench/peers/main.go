@@ -1,6 +1,6 @@
 // Command peers compares our consumer with Powertools for AWS Lambda (TypeScript and Python)
 // and with the raw-write limit on the same work, against one DynamoDB Local, and prints the
-// figures as markdown (issue 5, part 1):
+// figures as markdown:
 //
 //	go run ./test/bench/peers -records 2000 -rounds 3 -out /tmp/peers.md
 //	go run ./test/bench/peers -records 200 -rounds 1      # smoke: proves it runs

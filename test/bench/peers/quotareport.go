@@ -149,7 +149,7 @@ func (r *report) writeQuota(sb *strings.Builder) {
 		}
 	}
 
-	w("\n### Targets (issues 12 and 21)\n\n| target | measured | met |\n|---|---|---|\n")
+	w("\n### Targets under Lambda's CPU share\n\n| target | measured | met |\n|---|---|---|\n")
 	met := func(ok bool) string {
 		if ok {
 			return "yes"
@@ -200,7 +200,7 @@ func (r *report) writeQuota(sb *strings.Builder) {
 	w("\n%s", quotaNotes)
 }
 
-// writeTargets21 adds issue 21's targets, against the raw writes as a Lambda function: ours'
+// writeTargets21 adds the targets against the raw writes as a Lambda function: ours'
 // CPU per record within 1.05x, and at least 0.95x its records/s, with the per-round ranges
 // (each round's ours ÷ rawfn, paired by round).
 func (r *report) writeTargets21(w func(string, ...any), at int) {
@@ -222,10 +222,10 @@ func (r *report) writeTargets21(w func(string, ...any), at int) {
 		for _, x := range cpuRatios {
 			lo, hi = min(lo, x), max(hi, x)
 		}
-		w("| (issue 21) ours' CPU per record <= 1.05x the raw writes as a Lambda function's, %d MB, batches of %d | %.0f ÷ %.0f µs = %.2f (rounds %.2f–%.2f) | %s |\n",
+		w("| ours' CPU per record <= 1.05x the raw writes as a Lambda function's, %d MB, batches of %d | %.0f ÷ %.0f µs = %.2f (rounds %.2f–%.2f) | %s |\n",
 			at, b, oc, rc, oc/rc, lo, hi, met[oc <= 1.05*rc])
 		if med, lo, hi, ok := r.qratio("rawfn", b, at); ok {
-			w("| (issue 21) ours >= 0.95x the raw writes as a Lambda function's records/s, %d MB, batches of %d | %.2f (%.2f–%.2f) | %s |\n",
+			w("| ours >= 0.95x the raw writes as a Lambda function's records/s, %d MB, batches of %d | %.2f (%.2f–%.2f) | %s |\n",
 				at, b, med, lo, hi, met[med >= 0.95])
 		}
 	}
@@ -246,7 +246,7 @@ const quotaNotes = `### How to read the Lambda-shaped runs
   limits records/s per environment. The quota applies to the timed part only; process start
   and the warm-up run unconfined (Lambda's init phase is measured in section 3, and a warm
   environment is what processes a queue's backlog).
-- Two limits: the raw-write loop (issue 12's) reads its events from a file in one process;
+- Two limits: the raw-write loop reads its events from a file in one process;
   rawfn does the same writes as a Lambda function, invoked like ours through the Runtime API
   with its event decoded from JSON, which every Go Lambda function pays and the loop does not.
   Ours against rawfn is the cost of the guarantees alone. The Powertools contenders, like the

@@ -114,7 +114,7 @@ func (r *report) write(sb *strings.Builder) {
 
 	r.writeCalls(sb)
 
-	w("\n### Targets (issue 5)\n\n")
+	w("\n### Targets: ours against each peer\n\n")
 	w("| target | measured: ours ÷ contender records/s, ratio of medians (per-round range) | met | for context: contender's own CPU per record ÷ ours |\n|---|---|---|---|\n")
 	target := func(name, c string, b int, want float64) {
 		med, lo, hi, ok := r.ratio(c, b)
