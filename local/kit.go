@@ -178,21 +178,89 @@ type run struct {
 // template with something the kit cannot apply is an error naming it; properties with no
 // local meaning (encryption, tags, backups) are listed by Ignored. ctx bounds the start only.
 func Start(ctx context.Context, opts Options) (*Kit, error) {
-	if opts.Assembly == "" {
-		return nil, errors.New("local: Options.Assembly is empty: set it to the directory `cdk synth` wrote (cdk.out)")
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if opts.Environments <= 0 {
-		opts.Environments = 2
+	refs, err := stacksOf(opts)
+	if err != nil {
+		return nil, err
 	}
-	if v := opts.VisibilityTimeout; v != 0 && (v < time.Second || v > 12*time.Hour || v%time.Second != 0) {
-		return nil, fmt.Errorf("local: Options.VisibilityTimeout %v: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout", v)
+	k := &Kit{opts: opts, started: time.Now()}
+	k.ctx, k.cancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			k.Close()
+		}
+	}()
+	templates, sources, err := k.read(refs)
+	if err != nil {
+		return nil, err
 	}
-	if opts.AlarmTimeScale <= 0 {
-		opts.AlarmTimeScale = standin.AlarmTimeScale
+	plans, err := k.plan(refs, templates, sources)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
+	if err := checkNames(plans, opts); err != nil {
+		return nil, err
 	}
+	if err := checkEnv(plans, opts.Env); err != nil { // every problem at once, before anything starts
+		return nil, err
+	}
+	if err := checkJava(ctx); err != nil { // before the builds: say what to install at once
+		return nil, err
+	}
+	bins, err := k.buildAll(ctx, plans)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.startBackends(ctx); err != nil {
+		return nil, err
+	}
+	// Every stack's queues and tables first, so that a function of one stack may refer to
+	// another's (Fn::ImportValue), then the functions.
+	for _, sp := range plans {
+		if err := k.create(ctx, sp); err != nil {
+			return nil, err
+		}
+	}
+	sts := slices.Clone(k.stacks)
+	k.observed.Store(&sts)
+	for i, sp := range plans {
+		if err := k.run(ctx, k.stacks[i], sp, sources[i], bins); err != nil {
+			return nil, err
+		}
+	}
+	if err := k.serveAWS(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return k, nil
+}
+
+// withDefaults checks o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.Assembly == "" {
+		return o, errors.New("local: Options.Assembly is empty: set it to the directory `cdk synth` wrote (cdk.out)")
+	}
+	if o.Environments <= 0 {
+		o.Environments = 2
+	}
+	if v := o.VisibilityTimeout; v != 0 && (v < time.Second || v > 12*time.Hour || v%time.Second != 0) {
+		return o, fmt.Errorf("local: Options.VisibilityTimeout %v: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout", v)
+	}
+	if o.AlarmTimeScale <= 0 {
+		o.AlarmTimeScale = standin.AlarmTimeScale
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return o, nil
+}
+
+// stacksOf is the stacks of the assembly that Options.Stacks names (every one by default).
+func stacksOf(opts Options) ([]cfn.StackRef, error) {
 	all, err := cfn.Stacks(opts.Assembly)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("local: %s is not a cloud assembly (no manifest.json): run `cdk synth` (or `cdk synth -o DIR`) first", opts.Assembly)
@@ -204,44 +272,53 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	k := &Kit{opts: opts, started: time.Now()}
-	k.ctx, k.cancel = context.WithCancel(context.Background())
-	ok := false
-	defer func() {
-		if !ok {
-			k.Close()
-		}
-	}()
+	return refs, nil
+}
+
+// read reads each stack's template and the sources of its functions, with the parameters
+// given, and makes a stand-in for each queue a stack imports (Kit.StandIns).
+func (k *Kit) read(refs []cfn.StackRef) ([]*standin.Template, []map[string]cfn.Source, error) {
 	templates := make([]*standin.Template, len(refs))
 	sources := make([]map[string]cfn.Source, len(refs))
 	for i, ref := range refs {
+		fail := func(err error) ([]*standin.Template, []map[string]cfn.Source, error) {
+			return nil, nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+		}
+		var err error
 		if templates[i], err = standin.LoadTemplate(filepath.Join(ref.Dir, ref.TemplateFile)); err != nil {
-			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+			return fail(err)
 		}
 		if sources[i], err = cfn.ReadSources(ref.Dir, ref.ID); err != nil {
-			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+			return fail(err)
 		}
-		if err := templates[i].UseParameters(opts.Parameters); err != nil { // an imported queue's ARN may be one
-			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+		if err := templates[i].UseParameters(k.opts.Parameters); err != nil { // an imported queue's ARN may be one
+			return fail(err)
 		}
 		existing, err := cfn.ReadExistingQueues(ref.Dir, ref.ID)
 		if err != nil {
-			return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+			return fail(err)
 		}
 		for _, mapping := range slices.Sorted(maps.Keys(existing)) {
 			notes, err := templates[i].StandInQueue(mapping, existing[mapping])
 			if err != nil {
-				return nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+				return fail(err)
 			}
 			for _, n := range notes {
 				k.standIns = append(k.standIns, ref.DisplayName+": "+n)
 			}
 		}
 	}
+	return templates, sources, nil
+}
+
+// plan plans each stack (what runs, what cannot: Kit.NotRun), and refuses an assembly in
+// which no pipeline would run.
+func (k *Kit) plan(refs []cfn.StackRef, templates []*standin.Template, sources []map[string]cfn.Source) ([]*stackPlan, error) {
 	plans := make([]*stackPlan, len(refs))
 	var names []string
 	running := 0
 	for i, t := range templates {
+		var err error
 		if plans[i], err = plan(refs[i], t, sources[i]); err != nil {
 			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
 		}
@@ -262,41 +339,43 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 		}
 		return nil, fmt.Errorf("local: no pipeline to run: none of the stacks %s has an SQS event source mapping onto a function the kit can run%s", strings.Join(names, ", "), why)
 	}
-	if err := checkNames(plans, opts); err != nil {
-		return nil, err
-	}
-	if err := checkEnv(plans, opts.Env); err != nil { // every problem at once, before anything starts
-		return nil, err
-	}
-	if err := checkJava(ctx); err != nil { // before the builds: say what to install at once
-		return nil, err
-	}
+	return plans, nil
+}
+
+// buildAll builds the functions into a directory of the kit's own, holding its lock, after
+// removing those of kits that are gone.
+func (k *Kit) buildAll(ctx context.Context, plans []*stackPlan) (map[string]string, error) {
 	sweepStale()
+	var err error
 	if k.binDir, err = os.MkdirTemp("", binDirPrefix); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	if k.binLock, err = holdLock(filepath.Join(k.binDir, binLockName)); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	bins, err := k.build(ctx, plans)
-	if err != nil {
-		return nil, err
+	return k.build(ctx, plans)
+}
+
+// startBackends starts DynamoDB Local and ElasticMQ (installed first if need be), and the
+// proxy in front of DynamoDB Local through which the functions' calls go: it injects the
+// faults InjectDynamoDB asks for and feeds each stack's DynamoDB metrics.
+func (k *Kit) startBackends(ctx context.Context) error {
+	if err := useBackends(ctx, k.opts.Progress); err != nil {
+		return err
 	}
-	if err := useBackends(ctx, opts.Progress); err != nil {
-		return nil, err
-	}
-	fmt.Fprintln(opts.Progress, "local: starting DynamoDB Local and ElasticMQ")
+	fmt.Fprintln(k.opts.Progress, "local: starting DynamoDB Local and ElasticMQ")
 	var wg sync.WaitGroup
 	var dErr, sErr error
 	wg.Go(func() { k.ddb, dErr = dynamolocal.StartContext(ctx) })
 	wg.Go(func() { k.sqsd, sErr = sqslocal.StartKind(ctx, sqslocal.ElasticMQ) })
 	wg.Wait()
 	if err := errors.Join(dErr, sErr); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return fmt.Errorf("local: %w", err)
 	}
 	k.sq, k.db = k.sqsd.Client(), k.ddb.Client()
+	var err error
 	if k.proxy, err = ddbproxy.New(k.ddb.Endpoint()); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return fmt.Errorf("local: %w", err)
 	}
 	// The proxy's hooks are set once, before any function runs, and read what changes
 	// through atomics: InjectDynamoDB swaps the fault function, each deploy the stacks.
@@ -321,25 +400,7 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 			}
 		}
 	}
-	// Every stack's queues and tables first, so that a function of one stack may refer to
-	// another's (Fn::ImportValue), then the functions.
-	for _, sp := range plans {
-		if err := k.create(ctx, sp); err != nil {
-			return nil, err
-		}
-	}
-	sts := slices.Clone(k.stacks)
-	k.observed.Store(&sts)
-	for i, sp := range plans {
-		if err := k.run(ctx, k.stacks[i], sp, sources[i], bins); err != nil {
-			return nil, err
-		}
-	}
-	if err := k.serveAWS(); err != nil {
-		return nil, err
-	}
-	ok = true
-	return k, nil
+	return nil
 }
 
 // nameSafe matches what may not be in a local resource name (a stack's name becomes the
