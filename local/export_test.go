@@ -29,5 +29,5 @@ func CronClockBeforeMinute(o *Options, before time.Duration) func() time.Duratio
 // SweepStale removes the build directories of kits that are gone (Start does it first).
 var SweepStale = sweepStale
 
-// BinDirPrefix is how a kit's build directory's name starts, in the temporary directory.
-const BinDirPrefix = binDirPrefix
+// BinDir is the directory k builds its functions into.
+func BinDir(k *Kit) string { return k.binDir }

@@ -350,7 +350,7 @@ func (k *Kit) buildAll(ctx context.Context, plans []*stackPlan) (map[string]stri
 	if k.binDir, err = os.MkdirTemp("", binDirPrefix); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	if k.binLock, err = holdLock(filepath.Join(k.binDir, binLockName)); err != nil {
+	if k.binLock, err = holdLock(k.binDir, binLockName); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	return k.build(ctx, plans)
@@ -1282,13 +1282,14 @@ func (k *Kit) Close() error {
 	if k.ddb != nil {
 		k.ddb.Stop()
 	}
+	var err error
+	if k.binDir != "" {
+		err = os.RemoveAll(k.binDir) // the lock held until it is gone, so no sweep races it
+	}
 	if k.binLock != nil {
 		k.binLock()
 	}
-	if k.binDir != "" {
-		return os.RemoveAll(k.binDir)
-	}
-	return nil
+	return err
 }
 
 // A kit builds its functions into a directory of its own in the temporary directory, and
@@ -1299,21 +1300,15 @@ const (
 	binLockName  = ".kit.lock"
 )
 
-// sweepStale removes the build directories of kits that are gone: their lock is free. One
-// without a lock file (a kit that is creating it, or one older than the lock) is left alone
-// for an hour.
+// sweepStale removes the build directories of kits that are gone: their lock file exists
+// and nobody holds it. A directory without one (a kit still starting: the file appears only
+// once locked; a kit of an older version; a platform without flock) is left alone.
 func sweepStale() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
 	for _, dir := range dirs {
-		lock := filepath.Join(dir, binLockName)
-		if _, err := os.Stat(lock); err != nil {
-			if fi, err := os.Stat(dir); err == nil && time.Since(fi.ModTime()) > time.Hour {
-				os.RemoveAll(dir)
-			}
-			continue
-		}
-		if !heldByAnother(lock) {
+		if release, ok := freeLock(filepath.Join(dir, binLockName)); ok {
 			os.RemoveAll(dir)
+			release()
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -226,11 +226,6 @@ func TestMain(m *testing.M) {
 // user's test that started a kit, and is killed with SIGKILL once the kit is up; every
 // process the kit had started (both servers, function environments) is gone after it.
 func TestKitKilledLeavesNothing(t *testing.T) {
-	binDirs := func() []string {
-		dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), local.BinDirPrefix+"*"))
-		return dirs
-	}
-	before := binDirs()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), killedHelper+"="+referenceAssembly(t))
 	proc, err := localproc.Start(cmd)
@@ -240,9 +235,14 @@ func TestKitKilledLeavesNothing(t *testing.T) {
 	defer proc.Stop()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	if err := proc.WaitOutput(ctx, "kit up:"); err != nil { // a helper that cannot start its kit fails here at once
+	if err := proc.WaitOutput(ctx, "build directory:"); err != nil { // a helper that cannot start its kit fails here at once
 		t.Fatalf("the helper's kit: %v", err)
 	}
+	m := regexp.MustCompile(`build directory: (\S+)`).FindStringSubmatch(proc.Output())
+	if m == nil {
+		t.Fatalf("the helper named no build directory:\n%s", proc.Output())
+	}
+	theirs := m[1]
 	started := localproc.Descendants(cmd.Process.Pid)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -270,22 +270,14 @@ func TestKitKilledLeavesNothing(t *testing.T) {
 	fmt.Printf("FIGURE kit: a test killed with SIGKILL once its kit was up: %d processes it had started, %d left (%v after the kill)\n",
 		len(started), len(left), time.Since(killed).Round(10*time.Millisecond))
 
-	// Its build directory stays (nothing runs to remove it) until a kit starts next and finds
-	// nobody holding its lock.
-	var theirs []string
-	for _, d := range binDirs() {
-		if !slices.Contains(before, d) {
-			theirs = append(theirs, d)
-		}
-	}
-	if len(theirs) == 0 {
-		t.Fatalf("no build directory of the killed kit found in %s: the sweep below would prove nothing", os.TempDir())
+	// Its build directory stays (nothing ran to remove it) until a kit starts next and finds
+	// nobody holding its lock; other kits' (running in parallel tests) stay.
+	if _, err := os.Stat(theirs); err != nil {
+		t.Fatalf("the killed kit's build directory %s is not there before the sweep (%v): the check below proves nothing", theirs, err)
 	}
 	local.SweepStale()
-	for _, d := range theirs {
-		if _, err := os.Stat(d); !os.IsNotExist(err) {
-			t.Errorf("the killed kit's build directory %s is still there after the sweep (%v)", d, err)
-		}
+	if _, err := os.Stat(theirs); !os.IsNotExist(err) {
+		t.Errorf("the killed kit's build directory %s is still there after the sweep (%v)", theirs, err)
 	}
 }
 
@@ -304,6 +296,7 @@ func runKilledHelper() {
 		_, err = kit.WaitIdle(ctx)
 	}
 	fmt.Println("kit up:", err)
+	fmt.Println("build directory:", local.BinDir(kit))
 	select {}
 }
 

@@ -8,9 +8,9 @@ import "context"
 // a directory of their own, and the first to finish is kept.
 func lockFile(context.Context, string) (func(), error) { return func() {}, nil }
 
-// holdLock holds nothing where flock is not available.
-func holdLock(string) (func(), error) { return func() {}, nil }
+// holdLock marks nothing where flock is not available.
+func holdLock(string, string) (func(), error) { return func() {}, nil }
 
-// heldByAnother cannot tell where flock is not available, so it says yes: a kit's build
-// directory is then never taken for a dead one's.
-func heldByAnother(string) bool { return true }
+// freeLock never takes a lock where flock is not available, so no kit's build directory is
+// taken for a gone one's (a killed kit's stays in the temporary directory).
+func freeLock(string) (func(), bool) { return nil, false }

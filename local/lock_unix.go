@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -34,27 +35,37 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	}
 }
 
-// holdLock takes an exclusive lock on path (created) without waiting, held until release or
-// until the process ends, however it ends: the kernel drops a flock with its last descriptor.
-func holdLock(path string) (release func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+// holdLock marks dir as this process's while it runs: it locks a new file in dir, then
+// renames it to name, so that name exists only once it is locked. The kernel drops a flock
+// with its last descriptor, so the lock ends with the process however it ends.
+func holdLock(dir, name string) (release func(), err error) {
+	f, err := os.CreateTemp(dir, name+".*")
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		f.Close()
+		os.Remove(f.Name())
 		return nil, err
 	}
 	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
-// heldByAnother reports whether a process holds path's lock (holdLock); false when nobody
-// does, or the file is gone.
-func heldByAnother(path string) bool {
-	release, err := holdLock(path)
+// freeLock takes path's lock (holdLock's) when nobody holds it, and says whether it did;
+// false too when there is no such file. It never creates one.
+func freeLock(path string) (release func(), ok bool) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return !os.IsNotExist(err)
+		return nil, false
 	}
-	release()
-	return false
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, false
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, true
 }

@@ -71,14 +71,21 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 	sd, sh := suppressedOn(def), suppressedOn(hard)
 	var changed []string
 	seenVerdicts, seenRules := 0, 0
+	packsSeen, rulesSeen := map[string]bool{}, map[string]bool{}
 	lines := strings.Split(doc, "\n")
 	for i, line := range lines {
+		// A row that looks like one of the tables' but does not parse would be skipped
+		// silently, its figures unchecked: it is an error instead.
+		if looksLikeFigureRow(line) && verdictRow.FindStringSubmatch(line) == nil && ruleRow.FindStringSubmatch(line) == nil {
+			return "", nil, fmt.Errorf("line %d is a pack's or a rule's row whose figures this command cannot read: %q", i+1, line)
+		}
 		if m := verdictRow.FindStringSubmatch(line); m != nil {
 			p, ok := packNames[m[1]]
 			if !ok {
 				return "", nil, fmt.Errorf("line %d: pack %q is not one this command knows (%s)", i+1, m[1], line)
 			}
 			seenVerdicts++
+			packsSeen[p] = true
 			cell := func(c [3]int) string { return fmt.Sprintf("%d / %d / %d", c[0], c[1], c[2]) }
 			want := fmt.Sprintf("| %s | %s | %s | %s |", m[1], m[2], cell(vd[p]), cell(vh[p]))
 			if want != line {
@@ -93,6 +100,7 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 		}
 		seenRules++
 		rule := m[1]
+		rulesSeen[rule] = true
 		var packs []string
 		for _, name := range strings.Split(strings.ReplaceAll(m[2], " and ", ", "), ",") {
 			if name = strings.TrimSpace(name); name == "" {
@@ -131,6 +139,25 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 	if seenVerdicts == 0 || seenRules == 0 {
 		return "", nil, fmt.Errorf("found %d pack verdict rows and %d rule rows: the tables' form changed, so nothing would be checked", seenVerdicts, seenRules)
 	}
+	// Every pack of the reports has its row, and every rule suppressed in a compliance pack
+	// (NIST, PCI, HIPAA) has one: a suppression added without its row fails here, since its
+	// reason is for a person to write.
+	for _, v := range []map[string][3]int{vd, vh} {
+		for p := range v {
+			if !packsSeen[p] {
+				return "", nil, fmt.Errorf("the reports hold verdicts of pack %s, which has no row in the verdicts table", p)
+			}
+		}
+	}
+	for _, s := range []map[string]map[string]int{sd, sh} {
+		for _, p := range []string{"NIST.800.53.R5", "PCI.DSS.321", "HIPAA.Security"} {
+			for rule, n := range s[p] {
+				if !rulesSeen[rule] {
+					return "", nil, fmt.Errorf("%s-%s is suppressed on %d resources and has no row in the suppressions table: add one with its reason", p, rule, n)
+				}
+			}
+		}
+	}
 	out := strings.Join(lines, "\n")
 	m := checkovSentence.FindStringSubmatchIndex(out)
 	if m == nil {
@@ -142,6 +169,20 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 		out = out[:m[2]] + strconv.Itoa(nd) + out[m[3]:m[4]] + strconv.Itoa(nh) + out[m[5]:]
 	}
 	return out, changed, nil
+}
+
+// looksLikeFigureRow reports whether line starts like a row of the verdicts table (a pack's
+// name) or of the suppressions table (a rule in backticks).
+func looksLikeFigureRow(line string) bool {
+	if strings.HasPrefix(line, "| `") {
+		return true
+	}
+	for name := range packNames {
+		if strings.HasPrefix(line, "| "+name+" |") {
+			return true
+		}
+	}
+	return false
 }
 
 // checkovSentence is the sentence that states how many checkov checks each stage skips.
