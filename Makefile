@@ -6,7 +6,7 @@
 #                the app into cdk.out/ (templates + cdk-nag reports)
 #   make test    the test command: every contract against the real backends, the templates
 #                asserted, the examples built; also needs Java 17 + Maven (DynamoDB Local,
-#                ElasticMQ) and Python 3 (the AWS CLI v1 the README's local commands run with)
+#                ElasticMQ) and Python 3 (the AWS CLI v1 docs/local.md's commands run with)
 #   make check   what CI runs: make test, then the long scenarios (e2e with every alarm, the
 #                soak, fuzzing, cfn-lint and checkov on every stage, each benchmark once);
 #                also needs Python 3 for cfn-lint and checkov
@@ -75,7 +75,7 @@ BENCH_TS := $(ROOT)/.cache/bench-ts
 BENCH_TS_STAMP := $(BENCH_TS)/.installed
 BENCH_PY_VENV := $(ROOT)/.cache/bench-py-venv
 BENCH_PY_STAMP := $(BENCH_PY_VENV)/.installed
-# The AWS CLI v1 (pip), which the README local-commands test runs the printed commands with.
+# The AWS CLI v1 (pip), which the local-commands test (docs/local.md) runs the printed commands with.
 export AWSCLI_VENV := $(ROOT)/.cache/awscli-venv
 AWSCLI_STAMP := $(AWSCLI_VENV)/.installed
 
@@ -153,7 +153,7 @@ $(BENCH_PY_STAMP): test/bench/peers/py/requirements.txt
 	@touch $@
 
 $(AWSCLI_STAMP): test/backends/awscli/requirements.txt
-	@$(STEP) "installing the AWS CLI v1 for the README's local commands (pip)" "first time about 30 s" -- \
+	@$(STEP) "installing the AWS CLI v1 for docs/local.md's commands (pip)" "first time about 30 s" -- \
 	  sh -c 'python3 -m venv $(AWSCLI_VENV) && $(AWSCLI_VENV)/bin/pip install --quiet --disable-pip-version-check -r test/backends/awscli/requirements.txt'
 	@touch $@
 
@@ -219,7 +219,7 @@ synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); 
 # make test is the command a contributor runs: every contract of docs/design.md against the
 # real backends, the templates asserted (cdk-nag included), the examples built and run. make
 # check is what CI runs: make test's steps, with every e2e scenario in place of the core ones,
-# and what takes long (README, "What make check adds").
+# and what takes long (docs/development.md, "What make check adds").
 .PHONY: test check
 TEST_STEPS := vet check-function-deps unit examples
 test: tools $(TEST_STEPS) e2e-core ## the test command: every contract against DynamoDB Local, ElasticMQ and the real binaries; the templates asserted; the examples

@@ -14,11 +14,11 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
-// readmeCommands reads the commands of the sh blocks of the README's section title, a
-// backslash-continued command as one line.
-func readmeCommands(t *testing.T, title string) []string {
+// readmeCommands reads the commands of the sh blocks of the section title (a heading of
+// level 1 or 2) of the document at path, a backslash-continued command as one line.
+func readmeCommands(t *testing.T, path, title string) []string {
 	t.Helper()
-	f, err := os.Open("../../README.md")
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,8 +29,8 @@ func readmeCommands(t *testing.T, title string) []string {
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case strings.HasPrefix(line, "## "):
-			in = line == "## "+title
+		case strings.HasPrefix(line, "# ") || strings.HasPrefix(line, "## "):
+			in = strings.TrimLeft(line, "#") == " "+title
 		case in && line == "```sh":
 			sh = true
 		case in && line == "```":
@@ -49,16 +49,19 @@ func readmeCommands(t *testing.T, title string) []string {
 	return out
 }
 
-// The README's "Run it locally" commands, as written, in a directory of this module whose
+// docs/local.md's commands (the README's "Run it locally" shows the first), as written, in a directory of this module whose
 // cdk.out is the reference stack's assembly; then every command local up prints, as
 // written, in another shell with the exports it prints: the AWS CLI v1 (pip, make tools
 // installs it) and `go tool pipelinectl`. Each must succeed; Ctrl-C then stops everything.
 // (`go get -tool`, for a module of the user's, is run by test/outside.)
 func TestReadmeLocalCommands(t *testing.T) {
 	t.Parallel()
-	cmds := readmeCommands(t, "Run it locally")
+	cmds := readmeCommands(t, "../../docs/local.md", "Run it locally")
 	if len(cmds) != 2 || !strings.HasPrefix(cmds[0], "go tool pipelinectl local up ") || !strings.HasPrefix(cmds[1], "go get -tool ") {
-		t.Fatalf("the README's local commands are %q: this test runs `go tool pipelinectl local up`, test/outside `go get -tool`", cmds)
+		t.Fatalf("docs/local.md's commands are %q: this test runs `go tool pipelinectl local up`, test/outside `go get -tool`", cmds)
+	}
+	if readme := readmeCommands(t, "../../README.md", "Run it locally"); len(readme) != 1 || readme[0] != cmds[0] {
+		t.Errorf("the README's Run it locally shows %q, want docs/local.md's first command %q", readme, cmds[0])
 	}
 	aws := filepath.Join(os.Getenv("AWSCLI_VENV"), "bin", "aws")
 	if os.Getenv("AWSCLI_VENV") == "" {

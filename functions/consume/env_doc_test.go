@@ -6,7 +6,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/doccheck"
 )
 
-// README.md's consumer environment table is what LoadConfig reads, defaults included.
+// docs/environment.md's consumer environment table is what LoadConfig reads, defaults included.
 func TestREADMEEnvironmentTable(t *testing.T) {
-	doccheck.CheckEnv(t, "../../README.md", "Consumer environment", LoadConfig, map[string]string{envTableName: "orders-idempotency"})
+	doccheck.CheckEnv(t, "../../docs/environment.md", "Consumer environment", LoadConfig, map[string]string{envTableName: "orders-idempotency"})
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/doccheck"
 )
 
-// README.md's dispatcher environment table is what LoadConfig reads, defaults included.
+// docs/environment.md's dispatcher environment table is what LoadConfig reads, defaults included.
 func TestREADMEEnvironmentTable(t *testing.T) {
-	doccheck.CheckEnv(t, "../../README.md", "Dispatcher environment", LoadConfig, map[string]string{
+	doccheck.CheckEnv(t, "../../docs/environment.md", "Dispatcher environment", LoadConfig, map[string]string{
 		envQueueURL: "https://sqs.eu-west-1.amazonaws.com/123456789012/orders", envJobName: "nightly",
 	})
 }

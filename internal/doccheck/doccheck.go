@@ -1,5 +1,5 @@
-// Package doccheck reads the environment tables of README.md, so tests in the function
-// packages can hold the README to what the functions read. It is for tests only.
+// Package doccheck reads the environment tables of docs/environment.md, so tests in the
+// function packages can hold that document to what the functions read. It is for tests only.
 package doccheck
 
 import (

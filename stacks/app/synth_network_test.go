@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The README's "Telemetry" paragraph says what a synth contacts: `make synth` nothing, with or
+// docs/development.md's "Telemetry" says what a synth contacts: `make synth` nothing, with or
 // without credentials; a plain `cdk synth` with credentials one STS GetCallerIdentity (the CLI
 // fills CDK_DEFAULT_ACCOUNT with it before it runs the app, and nothing in the CLI turns that
 // off), which the app ignores, so both write the same environment-agnostic template; and
@@ -91,12 +91,12 @@ func TestSynthNetworkAndEnvironment(t *testing.T) {
 	if got := makeRun.aws.Requests(); len(got) > 0 {
 		t.Errorf("make synth, with credentials in its environment, sent (to the AWS endpoint or through the proxy):\n  %s\nits recipe runs %s", strings.Join(got, "\n  "), makeSynth)
 	}
-	// The control: the stand-in does see what the CLI sends, and the README's account of a
-	// plain synth with credentials still holds. If the CLI stops calling STS here, the README's
+	// The control: the stand-in does see what the CLI sends, and docs/development.md's account of a
+	// plain synth with credentials still holds. If the CLI stops calling STS here, that document's
 	// Telemetry paragraph and the Makefile's comment on CDK_OFFLINE must say so.
 	want := []string{"POST / Action=GetCallerIdentity"}
 	if got := plain.aws.Requests(); !reflect.DeepEqual(got, want) {
-		t.Errorf("cdk synth with credentials sent %q; the README says it sends %q", got, want)
+		t.Errorf("cdk synth with credentials sent %q; docs/development.md says it sends %q", got, want)
 	}
 
 	const agnostic = "aws://unknown-account/unknown-region"

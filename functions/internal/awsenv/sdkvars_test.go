@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
-// What the functions do with an SDK variable, as README.md's AWS table says it.
+// What the functions do with an SDK variable, as docs/environment.md's AWS table says it.
 const (
 	honoured = "honoured" // takes effect as with config.LoadDefaultConfig
 	refused  = "refused"  // Load fails naming it
@@ -193,7 +193,7 @@ func withProcessEnv(t *testing.T, env map[string]string) {
 // TestSDKVariables finds out, against the SDK's own loader, what each of the SDK's optional
 // variables does to the functions' clients: an honoured one changes what the clients send as
 // config.LoadDefaultConfig's clients would, a refused one fails Load naming it, an ignored one
-// changes nothing here though it would change the SDK loader's clients (so the README's
+// changes nothing here though it would change the SDK loader's clients (so docs/environment.md's
 // "ignored" is a real difference a user needs to know, not a no-op).
 func TestSDKVariables(t *testing.T) {
 	dir := t.TempDir()
@@ -253,22 +253,22 @@ func TestSDKVariables(t *testing.T) {
 	}
 }
 
-// readmeAWSTable returns README.md's AWS variables table: each variable and what the
+// readmeAWSTable returns docs/environment.md's AWS variables table: each variable and what the
 // functions do with it.
 func readmeAWSTable(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile("../../../README.md")
+	b, err := os.ReadFile("../../../docs/environment.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(b), "\nAWS variables:")
 	if !ok {
-		t.Fatal(`README.md: no paragraph starts with "AWS variables:"`)
+		t.Fatal(`docs/environment.md: no paragraph starts with "AWS variables:"`)
 	}
 	lines := strings.Split(after, "\n")
 	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "|") })
 	if i < 0 {
-		t.Fatal("README.md: no table after \"AWS variables:\"")
+		t.Fatal("docs/environment.md: no table after \"AWS variables:\"")
 	}
 	name := regexp.MustCompile("`(AWS_[A-Z0-9_]+)`")
 	table := map[string]string{}
@@ -278,11 +278,11 @@ func readmeAWSTable(t *testing.T) map[string]string {
 		}
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 {
-			t.Fatalf("README.md: AWS table row %q: want | variables | class | meaning |", line)
+			t.Fatalf("docs/environment.md: AWS table row %q: want | variables | class | meaning |", line)
 		}
 		vars := name.FindAllStringSubmatch(cells[1], -1)
 		if len(vars) == 0 {
-			t.Errorf("README.md: AWS table row %q names no AWS_ variable", line)
+			t.Errorf("docs/environment.md: AWS table row %q names no AWS_ variable", line)
 		}
 		for _, v := range vars {
 			table[v[1]] = strings.TrimSpace(cells[2])
@@ -291,7 +291,7 @@ func readmeAWSTable(t *testing.T) map[string]string {
 	return table
 }
 
-// README.md's AWS table says of each variable what TestSDKVariables finds, and lists every
+// docs/environment.md's AWS table says of each variable what TestSDKVariables finds, and lists every
 // variable it checks.
 func TestREADMEAWSTable(t *testing.T) {
 	table := readmeAWSTable(t)
@@ -303,14 +303,14 @@ func TestREADMEAWSTable(t *testing.T) {
 	}
 	for _, v := range slices.Sorted(maps.Keys(tested)) {
 		if got, ok := table[v]; !ok {
-			t.Errorf("README.md's AWS table lacks %s (%s)", v, tested[v])
+			t.Errorf("docs/environment.md's AWS table lacks %s (%s)", v, tested[v])
 		} else if got != tested[v] {
-			t.Errorf("README.md's AWS table says %s is %s; TestSDKVariables checks it is %s", v, got, tested[v])
+			t.Errorf("docs/environment.md's AWS table says %s is %s; TestSDKVariables checks it is %s", v, got, tested[v])
 		}
 	}
 	for _, v := range slices.Sorted(maps.Keys(table)) {
 		if _, ok := tested[v]; !ok {
-			t.Errorf("README.md's AWS table lists %s, which TestSDKVariables does not check", v)
+			t.Errorf("docs/environment.md's AWS table lists %s, which TestSDKVariables does not check", v)
 		}
 	}
 }
