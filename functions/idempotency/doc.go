@@ -63,7 +63,9 @@
 // Complete, after the handler has run, retries a transient error past MaxAttempts while its
 // record's lock holds (min(LockCap, ctx's deadline) from the acquire), within its own
 // context (finishContext): a complete that gave up would let the next delivery run the
-// handler again. After the lock ends, and with MaxAttempts 1, MaxAttempts holds.
+// handler again. After the lock ends, and with MaxAttempts 1, MaxAttempts holds. What a
+// throttled table does to a batch's messages, end to end, is docs/design.md's "When the
+// table throttles mid-batch".
 //
 // # Guarantees and limits
 //
