@@ -52,7 +52,10 @@ type PipelineMonitoring interface {
 	// and a stalled consumer (messages on source and none deleted for StalledConsumerPeriods).
 	// Its dashboard row also shows the consumer's record outcomes (Processed, Duplicate,
 	// InFlightElsewhere, Failed, LockTakenOver, InvalidInput, DeadLettered from
-	// MetricsNamespace, with Service = the function's name).
+	// MetricsNamespace, with Service = the function's name) and, when fn is a function of
+	// this app whose event source mapping from source publishes its metrics (MetricsConfig
+	// EventCount, the consumer construct's default; add the source before watching), what
+	// the mapping polled, invoked, failed to invoke, deleted and filtered out.
 	WatchConsumer(label string, fn awslambda.IFunction, source awssqs.IQueue) ConsumerAlarms
 
 	// WatchDispatcher alarms on a scheduled dispatcher: function errors and throttles, the
