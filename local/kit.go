@@ -251,7 +251,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("local: Options.VisibilityTimeout %v: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout", v)
 	}
 	if o.AlarmTimeScale <= 0 {
-		o.AlarmTimeScale = standin.AlarmTimeScale
+		o.AlarmTimeScale = AlarmTimeScale
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

@@ -70,35 +70,32 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 	vd, vh := verdicts(def), verdicts(hard)
 	sd, sh := suppressedOn(def), suppressedOn(hard)
 	var changed []string
-	seenVerdicts, seenRules := 0, 0
 	packsSeen, rulesSeen := map[string]bool{}, map[string]bool{}
 	lines := strings.Split(doc, "\n")
 	for i, line := range lines {
+		vm, m := verdictRow.FindStringSubmatch(line), ruleRow.FindStringSubmatch(line)
 		// A row that looks like one of the tables' but does not parse would be skipped
 		// silently, its figures unchecked: it is an error instead.
-		if looksLikeFigureRow(line) && verdictRow.FindStringSubmatch(line) == nil && ruleRow.FindStringSubmatch(line) == nil {
+		if looksLikeFigureRow(line) && vm == nil && m == nil {
 			return "", nil, fmt.Errorf("line %d is a pack's or a rule's row whose figures this command cannot read: %q", i+1, line)
 		}
-		if m := verdictRow.FindStringSubmatch(line); m != nil {
-			p, ok := packNames[m[1]]
+		if vm != nil {
+			p, ok := packNames[vm[1]]
 			if !ok {
-				return "", nil, fmt.Errorf("line %d: pack %q is not one this command knows (%s)", i+1, m[1], line)
+				return "", nil, fmt.Errorf("line %d: pack %q is not one this command knows (%s)", i+1, vm[1], line)
 			}
-			seenVerdicts++
 			packsSeen[p] = true
 			cell := func(c [3]int) string { return fmt.Sprintf("%d / %d / %d", c[0], c[1], c[2]) }
-			want := fmt.Sprintf("| %s | %s | %s | %s |", m[1], m[2], cell(vd[p]), cell(vh[p]))
+			want := fmt.Sprintf("| %s | %s | %s | %s |", vm[1], vm[2], cell(vd[p]), cell(vh[p]))
 			if want != line {
-				changed = append(changed, fmt.Sprintf("line %d, %s: the reports say default %s, hardened %s; the document says %q", i+1, m[1], cell(vd[p]), cell(vh[p]), line))
+				changed = append(changed, fmt.Sprintf("line %d, %s: the reports say default %s, hardened %s; the document says %q", i+1, vm[1], cell(vd[p]), cell(vh[p]), line))
 				lines[i] = want
 			}
 			continue
 		}
-		m := ruleRow.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
-		seenRules++
 		rule := m[1]
 		rulesSeen[rule] = true
 		var packs []string
@@ -111,6 +108,9 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 				return "", nil, fmt.Errorf("line %d: pack %q of rule %s is not one this command knows", i+1, name, rule)
 			}
 			packs = append(packs, p)
+		}
+		if len(packs) == 0 {
+			return "", nil, fmt.Errorf("line %d: rule %s names no pack", i+1, rule)
 		}
 		count := func(s map[string]map[string]int, stage string) (int, error) {
 			n := -1
@@ -136,8 +136,8 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 			lines[i] = fmt.Sprintf("| `%s` (%s) | %d%s| %d%s|%s", rule, m[2], nd, m[4], nh, m[6], m[7])
 		}
 	}
-	if seenVerdicts == 0 || seenRules == 0 {
-		return "", nil, fmt.Errorf("found %d pack verdict rows and %d rule rows: the tables' form changed, so nothing would be checked", seenVerdicts, seenRules)
+	if len(packsSeen) == 0 || len(rulesSeen) == 0 {
+		return "", nil, fmt.Errorf("found %d pack verdict rows and %d rule rows: the tables' form changed, so nothing would be checked", len(packsSeen), len(rulesSeen))
 	}
 	// Every pack of the reports has its row, and every rule suppressed in a compliance pack
 	// (NIST, PCI, HIPAA) has one: a suppression added without its row fails here, since its

@@ -108,7 +108,7 @@ var tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
 // *EnvError joined under ErrConfig). An optional variable set to "" counts as unset.
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	env := envconf.New(lookup)
-	bad, optional, lookup := env.Bad, env.Optional, env.Lookup
+	bad, optional := env.Bad, env.Optional
 	duration, integer, boolean := env.Duration, env.Int, env.Bool
 
 	cfg := Config{MaxBodyBytes: defaultMaxBodyBytes, Service: telemetry.ServiceFromEnv(lookup, serviceName)}

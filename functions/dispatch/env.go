@@ -63,10 +63,7 @@ type Config struct {
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	env := envconf.New(lookup)
 	bad, optional := env.Bad, env.Optional
-	cfg := Config{
-		SendMaxAttempts: defaultSendMaxAttempts,
-		Service:         telemetry.ServiceFromEnv(lookup, serviceName),
-	}
+	cfg := Config{Service: telemetry.ServiceFromEnv(lookup, serviceName)}
 
 	cfg.QueueURL = env.QueueURL(envQueueURL, true)
 	cfg.Fifo = strings.HasSuffix(cfg.QueueURL, ".fifo")

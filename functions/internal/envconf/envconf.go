@@ -41,9 +41,6 @@ type Reader struct {
 // New returns a Reader over lookup (os.LookupEnv in Lambda).
 func New(lookup func(string) (string, bool)) *Reader { return &Reader{lookup: lookup} }
 
-// Lookup is the variable as set, "" and false when it is not.
-func (r *Reader) Lookup(name string) (string, bool) { return r.lookup(name) }
-
 // Bad records a problem with a variable.
 func (r *Reader) Bad(name, value string, set bool, want string) {
 	r.problems = append(r.problems, &Error{Var: name, Value: value, Set: set, Want: want})
@@ -125,9 +122,7 @@ func (r *Reader) QueueURL(name string, required bool) string {
 	v, ok := r.Optional(name)
 	switch {
 	case !ok && required:
-		set := false
-		v, set = r.lookup(name)
-		r.Bad(name, v, set, QueueWant)
+		r.Required(name, QueueWant) // reports it missing or empty
 	case ok && !IsQueueURL(v):
 		r.Bad(name, v, true, QueueWant)
 	case ok:

@@ -39,8 +39,6 @@ var planRates = []float64{10, 100, 1000, 10000, 50000}
 // loadPlan is one row of the plan: the cheaper table mode's settings at a flat rate, and
 // what spikes of up to ten times the rate would take instead.
 type loadPlan struct {
-	rate           float64
-	fifo           bool
 	best, onDemand choice
 	groups         int // FIFO: message groups the rate needs
 	metricsUSD     float64
@@ -65,7 +63,7 @@ const accountConcurrency = 1000
 func planLoad(pi planInputs, rate float64, fifo bool) loadPlan {
 	p := loadProfile{Average: rate, Peak: rate, Budget: 10, Fifo: fifo}
 	od, prov := plan(pi, p, false), plan(pi, p, true)
-	l := loadPlan{rate: rate, fifo: fifo, best: od, onDemand: od, metricsUSD: mappingMetrics * metricMonth.USD}
+	l := loadPlan{best: od, onDemand: od, metricsUSD: mappingMetrics * metricMonth.USD}
 	if prov.total() < od.total() {
 		l.best = prov
 	}
@@ -90,7 +88,7 @@ func planLoad(pi planInputs, rate float64, fifo bool) loadPlan {
 	if l.spikeCapWU > tableQuota {
 		l.spikeNotes = append(l.spikeNotes, "the cap is over the table quota")
 	}
-	if l.maxPollers*10 > accountConcurrency-100 {
+	if l.maxPollers*10 > accountConcurrency {
 		l.spikeNotes = append(l.spikeNotes, fmt.Sprintf("%s concurrent invocations: over Lambda's default 1,000 a Region", commas(float64(l.maxPollers*10))))
 	}
 	return l
