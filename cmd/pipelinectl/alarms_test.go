@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/health"
 )
 
 // describeAlarmsPage is one DescribeAlarms answer in CloudWatch's query-API XML: each alarm
@@ -90,7 +92,7 @@ func cloudWatchHandler(composite string, pagesNow func() [][][4]string, requests
 	}
 }
 
-// checkAlarms reads every page of the composite's children (names and states only, as
+// health.CheckAlarms reads every page of the composite's children (names and states only, as
 // CloudWatch answers ChildrenOfAlarmName), then their details by name, each request signed for
 // CloudWatch ("monitoring"), and sorts the alarms in ALARM: a heartbeat alarm of a pipeline
 // whose probes passed is a note, any other alarm in ALARM a failure; --pipeline keeps that
@@ -105,16 +107,16 @@ func TestCheckAlarmsReadsTheCompositesChildren(t *testing.T) {
 			{"stack-RefundsStalled-1", "ALARM", "[Refunds] Messages have waited." + runbook + "stalled-consumer", ""}},
 	}, &requests)
 	defer srv.Close()
-	rc := &restClient{cfg: aws.Config{Region: "eu-west-1", HTTPClient: srv.Client(),
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}, endpoint: srv.URL}
+	rc := &cli.RESTClient{Cfg: aws.Config{Region: "eu-west-1", HTTPClient: srv.Client(),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}, Endpoint: srv.URL}
 
-	checked, failures, notes, err := checkAlarms(t.Context(), rc, "stack-Unhealthy-1", "", map[string]bool{"Orders": true, "Refunds": false})
+	checked, failures, notes, err := health.CheckAlarms(t.Context(), rc, "stack-Unhealthy-1", "", map[string]bool{"Orders": true, "Refunds": false})
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := func(as []alarmState) (out []string) {
+	names := func(as []health.AlarmState) (out []string) {
 		for _, a := range as {
-			out = append(out, a.label()+" "+a.Name+" "+a.runbook())
+			out = append(out, a.Label()+" "+a.Name+" "+a.Runbook())
 		}
 		return out
 	}
@@ -126,11 +128,11 @@ func TestCheckAlarmsReadsTheCompositesChildren(t *testing.T) {
 	if failures[0].Reason == "" {
 		t.Errorf("the details were not read: %+v", failures[0])
 	}
-	checked, failures, notes, err = checkAlarms(t.Context(), rc, "stack-Unhealthy-1", "Orders", map[string]bool{"Orders": true})
+	checked, failures, notes, err = health.CheckAlarms(t.Context(), rc, "stack-Unhealthy-1", "Orders", map[string]bool{"Orders": true})
 	if err != nil || checked != 2 || len(failures) != 0 || len(notes) != 1 {
 		t.Errorf("--pipeline Orders: checked %d, failures %v, notes %v, %v", checked, names(failures), names(notes), err)
 	}
-	if _, _, _, err := checkAlarms(t.Context(), rc, "other", "", nil); err == nil || !strings.Contains(err.Error(), "monitoring DescribeAlarms: 400") {
+	if _, _, _, err := health.CheckAlarms(t.Context(), rc, "other", "", nil); err == nil || !strings.Contains(err.Error(), "monitoring DescribeAlarms: 400") {
 		t.Errorf("refused: err = %v", err)
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/backfill"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
 
 // fakeScheduler answers GetSchedule with a schedule and Lambda's Invoke with the dispatcher's
@@ -85,15 +88,15 @@ func TestBackfillErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"backfill", "--from", "yesterday"}, exitUsage, `--from "yesterday": give an RFC 3339 time, e.g. 2026-11-25T00:00:00Z`},
-		{[]string{"backfill", "--from", "2025-01-01T00:00:00Z", "--to", "2025-01-01"}, exitUsage, `--to "2025-01-01": give an RFC 3339 time`},
-		{[]string{"backfill", "--from", "2025-01-01T03:00:00Z", "--to", "2025-01-01T00:00:00Z"}, exitUsage, "--from 2025-01-01T03:00:00Z is not before --to 2025-01-01T00:00:00Z"},
-		{[]string{"backfill", "--from", "2025-01-01T00:00:00Z", "--to", "2999-01-01T00:00:00Z"}, exitUsage, "--to 2999-01-01T00:00:00Z is in the future: backfill runs what was missed"},
-		{args("--rate", "0"), exitUsage, "--rate 0: use 1 to 100 invocations per second"},
-		{[]string{"backfill", "--from", "2025-01-01T00:00:00Z", "--to", "2025-01-01T03:00:00Z"}, exitUsage, "backfill needs the pipeline's outputs: give --stack or --outputs, with --pipeline"},
-		{[]string{"backfill", "--outputs", backfillOutputs(t, false), "--pipeline", "Standard", "--from", "2025-01-01T00:00:00Z", "--to", "2025-01-01T03:00:00Z"}, exitError,
+		{[]string{"backfill", "--from", "yesterday"}, cli.ExitUsage, `--from "yesterday": give an RFC 3339 time, e.g. 2026-11-25T00:00:00Z`},
+		{[]string{"backfill", "--from", "2025-01-01T00:00:00Z", "--to", "2025-01-01"}, cli.ExitUsage, `--to "2025-01-01": give an RFC 3339 time`},
+		{[]string{"backfill", "--from", "2025-01-01T03:00:00Z", "--to", "2025-01-01T00:00:00Z"}, cli.ExitUsage, "--from 2025-01-01T03:00:00Z is not before --to 2025-01-01T00:00:00Z"},
+		{[]string{"backfill", "--from", "2025-01-01T00:00:00Z", "--to", "2999-01-01T00:00:00Z"}, cli.ExitUsage, "--to 2999-01-01T00:00:00Z is in the future: backfill runs what was missed"},
+		{args("--rate", "0"), cli.ExitUsage, "--rate 0: use 1 to 100 invocations per second"},
+		{[]string{"backfill", "--from", "2025-01-01T00:00:00Z", "--to", "2025-01-01T03:00:00Z"}, cli.ExitUsage, "backfill needs the pipeline's outputs: give --stack or --outputs, with --pipeline"},
+		{[]string{"backfill", "--outputs", backfillOutputs(t, false), "--pipeline", "Standard", "--from", "2025-01-01T00:00:00Z", "--to", "2025-01-01T03:00:00Z"}, cli.ExitError,
 			"has no outputs StandardDispatcherFunctionName and StandardScheduleName: the pipeline has no dispatcher, or its stack predates them (deploy it again)"},
-		{args(), exitError, `schedule s runs on "rate(1 hour)": only a cron schedule has occurrences to backfill`},
+		{args(), cli.ExitError, `schedule s runs on "rate(1 hour)": only a cron schedule has occurrences to backfill`},
 	} {
 		code, stdout, errOut := ctl(t, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
@@ -101,7 +104,7 @@ func TestBackfillErrors(t *testing.T) {
 		}
 	}
 	f.expr, f.input = "cron(0 * * * ? *)", `{"job":"j"}`
-	if code, _, errOut := ctl(t, args()...); code != exitError || !strings.Contains(errOut, "its input does not carry <aws.scheduler.scheduled-time>") {
+	if code, _, errOut := ctl(t, args()...); code != cli.ExitError || !strings.Contains(errOut, "its input does not carry <aws.scheduler.scheduled-time>") {
 		t.Errorf("input without the scheduled time: exit %d, %q", code, errOut)
 	}
 }
@@ -115,8 +118,8 @@ func TestBackfillFailuresAndInterrupt(t *testing.T) {
 	code, out, errOut := ctl(t, args...)
 	wantContains(t, "backfill with a failure", out, "dispatched   2025-01-01T00:00:00Z", "FAILED       2025-01-01T01:00:00Z: occurrence 2025-01-01T01:00:00Z: the dispatcher failed (Unhandled): {\"errorMessage\":\"send to queue: AccessDenied\"}",
 		"dispatched   2 of 3 occurrences", "NOT DONE     not done: 1 of 3 occurrences failed (exit 3)", "resume with  pipelinectl backfill ")
-	if code != exitNotDone {
-		t.Errorf("exit %d, want %d; stderr %q", code, exitNotDone, errOut)
+	if code != cli.ExitNotDone {
+		t.Errorf("exit %d, want %d; stderr %q", code, cli.ExitNotDone, errOut)
 	}
 	// The operators' policy allows what backfill calls.
 	policy := mustCtl(t, "policy", "--outputs", args[2], "--pipeline", "Standard", "--region", "us-east-1")
@@ -137,11 +140,11 @@ func TestBackfillFailuresAndInterrupt(t *testing.T) {
 	}
 	var o, e strings.Builder
 	code = run(ctx, append(args, "--output", "json"), &o, &e)
-	var s backfillSummary
+	var s backfill.Summary
 	if err := json.Unmarshal([]byte(o.String()), &s); err != nil {
 		t.Fatalf("--output json: %v\n%s", err, o.String())
 	}
-	if code != exitNotDone || s.Done || len(s.Dispatched) != 2 || len(f.events) != 2 || s.Status != "not done: interrupted" || !strings.HasPrefix(s.Resume, "pipelinectl backfill ") {
+	if code != cli.ExitNotDone || s.Done || len(s.Dispatched) != 2 || len(f.events) != 2 || s.Status != "not done: interrupted" || !strings.HasPrefix(s.Resume, "pipelinectl backfill ") {
 		t.Errorf("interrupted backfill: exit %d, %d invocations made, summary %+v", code, len(f.events), s)
 	}
 }

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,13 +13,20 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/backfill"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/dlq"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/health"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/localkit"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/policy"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/record"
+
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
@@ -55,83 +59,83 @@ func TestErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{nil, exitUsage, "pipelinectl: no command given"},
-		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
-		{[]string{"dlq"}, exitUsage, "dlq needs a subcommand: inspect or redrive"},
-		{[]string{"record"}, exitUsage, "record needs a subcommand: get or release"},
-		{[]string{"dlq", "purge"}, exitUsage, `unknown command "dlq purge"`},
-		{[]string{"dlq", "inspect", "--bogus"}, exitUsage, "dlq inspect: unknown flag --bogus\nRun 'pipelinectl help dlq' for its flags.\n"},
-		{[]string{"dlq", "redrive", "--pipline", "Fifo"}, exitUsage, "dlq redrive: unknown flag --pipline; did you mean --pipeline?\n"},
-		{[]string{"dlq", "redrive", "-include-invalid=true", "--yess"}, exitUsage, "dlq redrive: unknown flag --yess; did you mean --yes?\n"},
-		{[]string{"dlq", "inspec"}, exitUsage, `unknown command "dlq inspec"; did you mean dlq inspect?`},
-		{[]string{"records", "get"}, exitUsage, `unknown command "records"; did you mean record?`},
-		{[]string{"dlq", "redrive", "--rate", "0"}, exitUsage, "--rate 0: use 1 to 500 messages per second, or leave it out for no limit"},
-		{[]string{"dlq", "inspect", "--output", "yaml"}, exitUsage, "--output yaml: use text or json"},
-		{[]string{"verify", "--timeout", "1s"}, exitUsage, "--timeout 1s: use 5s to 30m"},
-		{[]string{"verify"}, exitUsage, "verify needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)"},
-		{[]string{"status"}, exitUsage, "status needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)"},
-		{[]string{"status", "--outputs", "x.json", "extra"}, exitUsage, "status takes no arguments"},
-		{[]string{"statsu"}, exitUsage, `unknown command "statsu"; did you mean status?`},
-		{[]string{"verify", "--outputs", other}, exitUsage, "has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)"},
-		{[]string{"verifi"}, exitUsage, `unknown command "verifi"; did you mean verify?`},
-		{append(p.args("dlq", "redrive"), "--to", "Standard"), exitUsage, "--to Standard: no queue of that name in this account and region; give the queue's URL, ARN or name (a pipeline is named with --pipeline, and its queue is the destination by default)"},
-		{append(p.args("dlq", "redrive"), "--to", "sqs/x"), exitUsage, "--to sqs/x: not a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME), ARN or name"},
-		{[]string{"dlq", "inspect", "extra"}, exitUsage, `dlq inspect takes no arguments, got ["extra"]`},
-		{[]string{"dlq", "redrive", "extra"}, exitUsage, `dlq redrive takes no arguments, got ["extra"]`},
-		{[]string{"dlq", "inspect", "--sample", "-1"}, exitUsage, "--sample -1: use 0 or more"},
-		{[]string{"dlq", "inspect", "--max", "0"}, exitUsage, "--max 0: use 1 or more"},
-		{[]string{"dlq", "redrive", "--max", "0"}, exitUsage, "--max 0: use 1 or more"},
-		{[]string{"dlq", "inspect", "--hold", "1s"}, exitUsage, "--hold 1s: use between 2s and 30s"},
-		{[]string{"dlq", "inspect", "--hold", "31s"}, exitUsage, "--hold 31s: use between 2s and 30s"},
-		{[]string{"dlq", "redrive", "--rate", "501"}, exitUsage, "--rate 501: use 1 to 500 messages per second, or leave it out for no limit"},
-		{[]string{"dlq", "redrive", "--rate", "-1"}, exitUsage, "--rate -1: use 1 to 500 messages per second, or leave it out for no limit"},
-		{[]string{"dlq", "redrive", "--wait", "0s"}, exitUsage, "--wait 0s: use a positive duration"},
-		{[]string{"dlq", "redrive", "--record-ttl", "-1h"}, exitUsage, "--record-ttl -1h0m0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s), or leave it out to read the pipeline's RecordTTL output"},
-		{[]string{"dlq", "inspect", "--record-ttl", "0s"}, exitUsage, "--record-ttl 0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s)"},
-		{[]string{"dlq", "inspect", "--record-ttl", "25 days"}, exitUsage, `dlq inspect: invalid value "25 days" for flag -record-ttl: want a duration such as 25d or 600h`},
-		{[]string{"dlq", "redrive", "--rate", "fast"}, exitUsage, `dlq redrive: invalid value "fast" for flag -rate: want a whole number of messages a second, e.g. 50`},
-		{[]string{"backfill", "--rate", "fast"}, exitUsage, `backfill: invalid value "fast" for flag -rate: want a whole number of invocations a second, e.g. 50`},
-		{[]string{"dlq", "inspect", "--record-ttl", "10ms"}, exitUsage, "--record-ttl 10ms: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s)"},
-		{[]string{"dlq", "inspect", "--outputs", badTTL, "--pipeline", "S"}, exitError, "stack S in " + badTTL + `: output SRecordTTL is "4 days", not a duration; give --record-ttl`},
-		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, exitUsage, `no AWS profile "nope" (from --profile or AWS_PROFILE) in the shared config files`},
-		{[]string{"dlq", "inspect", "--queue-url", "u", "--endpoint-url", "localhost:9324"}, exitUsage, "--endpoint-url localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
-		{[]string{"dlq", "inspect", "--queue-url", "http://127.0.0.1:1/q", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "queue http://127.0.0.1:1/q: SQS GetQueueAttributes: no answer from http://127.0.0.1:1 (connection refused): is the endpoint up, and the URL right?\ncannot reach the SQS endpoint: check AWS_ENDPOINT_URL_SQS (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself)"},
-		{[]string{"dlq", "inspect", "--stack", "S", "--pipeline", "Standard", "--endpoint-url", "http://127.0.0.1:1"}, exitError, "stack S: CloudFormation DescribeStacks: no answer from http://127.0.0.1:1 (connection refused): is the endpoint up, and the URL right?; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)\ncannot reach the CloudFormation endpoint: check AWS_ENDPOINT_URL_CLOUDFORMATION"},
-		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "standard"}, exitUsage, `has no pipeline "standard" (no output standardDeadLetterQueueUrl); did you mean Standard?; its pipelines: Standard`},
-		{[]string{"dlq", "inspect", "--outputs", other, "--pipeline", "Standard"}, exitUsage, `has no pipeline "Standard", and no pipeline at all: no output ends in DeadLetterQueueUrl (is it a stack of these constructs? its outputs: BucketName)`},
-		{[]string{"dlq", "inspect"}, exitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
-		{[]string{"dlq", "inspect", "--queue-url", p.dlqURL + "-nope"}, exitError, "queue " + p.dlqURL + "-nope does not exist in this account and region " +
+		{nil, cli.ExitUsage, "pipelinectl: no command given"},
+		{[]string{"frobnicate"}, cli.ExitUsage, `unknown command "frobnicate"`},
+		{[]string{"dlq"}, cli.ExitUsage, "dlq needs a subcommand: inspect or redrive"},
+		{[]string{"record"}, cli.ExitUsage, "record needs a subcommand: get or release"},
+		{[]string{"dlq", "purge"}, cli.ExitUsage, `unknown command "dlq purge"`},
+		{[]string{"dlq", "inspect", "--bogus"}, cli.ExitUsage, "dlq inspect: unknown flag --bogus\nRun 'pipelinectl help dlq' for its flags.\n"},
+		{[]string{"dlq", "redrive", "--pipline", "Fifo"}, cli.ExitUsage, "dlq redrive: unknown flag --pipline; did you mean --pipeline?\n"},
+		{[]string{"dlq", "redrive", "-include-invalid=true", "--yess"}, cli.ExitUsage, "dlq redrive: unknown flag --yess; did you mean --yes?\n"},
+		{[]string{"dlq", "inspec"}, cli.ExitUsage, `unknown command "dlq inspec"; did you mean dlq inspect?`},
+		{[]string{"records", "get"}, cli.ExitUsage, `unknown command "records"; did you mean record?`},
+		{[]string{"dlq", "redrive", "--rate", "0"}, cli.ExitUsage, "--rate 0: use 1 to 500 messages per second, or leave it out for no limit"},
+		{[]string{"dlq", "inspect", "--output", "yaml"}, cli.ExitUsage, "--output yaml: use text or json"},
+		{[]string{"verify", "--timeout", "1s"}, cli.ExitUsage, "--timeout 1s: use 5s to 30m"},
+		{[]string{"verify"}, cli.ExitUsage, "verify needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)"},
+		{[]string{"status"}, cli.ExitUsage, "status needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)"},
+		{[]string{"status", "--outputs", "x.json", "extra"}, cli.ExitUsage, "status takes no arguments"},
+		{[]string{"statsu"}, cli.ExitUsage, `unknown command "statsu"; did you mean status?`},
+		{[]string{"verify", "--outputs", other}, cli.ExitUsage, "has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)"},
+		{[]string{"verifi"}, cli.ExitUsage, `unknown command "verifi"; did you mean verify?`},
+		{append(p.args("dlq", "redrive"), "--to", "Standard"), cli.ExitUsage, "--to Standard: no queue of that name in this account and region; give the queue's URL, ARN or name (a pipeline is named with --pipeline, and its queue is the destination by default)"},
+		{append(p.args("dlq", "redrive"), "--to", "sqs/x"), cli.ExitUsage, "--to sqs/x: not a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME), ARN or name"},
+		{[]string{"dlq", "inspect", "extra"}, cli.ExitUsage, `dlq inspect takes no arguments, got ["extra"]`},
+		{[]string{"dlq", "redrive", "extra"}, cli.ExitUsage, `dlq redrive takes no arguments, got ["extra"]`},
+		{[]string{"dlq", "inspect", "--sample", "-1"}, cli.ExitUsage, "--sample -1: use 0 or more"},
+		{[]string{"dlq", "inspect", "--max", "0"}, cli.ExitUsage, "--max 0: use 1 or more"},
+		{[]string{"dlq", "redrive", "--max", "0"}, cli.ExitUsage, "--max 0: use 1 or more"},
+		{[]string{"dlq", "inspect", "--hold", "1s"}, cli.ExitUsage, "--hold 1s: use between 2s and 30s"},
+		{[]string{"dlq", "inspect", "--hold", "31s"}, cli.ExitUsage, "--hold 31s: use between 2s and 30s"},
+		{[]string{"dlq", "redrive", "--rate", "501"}, cli.ExitUsage, "--rate 501: use 1 to 500 messages per second, or leave it out for no limit"},
+		{[]string{"dlq", "redrive", "--rate", "-1"}, cli.ExitUsage, "--rate -1: use 1 to 500 messages per second, or leave it out for no limit"},
+		{[]string{"dlq", "redrive", "--wait", "0s"}, cli.ExitUsage, "--wait 0s: use a positive duration"},
+		{[]string{"dlq", "redrive", "--record-ttl", "-1h"}, cli.ExitUsage, "--record-ttl -1h0m0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s), or leave it out to read the pipeline's RecordTTL output"},
+		{[]string{"dlq", "inspect", "--record-ttl", "0s"}, cli.ExitUsage, "--record-ttl 0s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s)"},
+		{[]string{"dlq", "inspect", "--record-ttl", "25 days"}, cli.ExitUsage, `dlq inspect: invalid value "25 days" for flag -record-ttl: want a duration such as 25d or 600h`},
+		{[]string{"dlq", "redrive", "--rate", "fast"}, cli.ExitUsage, `dlq redrive: invalid value "fast" for flag -rate: want a whole number of messages a second, e.g. 50`},
+		{[]string{"backfill", "--rate", "fast"}, cli.ExitUsage, `backfill: invalid value "fast" for flag -rate: want a whole number of invocations a second, e.g. 50`},
+		{[]string{"dlq", "inspect", "--record-ttl", "10ms"}, cli.ExitUsage, "--record-ttl 10ms: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s)"},
+		{[]string{"dlq", "inspect", "--outputs", badTTL, "--pipeline", "S"}, cli.ExitError, "stack S in " + badTTL + `: output SRecordTTL is "4 days", not a duration; give --record-ttl`},
+		{[]string{"dlq", "inspect", "--queue-url", "u", "--profile", "nope"}, cli.ExitUsage, `no AWS profile "nope" (from --profile or AWS_PROFILE) in the shared config files`},
+		{[]string{"dlq", "inspect", "--queue-url", "u", "--endpoint-url", "localhost:9324"}, cli.ExitUsage, "--endpoint-url localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
+		{[]string{"dlq", "inspect", "--queue-url", "http://127.0.0.1:1/q", "--endpoint-url", "http://127.0.0.1:1"}, cli.ExitError, "queue http://127.0.0.1:1/q: SQS GetQueueAttributes: no answer from http://127.0.0.1:1 (connection refused): is the endpoint up, and the URL right?\ncannot reach the SQS endpoint: check AWS_ENDPOINT_URL_SQS (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself)"},
+		{[]string{"dlq", "inspect", "--stack", "S", "--pipeline", "Standard", "--endpoint-url", "http://127.0.0.1:1"}, cli.ExitError, "stack S: CloudFormation DescribeStacks: no answer from http://127.0.0.1:1 (connection refused): is the endpoint up, and the URL right?; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)\ncannot reach the CloudFormation endpoint: check AWS_ENDPOINT_URL_CLOUDFORMATION"},
+		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "standard"}, cli.ExitUsage, `has no pipeline "standard" (no output standardDeadLetterQueueUrl); did you mean Standard?; its pipelines: Standard`},
+		{[]string{"dlq", "inspect", "--outputs", other, "--pipeline", "Standard"}, cli.ExitUsage, `has no pipeline "Standard", and no pipeline at all: no output ends in DeadLetterQueueUrl (is it a stack of these constructs? its outputs: BucketName)`},
+		{[]string{"dlq", "inspect"}, cli.ExitUsage, "which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url"},
+		{[]string{"dlq", "inspect", "--queue-url", p.dlqURL + "-nope"}, cli.ExitError, "queue " + p.dlqURL + "-nope does not exist in this account and region " +
 			"(QueueDoesNotExist): check the URL (--queue-url, or the outputs it came from), --region and the SQS endpoint; a stack deleted and deployed again has new queue names\n"},
-		{[]string{"local", "up", "--parameter", "RefundsTableArn"}, exitUsage, `local up: invalid value "RefundsTableArn" for flag -parameter: "RefundsTableArn": want NAME=VALUE`},
-		{[]string{"local", "up", "--env", "=x"}, exitUsage, `local up: invalid value "=x" for flag -env: "=x": want NAME=VALUE`},
-		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, exitUsage, "absent.json: no such file; 'cdk deploy --outputs-file " + filepath.Join(dir, "absent.json") + "' writes it, or give --stack NAME to read the outputs from CloudFormation"},
-		{[]string{"dlq", "inspect", "--outputs", notJSON}, exitUsage, "--outputs " + notJSON + ": not JSON (invalid character 'o' in literal null (expecting 'u')); 'cdk deploy --outputs-file FILE' writes {\"Stack\": {\"Output\": \"value\"}}"},
-		{[]string{"dlq", "inspect", "--outputs", write("blank.json", "\n")}, exitUsage, "blank.json: the file is empty; 'cdk deploy --outputs-file FILE' writes"},
-		{[]string{"dlq", "inspect", "--outputs", write("list.json", `[{"S": {}}]`)}, exitUsage, "list.json: a JSON list, not an object of stacks;"},
-		{[]string{"dlq", "inspect", "--outputs", write("flat.json", `{"StandardDeadLetterQueueUrl": "u"}`)}, exitUsage,
+		{[]string{"local", "up", "--parameter", "RefundsTableArn"}, cli.ExitUsage, `local up: invalid value "RefundsTableArn" for flag -parameter: "RefundsTableArn": want NAME=VALUE`},
+		{[]string{"local", "up", "--env", "=x"}, cli.ExitUsage, `local up: invalid value "=x" for flag -env: "=x": want NAME=VALUE`},
+		{[]string{"dlq", "inspect", "--outputs", filepath.Join(dir, "absent.json")}, cli.ExitUsage, "absent.json: no such file; 'cdk deploy --outputs-file " + filepath.Join(dir, "absent.json") + "' writes it, or give --stack NAME to read the outputs from CloudFormation"},
+		{[]string{"dlq", "inspect", "--outputs", notJSON}, cli.ExitUsage, "--outputs " + notJSON + ": not JSON (invalid character 'o' in literal null (expecting 'u')); 'cdk deploy --outputs-file FILE' writes {\"Stack\": {\"Output\": \"value\"}}"},
+		{[]string{"dlq", "inspect", "--outputs", write("blank.json", "\n")}, cli.ExitUsage, "blank.json: the file is empty; 'cdk deploy --outputs-file FILE' writes"},
+		{[]string{"dlq", "inspect", "--outputs", write("list.json", `[{"S": {}}]`)}, cli.ExitUsage, "list.json: a JSON list, not an object of stacks;"},
+		{[]string{"dlq", "inspect", "--outputs", write("flat.json", `{"StandardDeadLetterQueueUrl": "u"}`)}, cli.ExitUsage,
 			`flat.json: "StandardDeadLetterQueueUrl" is a string, not a stack's outputs: are these one stack's outputs without the stack's name around them?`},
-		{[]string{"dlq", "inspect", "--outputs", write("number.json", `{"S": {"RecordTTL": 5}}`)}, exitUsage, "number.json: output RecordTTL of stack S is a number, not a string"},
-		{[]string{"dlq", "inspect", "--outputs", two}, exitUsage, "holds stacks A, B: pick one with --stack"},
-		{[]string{"dlq", "inspect", "--outputs", two, "--stack", "C"}, exitUsage, `has no stack "C"; it has A, B`},
-		{[]string{"dlq", "inspect", "--outputs", empty}, exitUsage, "holds no stack"},
-		{[]string{"dlq", "inspect", "--outputs", p.outputs}, exitUsage, "--pipeline is required with --stack or --outputs: stack " + p.stack + " in " + p.outputs + " has pipelines Standard"},
-		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "Fifo"}, exitUsage, `has no pipeline "Fifo" (no output FifoDeadLetterQueueUrl); its pipelines: Standard`},
-		{[]string{"dlq", "redrive", "--outputs", noSource, "--pipeline", "S"}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE (its URL, ARN or name)"},
-		{[]string{"dlq", "redrive", "--queue-url", p.queueURL}, exitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE (its URL, ARN or name)"},
-		{append(p.args("dlq", "redrive"), "--to", p.dlqURL), exitUsage, "the destination " + p.dlqURL + " is the DLQ itself"},
-		{append(p.args("dlq", "redrive"), "--to", fifo.queueURL), exitUsage, "is standard but the destination " + fifo.queueURL + " is FIFO: redrive to a queue of the same type"},
-		{[]string{"record", "get"}, exitUsage, "record get needs one KEY (or --id RAW_ID), got 0 arguments"},
-		{[]string{"record", "get", "a", "b"}, exitUsage, "record get needs one KEY (or --id RAW_ID), got 2 arguments"},
-		{[]string{"record", "release", "k", "--id", "x"}, exitUsage, "record release: give KEY or --id, not both"},
-		{[]string{"record", "get", "--id", "x", "--tenant", "t"}, exitUsage, "record get: --id is the whole id: --tenant and --key-prefix go with KEY"},
-		{[]string{"record", "get", "k", "--sort-key", "s"}, exitUsage, "record get: --sort-key goes with --id; with KEY, give --tenant"},
-		{[]string{"record", "get", "k", "--table", "t"}, exitUsage, "record get: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id"},
-		{[]string{"record", "get", "--id", "x"}, exitUsage, "which table? Give --stack or --outputs, or --table"},
-		{[]string{"record", "get", "--id", "x", "--outputs", noTable}, exitError, "stack S in " + noTable + " has no output IdempotencyTableName: give --table"},
-		{[]string{"record", "get", "--id", "x", "--table", "absent-table"}, exitError, "table absent-table: "},
-		{append(p.args("record", "get", "k"), "--tenant", "t"), exitUsage, `record get: --tenant "t", but table ` + p.table + " has no sort key (no tenants)"},
-		{[]string{"record", "get", "k", "--key-prefix", "a#b", "--table", sk.table}, exitError, `Config.KeyPrefix = "a#b" contains "#"`},
-		{[]string{"record", "get", "k", "--key-prefix", "P", "--table", sk.table + "-sk"}, exitError, "Request.Tenant is empty: with Config.SortKeyAttr set, every message needs a tenant"},
+		{[]string{"dlq", "inspect", "--outputs", write("number.json", `{"S": {"RecordTTL": 5}}`)}, cli.ExitUsage, "number.json: output RecordTTL of stack S is a number, not a string"},
+		{[]string{"dlq", "inspect", "--outputs", two}, cli.ExitUsage, "holds stacks A, B: pick one with --stack"},
+		{[]string{"dlq", "inspect", "--outputs", two, "--stack", "C"}, cli.ExitUsage, `has no stack "C"; it has A, B`},
+		{[]string{"dlq", "inspect", "--outputs", empty}, cli.ExitUsage, "holds no stack"},
+		{[]string{"dlq", "inspect", "--outputs", p.outputs}, cli.ExitUsage, "--pipeline is required with --stack or --outputs: stack " + p.stack + " in " + p.outputs + " has pipelines Standard"},
+		{[]string{"dlq", "inspect", "--outputs", p.outputs, "--pipeline", "Fifo"}, cli.ExitUsage, `has no pipeline "Fifo" (no output FifoDeadLetterQueueUrl); its pipelines: Standard`},
+		{[]string{"dlq", "redrive", "--outputs", noSource, "--pipeline", "S"}, cli.ExitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE (its URL, ARN or name)"},
+		{[]string{"dlq", "redrive", "--queue-url", p.queueURL}, cli.ExitUsage, "no destination: the outputs name no source queue and the DLQ's redrive-allow policy names 0 source queues (none); give --to QUEUE (its URL, ARN or name)"},
+		{append(p.args("dlq", "redrive"), "--to", p.dlqURL), cli.ExitUsage, "the destination " + p.dlqURL + " is the DLQ itself"},
+		{append(p.args("dlq", "redrive"), "--to", fifo.queueURL), cli.ExitUsage, "is standard but the destination " + fifo.queueURL + " is FIFO: redrive to a queue of the same type"},
+		{[]string{"record", "get"}, cli.ExitUsage, "record get needs one KEY (or --id RAW_ID), got 0 arguments"},
+		{[]string{"record", "get", "a", "b"}, cli.ExitUsage, "record get needs one KEY (or --id RAW_ID), got 2 arguments"},
+		{[]string{"record", "release", "k", "--id", "x"}, cli.ExitUsage, "record release: give KEY or --id, not both"},
+		{[]string{"record", "get", "--id", "x", "--tenant", "t"}, cli.ExitUsage, "record get: --id is the whole id: --tenant and --key-prefix go with KEY"},
+		{[]string{"record", "get", "k", "--sort-key", "s"}, cli.ExitUsage, "record get: --sort-key goes with --id; with KEY, give --tenant"},
+		{[]string{"record", "get", "k", "--table", "t"}, cli.ExitUsage, "record get: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id"},
+		{[]string{"record", "get", "--id", "x"}, cli.ExitUsage, "which table? Give --stack or --outputs, or --table"},
+		{[]string{"record", "get", "--id", "x", "--outputs", noTable}, cli.ExitError, "stack S in " + noTable + " has no output IdempotencyTableName: give --table"},
+		{[]string{"record", "get", "--id", "x", "--table", "absent-table"}, cli.ExitError, "table absent-table: "},
+		{append(p.args("record", "get", "k"), "--tenant", "t"), cli.ExitUsage, `record get: --tenant "t", but table ` + p.table + " has no sort key (no tenants)"},
+		{[]string{"record", "get", "k", "--key-prefix", "a#b", "--table", sk.table}, cli.ExitError, `Config.KeyPrefix = "a#b" contains "#"`},
+		{[]string{"record", "get", "k", "--key-prefix", "P", "--table", sk.table + "-sk"}, cli.ExitError, "Request.Tenant is empty: with Config.SortKeyAttr set, every message needs a tenant"},
 	} {
 		code, out, errOut := ctl(t, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
@@ -150,11 +154,11 @@ func TestEnvironmentErrors(t *testing.T) {
 		code             int
 		want             string
 	}{
-		{"no credentials", "AWS_ACCESS_KEY_ID", "", p.args("dlq", "inspect"), exitError,
+		{"no credentials", "AWS_ACCESS_KEY_ID", "", p.args("dlq", "inspect"), cli.ExitError,
 			"\nno AWS credentials: set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
-		{"no scheme", "AWS_ENDPOINT_URL_SQS", "localhost:9324", p.args("dlq", "inspect"), exitUsage,
+		{"no scheme", "AWS_ENDPOINT_URL_SQS", "localhost:9324", p.args("dlq", "inspect"), cli.ExitUsage,
 			"AWS_ENDPOINT_URL_SQS=localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
-		{"DynamoDB endpoint at the SQS server", "AWS_ENDPOINT_URL_DYNAMODB", sqsSrv.Endpoint(), p.args("record", "get", "k"), exitError,
+		{"DynamoDB endpoint at the SQS server", "AWS_ENDPOINT_URL_DYNAMODB", sqsSrv.Endpoint(), p.args("record", "get", "k"), cli.ExitError,
 			"\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +190,7 @@ func TestHelp(t *testing.T) {
 		"policy -h":          "--access read|operate",
 	} {
 		code, out, errOut := ctl(t, strings.Fields(args)...)
-		if code != exitOK || !strings.Contains(out, want) || errOut != "" {
+		if code != cli.ExitOK || !strings.Contains(out, want) || errOut != "" {
 			t.Errorf("pipelinectl %s: exit %d, stderr %q, stdout lacks %q", args, code, errOut, want)
 		}
 		if first := strings.SplitN(out, "\n", 2)[0]; strings.Count(out, first) != 1 {
@@ -200,7 +204,7 @@ func TestNoRegion(t *testing.T) {
 	t.Setenv("AWS_REGION", "")
 	t.Setenv("AWS_DEFAULT_REGION", "")
 	code, _, errOut := ctl(t, "dlq", "inspect", "--queue-url", "http://x")
-	if code != exitUsage || !strings.Contains(errOut, "no AWS region: set --region, AWS_REGION, or a region in the profile") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "no AWS region: set --region, AWS_REGION, or a region in the profile") {
 		t.Errorf("exit %d, %q", code, errOut)
 	}
 }
@@ -209,7 +213,7 @@ func TestNoRegion(t *testing.T) {
 func TestEndpointFlag(t *testing.T) {
 	p := newPipe(t, false)
 	t.Setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1")
-	if code, _, errOut := ctl(t, "dlq", "inspect", "--queue-url", p.dlqURL); code != exitError || !strings.Contains(errOut, "127.0.0.1:1") {
+	if code, _, errOut := ctl(t, "dlq", "inspect", "--queue-url", p.dlqURL); code != cli.ExitError || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Fatalf("without the flag: exit %d, %q; want the variable's endpoint refused", code, errOut)
 	}
 	out := mustCtl(t, "dlq", "inspect", "--queue-url", p.dlqURL, "--endpoint-url", sqsSrv.Endpoint())
@@ -237,21 +241,21 @@ func (f fakeStacks) DescribeStacks(_ context.Context, in *cloudformation.Describ
 func TestStackOutputs(t *testing.T) {
 	t.Parallel()
 	p := newPipe(t, false)
-	connect := func(ctx context.Context, c *common) (*clients, error) {
-		cl, err := newAWS(ctx, c)
+	connect := func(ctx context.Context, c *cli.Common) (*cli.Clients, error) {
+		cl, err := cli.NewAWS(ctx, c)
 		if err == nil {
-			cl.cfn = fakeStacks{name: "Pipeline", outputs: map[string]string{
+			cl.CloudFormation = fakeStacks{name: "Pipeline", outputs: map[string]string{
 				"StandardQueueUrl": p.queueURL, "StandardDeadLetterQueueUrl": p.dlqURL, "IdempotencyTableName": p.table,
 			}}
 		}
 		return cl, err
 	}
 	var out bytes.Buffer
-	if err := dispatch(t.Context(), []string{"dlq", "redrive", "--stack", "Pipeline", "--pipeline", "Standard"}, streams{out: &out, err: &out}, connect); err != nil {
+	if err := dispatch(t.Context(), []string{"dlq", "redrive", "--stack", "Pipeline", "--pipeline", "Standard"}, cli.Streams{Out: &out, Err: &out}, connect); err != nil {
 		t.Fatal(err)
 	}
 	wantContains(t, "redrive", out.String(), "destination  "+p.queueURL, "the DLQ is empty: nothing to move")
-	err := dispatch(t.Context(), []string{"record", "get", "k", "--stack", "Other", "--pipeline", "Standard"}, streams{out: &out, err: &out}, connect)
+	err := dispatch(t.Context(), []string{"record", "get", "k", "--stack", "Other", "--pipeline", "Standard"}, cli.Streams{Out: &out, Err: &out}, connect)
 	if err == nil || err.Error() != "stack Other: ValidationError: Stack with id Other does not exist (the stack's name as 'cdk list' prints it, in this account and region: --region, --profile)" {
 		t.Errorf("unknown stack: %v", err)
 	}
@@ -271,12 +275,12 @@ func TestRecordRelease(t *testing.T) {
 		wantContains(t, "record get", out, "status   INPROGRESS", "attempt  1", ", live: owner ")
 		owner := strings.Fields(out[strings.Index(out, "owner"):])[1]
 		code, _, errOut := ctl(t, p.args("record", "release", "live")...)
-		if code != exitError {
-			t.Errorf("release of a live lock: exit %d, want %d", code, exitError)
+		if code != cli.ExitError {
+			t.Errorf("release of a live lock: exit %d, want %d", code, cli.ExitError)
 		}
 		wantContains(t, "release refused", errOut, `owner "`+owner+`" holds a live lock until `, "(--force releases it)")
 		code, out, errOut = ctl(t, p.args("record", "release", "live", "--force")...)
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Errorf("forced release: exit %d", code)
 		}
 		wantContains(t, "forced release warning", errOut, "WARNING: released a LIVE lock: owner "+owner+` held "Standard#live" until `,
@@ -297,7 +301,7 @@ func TestRecordRelease(t *testing.T) {
 	wantContains(t, "record get --id", out, "lapsed: the next delivery takes the record over")
 	out = mustCtl(t, p.args("record", "release", "crashed")...)
 	wantContains(t, "release", out, `released "Standard#crashed": owner gone, attempt 2; the next delivery of the key runs it as attempt 3`)
-	if code, _, errOut := ctl(t, p.args("record", "release", "crashed")...); code != exitError ||
+	if code, _, errOut := ctl(t, p.args("record", "release", "crashed")...); code != cli.ExitError ||
 		!strings.Contains(errOut, `release refused: record "Standard#crashed": the record is already released`) {
 		t.Errorf("second release: exit %d, %q; want refused as already released", code, errOut)
 	}
@@ -318,7 +322,7 @@ func TestRecordRelease(t *testing.T) {
 			args = append(args, "--force")
 		}
 		code, _, errOut := ctl(t, args...)
-		if code != exitError || strings.Contains(errOut, "(--force releases it)") ||
+		if code != cli.ExitError || strings.Contains(errOut, "(--force releases it)") ||
 			!strings.Contains(errOut, "so a release cannot be fenced; --force cannot release it either (without an owner the release cannot be fenced): wait for its lock to run out at ") {
 			t.Errorf("release of an ownerless record (force %v): exit %d, %q", force, code, errOut)
 		}
@@ -328,7 +332,7 @@ func TestRecordRelease(t *testing.T) {
 	code, _, errOut := ctl(t, p.args("record", "get", "never")...)
 	wantContains(t, "no record", errOut, `idempotency: no record: record "Standard#never". Either no message with this key ran in this pipeline, or its record expired`,
 		`or the consumer's key prefix is not "Standard" (give --key-prefix, its IDEMPOTENCY_KEY_PREFIX)`)
-	if code != exitError {
+	if code != cli.ExitError {
 		t.Errorf("record get of no record: exit %d", code)
 	}
 	out = mustCtl(t, p.args("record", "get", "crashed", "--output", "json")...)
@@ -343,22 +347,22 @@ func TestRecordRelease(t *testing.T) {
 // URL of an ARN.
 func TestRedriveAllowPolicySource(t *testing.T) {
 	t.Parallel()
-	perm, arns := parseRedriveAllow(`{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:123456789012:work"]}`)
+	perm, arns := cli.ParseRedriveAllow(`{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:123456789012:work"]}`)
 	if perm != "byQueue" || len(arns) != 1 || arns[0] != "arn:aws:sqs:us-east-1:123456789012:work" {
 		t.Errorf("parseRedriveAllow = %q, %q", perm, arns)
 	}
-	if perm, arns := parseRedriveAllow(`{"redrivePermission":"allowAll"}`); perm != "allowAll" || arns != nil {
+	if perm, arns := cli.ParseRedriveAllow(`{"redrivePermission":"allowAll"}`); perm != "allowAll" || arns != nil {
 		t.Errorf("parseRedriveAllow(allowAll) = %q, %q", perm, arns)
 	}
 	p := newPipe(t, false)
-	src, err := getQueue(t.Context(), sqsSrv.Client(), p.queueURL)
+	src, err := cli.GetQueue(t.Context(), sqsSrv.Client(), p.queueURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if url, err := urlOfArn(t.Context(), sqsSrv.Client(), src.arn); err != nil || url != p.queueURL {
-		t.Errorf("urlOfArn(%s) = %q, %v; want %s", src.arn, url, err, p.queueURL)
+	if url, err := dlq.URLOfArn(t.Context(), sqsSrv.Client(), src.ARN); err != nil || url != p.queueURL {
+		t.Errorf("urlOfArn(%s) = %q, %v; want %s", src.ARN, url, err, p.queueURL)
 	}
-	if _, err := urlOfArn(t.Context(), sqsSrv.Client(), "arn:aws:sns:us-east-1:1:topic"); err == nil || err.Error() != `"arn:aws:sns:us-east-1:1:topic" is not an SQS queue ARN` {
+	if _, err := dlq.URLOfArn(t.Context(), sqsSrv.Client(), "arn:aws:sns:us-east-1:1:topic"); err == nil || err.Error() != `"arn:aws:sns:us-east-1:1:topic" is not an SQS queue ARN` {
 		t.Errorf("urlOfArn(SNS ARN) = %v", err)
 	}
 }
@@ -373,7 +377,7 @@ func TestMoveTaskOutlastsWait(t *testing.T) {
 		}
 	}
 	code, out, errOut := ctl(t, append(p.args("dlq", "redrive", "--yes", "--rate", "1"), "--wait", "1s")...)
-	if code != exitNotDone || !strings.Contains(errOut, "not done: the move task is still RUNNING after --wait 1s; the move task goes on in SQS (") ||
+	if code != cli.ExitNotDone || !strings.Contains(errOut, "not done: the move task is still RUNNING after --wait 1s; the move task goes on in SQS (") ||
 		!strings.Contains(errOut, "rerun the command to wait for it, follow it with aws sqs list-message-move-tasks --source-arn ") ||
 		!strings.Contains(out, "NOT DONE     the move task is still RUNNING") {
 		t.Errorf("move task outlasting --wait: exit %d, %q\n%s", code, errOut, out)
@@ -443,7 +447,7 @@ func TestFifoPlanIsExact(t *testing.T) {
 	wantContains(t, "inspect", out, "redrive policy  8 ", "5 move; 3 stay: behind a message that stays in their FIFO group",
 		"invalid_input   2 ", "stays (bad input; --include-invalid moves it)")
 	out = mustCtl(t, p.args("dlq", "inspect", "--output", "json")...)
-	var rep inspectReport
+	var rep dlq.InspectReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("inspect --output json: %v\n%s", err, out)
 	}
@@ -455,8 +459,8 @@ func TestFifoPlanIsExact(t *testing.T) {
 		t.Errorf("inspect --output json verdicts %v, blocked %v", verdicts, rep.BlockedGroups)
 	}
 	code, out, _ := ctl(t, p.args("dlq", "redrive", "--yes", "--output", "json")...)
-	var s redriveSummary
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitLeft {
+	var s dlq.RedriveSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != cli.ExitLeft {
 		t.Fatalf("redrive --output json: exit %d, %v\n%s", code, err, out)
 	}
 	if s.Moved != 5 || s.LeftVisible == nil || *s.LeftVisible != 5 || s.Kept["badInput"] != 2 || s.Kept["behindInFifoGroup"] != 3 || !s.Done {
@@ -471,7 +475,7 @@ func TestRedriveKeepsAFairQueueTenant(t *testing.T) {
 	t.Parallel()
 	p := newPipe(t, false)
 	fillDLQ(t, p, "tenant-7", "m1", "bad-1")
-	ctlWant(t, exitLeft, p.args("dlq", "redrive", "--yes")...)
+	ctlWant(t, cli.ExitLeft, p.args("dlq", "redrive", "--yes")...)
 	got := drainAll(t, p.queueURL)
 	if len(got) != 1 || got[0] != (drained{"m1", "tenant-7"}) {
 		t.Errorf("the queue got %+v, want m1 with its tenant-7", got)
@@ -502,7 +506,7 @@ func TestInspectInterrupted(t *testing.T) {
 	defer cancel()
 	var out, errOut bytes.Buffer
 	code := run(ctx, p.args("dlq", "inspect"), &out, &errOut)
-	if code != exitNotDone || !strings.Contains(errOut.String(), "not done: interrupted after scanning ") || !strings.Contains(errOut.String(), "all of them are visible again") {
+	if code != cli.ExitNotDone || !strings.Contains(errOut.String(), "not done: interrupted after scanning ") || !strings.Contains(errOut.String(), "all of them are visible again") {
 		t.Errorf("interrupted inspect: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	if q := queueCounts(t, p.dlqURL); q != [2]int64{30, 0} {
@@ -525,58 +529,6 @@ func putLapsed(t *testing.T, p *pipe, key string) {
 	}
 }
 
-// An unreachable endpoint is explained with the variable of the service that could not be
-// reached, once, however deep the error is wrapped.
-func TestExplainNamesTheServicesVariable(t *testing.T) {
-	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
-	for service, want := range map[string]string{"CloudWatch": "AWS_ENDPOINT_URL_CLOUDWATCH", "Scheduler": "AWS_ENDPOINT_URL_SCHEDULER",
-		"Lambda": "AWS_ENDPOINT_URL_LAMBDA", "DynamoDB": "AWS_ENDPOINT_URL_DYNAMODB"} {
-		err := explain(fmt.Errorf("the alarms: %w", &smithy.OperationError{ServiceID: service, OperationName: "Op", Err: refused}))
-		msg := err.Error()
-		if !strings.Contains(msg, "cannot reach the "+service+" endpoint: check "+want+" (") {
-			t.Errorf("%s: %s", service, msg)
-		}
-		if again := explain(fmt.Errorf("status: %w", err)).Error(); strings.Count(again, "cannot reach") != 1 {
-			t.Errorf("%s explained twice: %s", service, again)
-		}
-	}
-}
-
-// --record-ttl takes days as the runbooks write them, and Go's units.
-func TestRecordTTLInDays(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]time.Duration{"25d": 600 * time.Hour, "1.5d": 36 * time.Hour, "600h": 600 * time.Hour, "90m": 90 * time.Minute} {
-		var d time.Duration
-		var set bool
-		if err := (days{&d, &set}).Set(in); err != nil || d != want || !set {
-			t.Errorf("--record-ttl %s = %v, %v; want %v", in, d, err, want)
-		}
-	}
-}
-
-// The REST calls (Lambda Invoke, Scheduler, CloudWatch) work on a machine without
-// AWS_CA_BUNDLE, where the SDK's configuration has no HTTP client of its own: they used to
-// dereference that nil client (found by the deploy rehearsal, which runs with no AWS_*
-// variable of the caller's).
-func TestRESTCallWithoutCABundle(t *testing.T) {
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_REGION", "eu-west-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `{"answer":"from `+r.URL.Path+`"}`)
-	}))
-	defer srv.Close()
-	cl, err := newAWS(t.Context(), &common{endpoint: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, err := cl.rest.call(t.Context(), "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/f/invocations", nil, []byte("{}"))
-	if err != nil || string(body) != `{"answer":"from /2015-03-31/functions/f/invocations"}` {
-		t.Fatalf("%q, %v", body, err)
-	}
-}
-
 // One table of exit codes: the code's constants, pipelinectl help and docs/operator-cli.md
 // say the same, and the docs carry every help text as the command prints it.
 func TestExitCodesDocumented(t *testing.T) {
@@ -585,7 +537,7 @@ func TestExitCodesDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	codes := []int{exitOK, exitError, exitUsage, exitNotDone, exitLeft}
+	codes := []int{cli.ExitOK, cli.ExitError, cli.ExitUsage, cli.ExitNotDone, cli.ExitLeft}
 	for i, c := range codes {
 		if c != i {
 			t.Fatalf("exit codes %v: want 0 to %d in order", codes, len(codes)-1)
@@ -600,8 +552,8 @@ func TestExitCodesDocumented(t *testing.T) {
 	if strings.Contains(doc, fmt.Sprintf("\n| %d | ", len(codes))) || strings.Contains(usage, fmt.Sprintf("\n  %d  ", len(codes))) {
 		t.Errorf("the docs or the help name exit code %d, which pipelinectl does not use", len(codes))
 	}
-	for _, h := range []struct{ cmd, text string }{{"help", usage}, {"help dlq", dlqUsage}, {"help record", recordUsage}, {"help policy", policyUsage},
-		{"help backfill", backfillUsage}, {"help verify", verifyUsage}, {"help status", statusUsage}, {"help local", localUsage}} {
+	for _, h := range []struct{ cmd, text string }{{"help", usage}, {"help dlq", dlq.Usage}, {"help record", record.Usage}, {"help policy", policy.Usage},
+		{"help backfill", backfill.Usage}, {"help verify", health.VerifyUsage}, {"help status", health.StatusUsage}, {"help local", localkit.Usage}} {
 		if !strings.Contains(doc, h.text) {
 			t.Errorf("docs/operator-cli.md does not carry 'pipelinectl %s' as the command prints it: copy it from there", h.cmd)
 		}

@@ -20,8 +20,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/dlq"
 
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
@@ -36,7 +38,7 @@ import (
 func TestRedriveSurvivesInterruptsAndCuts(t *testing.T) {
 	t.Parallel()
 	for _, fifo := range []bool{false, true} {
-		t.Run(queueKind(fifo), func(t *testing.T) {
+		t.Run(dlq.QueueKind(fifo), func(t *testing.T) {
 			t.Parallel()
 			interruptedRedrive(t, fifo)
 		})
@@ -131,12 +133,12 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	args := append(p.args("dlq", "redrive", "--yes", "--output", "json"), "--endpoint-url", proxy.URL)
 	var reported []string
 	var text string
-	redrive := func(ctx context.Context, extra ...string) (int, redriveSummary) {
+	redrive := func(ctx context.Context, extra ...string) (int, dlq.RedriveSummary) {
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		code := run(context.WithValue(ctx, timingsKey{}, timings{hold: hold}), append(slices.Clip(args), extra...), &out, &errOut)
-		var s redriveSummary
-		if err := json.Unmarshal(out.Bytes(), &s); err != nil && code != exitNotDone {
+		code := run(dlq.WithTimings(ctx, dlq.Timings{Hold: hold}), append(slices.Clip(args), extra...), &out, &errOut)
+		var s dlq.RedriveSummary
+		if err := json.Unmarshal(out.Bytes(), &s); err != nil && code != cli.ExitNotDone {
 			t.Fatalf("exit %d, no summary: %v\n%s\n%s", code, err, out.String(), errOut.String())
 		}
 		reported = append(reported, s.PossiblyDoubled...)
@@ -163,14 +165,14 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 		code, _ := redrive(ctx, "--rate", "20")
 		timer.Stop()
 		cancel()
-		if code == exitNotDone {
+		if code == cli.ExitNotDone {
 			interrupts++
-		} else if code != exitLeft { // done: the bad input stays
+		} else if code != cli.ExitLeft { // done: the bad input stays
 			t.Fatalf("interrupted run: exit %d", code)
 		}
 		// Ctrl-C gives back everything the run held before it exits; a batch hidden by a
 		// receive whose answer was lost reappears within its hold.
-		if n := hiddenPastHold(t, p.dlqURL, hold+settleMargin); n != 0 {
+		if n := hiddenPastHold(t, p.dlqURL, hold+dlq.SettleMargin); n != 0 {
 			t.Errorf("interrupted run %d (after %s): %d messages still in flight in the DLQ after the hold, want 0", interrupts, d, n)
 		}
 	}
@@ -199,7 +201,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	t.Logf("network cut: exit %d, %d faults injected (%d sends, %d deletes, %d receives seen)", code, proxy.Injected.Load(), sends.Load(), deletes.Load(), receives.Load())
 	// And the rerun that finishes the job.
 	code, s = redrive(t.Context())
-	if code != exitLeft || !s.Done { // done, the bad input (and on FIFO its groups) left
+	if code != cli.ExitLeft || !s.Done { // done, the bad input (and on FIFO its groups) left
 		t.Fatalf("final run: exit %d, %+v", code, s)
 	}
 
@@ -224,7 +226,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 		}
 	}
 	t.Logf("FIGURE redrive of %d %s messages, %d interrupts and a network cut (%d faults), then one rerun: %d in the destination, %d left in the DLQ (want %d), lost %d, twice %d, reported possibly doubled %d",
-		n, queueKind(fifo), interrupts, proxy.Injected.Load(), len(dest), len(left), wantLeft, len(lost), len(twice), len(reported))
+		n, dlq.QueueKind(fifo), interrupts, proxy.Injected.Load(), len(dest), len(left), wantLeft, len(lost), len(twice), len(reported))
 	if len(lost) > 0 {
 		t.Errorf("lost %d: %v", len(lost), lost[:min(5, len(lost))])
 	}
@@ -318,7 +320,7 @@ func TestRedriveRefusesAJournalItCannotUse(t *testing.T) {
 		filepath.Join(file, "journal"): "; give --journal FILE in a writable directory",
 	} {
 		code, _, errOut := ctl(t, append(p.args("dlq", "redrive", "--yes"), "--journal", path)...)
-		if code == exitOK || !strings.Contains(errOut, want) {
+		if code == cli.ExitOK || !strings.Contains(errOut, want) {
 			t.Errorf("--journal %s: exit %d, %q; want %q", path, code, errOut, want)
 		}
 	}
@@ -363,8 +365,8 @@ func TestRedriveSIGINT(t *testing.T) {
 	code := cmd.ProcessState.ExitCode()
 	t.Logf("$ pipelinectl %s, SIGINT 0.5 s into the move: exit %d, stopped %s after the signal (%v)\n%s", strings.Join(args, " "), code, stopped.Round(time.Millisecond), err, proc.Output())
 	wantContains(t, "SIGINT", proc.Output(), "NOT DONE     interrupted (exit 3)", "resume with  pipelinectl dlq redrive --yes ")
-	if code != exitNotDone {
-		t.Errorf("exit %d after SIGINT, want %d", code, exitNotDone)
+	if code != cli.ExitNotDone {
+		t.Errorf("exit %d after SIGINT, want %d", code, cli.ExitNotDone)
 	}
 	inFlight := queueCounts(t, p.dlqURL)[1]
 	if inFlight != 0 {
@@ -373,7 +375,7 @@ func TestRedriveSIGINT(t *testing.T) {
 	resume := strings.TrimSpace(proc.Output()[strings.Index(proc.Output(), "resume with  ")+len("resume with  "):])
 	resume = strings.SplitN(resume, "\n", 2)[0]
 	rerunCode, rerun, _ := ctl(t, strings.Fields(resume)[1:]...)
-	if rerunCode != exitLeft { // done, the bad message left
+	if rerunCode != cli.ExitLeft { // done, the bad message left
 		t.Fatalf("the printed resume command: exit %d\n%s", rerunCode, rerun)
 	}
 	got := drainAll(t, p.queueURL)
@@ -406,7 +408,7 @@ func TestRedriveSIGINTStorm(t *testing.T) {
 	t.Parallel()
 	bin := ctlBinary(t)
 	for _, fifo := range []bool{false, true} {
-		t.Run(queueKind(fifo), func(t *testing.T) {
+		t.Run(dlq.QueueKind(fifo), func(t *testing.T) {
 			t.Parallel()
 			p := newPipe(t, fifo)
 			var bodies []string
@@ -438,14 +440,14 @@ func TestRedriveSIGINTStorm(t *testing.T) {
 				q := queueCounts(t, p.dlqURL)
 				inFlight, after = append(inFlight, q[1]), append(after, d.Round(100*time.Millisecond).String())
 				t.Logf("run %d, SIGINT after %s: exit %d, the DLQ then: %d visible, %d in flight\n%s", i, d, cmd.ProcessState.ExitCode(), q[0], q[1], proc.Output())
-				if n := hiddenPastHold(t, p.dlqURL, redriveHold+settleMargin); n != 0 {
+				if n := hiddenPastHold(t, p.dlqURL, dlq.RedriveHold+dlq.SettleMargin); n != 0 {
 					t.Errorf("run %d, SIGINT after %s: %d messages still in flight after the hold, want every one given back", i, d, n)
 				}
 				if m := unsaid.FindString(proc.Output()); m != "" {
 					t.Errorf("run %d: the summary counts messages in flight without saying the run holds none: %q", i, m)
 				}
 			}
-			want := map[bool]int{false: exitOK, true: exitLeft}[fifo]
+			want := map[bool]int{false: cli.ExitOK, true: cli.ExitLeft}[fifo]
 			ctlWant(t, want, args...)
 			seen := map[string]int{}
 			for _, m := range drainAll(t, p.queueURL) {
@@ -460,7 +462,7 @@ func TestRedriveSIGINTStorm(t *testing.T) {
 				}
 			}
 			t.Logf("FIGURE SIGINT storm, %s, %d messages at --rate 40: SIGINT after %s; in flight in the DLQ after each run %v; then one run: %d in the destination once, none twice",
-				queueKind(fifo), len(bodies), strings.Join(after, ", "), inFlight, once)
+				dlq.QueueKind(fifo), len(bodies), strings.Join(after, ", "), inFlight, once)
 		})
 	}
 }
@@ -514,7 +516,7 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 			}
 			args := append(p.args("dlq", "redrive", "--yes", "--output", "json"), "--endpoint-url", proxy.URL, "--journal", filepath.Join(t.TempDir(), "j"))
 			var out, errOut bytes.Buffer
-			ctx := context.WithValue(t.Context(), timingsKey{}, timings{outage: 3 * time.Second, count: 8 * time.Second})
+			ctx := dlq.WithTimings(t.Context(), dlq.Timings{Outage: 3 * time.Second, Count: 8 * time.Second})
 			start := time.Now()
 			code := run(ctx, args, &out, &errOut)
 			took := time.Since(start)
@@ -522,7 +524,7 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 			real := queueCounts(t, p.dlqURL)
 			t.Logf("exit %d after %s (network down %s after the start); the DLQ now: %d visible, %d in flight\n%s\n%s",
 				code, took.Round(time.Millisecond), time.Duration(downAt.Load()-start.UnixMilli())*time.Millisecond, real[0], real[1], errOut.String(), out.String())
-			var s redriveSummary
+			var s dlq.RedriveSummary
 			if err := json.Unmarshal(out.Bytes(), &s); err != nil {
 				t.Fatalf("no JSON summary: %v", err)
 			}
@@ -532,8 +534,8 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 				t.Fatalf("the audit trail: %v", err)
 			}
 			t.Logf("the audit trail's end:\n%s", trail[max(0, len(trail)-1500):])
-			if code != exitNotDone || s.Done {
-				t.Errorf("exit %d, done %v: want %d, not done", code, s.Done, exitNotDone)
+			if code != cli.ExitNotDone || s.Done {
+				t.Errorf("exit %d, done %v: want %d, not done", code, s.Done, cli.ExitNotDone)
 			}
 			for _, raw := range []string{"operation error", "exceeded maximum number of attempts", "https response error"} {
 				if strings.Contains(out.String()+errOut.String(), raw) {

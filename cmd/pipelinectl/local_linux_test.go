@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
-
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
 	"github.com/idempotent-sqs/pipeline/stacks"
 )
@@ -73,9 +73,9 @@ func TestLocalUpSIGINT(t *testing.T) {
 		code        int
 		want        []string
 	}{
-		{"up", "Ctrl-C stops everything.", msgs, exitOK, []string{"sent 3 messages", "local: stopped; nothing is left running"}},
-		{"starting", "local: starting DynamoDB Local and ElasticMQ", msgs, exitNotDone, []string{"interrupted while starting; everything started so far was stopped, nothing is left running"}},
-		{"sending", "Ctrl-C stops everything.", many, exitNotDone, []string{"interrupted while sending " + many + ": ", " of its 200000 messages were sent, the next 10 perhaps; " +
+		{"up", "Ctrl-C stops everything.", msgs, cli.ExitOK, []string{"sent 3 messages", "local: stopped; nothing is left running"}},
+		{"starting", "local: starting DynamoDB Local and ElasticMQ", msgs, cli.ExitNotDone, []string{"interrupted while starting; everything started so far was stopped, nothing is left running"}},
+		{"sending", "Ctrl-C stops everything.", many, cli.ExitNotDone, []string{"interrupted while sending " + many + ": ", " of its 200000 messages were sent, the next 10 perhaps; " +
 			"the local queues and tables were in memory and are gone with the rest, nothing is left running"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,8 +22,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/dlq"
 
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
@@ -159,7 +161,7 @@ func ctl(t *testing.T, args ...string) (int, string, string) {
 // mustCtl is ctl for a command that must succeed.
 func mustCtl(t *testing.T, args ...string) string {
 	t.Helper()
-	return ctlWant(t, exitOK, args...)
+	return ctlWant(t, cli.ExitOK, args...)
 }
 
 // ctlWant is ctl for a command that must exit with code.
@@ -233,7 +235,7 @@ func (c *consumer) drain(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
 	api := sqsSrv.Client()
-	q, err := getQueue(ctx, api, c.p.queueURL)
+	q, err := cli.GetQueue(ctx, api, c.p.queueURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func (c *consumer) drain(t *testing.T) {
 		for _, m := range out.Messages {
 			rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
 				Body: aws.ToString(m.Body), Attributes: m.Attributes, MessageAttributes: map[string]events.SQSMessageAttribute{},
-				EventSourceARN: q.arn} // a FIFO ARN makes the batch processor keep group order
+				EventSourceARN: q.ARN} // a FIFO ARN makes the batch processor keep group order
 			for k, a := range m.MessageAttributes {
 				rec.MessageAttributes[k] = events.SQSMessageAttribute{DataType: aws.ToString(a.DataType), StringValue: a.StringValue}
 			}
@@ -309,11 +311,11 @@ func dlqSettles(t *testing.T, url string, want [2]int64) {
 // queueCounts is a queue's approximate (visible, in flight) counts.
 func queueCounts(t *testing.T, url string) [2]int64 {
 	t.Helper()
-	q, err := getQueue(t.Context(), sqsSrv.Client(), url)
+	q, err := cli.GetQueue(t.Context(), sqsSrv.Client(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return [2]int64{q.visible, q.inFlight}
+	return [2]int64{q.Visible, q.InFlight}
 }
 
 // send puts messages on the pipe's queue: key "" sends a body without an idempotency key
@@ -391,7 +393,7 @@ func TestStandardInspectRedriveRecord(t *testing.T) {
 	}
 
 	c.fixed.Store(true)
-	out = ctlWant(t, exitLeft, p.args("dlq", "redrive", "--yes", "--rate", "50")...)
+	out = ctlWant(t, cli.ExitLeft, p.args("dlq", "redrive", "--yes", "--rate", "50")...)
 	wantContains(t, "redrive", out, "method       receive, send, delete", "moved        2\n", "left         in the DLQ: ", "; kept: 1 bad input (--include-invalid moves them)",
 		"done, left   everything to move has moved; the 1 kept above stay in the DLQ by rule (exit 4)", "audit        ")
 	dlqSettles(t, p.dlqURL, [2]int64{1, 0})
@@ -417,12 +419,12 @@ func TestStandardInspectRedriveRecord(t *testing.T) {
 	out = mustCtl(t, p.args("record", "get", "k1")...)
 	wantContains(t, "record get", out, `record   "Standard#k1"`, "status   COMPLETED", "attempt  3", "lock     none", "payload  sha256 ", "result   none")
 	code, _, errOut := ctl(t, p.args("record", "release", "k1")...)
-	if code != exitError {
-		t.Errorf("release of a COMPLETED record: exit %d, want %d", code, exitError)
+	if code != cli.ExitError {
+		t.Errorf("release of a COMPLETED record: exit %d, want %d", code, cli.ExitError)
 	}
 	wantContains(t, "release COMPLETED", errOut, `release refused: record "Standard#k1": the record is COMPLETED (attempt 3)`)
 	code, _, errOut = ctl(t, p.args("record", "get", "nope")...)
-	if code != exitError || !strings.Contains(errOut, `pipelinectl: idempotency: no record: record "Standard#nope"`) {
+	if code != cli.ExitError || !strings.Contains(errOut, `pipelinectl: idempotency: no record: record "Standard#nope"`) {
 		t.Errorf("record get of an absent key: exit %d, %q", code, errOut)
 	}
 }
@@ -452,7 +454,7 @@ func TestFifoInspectRedriveRecord(t *testing.T) {
 	wantContains(t, "dry run", out, "scanned      4: 3 to move, 1 to leave (1 bad input, 0 older than the record TTL, 0 behind those in their FIFO group)", "Dry run: nothing moved")
 
 	c.fixed.Store(true)
-	out = ctlWant(t, exitLeft, p.args("dlq", "redrive", "--yes")...)
+	out = ctlWant(t, cli.ExitLeft, p.args("dlq", "redrive", "--yes")...)
 	wantContains(t, "redrive", out, "method       receive, send, delete", "group bad stays from message ",
 		"moved        3\ngave back    1 message this run held: visible again at once\nleft         in the DLQ: ", "; kept: 1 bad input")
 	dlqSettles(t, p.dlqURL, [2]int64{1, 0})
@@ -523,7 +525,7 @@ func TestRedriveRefusesMessagesOlderThanTheRecordTTL(t *testing.T) {
 	wantContains(t, "inspect", out, "record TTL   2s (output StandardRecordTTL of stack "+p.stack+" in "+p.outputs+")",
 		"a message first sent more than 1s ago may have outlived its record",
 		"stays (older than the record TTL; --include-expired moves it)", "Older than the record TTL 2s (first sent more than 1s ago), 1: ")
-	out = ctlWant(t, exitLeft, p.args("dlq", "redrive", "--yes")...)
+	out = ctlWant(t, cli.ExitLeft, p.args("dlq", "redrive", "--yes")...)
 	wantContains(t, "redrive", out, "scanned      1: 0 to move, 1 to leave (0 bad input, 1 older than the record TTL)",
 		"redrive policy         1 stay (older than the record TTL)", "older than the record TTL: ", ": stays", "method       receive, send, delete",
 		"moved        0\ngave back    1 message this run held: visible again at once\nleft         in the DLQ: ", "; kept: 1 older than the record TTL (--include-expired moves them",
@@ -563,22 +565,22 @@ func TestRedriveCarriesFirstSent(t *testing.T) {
 	c := newConsumer(t, p, "k1")
 	p.send(t, "", "k1")
 	c.drain(t)
-	peeked, err := peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
+	peeked, err := dlq.Peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
 	if err != nil || len(peeked) != 1 {
 		t.Fatalf("DLQ scan: %d messages, %v", len(peeked), err)
 	}
-	first := sent(peeked[0])
+	first := dlq.Sent(peeked[0])
 	// SentTimestamp has millisecond resolution: make the resend's clearly later.
 	time.Sleep(1100 * time.Millisecond)
 	// --max 1: the scan cannot vouch for every message, so the receive path moves it.
 	mustCtl(t, append(p.args("dlq", "redrive", "--yes"), "--include-invalid", "--max", "1")...)
 	c.drain(t) // k1 still poisoned: back to the DLQ, as a new message
-	peeked, err = peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
+	peeked, err = dlq.Peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
 	if err != nil || len(peeked) != 1 {
 		t.Fatalf("DLQ scan after the round: %d messages, %v", len(peeked), err)
 	}
-	if got := firstSent(peeked[0]); !got.Equal(first) || !sent(peeked[0]).After(first) {
-		t.Errorf("first sent %s (sent %s), want the original %s", got, sent(peeked[0]), first)
+	if got := dlq.FirstSent(peeked[0]); !got.Equal(first) || !dlq.Sent(peeked[0]).After(first) {
+		t.Errorf("first sent %s (sent %s), want the original %s", got, dlq.Sent(peeked[0]), first)
 	}
 }
 
@@ -604,7 +606,7 @@ func TestDeadLetterAttributesWithNineAndTenOfTheMessagesOwn(t *testing.T) {
 		ids[n] = aws.ToString(out.MessageId)
 	}
 	c.drain(t)
-	msgs, err := peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
+	msgs, err := dlq.Peek(t.Context(), sqsSrv.Client(), p.dlqURL, 10, 4*time.Second)
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("DLQ scan: %d messages, %v; want the 2 bad ones", len(msgs), err)
 	}

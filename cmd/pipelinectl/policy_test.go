@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/policy"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 )
@@ -57,22 +60,22 @@ func TestOperatorPolicyCoversEveryCall(t *testing.T) {
 		args []string
 		exit int
 	}{
-		{p.args("dlq", "inspect"), exitOK},
-		{p.args("dlq", "redrive"), exitOK},
-		{p.args("dlq", "redrive", "--yes"), exitLeft},                    // receive, send, delete: bad input stays
-		{p.args("dlq", "redrive", "--yes", "--include-invalid"), exitOK}, // the move task
-		{p.args("record", "get", "k"), exitOK},
+		{p.args("dlq", "inspect"), cli.ExitOK},
+		{p.args("dlq", "redrive"), cli.ExitOK},
+		{p.args("dlq", "redrive", "--yes"), cli.ExitLeft},                    // receive, send, delete: bad input stays
+		{p.args("dlq", "redrive", "--yes", "--include-invalid"), cli.ExitOK}, // the move task
+		{p.args("record", "get", "k"), cli.ExitOK},
 	} {
 		ctlWant(t, c.exit, c.args...)
 	}
 	putLapsed(t, p, "crashed")
 	mustCtl(t, p.args("record", "release", "crashed")...)
 
-	var doc policyDocument
+	var doc policy.Document
 	if err := json.Unmarshal([]byte(mustCtl(t, p.args("policy")...)), &doc); err != nil {
 		t.Fatal(err)
 	}
-	queueArn := func(u string) string { a, _ := arnOfQueueURL(u, "us-east-1"); return a }
+	queueArn := func(u string) string { a, _ := policy.ARNOfQueueURL(u, "us-east-1"); return a }
 	allowed := func(action, resource string) bool {
 		for _, st := range doc.Statement {
 			if slices.Contains(st.Action, action) && slices.Contains(st.Resource, resource) {
@@ -101,16 +104,16 @@ func TestOperatorPolicyCoversEveryCall(t *testing.T) {
 			t.Errorf("%s on %s is made by a command but not allowed by the policy", action, resource)
 		}
 	}
-	t.Logf("%d calls, %d actions, all allowed: %v", len(calls), len(seen), sortedKeys(seen))
+	t.Logf("%d calls, %d actions, all allowed: %v", len(calls), len(seen), slices.Sorted(maps.Keys(seen)))
 	for _, want := range []string{"sqs:ReceiveMessage", "sqs:SendMessage", "sqs:DeleteMessage", "sqs:StartMessageMoveTask", "dynamodb:GetItem", "dynamodb:DescribeTable", "dynamodb:UpdateItem"} {
 		if !seen[want] {
 			t.Errorf("the commands never called %s: the test does not exercise what the policy grants", want)
 		}
 	}
-	if code, out, _ := ctl(t, append(p.args("policy"), "--access", "read")...); code != exitOK || strings.Contains(out, "sqs:SendMessage") || strings.Contains(out, "dynamodb:UpdateItem") {
+	if code, out, _ := ctl(t, append(p.args("policy"), "--access", "read")...); code != cli.ExitOK || strings.Contains(out, "sqs:SendMessage") || strings.Contains(out, "dynamodb:UpdateItem") {
 		t.Errorf("--access read: exit %d, grants writes:\n%s", code, out)
 	}
-	if code, _, errOut := ctl(t, append(p.args("policy"), "--access", "all")...); code != exitUsage || !strings.Contains(errOut, "--access all: use read (status, inspect, record get) or operate") {
+	if code, _, errOut := ctl(t, append(p.args("policy"), "--access", "all")...); code != cli.ExitUsage || !strings.Contains(errOut, "--access all: use read (status, inspect, record get) or operate") {
 		t.Errorf("--access all: exit %d, %q", code, errOut)
 	}
 }

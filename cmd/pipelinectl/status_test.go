@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/health"
 )
 
 // statusAPIs stands in for Lambda's ListEventSourceMappings and CloudWatch's DescribeAlarms
@@ -69,7 +71,7 @@ func TestStatus(t *testing.T) {
 	fillQueue(t, p.queueURL, "w1", "w2")
 
 	code, out, _ := ctl(t, p.args("status")...)
-	if code != exitOK || !strings.Contains(out, "  queue     2 visible, 0 in flight, 0 delayed   "+p.queueURL) ||
+	if code != cli.ExitOK || !strings.Contains(out, "  queue     2 visible, 0 in flight, 0 delayed   "+p.queueURL) ||
 		!strings.Contains(out, "  mapping   uuid-1 Enabled, last processing result \"OK\", batch size 10, maximum concurrency 5") ||
 		!strings.Contains(out, "  alarms    no paging alarm in ALARM") || !strings.Contains(out, "  healthy") {
 		t.Errorf("healthy: exit %d", code)
@@ -89,16 +91,16 @@ func TestStatus(t *testing.T) {
 			t.Errorf("broken: output lacks %q", want)
 		}
 	}
-	if code != exitError || !strings.Contains(errOut, "status: 1 of 1 pipelines need a look") || strings.Contains(out, "stack-FifoDLQ") {
+	if code != cli.ExitError || !strings.Contains(errOut, "status: 1 of 1 pipelines need a look") || strings.Contains(out, "stack-FifoDLQ") {
 		t.Errorf("broken: exit %d, %q", code, errOut)
 	}
 	// Without --pipeline, a paging alarm of no pipeline the outputs name is the stack's problem.
 	code, out, _ = ctl(t, "status", "--outputs", p.outputs)
-	if code != exitError || !strings.Contains(out, "stack\n  PROBLEM   alarm stack-FifoDLQ is in ALARM: ") {
+	if code != cli.ExitError || !strings.Contains(out, "stack\n  PROBLEM   alarm stack-FifoDLQ is in ALARM: ") {
 		t.Errorf("whole stack: exit %d, want the Fifo alarm as the stack's problem", code)
 	}
 	_, out, _ = ctl(t, append(p.args("status"), "--output", "json")...)
-	var js []pipelineStatus
+	var js []health.PipelineStatus
 	if err := json.Unmarshal([]byte(out), &js); err != nil || len(js) != 1 || len(js[0].Problems) != 3 || js[0].DeadLetterQueue.Visible != 1 ||
 		js[0].Mappings[0].State != "Disabled" || len(js[0].Alarms) != 1 || !js[0].AlarmsChecked {
 		t.Errorf("--output json: %v %+v", err, js)
@@ -130,7 +132,7 @@ func TestStatusPrintsWhatItCouldRead(t *testing.T) {
 	if strings.Contains(out, "  healthy\n") || strings.Count(out+errOut, "cannot reach the CloudWatch endpoint") != 1 {
 		t.Errorf("output says healthy, or explains CloudWatch other than once")
 	}
-	if code != exitError || !strings.Contains(errOut, "status: 1 of 1 pipelines could not be read whole (UNKNOWN above, with why)") {
+	if code != cli.ExitError || !strings.Contains(errOut, "status: 1 of 1 pipelines could not be read whole (UNKNOWN above, with why)") {
 		t.Errorf("exit %d, %q", code, errOut)
 	}
 }
@@ -155,9 +157,9 @@ func TestStatusShowsHowAMappingScales(t *testing.T) {
 			`{"UUID":"u-default","State":"Enabled","BatchSize":10}]}`)
 	}))
 	defer srv.Close()
-	rc := &restClient{cfg: aws.Config{Region: "eu-west-1", HTTPClient: srv.Client(),
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}, endpoint: srv.URL}
-	ms, err := eventSourceMappings(t.Context(), rc, "consumer")
+	rc := &cli.RESTClient{Cfg: aws.Config{Region: "eu-west-1", HTTPClient: srv.Client(),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}, Endpoint: srv.URL}
+	ms, err := health.EventSourceMappings(t.Context(), rc, "consumer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +172,7 @@ func TestStatusShowsHowAMappingScales(t *testing.T) {
 		t.Fatalf("%d mappings, want %d", len(ms), len(want))
 	}
 	for _, m := range ms {
-		if got := m.scaling(); got != want[m.UUID] {
+		if got := m.Scaling(); got != want[m.UUID] {
 			t.Errorf("%s: %q, want %q", m.UUID, got, want[m.UUID])
 		}
 	}

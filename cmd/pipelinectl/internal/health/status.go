@@ -1,4 +1,4 @@
-package main
+package health
 
 import (
 	"cmp"
@@ -10,9 +10,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
 
-const statusUsage = `pipelinectl status: where each pipeline stands, in one read-only look.
+// StatusUsage is `pipelinectl help status`.
+const StatusUsage = `pipelinectl status: where each pipeline stands, in one read-only look.
 
   For each pipeline of the stack (or --pipeline): its queue's visible, in-flight and
   delayed messages and its DLQ's; the consumer's event source mappings (Lambda
@@ -48,8 +51,8 @@ type pollers struct {
 	Maximum int `json:"maximum"`
 }
 
-// scaling says how far the mapping's concurrency goes, in words.
-func (m mappingState) scaling() string {
+// Scaling says how far the mapping's concurrency goes, in words.
+func (m mappingState) Scaling() string {
 	switch {
 	case m.Pollers != nil:
 		return fmt.Sprintf("provisioned mode, %d-%d event pollers (up to %d concurrent invocations)", m.Pollers.Minimum, m.Pollers.Maximum, m.Pollers.Maximum*10)
@@ -59,7 +62,8 @@ func (m mappingState) scaling() string {
 	return "no maximum concurrency (Lambda's own scaling, up to 1,250 for a standard queue)"
 }
 
-type pipelineStatus struct {
+// PipelineStatus is one pipeline's part of `status --output json`.
+type PipelineStatus struct {
 	Pipeline string `json:"pipeline"`
 	Queue    struct {
 		URL      string `json:"url"`
@@ -77,15 +81,15 @@ type pipelineStatus struct {
 	// AlarmsChecked is false when the outputs name no composite alarm, or its alarms could
 	// not be read (then Unread says why).
 	AlarmsChecked bool         `json:"alarmsChecked"`
-	Alarms        []alarmState `json:"alarmsInAlarm,omitempty"`
+	Alarms        []AlarmState `json:"alarmsInAlarm,omitempty"`
 	Problems      []string     `json:"problems,omitempty"`
 	// Unread names what could not be read and why (the queue, the DLQ, the mappings, the
 	// alarms): its counts are unknown, not zero.
 	Unread []string `json:"unread,omitempty"`
 }
 
-// eventSourceMappings lists a function's event source mappings (every page).
-func eventSourceMappings(ctx context.Context, rc *restClient, fn string) ([]mappingState, error) {
+// EventSourceMappings lists a function's event source mappings (every page).
+func EventSourceMappings(ctx context.Context, rc *cli.RESTClient, fn string) ([]mappingState, error) {
 	var out []mappingState
 	marker := ""
 	for {
@@ -93,7 +97,7 @@ func eventSourceMappings(ctx context.Context, rc *restClient, fn string) ([]mapp
 		if marker != "" {
 			q.Set("Marker", marker)
 		}
-		_, body, err := rc.call(ctx, "lambda", "ListEventSourceMappings", http.MethodGet, "/2015-03-31/event-source-mappings/?"+q.Encode(), nil, nil)
+		_, body, err := rc.Call(ctx, "lambda", "ListEventSourceMappings", http.MethodGet, "/2015-03-31/event-source-mappings/?"+q.Encode(), nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -123,21 +127,22 @@ func eventSourceMappings(ctx context.Context, rc *restClient, fn string) ([]mapp
 	}
 }
 
-func status(ctx context.Context, args []string, w streams, connect connector) error {
-	fs, c := newFlags("status", statusUsage, w.out)
-	outputFlag(fs, c)
-	pos, err := parse(fs, args)
+// Status is `pipelinectl status ARGS`.
+func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
+	fs, c := cli.NewFlags("status", StatusUsage, w.Out)
+	cli.OutputFlag(fs, c)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := noArgs("status", pos); err != nil {
+	if err := cli.NoArgs("status", pos); err != nil {
 		return err
 	}
-	if err := c.checkOutput(); err != nil {
+	if err := c.CheckOutput(); err != nil {
 		return err
 	}
-	out := w.text(c)
-	cl, outputs, names, err := c.stackPipelines(ctx, connect, "status")
+	out := w.Text(c)
+	cl, outputs, names, err := c.StackPipelines(ctx, connect, "status")
 	if err != nil {
 		return err
 	}
@@ -145,13 +150,13 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 	// The paging alarms in ALARM, by pipeline, read once for all of them.
 	// What cannot be read is said, and the rest is still read and printed: at night the queue
 	// depths matter most when CloudWatch is what cannot be reached.
-	var alarms []alarmState
+	var alarms []AlarmState
 	var alarmsErr error
-	composite := outputs[outUnhealthy]
+	composite := outputs[cli.OutUnhealthy]
 	if composite != "" {
-		all, err := childAlarms(ctx, cl.rest, composite)
+		all, err := childAlarms(ctx, cl.Rest, composite)
 		if err != nil {
-			alarmsErr = fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", composite, explain(err))
+			alarmsErr = fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", composite, cli.Explain(err))
 		}
 		for _, a := range all {
 			if a.State == "ALARM" {
@@ -160,16 +165,16 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 		}
 	}
 	unread := 0
-	var all []pipelineStatus
+	var all []PipelineStatus
 	unhealthy := 0
 	listed := map[string]bool{}
 	for _, p := range names {
 		listed[p] = true
 	}
 	for _, p := range names {
-		where := "--outputs " + shellQuote(c.outputs)
-		if c.stack != "" && c.outputs == "" {
-			where = "--stack " + shellQuote(c.stack)
+		where := "--outputs " + cli.ShellQuote(c.Outputs)
+		if c.Stack != "" && c.Outputs == "" {
+			where = "--stack " + cli.ShellQuote(c.Stack)
 		}
 		s := pipelineStatusOf(ctx, cl, outputs, p, where)
 		s.AlarmsChecked = composite != "" && alarmsErr == nil
@@ -180,9 +185,9 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 			unread++
 		}
 		for _, a := range alarms {
-			if a.label() == p {
+			if a.Label() == p {
 				s.Alarms = append(s.Alarms, a)
-				s.Problems = append(s.Problems, fmt.Sprintf("alarm %s is in ALARM: %s (runbook: %s)", a.Name, a.Reason, a.runbook()))
+				s.Problems = append(s.Problems, fmt.Sprintf("alarm %s is in ALARM: %s (runbook: %s)", a.Name, a.Reason, a.Runbook()))
 			}
 		}
 		if len(s.Problems) > 0 || len(s.Unread) > 0 {
@@ -192,18 +197,18 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 		all = append(all, s)
 	}
 	if composite == "" {
-		fmt.Fprintf(out, "alarms: not read: the outputs name no composite alarm (%s, the reference stack's)\n", outUnhealthy)
+		fmt.Fprintf(out, "alarms: not read: the outputs name no composite alarm (%s, the reference stack's)\n", cli.OutUnhealthy)
 	}
 	// A paging alarm of none of the stack's pipelines (another label on the same monitoring)
 	// is the stack's problem; with --pipeline only that pipeline's alarms count.
 	for _, a := range alarms {
-		if !listed[a.label()] && c.pipeline == "" {
-			fmt.Fprintf(out, "stack\n  PROBLEM   alarm %s is in ALARM: %s (runbook: %s)\n", a.Name, a.Reason, a.runbook())
+		if !listed[a.Label()] && c.Pipeline == "" {
+			fmt.Fprintf(out, "stack\n  PROBLEM   alarm %s is in ALARM: %s (runbook: %s)\n", a.Name, a.Reason, a.Runbook())
 			unhealthy++
 		}
 	}
-	if c.output == "json" {
-		writeJSON(w.out, all)
+	if c.Output == "json" {
+		cli.WriteJSON(w.Out, all)
 	}
 	switch {
 	case unread > 0:
@@ -217,28 +222,28 @@ func status(ctx context.Context, args []string, w streams, connect connector) er
 // pipelineStatusOf reads pipeline p's queues and its consumer's mappings, and names what
 // looks wrong in them, and in Unread what it could not read; where is the flags that found
 // the stack, for the commands it names.
-func pipelineStatusOf(ctx context.Context, cl *clients, outputs map[string]string, p, where string) pipelineStatus {
-	s := pipelineStatus{Pipeline: p, Consumer: outputs[p+"ConsumerFunctionName"]}
-	s.Queue.URL, s.DeadLetterQueue.URL = outputs[p+outQueueURL], outputs[p+outDLQURL]
+func pipelineStatusOf(ctx context.Context, cl *cli.Clients, outputs map[string]string, p, where string) PipelineStatus {
+	s := PipelineStatus{Pipeline: p, Consumer: outputs[p+"ConsumerFunctionName"]}
+	s.Queue.URL, s.DeadLetterQueue.URL = outputs[p+cli.OutQueueURL], outputs[p+cli.OutDLQURL]
 	if s.Queue.URL != "" {
-		if q, err := getQueue(ctx, cl.sqs, s.Queue.URL); err != nil {
-			s.Unread = append(s.Unread, "queue: "+explain(err).Error())
+		if q, err := cli.GetQueue(ctx, cl.SQS, s.Queue.URL); err != nil {
+			s.Unread = append(s.Unread, "queue: "+cli.Explain(err).Error())
 		} else {
-			s.Queue.Visible, s.Queue.InFlight, s.Queue.Delayed = q.visible, q.inFlight, q.delayed
+			s.Queue.Visible, s.Queue.InFlight, s.Queue.Delayed = q.Visible, q.InFlight, q.Delayed
 		}
 	}
-	if dlq, err := getQueue(ctx, cl.sqs, s.DeadLetterQueue.URL); err != nil {
-		s.Unread = append(s.Unread, "DLQ: "+explain(err).Error())
+	if dlq, err := cli.GetQueue(ctx, cl.SQS, s.DeadLetterQueue.URL); err != nil {
+		s.Unread = append(s.Unread, "DLQ: "+cli.Explain(err).Error())
 	} else {
-		s.DeadLetterQueue.Visible, s.DeadLetterQueue.InFlight = dlq.visible, dlq.inFlight
-		if n := dlq.visible + dlq.inFlight; n > 0 {
+		s.DeadLetterQueue.Visible, s.DeadLetterQueue.InFlight = dlq.Visible, dlq.InFlight
+		if n := dlq.Visible + dlq.InFlight; n > 0 {
 			s.Problems = append(s.Problems, fmt.Sprintf("messages in the DLQ: %d; pipelinectl dlq inspect %s --pipeline %s", n, where, p))
 		}
 	}
 	if s.Consumer != "" {
-		ms, err := eventSourceMappings(ctx, cl.rest, s.Consumer)
+		ms, err := EventSourceMappings(ctx, cl.Rest, s.Consumer)
 		if err != nil {
-			s.Unread = append(s.Unread, fmt.Sprintf("mappings: the event source mappings of %s: %v (pipelinectl's lambda:ListEventSourceMappings)", s.Consumer, explain(err)))
+			s.Unread = append(s.Unread, fmt.Sprintf("mappings: the event source mappings of %s: %v (pipelinectl's lambda:ListEventSourceMappings)", s.Consumer, cli.Explain(err)))
 			return s
 		}
 		s.Mappings = ms
@@ -260,7 +265,7 @@ func pipelineStatusOf(ctx context.Context, cl *clients, outputs map[string]strin
 	return s
 }
 
-func printStatus(out io.Writer, s pipelineStatus) {
+func printStatus(out io.Writer, s PipelineStatus) {
 	fmt.Fprintf(out, "%s\n", s.Pipeline)
 	unread := func(what string) bool {
 		return slices.ContainsFunc(s.Unread, func(u string) bool { return strings.HasPrefix(u, what+": ") })
@@ -281,7 +286,7 @@ func printStatus(out io.Writer, s pipelineStatus) {
 	}
 	for _, m := range s.Mappings {
 		fmt.Fprintf(out, "  mapping   %s %s, last processing result %q, batch size %d, %s\n",
-			m.UUID, m.State, m.LastProcessingResult, m.BatchSize, m.scaling())
+			m.UUID, m.State, m.LastProcessingResult, m.BatchSize, m.Scaling())
 	}
 	if s.AlarmsChecked && len(s.Alarms) == 0 {
 		fmt.Fprintf(out, "  alarms    no paging alarm in ALARM\n")

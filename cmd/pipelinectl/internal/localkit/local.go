@@ -1,4 +1,4 @@
-package main
+package localkit
 
 import (
 	"bufio"
@@ -16,10 +16,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 	"github.com/idempotent-sqs/pipeline/local"
 )
 
-const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this machine.
+// Usage is `pipelinectl help local`.
+const Usage = `pipelinectl local: run a cloud assembly's pipelines on this machine.
 
   pipelinectl local install
   pipelinectl local up --assembly DIR [--stack NAME]... [--send FILE --pipeline NAME]
@@ -64,25 +66,26 @@ const localUsage = `pipelinectl local: run a cloud assembly's pipelines on this 
   --every D            how often to check for changes (default 2s)
 `
 
-func localCmd(ctx context.Context, args []string, w streams) error {
+// Run is `pipelinectl local ARGS`: up or install.
+func Run(ctx context.Context, args []string, w cli.Streams) error {
 	if len(args) == 0 {
-		return usagef("local needs a subcommand: install or up")
+		return cli.Usagef("local needs a subcommand: install or up")
 	}
 	switch args[0] {
 	case "install":
 		if len(args) > 1 {
-			return usagef("local install takes no arguments, got %q", args[1:])
+			return cli.Usagef("local install takes no arguments, got %q", args[1:])
 		}
-		if err := local.Install(ctx, w.out); err != nil {
+		if err := local.Install(ctx, w.Out); err != nil {
 			return err
 		}
 		dir, _ := local.CacheDir()
-		fmt.Fprintf(w.out, "DynamoDB Local and ElasticMQ are installed (the kit looks in $DYNAMODB_LOCAL_DIR, $ELASTICMQ_DIR, then %s)\n", dir)
+		fmt.Fprintf(w.Out, "DynamoDB Local and ElasticMQ are installed (the kit looks in $DYNAMODB_LOCAL_DIR, $ELASTICMQ_DIR, then %s)\n", dir)
 		return nil
 	case "up":
 		return localUp(ctx, args[1:], w)
 	}
-	return usagef("unknown command %q%s", "local "+args[0], didYouMean("local "+args[0], []string{"local install", "local up"}))
+	return cli.Usagef("unknown command %q%s", "local "+args[0], cli.DidYouMean("local "+args[0], []string{"local install", "local up"}))
 }
 
 // invokedAs is how to run this program again, for the commands local up prints: `go tool
@@ -116,10 +119,10 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func localUp(ctx context.Context, args []string, w streams) error {
+func localUp(ctx context.Context, args []string, w cli.Streams) error {
 	fs := flag.NewFlagSet("local up", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() { fmt.Fprint(w.out, localUsage) }
+	fs.Usage = func() { fmt.Fprint(w.Out, Usage) }
 	var opts local.Options
 	var stacks stringList
 	var send, pipeline, fire string
@@ -138,65 +141,65 @@ func localUp(ctx context.Context, args []string, w streams) error {
 	fs.Var(&params, "parameter", "")
 	fs.Var(&env, "env", "")
 	fs.DurationVar(&every, "every", every, "")
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := noArgs("local up", pos); err != nil {
+	if err := cli.NoArgs("local up", pos); err != nil {
 		return err
 	}
 	if opts.Environments < 1 {
-		return usagef("--environments %d: want 1 or more", opts.Environments)
+		return cli.Usagef("--environments %d: want 1 or more", opts.Environments)
 	}
 	if every < 100*time.Millisecond {
-		return usagef("--every %v: want 100ms or more", every)
+		return cli.Usagef("--every %v: want 100ms or more", every)
 	}
 	var bodies []string
 	if send != "" {
 		if bodies, err = readBodies(send); err != nil {
-			return usagef("--send %s: %v", send, err)
+			return cli.Usagef("--send %s: %v", send, err)
 		}
 	}
 	opts.Stacks = stacks
 	opts.Parameters, opts.Env = params.m, env.m
-	opts.Progress = w.err
+	opts.Progress = w.Err
 	if logs {
-		opts.Logs = func(fn string, line []byte) { fmt.Fprintf(w.out, "%s | %s\n", fn, line) }
+		opts.Logs = func(fn string, line []byte) { fmt.Fprintf(w.Out, "%s | %s\n", fn, line) }
 	}
 	started := time.Now()
 	kit, err := local.Start(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
-			return &notDone{why: "interrupted while starting; everything started so far was stopped, nothing is left running. Run the same command to start again"}
+			return &cli.NotDone{Why: "interrupted while starting; everything started so far was stopped, nothing is left running. Run the same command to start again"}
 		}
 		return err
 	}
 	defer func() {
-		fmt.Fprintln(w.err, "local: stopping the pollers, the functions and both servers")
+		fmt.Fprintln(w.Err, "local: stopping the pollers, the functions and both servers")
 		if err := kit.Close(); err != nil {
-			fmt.Fprintf(w.err, "local: %v\n", err)
+			fmt.Fprintf(w.Err, "local: %v\n", err)
 		}
-		fmt.Fprintln(w.err, "local: stopped; nothing is left running. The queues and tables were in memory and are gone: 'pipelinectl local up' starts afresh")
+		fmt.Fprintln(w.Err, "local: stopped; nothing is left running. The queues and tables were in memory and are gone: 'pipelinectl local up' starts afresh")
 	}()
-	fmt.Fprintf(w.out, "Up in %v. Pipelines:\n", time.Since(started).Round(100*time.Millisecond))
+	fmt.Fprintf(w.Out, "Up in %v. Pipelines:\n", time.Since(started).Round(100*time.Millisecond))
 	for _, p := range kit.Pipelines() {
 		indent := strings.Repeat(" ", len(p.Stack+p.Name)+1)
-		fmt.Fprintf(w.out, "  %s/%s  queue %s\n", p.Stack, p.Name, p.QueueURL)
-		fmt.Fprintf(w.out, "  %s  DLQ   %s\n", indent, cmp.Or(p.DLQURL, "none: the queue has no redrive policy"))
+		fmt.Fprintf(w.Out, "  %s/%s  queue %s\n", p.Stack, p.Name, p.QueueURL)
+		fmt.Fprintf(w.Out, "  %s  DLQ   %s\n", indent, cmp.Or(p.DLQURL, "none: the queue has no redrive policy"))
 		if p.Table != "" { // a function of the user's own keeps no idempotency table
-			fmt.Fprintf(w.out, "  %s  table %s\n", indent, p.Table)
+			fmt.Fprintf(w.Out, "  %s  table %s\n", indent, p.Table)
 		}
 	}
 	for stack, ignored := range kit.Ignored() {
 		if len(ignored) > 0 {
-			fmt.Fprintf(w.out, "Not applied locally (%s): %s\n", stack, strings.Join(ignored, "; "))
+			fmt.Fprintf(w.Out, "Not applied locally (%s): %s\n", stack, strings.Join(ignored, "; "))
 		}
 	}
 	for _, s := range kit.StandIns() {
-		fmt.Fprintf(w.out, "Stand-in for an imported resource: %s\n", s)
+		fmt.Fprintf(w.Out, "Stand-in for an imported resource: %s\n", s)
 	}
 	for _, s := range kit.NotRun() {
-		fmt.Fprintf(w.out, "Not run locally: %s\n", strings.Replace(s, "not run locally: ", "", 1))
+		fmt.Fprintf(w.Out, "Not run locally: %s\n", strings.Replace(s, "not run locally: ", "", 1))
 	}
 	outPath := filepath.Join(opts.Assembly, "local-outputs.json")
 	outputs, skipped := kit.Outputs()
@@ -205,9 +208,9 @@ func localUp(ctx context.Context, args []string, w streams) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w.out, "\nIn another shell:\n")
+	fmt.Fprintf(w.Out, "\nIn another shell:\n")
 	for _, e := range kit.Environ() {
-		fmt.Fprintf(w.out, "  export %s\n", e)
+		fmt.Fprintf(w.Out, "  export %s\n", e)
 	}
 	example := kit.Pipelines()[0]
 	for _, p := range kit.Pipelines() {
@@ -221,36 +224,36 @@ func localUp(ctx context.Context, args []string, w streams) error {
 		group = " --message-group-id g1 --message-deduplication-id k1"
 	}
 	// --endpoint-url: the AWS CLI v1 does not read AWS_ENDPOINT_URL_SQS.
-	fmt.Fprintf(w.out, "  aws sqs send-message --endpoint-url %s --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'%s\n",
+	fmt.Fprintf(w.Out, "  aws sqs send-message --endpoint-url %s --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'%s\n",
 		kit.Endpoints().SQS, example.QueueURL, group)
 	self := invokedAs(os.Args[0])
-	fmt.Fprintf(w.out, "  %s status --stack %s\n", self, example.StackName)
-	fmt.Fprintf(w.out, "  %s verify --stack %s --pipeline %s\n", self, example.StackName, example.Name)
-	fmt.Fprintf(w.out, "  %s dlq inspect --stack %s --pipeline %s\n", self, example.StackName, example.Name)
-	fmt.Fprintf(w.out, "(The exports point that shell's AWS SDKs and CLI at the kit, CloudFormation included: deploy from another.\n"+
+	fmt.Fprintf(w.Out, "  %s status --stack %s\n", self, example.StackName)
+	fmt.Fprintf(w.Out, "  %s verify --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+	fmt.Fprintf(w.Out, "  %s dlq inspect --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+	fmt.Fprintf(w.Out, "(The exports point that shell's AWS SDKs and CLI at the kit, CloudFormation included: deploy from another.\n"+
 		" Without them, pipelinectl reads the same outputs from --outputs %s.)\n", outPath)
 	if len(skipped) > 0 {
-		fmt.Fprintf(w.out, "Outputs with no local value (left out of %s): %s\n", outPath, strings.Join(skipped, ", "))
+		fmt.Fprintf(w.Out, "Outputs with no local value (left out of %s): %s\n", outPath, strings.Join(skipped, ", "))
 	}
-	fmt.Fprintln(w.out, "\nCtrl-C stops everything.")
+	fmt.Fprintln(w.Out, "\nCtrl-C stops everything.")
 
 	for sent := 0; sent < len(bodies); sent += 10 {
 		if err := kit.Send(ctx, pipeline, bodies[sent:min(sent+10, len(bodies))]...); err != nil {
 			if ctx.Err() != nil {
-				return &notDone{why: fmt.Sprintf("interrupted while sending %s: %d of its %d messages were sent, the next 10 perhaps; "+
+				return &cli.NotDone{Why: fmt.Sprintf("interrupted while sending %s: %d of its %d messages were sent, the next 10 perhaps; "+
 					"the local queues and tables were in memory and are gone with the rest, nothing is left running. Run the same command to start afresh", send, sent, len(bodies))}
 			}
 			return fmt.Errorf("sending %s: %d of %d messages sent, then: %w", send, sent, len(bodies), err)
 		}
 		if sent+10 >= len(bodies) {
-			fmt.Fprintf(w.out, "sent %d messages from %s\n", len(bodies), send)
+			fmt.Fprintf(w.Out, "sent %d messages from %s\n", len(bodies), send)
 		}
 	}
 	if fire != "" {
 		n, err := kit.Fire(ctx, fire, time.Now().UTC().Truncate(time.Minute))
-		fmt.Fprintf(w.out, "fired the dispatcher of %s: %d attempt(s), last error: %v\n", fire, n, err)
+		fmt.Fprintf(w.Out, "fired the dispatcher of %s: %d attempt(s), last error: %v\n", fire, n, err)
 	}
-	return watch(ctx, kit, every, w.out)
+	return watch(ctx, kit, every, w.Out)
 }
 
 // readBodies reads one message body per non-empty line of path ("-": stdin).

@@ -1,4 +1,4 @@
-package main
+package health
 
 import (
 	"cmp"
@@ -17,12 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/record"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
-const verifyUsage = `pipelinectl verify: prove after a deploy that each pipeline works end to end.
+// VerifyUsage is `pipelinectl help verify`.
+const VerifyUsage = `pipelinectl verify: prove after a deploy that each pipeline works end to end.
 
   For each pipeline of the stack (or --pipeline), it sends two probe messages with the same
   PipelineProbe attribute to the pipeline's queue and waits for the consumer to complete the
@@ -63,30 +65,31 @@ type verifyResult struct {
 	Failure    string `json:"failure,omitempty"`
 	// Alarms are the pipeline's paging alarms in ALARM (each fails it); Notes its heartbeat
 	// alarm in ALARM although its probes completed (no failure).
-	Alarms []alarmState `json:"alarmsInAlarm,omitempty"`
-	Notes  []alarmState `json:"notes,omitempty"`
+	Alarms []AlarmState `json:"alarmsInAlarm,omitempty"`
+	Notes  []AlarmState `json:"notes,omitempty"`
 }
 
-func verify(ctx context.Context, args []string, w streams, connect connector) error {
-	fs, c := newFlags("verify", verifyUsage, w.out)
+// Verify is `pipelinectl verify ARGS`.
+func Verify(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
+	fs, c := cli.NewFlags("verify", VerifyUsage, w.Out)
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for each probe")
 	keyPrefix := fs.String("key-prefix", "", "the consumer's key prefix (default: the pipeline name)")
-	outputFlag(fs, c)
-	pos, err := parse(fs, args)
+	cli.OutputFlag(fs, c)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := noArgs("verify", pos); err != nil {
+	if err := cli.NoArgs("verify", pos); err != nil {
 		return err
 	}
-	if err := c.checkOutput(); err != nil {
+	if err := c.CheckOutput(); err != nil {
 		return err
 	}
 	if *timeout < 5*time.Second || *timeout > 30*time.Minute {
-		return usagef("--timeout %s: use 5s to 30m", *timeout)
+		return cli.Usagef("--timeout %s: use 5s to 30m", *timeout)
 	}
-	out := w.text(c)
-	cl, outputs, names, err := c.stackPipelines(ctx, connect, "verify")
+	out := w.Text(c)
+	cl, outputs, names, err := c.StackPipelines(ctx, connect, "verify")
 	if err != nil {
 		return err
 	}
@@ -112,15 +115,15 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 	alarmsFailed := 0
 	var alarmsErr error
 	if ctx.Err() == nil {
-		alarmsFailed, alarmsErr = verifyAlarms(ctx, cl, outputs, c.pipeline, results, out)
+		alarmsFailed, alarmsErr = verifyAlarms(ctx, cl, outputs, c.Pipeline, results, out)
 		failed += alarmsFailed
 	}
-	if c.output == "json" {
-		writeJSON(w.out, results)
+	if c.Output == "json" {
+		cli.WriteJSON(w.Out, results)
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &notDone{why: fmt.Sprintf("interrupted after %d of %d pipelines", len(results), len(names))}
+		return &cli.NotDone{Why: fmt.Sprintf("interrupted after %d of %d pipelines", len(results), len(names))}
 	case failed > alarmsFailed:
 		return fmt.Errorf("verify: %d of %d pipelines failed", failed-alarmsFailed, len(names))
 	case alarmsErr != nil:
@@ -135,38 +138,38 @@ func verify(ctx context.Context, args []string, w streams, connect connector) er
 // composite alarm, output UnhealthyAlarmName), prints what it found, records the alarms in
 // the results, and returns how many are in ALARM, or why it could not read them. A heartbeat
 // alarm of a pipeline whose probes just completed is a note, not a failure.
-func verifyAlarms(ctx context.Context, cl *clients, outputs map[string]string, only string, results []verifyResult, out io.Writer) (int, error) {
-	composite := outputs[outUnhealthy]
+func verifyAlarms(ctx context.Context, cl *cli.Clients, outputs map[string]string, only string, results []verifyResult, out io.Writer) (int, error) {
+	composite := outputs[cli.OutUnhealthy]
 	if composite == "" {
-		fmt.Fprintf(out, "%-12s not checked: the outputs name no composite alarm (%s, the reference stack's); check the pipeline's alarms in CloudWatch\n", "alarms", outUnhealthy)
+		fmt.Fprintf(out, "%-12s not checked: the outputs name no composite alarm (%s, the reference stack's); check the pipeline's alarms in CloudWatch\n", "alarms", cli.OutUnhealthy)
 		return 0, nil
 	}
 	passed := map[string]bool{}
 	for _, r := range results {
 		passed[r.Pipeline] = r.OK
 	}
-	checked, failures, notes, err := checkAlarms(ctx, cl.rest, composite, only, passed)
+	checked, failures, notes, err := CheckAlarms(ctx, cl.Rest, composite, only, passed)
 	if err != nil {
-		err = fmt.Errorf("cannot read the alarms of %s: %v (pipelinectl's cloudwatch:DescribeAlarms on *)", composite, explain(err))
+		err = fmt.Errorf("cannot read the alarms of %s: %v (pipelinectl's cloudwatch:DescribeAlarms on *)", composite, cli.Explain(err))
 		fmt.Fprintf(out, "%-12s FAILED: %v\n", "alarms", err)
 		return 0, err
 	}
 	for _, a := range notes {
 		fmt.Fprintf(out, "%-12s note: alarm %s is in ALARM for want of heartbeats (%s). The probes above completed, so it clears once a heartbeat completes, within one interval; if it stays, the heartbeat's own send fails: %s\n",
-			a.label(), a.Name, a.Reason, a.runbook())
+			a.Label(), a.Name, a.Reason, a.Runbook())
 	}
 	for _, a := range failures {
-		fmt.Fprintf(out, "%-12s FAILED: alarm %s is in ALARM: %s. Runbook: %s\n", cmp.Or(a.label(), "alarms"), a.Name, a.Reason, a.runbook())
+		fmt.Fprintf(out, "%-12s FAILED: alarm %s is in ALARM: %s. Runbook: %s\n", cmp.Or(a.Label(), "alarms"), a.Name, a.Reason, a.Runbook())
 	}
 	for i := range results {
 		for _, a := range failures {
-			if a.label() == results[i].Pipeline {
+			if a.Label() == results[i].Pipeline {
 				results[i].OK = false
 				results[i].Alarms = append(results[i].Alarms, a)
 			}
 		}
 		for _, a := range notes {
-			if a.label() == results[i].Pipeline {
+			if a.Label() == results[i].Pipeline {
 				results[i].Notes = append(results[i].Notes, a)
 			}
 		}
@@ -181,21 +184,21 @@ func verifyAlarms(ctx context.Context, cl *clients, outputs map[string]string, o
 }
 
 // verifyPipeline sends pipeline p's probes and waits for their record.
-func verifyPipeline(ctx context.Context, cl *clients, outputs map[string]string, p, prefix string, timeout time.Duration, out io.Writer) verifyResult {
+func verifyPipeline(ctx context.Context, cl *cli.Clients, outputs map[string]string, p, prefix string, timeout time.Duration, out io.Writer) verifyResult {
 	r := verifyResult{Pipeline: p}
 	fail := func(format string, args ...any) verifyResult {
 		r.Failure = fmt.Sprintf(format, args...)
 		return r
 	}
-	src, dlqURL, table, fn := outputs[p+outQueueURL], outputs[p+outDLQURL], outputs[outTableName], outputs[p+"ConsumerFunctionName"]
+	src, dlqURL, table, fn := outputs[p+cli.OutQueueURL], outputs[p+cli.OutDLQURL], outputs[cli.OutTableName], outputs[p+"ConsumerFunctionName"]
 	if src == "" || table == "" {
-		return fail("the outputs lack %s%s or %s", p, outQueueURL, outTableName)
+		return fail("the outputs lack %s%s or %s", p, cli.OutQueueURL, cli.OutTableName)
 	}
-	srcQ, err := getQueue(ctx, cl.sqs, src)
+	srcQ, err := cli.GetQueue(ctx, cl.SQS, src)
 	if err != nil {
 		return fail("%v", err)
 	}
-	dlqBefore, err := getQueue(ctx, cl.sqs, dlqURL)
+	dlqBefore, err := cli.GetQueue(ctx, cl.SQS, dlqURL)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -208,15 +211,15 @@ func verifyPipeline(ctx context.Context, cl *clients, outputs map[string]string,
 	for i := 1; i <= 2; i++ {
 		in := &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(`{"pipelineProbe":"` + id + `","sentBy":"pipelinectl verify"}`),
 			MessageAttributes: map[string]types.MessageAttributeValue{consume.AttrProbe: {DataType: aws.String("String"), StringValue: aws.String(id)}}}
-		if srcQ.fifo {
+		if srcQ.Fifo {
 			in.MessageGroupId, in.MessageDeduplicationId = aws.String("pipelinectl-probe"), aws.String(id+"-"+strconv.Itoa(i))
 		}
-		if _, err := cl.sqs.SendMessage(ctx, in); err != nil {
-			return fail("cannot send a probe to %s: %v (pipelinectl's sqs:SendMessage on the queue, and kms:GenerateDataKey on its key if it has a customer managed one)", src, explain(err))
+		if _, err := cl.SQS.SendMessage(ctx, in); err != nil {
+			return fail("cannot send a probe to %s: %v (pipelinectl's sqs:SendMessage on the queue, and kms:GenerateDataKey on its key if it has a customer managed one)", src, cli.Explain(err))
 		}
 	}
 	fmt.Fprintf(out, "%-12s probes %s sent to %s; waiting up to %s for its record\n", p, r.Probe, src, timeout)
-	w := probeWait{cl: cl, admin: admin, composite: composite, src: src, dlqURL: dlqURL, table: table, consumerFn: fn, dlqBefore: dlqBefore.visible, timeout: timeout}
+	w := probeWait{cl: cl, admin: admin, composite: composite, src: src, dlqURL: dlqURL, table: table, consumerFn: fn, dlqBefore: dlqBefore.Visible, timeout: timeout}
 	took, why := w.wait(ctx, id)
 	if why != "" {
 		return fail("%s", why)
@@ -224,17 +227,17 @@ func verifyPipeline(ctx context.Context, cl *clients, outputs map[string]string,
 	r.Took = took
 
 	// The dispatcher: one probe sent by it, through the same consumer.
-	if dfn := outputs[p+outDispatcher]; dfn != "" {
+	if dfn := outputs[p+cli.OutDispatcher]; dfn != "" {
 		id := newProbeID()
 		event := fmt.Sprintf(`{"probe":%q}`, id)
-		hdr, resp, err := cl.rest.call(ctx, "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/"+url.PathEscape(dfn)+"/invocations",
+		hdr, resp, err := cl.Rest.Call(ctx, "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/"+url.PathEscape(dfn)+"/invocations",
 			http.Header{"X-Amz-Invocation-Type": {"RequestResponse"}, "Content-Type": {"application/json"}}, []byte(event))
 		switch {
 		case err != nil:
-			return fail("cannot invoke the dispatcher %s: %v (pipelinectl's lambda:InvokeFunction on it)", dfn, explain(err))
+			return fail("cannot invoke the dispatcher %s: %v (pipelinectl's lambda:InvokeFunction on it)", dfn, cli.Explain(err))
 		case hdr.Get("X-Amz-Function-Error") != "":
 			return fail("the dispatcher %s could not send its probe to %s: %s: its role needs sqs:SendMessage on the queue (and kms:GenerateDataKey on the queue's key if it has a customer managed one)",
-				dfn, src, truncate(strings.TrimSpace(string(resp)), 300))
+				dfn, src, cli.Truncate(strings.TrimSpace(string(resp)), 300))
 		}
 		fmt.Fprintf(out, "%-12s dispatcher %s sent probe %s%s; waiting for its record\n", p, dfn, consume.ProbeKeyPrefix, id)
 		took, why := w.wait(ctx, id)
@@ -257,7 +260,7 @@ func newProbeID() string {
 // probeWait waits for probes' records on one pipeline, and says what failed when one does
 // not complete.
 type probeWait struct {
-	cl                             *clients
+	cl                             *cli.Clients
 	admin                          *idempotency.Admin
 	composite                      bool
 	src, dlqURL, table, consumerFn string
@@ -281,42 +284,42 @@ func (w probeWait) wait(ctx context.Context, id string) (time.Duration, string) 
 			took := time.Since(start)
 			// The duplicate follows; a DLQ that grew meanwhile is reported (it may be other
 			// traffic's, which is worth a look too).
-			pause(ctx, 2*time.Second)
-			if after, err := getQueue(ctx, w.cl.sqs, w.dlqURL); err == nil && after.visible > w.dlqBefore {
-				return took, fmt.Sprintf("the probe completed, but the DLQ grew from %d to %d messages meanwhile: pipelinectl dlq inspect", w.dlqBefore, after.visible)
+			cli.Pause(ctx, 2*time.Second)
+			if after, err := cli.GetQueue(ctx, w.cl.SQS, w.dlqURL); err == nil && after.Visible > w.dlqBefore {
+				return took, fmt.Sprintf("the probe completed, but the DLQ grew from %d to %d messages meanwhile: pipelinectl dlq inspect", w.dlqBefore, after.Visible)
 			}
 			return took, ""
 		case err == nil:
 			last = ri
 		case !errors.Is(err, idempotency.ErrNoRecord):
-			return 0, fmt.Sprintf("reading the probe's record: %v", explain(err))
+			return 0, fmt.Sprintf("reading the probe's record: %v", cli.Explain(err))
 		}
-		if q, err := getQueue(ctx, w.cl.sqs, w.src); err == nil && q.inFlight > 0 {
+		if q, err := cli.GetQueue(ctx, w.cl.SQS, w.src); err == nil && q.InFlight > 0 {
 			received = true
 		}
 		if time.Since(start) > w.timeout {
 			break
 		}
-		if !pause(ctx, time.Second) {
+		if !cli.Pause(ctx, time.Second) {
 			return 0, "interrupted"
 		}
 	}
-	q, _ := getQueue(ctx, w.cl.sqs, w.src)
-	dlqAfter, _ := getQueue(ctx, w.cl.sqs, w.dlqURL)
+	q, _ := cli.GetQueue(ctx, w.cl.SQS, w.src)
+	dlqAfter, _ := cli.GetQueue(ctx, w.cl.SQS, w.dlqURL)
 	mapping := fmt.Sprintf("aws lambda list-event-source-mappings --function-name %s --query 'EventSourceMappings[].[State,StateTransitionReason,LastProcessingResult]'", cmp.Or(w.consumerFn, "<consumer>"))
 	switch {
-	case dlqAfter.visible > w.dlqBefore:
+	case dlqAfter.Visible > w.dlqBefore:
 		return 0, fmt.Sprintf("the probes went to the DLQ (%d -> %d messages) instead of completing: the consumer failed them until maxReceiveCount; its log says why (record outcome with probe=true)",
-			w.dlqBefore, dlqAfter.visible)
+			w.dlqBefore, dlqAfter.Visible)
 	case last != nil:
 		return 0, fmt.Sprintf("the consumer acquired the probe's record (owner %s, attempt %d) but did not complete it in %s: it cannot finish writing the table %s, or its invocations time out; its log says which",
 			last.Owner, last.Attempt, w.timeout, w.table)
 	case received:
 		return 0, fmt.Sprintf("the consumer received the probes but wrote no record in %s: it cannot write the table %s (dynamodb:UpdateItem; kms:Decrypt and kms:GenerateDataKey on the table's key if it has a customer managed one); its log: record outcome store_error with probe=true",
 			w.timeout, w.table)
-	case q.visible > 2:
+	case q.Visible > 2:
 		return 0, fmt.Sprintf("the probes wait behind %d visible messages on %s after %s and were never received: either the consumer is far behind, or nothing receives from the queue (%s); rerun with a longer --timeout once the backlog is understood",
-			q.visible, w.src, w.timeout, mapping)
+			q.Visible, w.src, w.timeout, mapping)
 	}
 	return 0, fmt.Sprintf("nothing received the probes from %s in %s: the consumer's event source mapping is disabled or missing, or the function cannot run (throttled to 0 reserved concurrency, deleted): %s",
 		w.src, w.timeout, mapping)
@@ -324,38 +327,11 @@ func (w probeWait) wait(ctx context.Context, id string) (time.Duration, string) 
 
 // openAdmin reads the table's key schema and returns an Admin for records of prefix, and
 // whether the table is composite (a sort key: records have tenants).
-func openAdmin(ctx context.Context, cl *clients, table, prefix string) (*idempotency.Admin, bool, error) {
-	cfg, err := tableConfig(ctx, cl, table, prefix)
+func openAdmin(ctx context.Context, cl *cli.Clients, table, prefix string) (*idempotency.Admin, bool, error) {
+	cfg, err := record.TableConfig(ctx, cl, table, prefix)
 	if err != nil {
 		return nil, false, err
 	}
-	a, err := idempotency.NewAdmin(cl.ddb, cfg)
+	a, err := idempotency.NewAdmin(cl.DynamoDB, cfg)
 	return a, cfg.SortKeyAttr != "", err
-}
-
-// stackPipelines connects, reads the stack's outputs and returns the pipelines a command of
-// the whole stack works on: every pipeline the outputs name, or --pipeline's.
-func (c *common) stackPipelines(ctx context.Context, connect connector, cmd string) (*clients, map[string]string, []string, error) {
-	if c.stack == "" && c.outputs == "" {
-		return nil, nil, nil, usagef("%s needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)", cmd)
-	}
-	cl, err := connect(ctx, c)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	outputs, from, err := c.stackOutputs(ctx, cl)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	names := pipelines(outputs)
-	if c.pipeline != "" {
-		if _, err := c.pipelineDLQ(outputs, from); err != nil {
-			return nil, nil, nil, err
-		}
-		names = []string{c.pipeline}
-	}
-	if len(names) == 0 {
-		return nil, nil, nil, usagef("%s has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)", from)
-	}
-	return cl, outputs, names, nil
 }

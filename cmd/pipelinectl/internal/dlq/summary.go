@@ -1,11 +1,9 @@
-package main
+package dlq
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -14,43 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 )
-
-// streams are where a command writes, and the command line it was run with (for the
-// command that resumes it).
-type streams struct {
-	out, err io.Writer
-	argv     []string
-}
-
-// text is where a command's human-readable lines go: stdout, or stderr when stdout carries
-// JSON (--output json).
-func (w streams) text(c *common) io.Writer {
-	if c.output == "json" {
-		return w.err
-	}
-	return w.out
-}
-
-// outputFlag adds --output to a command that can print JSON.
-func outputFlag(fs *flag.FlagSet, c *common) {
-	fs.StringVar(&c.output, "output", "text", "text, or json: one JSON document on stdout (the text goes to stderr)")
-}
-
-func (c *common) checkOutput() error {
-	if c.output != "text" && c.output != "json" {
-		return usagef("--output %s: use text or json", c.output)
-	}
-	return nil
-}
-
-// writeJSON prints v as indented JSON.
-func writeJSON(w io.Writer, v any) {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	fmt.Fprintf(w, "%s\n", b)
-}
 
 // planCounts is what a redrive's scan planned.
 type planCounts struct {
@@ -62,8 +26,8 @@ type planCounts struct {
 	NotSeen  int `json:"notSeen"`
 }
 
-// redriveSummary is what a redrive did and left, printed at its end (and as --output json).
-type redriveSummary struct {
+// RedriveSummary is what a redrive did and left, printed at its end (and as --output json).
+type RedriveSummary struct {
 	Status      string     `json:"status"` // done, dry run, empty, not done, failed
 	Done        bool       `json:"done"`
 	DryRun      bool       `json:"dryRun"`
@@ -118,7 +82,7 @@ type redriveSummary struct {
 }
 
 // fromMover takes the receive path's counts.
-func (s *redriveSummary) fromMover(r *mover) {
+func (s *RedriveSummary) fromMover(r *mover) {
 	s.Moved += int64(r.moved)
 	s.MovedEarlier = r.movedEarlier
 	s.PossiblyDoubled = r.doubled
@@ -140,7 +104,7 @@ func (s *redriveSummary) fromMover(r *mover) {
 	case r.interrupted:
 		s.Status, s.Why = "not done", "interrupted"
 	case r.hidden > 0:
-		s.Status, s.Why = "not done", fmt.Sprintf("%d messages still hidden in the DLQ after waiting %s (a receive whose response was lost, or another reader holds them)", r.hidden, r.hold+settleMargin)
+		s.Status, s.Why = "not done", fmt.Sprintf("%d messages still hidden in the DLQ after waiting %s (a receive whose response was lost, or another reader holds them)", r.hidden, r.hold+SettleMargin)
 	case len(r.undeleted) > 0:
 		s.Status, s.Why = "not done", fmt.Sprintf("%d messages sent but not deleted from the DLQ (the network): a rerun deletes them without sending them again", len(r.undeleted))
 	case len(r.failed) > 0:
@@ -154,13 +118,13 @@ func (s *redriveSummary) fromMover(r *mover) {
 
 // finish reads what is left in the DLQ, prints the summary's last lines (or the JSON),
 // closes the audit trail with them, and returns the command's error: nil when done with
-// nothing left behind, a leftBehind when done but messages stay by rule, a notDone when a
+// nothing left behind, a LeftBehind when done but messages stay by rule, a cli.NotDone when a
 // rerun resumes the job.
-func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueInfo, c *common, w streams, err error) error {
-	var nd *notDone
+func (s *RedriveSummary) finish(ctx context.Context, api *sqs.Client, dlq cli.QueueInfo, c *cli.Common, w cli.Streams, err error) error {
+	var nd *cli.NotDone
 	switch {
 	case errors.As(err, &nd):
-		s.Status, s.Done, s.Why, s.taskGoesOn = "not done", false, nd.why, nd.taskGoesOn
+		s.Status, s.Done, s.Why, s.taskGoesOn = "not done", false, nd.Why, nd.TaskGoesOn
 	case err != nil && s.Status == "":
 		s.Status, s.Done, s.Why = "failed", false, err.Error()
 	}
@@ -180,7 +144,7 @@ func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueI
 		}
 		s.lost.mu.Unlock()
 	}
-	s.countLeft(ctx, api, dlq.url, w.text(c))
+	s.countLeft(ctx, api, dlq.URL, w.Text(c))
 	s.FailedCalls = s.fails.report()
 	if s.Done {
 		s.Resume = ""
@@ -188,21 +152,21 @@ func (s *redriveSummary) finish(ctx context.Context, api *sqs.Client, dlq queueI
 	var result error
 	switch {
 	case s.Done && err == nil && s.keptTotal() > 0:
-		result = &leftBehind{n: s.keptTotal()}
+		result = &LeftBehind{n: s.keptTotal()}
 	case s.Done && err == nil:
 	case s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0:
 		result, s.Resume = err, "" // nothing changed: run it again once the cause is fixed
 	default:
-		result = &notDone{why: s.Why}
+		result = &cli.NotDone{Why: s.Why}
 	}
 	if s.audit != nil && s.audit.werr != nil {
 		s.AuditIncomplete = s.audit.werr.Error()
 	}
 	text := s.text()
-	if c.output == "json" {
-		writeJSON(w.out, s)
+	if c.Output == "json" {
+		cli.WriteJSON(w.Out, s)
 	} else if !s.DryRun && s.Status != "empty" {
-		fmt.Fprint(w.out, text)
+		fmt.Fprint(w.Out, text)
 	}
 	s.audit.close(text)
 	return result
@@ -218,24 +182,24 @@ func messages(n int) string {
 
 // keptTotal is how many messages the run kept in the DLQ by rule (bad input, older than
 // the record TTL, behind one of those in a FIFO group).
-func (s *redriveSummary) keptTotal() int {
+func (s *RedriveSummary) keptTotal() int {
 	return s.Kept["badInput"] + s.Kept["olderThanRecordTTL"] + s.Kept["behindInFifoGroup"]
 }
 
 // behindThem is ", and every message behind them in their FIFO groups" on a FIFO queue, whose
 // receive hands out no message behind one that stays: those are not counted as kept.
-func (s *redriveSummary) behindThem() string {
+func (s *RedriveSummary) behindThem() string {
 	if strings.HasSuffix(s.DLQ, ".fifo") {
 		return ", and every message behind them in their FIFO groups,"
 	}
 	return ""
 }
 
-// leftBehind is a redrive that did its job but left messages in the DLQ by rule, each named
-// in its summary with the flag that would move it: it exits exitLeft.
-type leftBehind struct{ n int }
+// LeftBehind is a redrive that did its job but left messages in the DLQ by rule, each named
+// in its summary with the flag that would move it: it exits cli.ExitLeft.
+type LeftBehind struct{ n int }
 
-func (e *leftBehind) Error() string {
+func (e *LeftBehind) Error() string {
 	return fmt.Sprintf("done, but %s stay in the DLQ by rule (the summary's \"kept\" says why, and which flag would move them)", messages(e.n))
 }
 
@@ -243,22 +207,22 @@ func (e *leftBehind) Error() string {
 // (the network) is tried again for up to countWait, once only after Ctrl-C; then the
 // counts are unknown, with why. When SQS still counts messages in flight that the run
 // holds none of, it reads again, twice, a second apart: SQS's counts lag its changes.
-func (s *redriveSummary) countLeft(ctx context.Context, api *sqs.Client, url string, out io.Writer) {
-	wait := timing(ctx, func(t timings) time.Duration { return t.count }, countWait)
+func (s *RedriveSummary) countLeft(ctx context.Context, api *sqs.Client, url string, out io.Writer) {
+	wait := timing(ctx, func(t Timings) time.Duration { return t.Count }, countWait)
 	var failingSince time.Time
 	rereads := 0
 	for {
 		cctx, cancel := settled(ctx)
-		q, err := getQueue(cctx, api, url)
+		q, err := cli.GetQueue(cctx, api, url)
 		cancel()
 		if err == nil {
-			if q.inFlight > 0 && rereads < 2 && !s.DryRun && s.Hidden == 0 && len(s.NotGivenBack) == 0 && s.Undeleted == 0 {
+			if q.InFlight > 0 && rereads < 2 && !s.DryRun && s.Hidden == 0 && len(s.NotGivenBack) == 0 && s.Undeleted == 0 {
 				rereads++
 				time.Sleep(time.Second)
 				continue
 			}
 			at := time.Now()
-			s.LeftVisible, s.LeftInFlight, s.LeftCountedAt = &q.visible, &q.inFlight, &at
+			s.LeftVisible, s.LeftInFlight, s.LeftCountedAt = &q.Visible, &q.InFlight, &at
 			return
 		}
 		cause := s.fails.add("count", err)
@@ -284,7 +248,7 @@ func unjoin(err error) []error {
 }
 
 // text is the summary's last lines, as printed and as the audit trail ends.
-func (s *redriveSummary) text() string {
+func (s *RedriveSummary) text() string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "moved        %d", s.Moved)
 	if s.MovedEarlier > 0 {
@@ -337,7 +301,7 @@ func (s *redriveSummary) text() string {
 					clock(s.fails.byKind["receive"].Last.Add(s.hold)))
 			} else {
 				fmt.Fprintf(&w, "; this run holds none of those in flight: another reader does, a receive whose answer was lost hides its batch "+
-					"(it reappears within the hold, %s), or SQS's count lags", cmp.Or(s.hold, redriveHold))
+					"(it reappears within the hold, %s), or SQS's count lags", cmp.Or(s.hold, RedriveHold))
 			}
 		}
 		fmt.Fprint(&w, ")")
@@ -356,13 +320,13 @@ func (s *redriveSummary) text() string {
 		fmt.Fprintf(&w, "audit        %s is INCOMPLETE: a write failed (%s); this summary is what the run knows\n", s.Audit, s.AuditIncomplete)
 	case s.Audit != "" && s.byTask:
 		fmt.Fprintf(&w, "audit        %s: the command, the move task and this summary (a task keeps no per-message record); read it with: less %s\n",
-			s.Audit, shellQuote(s.Audit))
+			s.Audit, cli.ShellQuote(s.Audit))
 	case s.Audit != "":
 		fmt.Fprintf(&w, "audit        %s: every message this run sent (and as which copy), deleted, kept or could not give back; read it with: less %s\n",
-			s.Audit, shellQuote(s.Audit))
+			s.Audit, cli.ShellQuote(s.Audit))
 	}
 	if s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0 {
-		fmt.Fprintf(&w, "FAILED       %s (exit %d): nothing moved; run the command again once the cause is fixed\n", s.Why, exitError)
+		fmt.Fprintf(&w, "FAILED       %s (exit %d): nothing moved; run the command again once the cause is fixed\n", s.Why, cli.ExitError)
 		return w.String()
 	}
 	if s.Done {
@@ -370,13 +334,13 @@ func (s *redriveSummary) text() string {
 		case n == 0:
 			fmt.Fprintln(&w, "done         everything to move has moved (exit 0)")
 		case s.Moved == 0 && s.MovedEarlier == 0:
-			fmt.Fprintf(&w, "done, left   nothing moved: the %d kept above%s stay in the DLQ by rule (exit %d)\n", n, s.behindThem(), exitLeft)
+			fmt.Fprintf(&w, "done, left   nothing moved: the %d kept above%s stay in the DLQ by rule (exit %d)\n", n, s.behindThem(), cli.ExitLeft)
 		default:
-			fmt.Fprintf(&w, "done, left   everything to move has moved; the %d kept above%s stay in the DLQ by rule (exit %d)\n", n, s.behindThem(), exitLeft)
+			fmt.Fprintf(&w, "done, left   everything to move has moved; the %d kept above%s stay in the DLQ by rule (exit %d)\n", n, s.behindThem(), cli.ExitLeft)
 		}
 		return w.String()
 	}
-	fmt.Fprintf(&w, "NOT DONE     %s (exit %d)\n", s.Why, exitNotDone)
+	fmt.Fprintf(&w, "NOT DONE     %s (exit %d)\n", s.Why, cli.ExitNotDone)
 	if s.Resume != "" {
 		fmt.Fprintf(&w, "resume with  %s\n", s.Resume)
 		if s.Journal != "" {
@@ -386,8 +350,8 @@ func (s *redriveSummary) text() string {
 	return w.String()
 }
 
-// inspectReport is dlq inspect's --output json.
-type inspectReport struct {
+// InspectReport is dlq inspect's --output json.
+type InspectReport struct {
 	DLQ           string          `json:"dlq"`
 	Kind          string          `json:"kind"`
 	Source        string          `json:"source,omitempty"`
@@ -427,7 +391,7 @@ type blockedReport struct {
 
 func messageReport(d decision, now time.Time, ttl time.Duration) messageJSON {
 	m := d.m
-	j := messageJSON{ID: aws.ToString(m.MessageId), Group: group(m), Reason: reason(m), Sent: sent(m).UTC(), FirstSent: firstSent(m).UTC(),
+	j := messageJSON{ID: aws.ToString(m.MessageId), Group: group(m), Reason: reason(m), Sent: Sent(m).UTC(), FirstSent: FirstSent(m).UTC(),
 		Receives: sysAttr(m, types.MessageSystemAttributeNameApproximateReceiveCount), OlderThanRecordTTL: outlivesRecord(m, ttl, now),
 		Body: aws.ToString(m.Body)}
 	j.Redrive = map[verdict]string{vMove: "moves", vBad: "stays: bad input", vExpired: "stays: older than the record TTL",

@@ -1,4 +1,4 @@
-package main
+package policy
 
 import (
 	"cmp"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
 
 // The actions each command needs, per resource. The least-privilege policy is built from
@@ -36,12 +38,14 @@ type policyStatement struct {
 	Resource []string `json:"Resource"`
 }
 
-type policyDocument struct {
+// Document is an IAM policy document, as the command prints it.
+type Document struct {
 	Version   string            `json:"Version"`
 	Statement []policyStatement `json:"Statement"`
 }
 
-const policyUsage = `pipelinectl policy: the least-privilege IAM policy for operating a pipeline with pipelinectl.
+// Usage is `pipelinectl help policy`.
+const Usage = `pipelinectl policy: the least-privilege IAM policy for operating a pipeline with pipelinectl.
 
   Prints an IAM policy document (JSON) naming the pipeline's own queues, table and stack,
   from the same outputs the other commands read: attach it to the operators' role.
@@ -56,53 +60,53 @@ const policyUsage = `pipelinectl policy: the least-privilege IAM policy for oper
   --access read|operate  what the operators may do (default operate)
 `
 
-// dlqPolicy prints the policy for the pipeline the flags name.
-func dlqPolicy(ctx context.Context, args []string, w streams, connect connector) error {
-	fs, c := newFlags("policy", policyUsage, w.out)
+// Print prints the policy for the pipeline the flags name.
+func Print(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
+	fs, c := cli.NewFlags("policy", Usage, w.Out)
 	access := fs.String("access", "operate", "read or operate")
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := noArgs("policy", pos); err != nil {
+	if err := cli.NoArgs("policy", pos); err != nil {
 		return err
 	}
 	if *access != "read" && *access != "operate" {
-		return usagef("--access %s: use read (status, inspect, record get) or operate (also redrive, record release)", *access)
+		return cli.Usagef("--access %s: use read (status, inspect, record get) or operate (also redrive, record release)", *access)
 	}
-	if c.stack == "" && c.outputs == "" {
-		return usagef("policy needs the pipeline's outputs: give --stack or --outputs, with --pipeline")
+	if c.Stack == "" && c.Outputs == "" {
+		return cli.Usagef("policy needs the pipeline's outputs: give --stack or --outputs, with --pipeline")
 	}
 	cl, err := connect(ctx, c)
 	if err != nil {
 		return err
 	}
-	outputs, from, err := c.stackOutputs(ctx, cl)
+	outputs, from, err := c.StackOutputs(ctx, cl)
 	if err != nil {
 		return err
 	}
-	dlqURL, err := c.pipelineDLQ(outputs, from)
+	dlqURL, err := c.PipelineDLQ(outputs, from)
 	if err != nil {
 		return err
 	}
-	region := c.region
-	if region == "" && cl.rest != nil {
-		region = cl.rest.cfg.Region // the profile's or the environment's
+	region := c.Region
+	if region == "" && cl.Rest != nil {
+		region = cl.Rest.Cfg.Region // the profile's or the environment's
 	}
-	dlqArn, err := arnOfQueueURL(dlqURL, region)
+	dlqArn, err := ARNOfQueueURL(dlqURL, region)
 	if err != nil {
 		return err
 	}
 	parts := strings.Split(dlqArn, ":")
 	partition, region, account := parts[1], parts[3], parts[4]
-	doc := policyDocument{Version: "2012-10-17"}
+	doc := Document{Version: "2012-10-17"}
 	add := func(sid string, actions []string, resources ...string) {
 		doc.Statement = append(doc.Statement, policyStatement{Sid: sid, Effect: "Allow", Action: actions, Resource: resources})
 	}
 	add("InspectDeadLetterQueue", inspectDLQ, dlqArn)
 	var srcArn string
-	if src := outputs[c.pipeline+outQueueURL]; src != "" {
-		if srcArn, err = arnOfQueueURL(src, region); err != nil {
+	if src := outputs[c.Pipeline+cli.OutQueueURL]; src != "" {
+		if srcArn, err = ARNOfQueueURL(src, region); err != nil {
 			return err
 		}
 	}
@@ -115,40 +119,40 @@ func dlqPolicy(ctx context.Context, args []string, w streams, connect connector)
 			add("RedriveToPipelineQueue", redriveDestination, srcArn)
 		}
 	}
-	if fn, name := outputs[c.pipeline+outDispatcher], outputs[c.pipeline+outSchedule]; *access == "operate" && fn != "" && name != "" {
+	if fn, name := outputs[c.Pipeline+cli.OutDispatcher], outputs[c.Pipeline+cli.OutSchedule]; *access == "operate" && fn != "" && name != "" {
 		add("ReadSchedule", backfillSchedule, fmt.Sprintf("arn:%s:scheduler:%s:%s:schedule/%s/%s", partition, region, account,
-			cmp.Or(outputs[c.pipeline+outScheduleGroup], "default"), name))
+			cmp.Or(outputs[c.Pipeline+cli.OutScheduleGroup], "default"), name))
 		add("InvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
 	}
-	if outputs[outUnhealthy] != "" {
+	if outputs[cli.OutUnhealthy] != "" {
 		// status and verify read the composite alarm's children. CloudWatch answers
 		// DescribeAlarms about composite alarms only to a permission scoped to "*" (its API
 		// reference); the action reads alarm states and nothing else.
 		add("ReadAlarmStates", alarmsCheck, "*")
 	}
-	if outputs[c.pipeline+"ConsumerFunctionName"] != "" {
+	if outputs[c.Pipeline+"ConsumerFunctionName"] != "" {
 		// status lists the consumer's event source mappings; Lambda authorizes
 		// ListEventSourceMappings on no resource narrower than "*".
 		add("ReadEventSourceMappings", statusMappings, "*")
 	}
-	if table := outputs[outTableName]; table != "" {
+	if table := outputs[cli.OutTableName]; table != "" {
 		tableArn := fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", partition, region, account, table)
 		add("ReadIdempotencyRecords", readRecord, tableArn)
 		if *access == "operate" {
 			add("ReleaseIdempotencyRecords", releaseRecord, tableArn)
 		}
 	}
-	if c.stack != "" {
-		add("ReadStackOutputs", readOutputs, fmt.Sprintf("arn:%s:cloudformation:%s:%s:stack/%s/*", partition, region, account, c.stack))
+	if c.Stack != "" {
+		add("ReadStackOutputs", readOutputs, fmt.Sprintf("arn:%s:cloudformation:%s:%s:stack/%s/*", partition, region, account, c.Stack))
 	}
-	writeJSON(w.out, doc)
+	cli.WriteJSON(w.Out, doc)
 	return nil
 }
 
-// arnOfQueueURL is the ARN of the queue at an SQS URL: https://sqs.REGION.amazonaws.com/
+// ARNOfQueueURL is the ARN of the queue at an SQS URL: https://sqs.REGION.amazonaws.com/
 // ACCOUNT/NAME (the region from the host, else region), or a local server's
 // http://HOST/ACCOUNT/NAME.
-func arnOfQueueURL(u, region string) (string, error) {
+func ARNOfQueueURL(u, region string) (string, error) {
 	p, err := url.Parse(u)
 	parts := strings.Split(strings.Trim(p.Path, "/"), "/")
 	if err != nil || len(parts) != 2 {
@@ -159,7 +163,7 @@ func arnOfQueueURL(u, region string) (string, error) {
 		region = host[1]
 	}
 	if region == "" {
-		return "", usagef("no region for %s: give --region", u)
+		return "", cli.Usagef("no region for %s: give --region", u)
 	}
 	partition := "aws"
 	switch {

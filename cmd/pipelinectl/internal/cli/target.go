@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -26,46 +26,52 @@ import (
 )
 
 // Output names of the reference stack (constructs/pipeline.Outputs and stacks): per
-// pipeline <Pipeline>QueueUrl and <Pipeline>DeadLetterQueueUrl, and one table.
+// pipeline <Pipeline>QueueUrl, <Pipeline>DeadLetterQueueUrl and the dispatcher's, one
+// table, and the composite alarm.
 const (
-	outQueueURL    = "QueueUrl"
-	outDLQURL      = "DeadLetterQueueUrl"
-	outTableName   = "IdempotencyTableName"
-	outRecordTTL   = "RecordTTL"
-	defaultMaxScan = 1000
+	OutQueueURL      = "QueueUrl"
+	OutDLQURL        = "DeadLetterQueueUrl"
+	OutRecordTTL     = "RecordTTL"
+	OutDispatcher    = "DispatcherFunctionName"
+	OutSchedule      = "ScheduleName"
+	OutScheduleGroup = "ScheduleGroupName"
+	OutTableName     = "IdempotencyTableName"
+	// OutUnhealthy names the composite "pipeline unhealthy" alarm (in ALARM while any
+	// paging alarm of the stack's monitoring is): verify reads its children.
+	OutUnhealthy = "UnhealthyAlarmName"
 )
 
-// common holds the flags every command takes: where the resources are and how to reach AWS.
-type common struct {
-	stack, outputs, pipeline string
+// Common holds the flags every command takes: where the resources are and how to reach AWS.
+type Common struct {
+	Stack, Outputs, Pipeline string
 	queueURL, table          string
-	region, profile          string
+	Region, profile          string
 	endpoint                 string
-	output                   string        // text or json (commands with --output)
-	recordTTL                time.Duration // dlq commands only
-	recordTTLSet             bool          // --record-ttl was given
+	Output                   string        // text or json (commands with --output)
+	RecordTTL                time.Duration // dlq commands only
+	RecordTTLSet             bool          // --record-ttl was given
 }
 
-// newFlags returns a flag set with the common flags; help is what -h prints.
-func newFlags(name, help string, stdout io.Writer) (*flag.FlagSet, *common) {
+// NewFlags returns a flag set with the common flags; help is what -h prints.
+func NewFlags(name, help string, stdout io.Writer) (*flag.FlagSet, *Common) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() { fmt.Fprint(stdout, help) }
-	c := &common{}
-	fs.StringVar(&c.stack, "stack", "", "CloudFormation stack name")
-	fs.StringVar(&c.outputs, "outputs", "", "cdk deploy --outputs-file JSON")
-	fs.StringVar(&c.pipeline, "pipeline", "", "pipeline name (Standard, Fifo)")
+	c := &Common{}
+	fs.StringVar(&c.Stack, "stack", "", "CloudFormation stack name")
+	fs.StringVar(&c.Outputs, "outputs", "", "cdk deploy --outputs-file JSON")
+	fs.StringVar(&c.Pipeline, "pipeline", "", "pipeline name (Standard, Fifo)")
 	fs.StringVar(&c.queueURL, "queue-url", "", "dead-letter queue URL override")
 	fs.StringVar(&c.table, "table", "", "idempotency table override")
-	fs.StringVar(&c.region, "region", "", "AWS region")
+	fs.StringVar(&c.Region, "region", "", "AWS region")
 	fs.StringVar(&c.profile, "profile", "", "AWS shared config profile")
 	fs.StringVar(&c.endpoint, "endpoint-url", "", "endpoint of every AWS service called")
 	return fs, c
 }
 
-// parse parses args with flags and positional arguments in any order, and returns the
+// Parse parses args with flags and positional arguments in any order, and returns the
 // positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	// The flag package prints the usage on every error; the help prints only for -h, once.
 	help := fs.Usage
 	fs.Usage = func() {}
@@ -75,14 +81,14 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				help()
-				return nil, errHelp
+				return nil, ErrHelp
 			}
 			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
 				var names []string
 				fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
-				return nil, usagef("%s: unknown flag --%s%s", fs.Name(), strings.TrimLeft(name, "-"), didYouMean("--"+strings.TrimLeft(name, "-"), names))
+				return nil, Usagef("%s: unknown flag --%s%s", fs.Name(), strings.TrimLeft(name, "-"), DidYouMean("--"+strings.TrimLeft(name, "-"), names))
 			}
-			return nil, usagef("%s: %v", fs.Name(), err)
+			return nil, Usagef("%s: %v", fs.Name(), err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -101,30 +107,30 @@ type stacksAPI interface {
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 }
 
-// clients are the AWS clients a command uses.
-type clients struct {
-	sqs *sqs.Client
-	ddb *dynamodb.Client
-	cfn stacksAPI
-	// rest calls the services pipelinectl has no SDK client for (Lambda Invoke, Scheduler
+// Clients are the AWS clients a command uses.
+type Clients struct {
+	SQS            *sqs.Client
+	DynamoDB       *dynamodb.Client
+	CloudFormation stacksAPI
+	// Rest calls the services pipelinectl has no SDK client for (Lambda Invoke, Scheduler
 	// GetSchedule), signed with the same configuration.
-	rest *restClient
+	Rest *RESTClient
 }
 
-// connector builds the clients for the common flags (newAWS; tests may wrap it).
-type connector func(ctx context.Context, c *common) (*clients, error)
+// Connector builds the clients for the common flags (NewAWS; tests may wrap it).
+type Connector func(ctx context.Context, c *Common) (*Clients, error)
 
-// newAWS loads the SDK's default configuration (credentials chain, region, the
+// NewAWS loads the SDK's default configuration (credentials chain, region, the
 // AWS_ENDPOINT_URL* variables) with the flags' overrides.
-func newAWS(ctx context.Context, c *common) (*clients, error) {
+func NewAWS(ctx context.Context, c *Common) (*Clients, error) {
 	if err := checkEndpoints(c.endpoint, os.Getenv); err != nil {
 		return nil, err
 	}
 	// The SDK's own warnings (a response body not drained, a missing checksum) would come
 	// before the error that explains them; the error says what went wrong.
 	opts := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
-	if c.region != "" {
-		opts = append(opts, config.WithRegion(c.region))
+	if c.Region != "" {
+		opts = append(opts, config.WithRegion(c.Region))
 	}
 	if c.profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(c.profile))
@@ -132,14 +138,14 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	var pe config.SharedConfigProfileNotExistError
 	if errors.As(err, &pe) {
-		return nil, usagef("no AWS profile %q (from --profile or AWS_PROFILE) in the shared config files (~/.aws/config, ~/.aws/credentials, "+
+		return nil, Usagef("no AWS profile %q (from --profile or AWS_PROFILE) in the shared config files (~/.aws/config, ~/.aws/credentials, "+
 			"or AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE): 'aws configure list-profiles' lists them", pe.Profile)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return nil, usagef("no AWS region: set --region, AWS_REGION, or a region in the profile")
+		return nil, Usagef("no AWS region: set --region, AWS_REGION, or a region in the profile")
 	}
 	// LoadDefaultConfig leaves HTTPClient nil (each SDK client then makes its own) unless
 	// AWS_CA_BUNDLE is set; the REST calls use the config's, so it must be there.
@@ -152,11 +158,11 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 	if c.endpoint != "" {
 		ep = aws.String(c.endpoint)
 	}
-	return &clients{
-		rest: &restClient{cfg: cfg, endpoint: c.endpoint},
-		sqs:  sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
-		ddb:  dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
-		cfn:  cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
+	return &Clients{
+		Rest:           &RESTClient{Cfg: cfg, Endpoint: c.endpoint},
+		SQS:            sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
+		DynamoDB:       dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
+		CloudFormation: cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
 	}, nil
 }
 
@@ -164,20 +170,20 @@ func newAWS(ctx context.Context, c *common) (*clients, error) {
 // as a path and fail on later with an error that does not say why.
 func checkEndpoints(flagValue string, getenv func(string) string) error {
 	if flagValue != "" && !strings.Contains(flagValue, "://") {
-		return usagef("--endpoint-url %s: give a URL with its scheme, e.g. http://%s", flagValue, flagValue)
+		return Usagef("--endpoint-url %s: give a URL with its scheme, e.g. http://%s", flagValue, flagValue)
 	}
 	for _, v := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDFORMATION",
 		"AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_LAMBDA", "AWS_ENDPOINT_URL_SCHEDULER"} {
 		if e := getenv(v); e != "" && !strings.Contains(e, "://") {
-			return usagef("%s=%s: give a URL with its scheme, e.g. http://%s", v, e, e)
+			return Usagef("%s=%s: give a URL with its scheme, e.g. http://%s", v, e, e)
 		}
 	}
 	return nil
 }
 
-// explain adds to an AWS error what to check: credentials, the endpoint, the service
+// Explain adds to an AWS error what to check: credentials, the endpoint, the service
 // behind it.
-func explain(err error) error {
+func Explain(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials") || strings.Contains(msg, "no EC2 IMDS role"):
@@ -214,58 +220,58 @@ func explain(err error) error {
 // maximum number of attempts, https response error ...) replaced by the call and its cause
 // in words: what the CLI was doing stays, the transport's internals go.
 func inWordsWhole(err error, op *smithy.OperationError) string {
-	return strings.Replace(err.Error(), op.Error(), op.Service()+" "+op.Operation()+": "+inWords(op), 1)
+	return strings.Replace(err.Error(), op.Error(), op.Service()+" "+op.Operation()+": "+InWords(op), 1)
 }
 
-// stackOutputs returns the outputs of the stack the flags name, and a description of where
+// StackOutputs returns the outputs of the stack the flags name, and a description of where
 // they came from; nil when neither --stack nor --outputs is set.
-func (c *common) stackOutputs(ctx context.Context, cl *clients) (map[string]string, string, error) {
-	if c.outputs != "" {
-		b, err := os.ReadFile(c.outputs)
+func (c *Common) StackOutputs(ctx context.Context, cl *Clients) (map[string]string, string, error) {
+	if c.Outputs != "" {
+		b, err := os.ReadFile(c.Outputs)
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, "", usagef("--outputs %s: no such file; 'cdk deploy --outputs-file %s' writes it, or give --stack NAME to read the outputs from CloudFormation", c.outputs, c.outputs)
+			return nil, "", Usagef("--outputs %s: no such file; 'cdk deploy --outputs-file %s' writes it, or give --stack NAME to read the outputs from CloudFormation", c.Outputs, c.Outputs)
 		}
 		if err != nil {
 			return nil, "", fmt.Errorf("--outputs: %w", err)
 		}
 		stacks, why := parseOutputsFile(b)
 		if why != "" {
-			return nil, "", usagef("--outputs %s: %s; 'cdk deploy --outputs-file FILE' writes {\"Stack\": {\"Output\": \"value\"}}", c.outputs, why)
+			return nil, "", Usagef("--outputs %s: %s; 'cdk deploy --outputs-file FILE' writes {\"Stack\": {\"Output\": \"value\"}}", c.Outputs, why)
 		}
 		names := slices.Sorted(maps.Keys(stacks))
 		switch {
-		case c.stack != "":
-			out, ok := stacks[c.stack]
+		case c.Stack != "":
+			out, ok := stacks[c.Stack]
 			if !ok {
-				return nil, "", usagef("--outputs %s has no stack %q; it has %s", c.outputs, c.stack, strings.Join(names, ", "))
+				return nil, "", Usagef("--outputs %s has no stack %q; it has %s", c.Outputs, c.Stack, strings.Join(names, ", "))
 			}
-			return out, fmt.Sprintf("stack %s in %s", c.stack, c.outputs), nil
+			return out, fmt.Sprintf("stack %s in %s", c.Stack, c.Outputs), nil
 		case len(names) == 1:
-			return stacks[names[0]], fmt.Sprintf("stack %s in %s", names[0], c.outputs), nil
+			return stacks[names[0]], fmt.Sprintf("stack %s in %s", names[0], c.Outputs), nil
 		case len(names) == 0:
-			return nil, "", usagef("--outputs %s holds no stack", c.outputs)
+			return nil, "", Usagef("--outputs %s holds no stack", c.Outputs)
 		default:
-			return nil, "", usagef("--outputs %s holds stacks %s: pick one with --stack", c.outputs, strings.Join(names, ", "))
+			return nil, "", Usagef("--outputs %s holds stacks %s: pick one with --stack", c.Outputs, strings.Join(names, ", "))
 		}
 	}
-	if c.stack == "" {
+	if c.Stack == "" {
 		return nil, "", nil
 	}
-	out, err := cl.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(c.stack)})
+	out, err := cl.CloudFormation.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(c.Stack)})
 	if err != nil && strings.Contains(err.Error(), "does not exist") {
-		return nil, "", fmt.Errorf("stack %s: %w (the stack's name as 'cdk list' prints it, in this account and region: --region, --profile)", c.stack, err)
+		return nil, "", fmt.Errorf("stack %s: %w (the stack's name as 'cdk list' prints it, in this account and region: --region, --profile)", c.Stack, err)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("stack %s: %w; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)", c.stack, err)
+		return nil, "", fmt.Errorf("stack %s: %w; without CloudFormation, give the outputs as a file: --outputs FILE (cdk deploy --outputs-file FILE writes it)", c.Stack, err)
 	}
 	if len(out.Stacks) == 0 {
-		return nil, "", fmt.Errorf("stack %s: DescribeStacks returned no stack", c.stack)
+		return nil, "", fmt.Errorf("stack %s: DescribeStacks returned no stack", c.Stack)
 	}
 	m := map[string]string{}
 	for _, o := range out.Stacks[0].Outputs {
 		m[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
-	return m, "stack " + c.stack, nil
+	return m, "stack " + c.Stack, nil
 }
 
 // parseOutputsFile reads the file 'cdk deploy --outputs-file' writes: outputs by stack name, each
@@ -321,7 +327,7 @@ func jsonKind(v any) string {
 func pipelines(outputs map[string]string) []string {
 	var ps []string
 	for k := range outputs {
-		if p, ok := strings.CutSuffix(k, outDLQURL); ok && p != "" {
+		if p, ok := strings.CutSuffix(k, OutDLQURL); ok && p != "" {
 			ps = append(ps, p)
 		}
 	}
@@ -329,83 +335,111 @@ func pipelines(outputs map[string]string) []string {
 	return ps
 }
 
-// pipelineDLQ returns the pipeline's DLQ URL from the outputs, or an error that lists the
+// PipelineDLQ returns the pipeline's DLQ URL from the outputs, or an error that lists the
 // pipelines there are.
-func (c *common) pipelineDLQ(outputs map[string]string, from string) (string, error) {
-	if c.pipeline == "" {
-		return "", usagef("--pipeline is required with --stack or --outputs: %s has pipelines %s", from, strings.Join(pipelines(outputs), ", "))
+func (c *Common) PipelineDLQ(outputs map[string]string, from string) (string, error) {
+	if c.Pipeline == "" {
+		return "", Usagef("--pipeline is required with --stack or --outputs: %s has pipelines %s", from, strings.Join(pipelines(outputs), ", "))
 	}
-	v, ok := outputs[c.pipeline+outDLQURL]
+	v, ok := outputs[c.Pipeline+OutDLQURL]
 	if ps := pipelines(outputs); !ok && len(ps) == 0 {
-		return "", usagef("%s has no pipeline %q, and no pipeline at all: no output ends in %s (is it a stack of these constructs? its outputs: %s); "+
-			"a pipeline's outputs come from pipeline.Outputs, or give --queue-url and --table", from, c.pipeline, outDLQURL, cmp.Or(strings.Join(slices.Sorted(maps.Keys(outputs)), ", "), "none"))
+		return "", Usagef("%s has no pipeline %q, and no pipeline at all: no output ends in %s (is it a stack of these constructs? its outputs: %s); "+
+			"a pipeline's outputs come from pipeline.Outputs, or give --queue-url and --table", from, c.Pipeline, OutDLQURL, cmp.Or(strings.Join(slices.Sorted(maps.Keys(outputs)), ", "), "none"))
 	} else if !ok {
-		return "", usagef("%s has no pipeline %q (no output %s%s)%s; its pipelines: %s", from, c.pipeline, c.pipeline, outDLQURL,
-			didYouMean(c.pipeline, ps), strings.Join(ps, ", "))
+		return "", Usagef("%s has no pipeline %q (no output %s%s)%s; its pipelines: %s", from, c.Pipeline, c.Pipeline, OutDLQURL,
+			DidYouMean(c.Pipeline, ps), strings.Join(ps, ", "))
 	}
 	return v, nil
 }
 
-// dlqTarget is what the dlq commands work on.
-type dlqTarget struct {
-	dlqURL    string
-	sourceURL string // the pipeline's queue, "" when unknown
-	// recordTTL is how long the consumer keeps completed records (--record-ttl, else the
-	// pipeline's RecordTTL output); 0 when unknown. ttlFrom says where it came from.
-	recordTTL time.Duration
-	ttlFrom   string
+// StackPipelines connects, reads the stack's outputs and returns the pipelines a command of
+// the whole stack works on: every pipeline the outputs name, or --pipeline's.
+func (c *Common) StackPipelines(ctx context.Context, connect Connector, cmd string) (*Clients, map[string]string, []string, error) {
+	if c.Stack == "" && c.Outputs == "" {
+		return nil, nil, nil, Usagef("%s needs the stack's outputs: give --stack or --outputs (--pipeline picks one pipeline)", cmd)
+	}
+	cl, err := connect(ctx, c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	outputs, from, err := c.StackOutputs(ctx, cl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names := pipelines(outputs)
+	if c.Pipeline != "" {
+		if _, err := c.PipelineDLQ(outputs, from); err != nil {
+			return nil, nil, nil, err
+		}
+		names = []string{c.Pipeline}
+	}
+	if len(names) == 0 {
+		return nil, nil, nil, Usagef("%s has no pipeline outputs (<Pipeline>DeadLetterQueueUrl)", from)
+	}
+	return cl, outputs, names, nil
 }
 
-func (c *common) dlq(ctx context.Context, cl *clients) (dlqTarget, error) {
-	outputs, from, err := c.stackOutputs(ctx, cl)
+// DLQTarget is what the dlq commands work on.
+type DLQTarget struct {
+	DLQURL    string
+	SourceURL string // the pipeline's queue, "" when unknown
+	// RecordTTL is how long the consumer keeps completed records (--record-ttl, else the
+	// pipeline's RecordTTL output); 0 when unknown. TTLFrom says where it came from.
+	RecordTTL time.Duration
+	TTLFrom   string
+}
+
+// DLQ resolves the dead-letter queue the dlq commands work on, and its pipeline's record TTL.
+func (c *Common) DLQ(ctx context.Context, cl *Clients) (DLQTarget, error) {
+	outputs, from, err := c.StackOutputs(ctx, cl)
 	if err != nil {
-		return dlqTarget{}, err
+		return DLQTarget{}, err
 	}
-	var t dlqTarget
+	var t DLQTarget
 	switch {
 	case c.queueURL != "":
-		t.dlqURL = c.queueURL
-		if outputs != nil && c.pipeline != "" {
-			t.sourceURL = outputs[c.pipeline+outQueueURL]
+		t.DLQURL = c.queueURL
+		if outputs != nil && c.Pipeline != "" {
+			t.SourceURL = outputs[c.Pipeline+OutQueueURL]
 		}
 	case outputs != nil:
-		if t.dlqURL, err = c.pipelineDLQ(outputs, from); err != nil {
-			return dlqTarget{}, err
+		if t.DLQURL, err = c.PipelineDLQ(outputs, from); err != nil {
+			return DLQTarget{}, err
 		}
 		// Without it, redrive falls back to the DLQ's redrive-allow policy (or --to).
-		t.sourceURL = outputs[c.pipeline+outQueueURL]
+		t.SourceURL = outputs[c.Pipeline+OutQueueURL]
 	}
-	if t.dlqURL == "" {
-		return dlqTarget{}, usagef("which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url")
+	if t.DLQURL == "" {
+		return DLQTarget{}, Usagef("which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url")
 	}
-	switch v, ok := outputs[c.pipeline+outRecordTTL]; {
-	case c.recordTTL > 0:
-		t.recordTTL, t.ttlFrom = c.recordTTL, "--record-ttl"
-	case ok && c.pipeline != "":
+	switch v, ok := outputs[c.Pipeline+OutRecordTTL]; {
+	case c.RecordTTL > 0:
+		t.RecordTTL, t.TTLFrom = c.RecordTTL, "--record-ttl"
+	case ok && c.Pipeline != "":
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return dlqTarget{}, fmt.Errorf("%s: output %s%s is %q, not a duration; give --record-ttl", from, c.pipeline, outRecordTTL, v)
+			return DLQTarget{}, fmt.Errorf("%s: output %s%s is %q, not a duration; give --record-ttl", from, c.Pipeline, OutRecordTTL, v)
 		}
-		t.recordTTL, t.ttlFrom = d, fmt.Sprintf("output %s%s of %s", c.pipeline, outRecordTTL, from)
+		t.RecordTTL, t.TTLFrom = d, fmt.Sprintf("output %s%s of %s", c.Pipeline, OutRecordTTL, from)
 	}
 	return t, nil
 }
 
-// tableName is the idempotency table the record commands read.
-func (c *common) tableName(ctx context.Context, cl *clients) (string, error) {
+// TableName is the idempotency table the record commands read.
+func (c *Common) TableName(ctx context.Context, cl *Clients) (string, error) {
 	if c.table != "" {
 		return c.table, nil
 	}
-	outputs, from, err := c.stackOutputs(ctx, cl)
+	outputs, from, err := c.StackOutputs(ctx, cl)
 	if err != nil {
 		return "", err
 	}
 	if outputs == nil {
-		return "", usagef("which table? Give --stack or --outputs, or --table")
+		return "", Usagef("which table? Give --stack or --outputs, or --table")
 	}
-	t, ok := outputs[outTableName]
+	t, ok := outputs[OutTableName]
 	if !ok {
-		return "", fmt.Errorf("%s has no output %s: give --table", from, outTableName)
+		return "", fmt.Errorf("%s has no output %s: give --table", from, OutTableName)
 	}
 	return t, nil
 }

@@ -1,9 +1,8 @@
-package main
+package dlq
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 )
 
@@ -24,58 +23,8 @@ import (
 // maxReceiveCount receives (the queue's redrive policy).
 const reasonRedrivePolicy = "redrive policy"
 
-// queueInfo is what GetQueueAttributes says about a queue.
-type queueInfo struct {
-	url, arn                   string
-	fifo                       bool
-	visible, inFlight, delayed int64
-	sourceArns                 []string // the redrive-allow policy's source queues (byQueue)
-	redrivePermission          string
-}
-
-func getQueue(ctx context.Context, api *sqs.Client, url string) (queueInfo, error) {
-	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       aws.String(url),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
-	})
-	if c := errorCode(err); strings.HasSuffix(c, "QueueDoesNotExist") || strings.HasSuffix(c, "NonExistentQueue") {
-		return queueInfo{}, fmt.Errorf("queue %s does not exist in this account and region (%s): check the URL (--queue-url, or the outputs it came from), "+
-			"--region and the SQS endpoint; a stack deleted and deployed again has new queue names", url, c[strings.LastIndex(c, "#")+1:])
-	}
-	if err != nil {
-		return queueInfo{}, fmt.Errorf("queue %s: %w", url, err)
-	}
-	a := out.Attributes
-	n := func(name types.QueueAttributeName) int64 {
-		v, _ := strconv.ParseInt(a[string(name)], 10, 64)
-		return v
-	}
-	q := queueInfo{
-		url: url, arn: a[string(types.QueueAttributeNameQueueArn)],
-		fifo:     a[string(types.QueueAttributeNameFifoQueue)] == "true" || strings.HasSuffix(url, ".fifo"),
-		visible:  n(types.QueueAttributeNameApproximateNumberOfMessages),
-		inFlight: n(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
-		delayed:  n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
-	}
-	q.redrivePermission, q.sourceArns = parseRedriveAllow(a[string(types.QueueAttributeNameRedriveAllowPolicy)])
-	return q, nil
-}
-
-// parseRedriveAllow reads a DLQ's RedriveAllowPolicy: its permission and, for byQueue, the
-// source queues' ARNs. An absent or unreadable policy gives "" and nil.
-func parseRedriveAllow(p string) (permission string, sourceArns []string) {
-	var policy struct {
-		RedrivePermission string   `json:"redrivePermission"`
-		SourceQueueArns   []string `json:"sourceQueueArns"`
-	}
-	if p == "" || json.Unmarshal([]byte(p), &policy) != nil {
-		return "", nil
-	}
-	return policy.RedrivePermission, policy.SourceQueueArns
-}
-
-// urlOfArn finds the URL of the queue an ARN names (arn:aws:sqs:region:account:name).
-func urlOfArn(ctx context.Context, api *sqs.Client, arn string) (string, error) {
+// URLOfArn finds the URL of the queue an ARN names (arn:aws:sqs:region:account:name).
+func URLOfArn(ctx context.Context, api *sqs.Client, arn string) (string, error) {
 	parts := strings.Split(arn, ":")
 	if len(parts) != 6 || parts[2] != "sqs" {
 		return "", fmt.Errorf("%q is not an SQS queue ARN", arn)
@@ -108,7 +57,8 @@ func sysAttr(m types.Message, name types.MessageSystemAttributeName) string {
 
 func group(m types.Message) string { return sysAttr(m, types.MessageSystemAttributeNameMessageGroupId) }
 
-func sent(m types.Message) time.Time {
+// Sent is m's SentTimestamp: when SQS accepted the send that made this copy of it.
+func Sent(m types.Message) time.Time {
 	ms, _ := strconv.ParseInt(sysAttr(m, types.MessageSystemAttributeNameSentTimestamp), 10, 64)
 	return time.UnixMilli(ms)
 }
@@ -118,10 +68,10 @@ func sent(m types.Message) time.Time {
 // checked against the record TTL is the age of the first send.
 const attrFirstSent = "FirstSentTimestamp"
 
-// firstSent is when m was first sent: its FirstSentTimestamp attribute or its
+// FirstSent is when m was first sent: its FirstSentTimestamp attribute or its
 // SentTimestamp, whichever is earlier.
-func firstSent(m types.Message) time.Time {
-	t := sent(m)
+func FirstSent(m types.Message) time.Time {
+	t := Sent(m)
 	if a, ok := m.MessageAttributes[attrFirstSent]; ok && a.StringValue != nil {
 		if ms, err := strconv.ParseInt(*a.StringValue, 10, 64); err == nil && time.UnixMilli(ms).Before(t) {
 			t = time.UnixMilli(ms)
@@ -141,7 +91,7 @@ func withFirstSent(m types.Message) map[string]types.MessageAttributeValue {
 		attrs = map[string]types.MessageAttributeValue{}
 	}
 	attrs[attrFirstSent] = types.MessageAttributeValue{DataType: aws.String("Number"),
-		StringValue: aws.String(strconv.FormatInt(firstSent(m).UnixMilli(), 10))}
+		StringValue: aws.String(strconv.FormatInt(FirstSent(m).UnixMilli(), 10))}
 	return attrs
 }
 
@@ -229,7 +179,7 @@ func makeVisible(ctx context.Context, api *sqs.Client, url string, msgs []types.
 	for i, m := range left {
 		ids[i] = aws.ToString(m.MessageId)
 	}
-	return fmt.Errorf("%d messages stay hidden in %s until their visibility timeout ends (%s): %s", len(left), url, inWords(err), strings.Join(ids, ", "))
+	return fmt.Errorf("%d messages stay hidden in %s until their visibility timeout ends (%s): %s", len(left), url, cli.InWords(err), strings.Join(ids, ", "))
 }
 
 // giveBack makes msgs visible again at once (visibility timeout 0), also when ctx is
@@ -292,8 +242,8 @@ func scan(ctx context.Context, api *sqs.Client, url string, max int, hold time.D
 	return msgs, nil
 }
 
-// peek is scan followed by makeVisible: the messages, none of them consumed.
-func peek(ctx context.Context, api *sqs.Client, url string, max int, hold time.Duration) ([]types.Message, error) {
+// Peek is scan followed by makeVisible: the messages, none of them consumed.
+func Peek(ctx context.Context, api *sqs.Client, url string, max int, hold time.Duration) ([]types.Message, error) {
 	msgs, err := scan(ctx, api, url, max, hold)
 	return msgs, errors.Join(err, makeVisible(ctx, api, url, msgs))
 }
@@ -318,7 +268,7 @@ func byReason(msgs []types.Message) []*reasonGroup {
 			out = append(out, g)
 		}
 		g.msgs = append(g.msgs, m)
-		if s := sent(m); g.oldest.IsZero() || s.Before(g.oldest) {
+		if s := Sent(m); g.oldest.IsZero() || s.Before(g.oldest) {
 			g.oldest = s
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestInWords(t *testing.T) {
 		{fmt.Errorf("%w: %w", errors.New("move task unsupported"), net(errors.New("tls: handshake failure"))),
 			"no answer from https://sqs.eu-west-1.amazonaws.com (tls: handshake failure)"},
 	} {
-		got := inWords(c.err)
+		got := InWords(c.err)
 		if !strings.HasPrefix(got, c.want) {
 			t.Errorf("inWords(%v)\n = %q\nwant %q", c.err, got, c.want)
 		}
@@ -65,7 +65,7 @@ func TestExplainPutsTheCallInWords(t *testing.T) {
 	denied := &smithy.OperationError{ServiceID: "SQS", OperationName: "GetQueueAttributes", Err: &smithyhttp.ResponseError{
 		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 403}},
 		Err:      &smithy.GenericAPIError{Code: "AccessDenied", Message: "not authorized"}}}
-	got := explain(fmt.Errorf("queue https://sqs.eu-west-1.amazonaws.com/1/dlq: %w", denied)).Error()
+	got := Explain(fmt.Errorf("queue https://sqs.eu-west-1.amazonaws.com/1/dlq: %w", denied)).Error()
 	want := "queue https://sqs.eu-west-1.amazonaws.com/1/dlq: SQS GetQueueAttributes: access denied (AccessDenied): the credentials may not make this call; " +
 		"'pipelinectl policy --access operate' prints what they need"
 	if got != want {

@@ -1,4 +1,4 @@
-package main
+package dlq
 
 import (
 	"bufio"
@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
@@ -196,7 +200,7 @@ func openJournal(path, dlqArn, destArn string) (*journal, error) {
 		return nil, fmt.Errorf("redrive journal: %v; give --journal FILE in a writable directory", err)
 	}
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, usagef("--journal %s is not a regular file: give a file path (it is created when absent)", path)
+		return nil, cli.Usagef("--journal %s is not a regular file: give a file path (it is created when absent)", path)
 	}
 	j := &journal{path: path, entries: map[string]journalEntry{}}
 	if b, err := os.ReadFile(path); err == nil {
@@ -242,7 +246,7 @@ func (j *journal) mark(state, id string) {
 // removes the file.
 func (j *journal) compact() {
 	var b strings.Builder
-	for _, id := range sortedKeys(j.entries) {
+	for _, id := range slices.Sorted(maps.Keys(j.entries)) {
 		if e := j.entries[id]; e.state != jDone {
 			fmt.Fprintf(&b, "%s %s %d\n", e.state, id, e.at.UnixMilli())
 		}
@@ -270,8 +274,8 @@ func (j *journal) close() { j.f.Close() }
 // send is never cut off half way; what it holds is made visible again.
 type mover struct {
 	api     *sqs.Client
-	dlq     queueInfo
-	dest    queueInfo
+	dlq     cli.QueueInfo
+	dest    cli.QueueInfo
 	plan    *planner
 	rate    int
 	hold    time.Duration
@@ -305,7 +309,7 @@ func (r *mover) run(ctx context.Context) {
 	r.held, r.undeleted, r.kept, r.mine, r.failed = map[string]types.Message{}, map[string]types.Message{}, map[string]verdict{}, map[string]bool{}, map[string]string{}
 	defer r.release(ctx)
 	var waitSince, failingSince time.Time
-	r.outage = timing(ctx, func(t timings) time.Duration { return t.outage }, maxOutage)
+	r.outage = timing(ctx, func(t Timings) time.Duration { return t.Outage }, maxOutage)
 	lastReport := time.Now()
 	for {
 		if ctx.Err() != nil {
@@ -330,7 +334,7 @@ func (r *mover) run(ctx context.Context) {
 				r.errs = append(r.errs, fmt.Errorf("receives from the DLQ failed for %s, since %s: %s", time.Since(failingSince).Round(time.Second), clock(failingSince), cause))
 				return
 			}
-			pause(ctx, time.Second)
+			cli.Pause(ctx, time.Second)
 			continue
 		}
 		failingSince = time.Time{}
@@ -358,7 +362,7 @@ func (r *mover) run(ctx context.Context) {
 // receive is one receive of the DLQ (queue.go's receive, which runs to its end also on
 // Ctrl-C and gives a FIFO receive an attempt id), holding what it returns for the hold.
 func (r *mover) receive(ctx context.Context) ([]types.Message, error) {
-	return receive(ctx, r.api, r.dlq.url, r.hold, 10)
+	return receive(ctx, r.api, r.dlq.URL, r.hold, 10)
 }
 
 // settle is called when a receive came back empty: the run is over unless the DLQ still
@@ -366,7 +370,7 @@ func (r *mover) receive(ctx context.Context) ([]types.Message, error) {
 // reader), which it waits up to the hold for, to move them when they reappear.
 func (r *mover) settle(ctx context.Context, since *time.Time) bool {
 	cctx, cancel := settled(ctx)
-	q, err := getQueue(cctx, r.api, r.dlq.url)
+	q, err := cli.GetQueue(cctx, r.api, r.dlq.URL)
 	cancel()
 	if err != nil {
 		cause := r.fails.add("count", err)
@@ -377,7 +381,7 @@ func (r *mover) settle(ctx context.Context, since *time.Time) bool {
 			r.errs = append(r.errs, fmt.Errorf("the DLQ could not be counted since %s, to check that it hides nothing this run has not moved: %s", clock(r.countFailingSince), cause))
 			return true
 		}
-		if !pause(ctx, time.Second) {
+		if !cli.Pause(ctx, time.Second) {
 			r.interrupted = true
 			return true
 		}
@@ -385,22 +389,22 @@ func (r *mover) settle(ctx context.Context, since *time.Time) bool {
 	}
 	r.countFailingSince = time.Time{}
 	accounted := int64(len(r.held) + len(r.undeleted))
-	hidden := q.inFlight - accounted
+	hidden := q.InFlight - accounted
 	// On FIFO, visible messages behind a held one in their group are not handed out: the
 	// group stays, so they are accounted for.
-	if hidden <= 0 && (q.visible == 0 || r.dlq.fifo && len(r.held) > 0) {
+	if hidden <= 0 && (q.Visible == 0 || r.dlq.Fifo && len(r.held) > 0) {
 		return true
 	}
 	if since.IsZero() {
 		*since = time.Now()
 		fmt.Fprintf(r.out, "the DLQ still hides %d messages this run does not hold (a receive whose response was lost, or another reader): waiting up to %s for them to reappear\n",
-			max(hidden, q.visible), r.hold+settleMargin)
+			max(hidden, q.Visible), r.hold+SettleMargin)
 	}
-	if time.Since(*since) > r.hold+settleMargin {
+	if time.Since(*since) > r.hold+SettleMargin {
 		r.hidden = max(hidden, 0)
 		return true
 	}
-	if !pause(ctx, time.Second) {
+	if !cli.Pause(ctx, time.Second) {
 		r.interrupted = true
 		return true
 	}
@@ -434,9 +438,9 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 	}
 	if outlivesRecord(m, r.plan.ttl, now) {
 		fmt.Fprintf(r.out, "WARNING: moving message %s, first sent %s, older than the record TTL %s: if its effect completed, it runs again\n",
-			id, firstSent(m).UTC().Format(time.RFC3339), r.plan.ttl)
+			id, FirstSent(m).UTC().Format(time.RFC3339), r.plan.ttl)
 	}
-	if wait := time.Until(r.next); wait > 0 && !pause(ctx, wait) {
+	if wait := time.Until(r.next); wait > 0 && !cli.Pause(ctx, wait) {
 		r.held[id] = m
 		return
 	}
@@ -446,7 +450,7 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 	prior := r.journal.state(id)
 	r.journal.mark(jSend, id)
 	copyID, unknown, err := r.send(ctx, m)
-	if prior.state == jSend && (!r.dest.fifo || time.Since(prior.at) > fifoDedupWindow) {
+	if prior.state == jSend && (!r.dest.Fifo || time.Since(prior.at) > fifoDedupWindow) {
 		unknown = true // an earlier run's send of it got no answer
 	}
 	if err != nil {
@@ -456,7 +460,7 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 		r.kept[id] = vFailed
 		r.held[id] = m
 		r.plan.block(group(m), id, "its send failed")
-		if r.dlq.fifo {
+		if r.dlq.Fifo {
 			fmt.Fprintf(r.out, "group %s stays from message %s on: %v\n", group(m), id, err)
 		}
 		return
@@ -476,8 +480,8 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 // unknown reports that an attempt before the one that succeeded got no answer, so that its
 // copy may have landed too.
 func (r *mover) send(ctx context.Context, m types.Message) (copyID string, unknown bool, err error) {
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.dest.url), MessageBody: m.Body, MessageAttributes: withFirstSent(m)}
-	if r.dest.fifo {
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.dest.URL), MessageBody: m.Body, MessageAttributes: withFirstSent(m)}
+	if r.dest.Fifo {
 		in.MessageGroupId = aws.String(group(m))
 		in.MessageDeduplicationId = aws.String(dedupID(aws.ToString(m.MessageId)))
 	} else if g := group(m); g != "" {
@@ -495,13 +499,13 @@ func (r *mover) send(ctx context.Context, m types.Message) (copyID string, unkno
 		return nil
 	}, func() { unknown = true })
 	if err == nil {
-		return copyID, unknown && !r.dest.fifo, nil
+		return copyID, unknown && !r.dest.Fifo, nil
 	}
 	what := "failed"
 	if unknown {
 		what = "got no answer (it may have landed: a rerun sends it again and counts it as possibly doubled)"
 	}
-	return "", unknown, fmt.Errorf("send of message %s to %s %s: %s", aws.ToString(m.MessageId), r.dest.url, what, inWords(err))
+	return "", unknown, fmt.Errorf("send of message %s to %s %s: %s", aws.ToString(m.MessageId), r.dest.URL, what, cli.InWords(err))
 }
 
 // outcomeUnknown reports a failed call that may have taken effect: no HTTP response came
@@ -540,14 +544,14 @@ func retryable(err error) bool {
 	if errors.As(err, &re) && re.HTTPStatusCode() == 429 {
 		return true
 	}
-	return strings.Contains(errorCode(err), "Throttl")
+	return strings.Contains(cli.ErrorCode(err), "Throttl")
 }
 
 // delete deletes m from the DLQ; a failure keeps it for retryDeletes (and the journal).
 func (r *mover) delete(ctx context.Context, m types.Message) error {
 	id := aws.ToString(m.MessageId)
 	cctx, cancel := settled(ctx)
-	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.url), ReceiptHandle: m.ReceiptHandle})
+	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.URL), ReceiptHandle: m.ReceiptHandle})
 	cancel()
 	if err != nil {
 		cause := r.fails.add("delete", err)
@@ -568,8 +572,8 @@ func (r *mover) delete(ctx context.Context, m types.Message) error {
 // message is back, to be deleted when received (the journal has it as sent): either way
 // nothing is left to retry.
 func (r *mover) retryDeletes(ctx context.Context) {
-	for _, id := range sortedKeys(r.undeleted) {
-		c := errorCode(r.delete(ctx, r.undeleted[id]))
+	for _, id := range slices.Sorted(maps.Keys(r.undeleted)) {
+		c := cli.ErrorCode(r.delete(ctx, r.undeleted[id]))
 		if strings.Contains(c, "ReceiptHandleIsInvalid") || strings.Contains(c, "InvalidParameterValue") || strings.Contains(c, "MessageNotInflight") {
 			delete(r.undeleted, id)
 		}
@@ -584,14 +588,14 @@ func (r *mover) retryDeletes(ctx context.Context) {
 func (r *mover) release(ctx context.Context) {
 	r.retryDeletes(ctx)
 	var msgs []types.Message
-	for _, id := range sortedKeys(r.held) {
+	for _, id := range slices.Sorted(maps.Keys(r.held)) {
 		msgs = append(msgs, r.held[id])
 	}
-	for _, id := range sortedKeys(r.undeleted) {
+	for _, id := range slices.Sorted(maps.Keys(r.undeleted)) {
 		msgs = append(msgs, r.undeleted[id])
 	}
-	if len(msgs) > 0 && ctx.Err() != nil && secondSignalKills != nil {
-		secondSignalKills()
+	if len(msgs) > 0 && ctx.Err() != nil && cli.SecondSignalKills != nil {
+		cli.SecondSignalKills()
 		fmt.Fprintf(r.out, "interrupted: giving back the %d messages this run holds (Ctrl-C again leaves them hidden until %s at the latest; the journal keeps what was sent)\n",
 			len(msgs), clock(time.Now().Add(r.hold)))
 	}
@@ -602,7 +606,7 @@ func (r *mover) release(ctx context.Context) {
 			time.Sleep(time.Second) // also after Ctrl-C: giving back is what the run does then
 		}
 		var err error
-		if left, err = giveBack(ctx, r.api, r.dlq.url, left); err != nil {
+		if left, err = giveBack(ctx, r.api, r.dlq.URL, left); err != nil {
 			r.fails.add("give back", err)
 		}
 	}
@@ -614,16 +618,4 @@ func (r *mover) release(ctx context.Context) {
 		r.returnBy = time.Now().Add(r.hold)
 		r.audit.event("not-given-back %s: hidden until their hold runs out, by %s", strings.Join(r.notGivenBack, " "), r.returnBy.UTC().Format(time.RFC3339))
 	}
-}
-
-// errorCode is an AWS error's code, or the error's text.
-func errorCode(err error) string {
-	if err == nil {
-		return ""
-	}
-	var ae interface{ ErrorCode() string }
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return err.Error()
 }

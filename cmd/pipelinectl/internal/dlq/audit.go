@@ -1,4 +1,4 @@
-package main
+package dlq
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
 
 // audit is a redrive's audit trail: a file kept after the run ends, which nothing deletes.
@@ -35,12 +37,12 @@ func auditDir(journalPath string) (string, error) {
 
 // openAudit creates the audit trail of a run from dlq to dest in dir, named after the DLQ
 // and the run's start (UTC), and writes its head.
-func openAudit(dir string, dlq, dest queueInfo, method string, argv []string) (*audit, error) {
+func openAudit(dir string, dlq, dest cli.QueueInfo, method string, argv []string) (*audit, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("redrive audit trail: %v; give --journal FILE in a writable directory (the trail goes beside it)", err)
 	}
 	start := time.Now().UTC()
-	name := dlq.arn[strings.LastIndex(dlq.arn, ":")+1:]
+	name := dlq.ARN[strings.LastIndex(dlq.ARN, ":")+1:]
 	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.log", name, start.Format("20060102T150405Z"), os.Getpid()))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -48,8 +50,8 @@ func openAudit(dir string, dlq, dest queueInfo, method string, argv []string) (*
 	}
 	a := &audit{path: path, f: f}
 	a.write("# pipelinectl dlq redrive: audit trail (times UTC; md5 is the body's MD5, as SQS's MD5OfBody reports it for each copy)\n")
-	a.write(fmt.Sprintf("# command      %s\n", resumeCommand(argv, true)))
-	a.write(fmt.Sprintf("# DLQ          %s (%s)\n# destination  %s\n# method       %s\n", dlq.url, dlq.arn, dest.url, method))
+	a.write(fmt.Sprintf("# command      %s\n", cli.ResumeCommand(argv, true)))
+	a.write(fmt.Sprintf("# DLQ          %s (%s)\n# destination  %s\n# method       %s\n", dlq.URL, dlq.ARN, dest.URL, method))
 	a.event("started")
 	return a, nil
 }
@@ -86,7 +88,7 @@ func keptWhy(d decision) string {
 	case vBad:
 		return "bad input (" + reason(d.m) + ")"
 	case vExpired:
-		return "older than the record TTL (first sent " + firstSent(d.m).UTC().Format(time.RFC3339) + ")"
+		return "older than the record TTL (first sent " + FirstSent(d.m).UTC().Format(time.RFC3339) + ")"
 	case vBehind:
 		return "behind " + d.blocker + " in FIFO group " + group(d.m)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -20,28 +20,28 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// restClient makes the few signed REST calls pipelinectl needs of services it has no SDK
+// RESTClient makes the few signed REST calls pipelinectl needs of services it has no SDK
 // client for, so that it adds no module: Lambda's Invoke, Scheduler's GetSchedule and
 // CloudWatch's DescribeAlarms.
-type restClient struct {
-	cfg      aws.Config
-	endpoint string // --endpoint-url, for every service
+type RESTClient struct {
+	Cfg      aws.Config
+	Endpoint string // --endpoint-url, for every service
 }
 
 // endpointFor is a service's endpoint: --endpoint-url, AWS_ENDPOINT_URL_<SERVICE>,
 // AWS_ENDPOINT_URL, else the service's regional endpoint.
-func (r *restClient) endpointFor(service string) string {
+func (r *RESTClient) endpointFor(service string) string {
 	id := strings.ToUpper(serviceID(service))
-	for _, e := range []string{r.endpoint, os.Getenv("AWS_ENDPOINT_URL_" + id), os.Getenv("AWS_ENDPOINT_URL")} {
+	for _, e := range []string{r.Endpoint, os.Getenv("AWS_ENDPOINT_URL_" + id), os.Getenv("AWS_ENDPOINT_URL")} {
 		if e != "" {
 			return strings.TrimSuffix(e, "/")
 		}
 	}
 	domain := "amazonaws.com"
-	if strings.HasPrefix(r.cfg.Region, "cn-") {
+	if strings.HasPrefix(r.Cfg.Region, "cn-") {
 		domain = "amazonaws.com.cn"
 	}
-	return fmt.Sprintf("https://%s.%s.%s", service, r.cfg.Region, domain)
+	return fmt.Sprintf("https://%s.%s.%s", service, r.Cfg.Region, domain)
 }
 
 // serviceID is the SDKs' service id of a signing name: CloudWatch's is "monitoring".
@@ -68,9 +68,9 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("%s %s: %d %s: %s", e.Service, e.Op, e.Status, e.Type, e.Msg)
 }
 
-// call signs and sends one request and returns the response's headers and body; a non-2xx
+// Call signs and sends one request and returns the response's headers and body; a non-2xx
 // answer is an *apiError.
-func (r *restClient) call(ctx context.Context, service, op, method, path string, header http.Header, body []byte) (http.Header, []byte, error) {
+func (r *RESTClient) Call(ctx context.Context, service, op, method, path string, header http.Header, body []byte) (http.Header, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, r.endpointFor(service)+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, err
@@ -78,15 +78,15 @@ func (r *restClient) call(ctx context.Context, service, op, method, path string,
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	creds, err := r.cfg.Credentials.Retrieve(ctx)
+	creds, err := r.Cfg.Credentials.Retrieve(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %s: get credentials: %w", service, op, err)
 	}
 	sum := sha256.Sum256(body)
-	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), service, r.cfg.Region, time.Now()); err != nil {
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), service, r.Cfg.Region, time.Now()); err != nil {
 		return nil, nil, err
 	}
-	resp, err := r.cfg.HTTPClient.Do(req)
+	resp, err := r.Cfg.HTTPClient.Do(req)
 	if err != nil { // as the SDK says it, so that explain names the service's endpoint variable
 		return nil, nil, &smithy.OperationError{ServiceID: serviceID(service), OperationName: op, Err: err}
 	}

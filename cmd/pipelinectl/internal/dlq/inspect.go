@@ -1,4 +1,4 @@
-package main
+package dlq
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
 
 // Limits of the dlq flags.
@@ -32,15 +33,15 @@ const (
 )
 
 // recordTTLFlag adds --record-ttl to a dlq command's flags.
-func recordTTLFlag(fs *flag.FlagSet, c *common) {
-	fs.Var(days{&c.recordTTL, &c.recordTTLSet}, "record-ttl", "the consumer's record TTL (default: the pipeline's RecordTTL output)")
+func recordTTLFlag(fs *flag.FlagSet, c *cli.Common) {
+	fs.Var(days{&c.RecordTTL, &c.RecordTTLSet}, "record-ttl", "the consumer's record TTL (default: the pipeline's RecordTTL output)")
 }
 
 // checkRecordTTL refuses a --record-ttl that cannot be a record TTL, zero included: leaving
 // the flag out is how to read the pipeline's output instead.
-func checkRecordTTL(c *common) error {
-	if c.recordTTLSet && c.recordTTL < time.Second {
-		return usagef("--record-ttl %s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s), or leave it out to read the pipeline's RecordTTL output", c.recordTTL)
+func checkRecordTTL(c *cli.Common) error {
+	if c.RecordTTLSet && c.RecordTTL < time.Second {
+		return cli.Usagef("--record-ttl %s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s), or leave it out to read the pipeline's RecordTTL output", c.RecordTTL)
 	}
 	return nil
 }
@@ -74,129 +75,108 @@ func (v days) Set(s string) error {
 	return nil
 }
 
-// wholeNumber is a flag.Value for a whole number of something ("messages a second").
-type wholeNumber struct {
-	n    *int
-	what string
-}
-
-func (c wholeNumber) String() string {
-	if c.n == nil {
-		return ""
-	}
-	return strconv.Itoa(*c.n)
-}
-
-func (c wholeNumber) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("want a whole number of %s, e.g. 50", c.what)
-	}
-	*c.n = n
-	return nil
-}
-
 // outlivesRecord reports a message whose idempotency record may have expired, or may expire
 // before a redriven copy is consumed. A record is written no earlier than the message was
 // first sent, so it lives at least until first-sent + TTL: a message younger than the TTL
 // less recordMargin still finds its record (a duplicate is acknowledged, not run again).
 // An unknown TTL (0) checks nothing.
 func outlivesRecord(m types.Message, ttl time.Duration, now time.Time) bool {
-	return ttl > 0 && !now.Before(firstSent(m).Add(safeAge(ttl)))
+	return ttl > 0 && !now.Before(FirstSent(m).Add(safeAge(ttl)))
 }
 
 // safeAge is the age up to which a message still finds its record: the TTL less the margin.
 func safeAge(ttl time.Duration) time.Duration { return ttl - min(recordMargin, ttl/2) }
 
 // printRecordTTL says which TTL the ages are checked against, or loudly that they are not.
-func printRecordTTL(w io.Writer, t dlqTarget, pipeline string) {
-	if t.recordTTL > 0 {
+func printRecordTTL(w io.Writer, t cli.DLQTarget, pipeline string) {
+	if t.RecordTTL > 0 {
 		fmt.Fprintf(w, "record TTL   %s (%s): a message first sent more than %s ago may have outlived its record\n",
-			t.recordTTL, t.ttlFrom, safeAge(t.recordTTL))
+			t.RecordTTL, t.TTLFrom, safeAge(t.RecordTTL))
 		return
 	}
 	fmt.Fprintf(w, "record TTL   UNKNOWN (no output %s%s; give --record-ttl, the consumer's IDEMPOTENCY_RECORD_TTL): message ages are NOT checked, "+
-		"and a message whose record expired runs its effect again when redriven\n", pipeline, outRecordTTL)
+		"and a message whose record expired runs its effect again when redriven\n", pipeline, cli.OutRecordTTL)
 }
 
-func dlqInspect(ctx context.Context, args []string, w streams, connect connector) error {
-	fs, c := newFlags("dlq inspect", dlqUsage, w.out)
+// Inspect is `pipelinectl dlq inspect ARGS`.
+func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
+	fs, c := cli.NewFlags("dlq inspect", Usage, w.Out)
 	sample := fs.Int("sample", 1, "messages shown per group")
 	maxScan := fs.Int("max", defaultMaxScan, "messages scanned at most")
 	hold := fs.Duration("hold", maxHold, "visibility timeout of the scan")
 	includeInvalid := fs.Bool("include-invalid", false, "plan as redrive --include-invalid would")
 	includeExpired := fs.Bool("include-expired", false, "plan as redrive --include-expired would")
 	recordTTLFlag(fs, c)
-	outputFlag(fs, c)
-	pos, err := parse(fs, args)
+	cli.OutputFlag(fs, c)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := noArgs("dlq inspect", pos); err != nil {
+	if err := cli.NoArgs("dlq inspect", pos); err != nil {
 		return err
 	}
 	if err := checkRecordTTL(c); err != nil {
 		return err
 	}
-	if err := c.checkOutput(); err != nil {
+	if err := c.CheckOutput(); err != nil {
 		return err
 	}
 	if *sample < 0 {
-		return usagef("--sample %d: use 0 or more", *sample)
+		return cli.Usagef("--sample %d: use 0 or more", *sample)
 	}
 	if *maxScan < 1 {
-		return usagef("--max %d: use 1 or more", *maxScan)
+		return cli.Usagef("--max %d: use 1 or more", *maxScan)
 	}
 	if *hold < 2*time.Second || *hold > maxHold {
-		return usagef("--hold %s: use between 2s and %s", *hold, maxHold)
+		return cli.Usagef("--hold %s: use between 2s and %s", *hold, maxHold)
 	}
 	cl, t, q, err := openDLQ(ctx, c, connect)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	msgs, err := peek(ctx, cl.sqs, q.url, *maxScan, *hold)
+	msgs, err := Peek(ctx, cl.SQS, q.URL, *maxScan, *hold)
 	held := time.Since(start)
 	interrupted := ctx.Err() != nil
 	if err != nil && !interrupted {
 		return err
 	}
-	stdout := w.text(c)
+	stdout := w.Text(c)
 
 	kind := "standard"
-	if q.fifo {
+	if q.Fifo {
 		kind = "FIFO"
 	}
 	now := time.Now()
-	p := &planner{fifo: q.fifo, includeInvalid: *includeInvalid, includeExpired: *includeExpired, ttl: t.recordTTL}
+	p := &planner{fifo: q.Fifo, includeInvalid: *includeInvalid, includeExpired: *includeExpired, ttl: t.RecordTTL}
 	decisions := p.judgeAll(msgs, now)
-	rep := inspectReport{DLQ: q.url, Kind: kind, Source: t.sourceURL, Visible: q.visible, InFlight: q.inFlight, Delayed: q.delayed,
-		Scanned: len(msgs), StoppedAtMax: len(msgs) >= *maxScan, Interrupted: interrupted, NotSeen: max(0, int(q.visible)-len(msgs))}
-	if t.recordTTL > 0 {
-		rep.RecordTTL = t.recordTTL.String()
+	rep := InspectReport{DLQ: q.URL, Kind: kind, Source: t.SourceURL, Visible: q.Visible, InFlight: q.InFlight, Delayed: q.Delayed,
+		Scanned: len(msgs), StoppedAtMax: len(msgs) >= *maxScan, Interrupted: interrupted, NotSeen: max(0, int(q.Visible)-len(msgs))}
+	if t.RecordTTL > 0 {
+		rep.RecordTTL = t.RecordTTL.String()
 	}
-	fmt.Fprintf(stdout, "DLQ       %s (%s)\n", q.url, kind)
-	if t.sourceURL != "" {
-		fmt.Fprintf(stdout, "source    %s\n", t.sourceURL)
+	fmt.Fprintf(stdout, "DLQ       %s (%s)\n", q.URL, kind)
+	if t.SourceURL != "" {
+		fmt.Fprintf(stdout, "source    %s\n", t.SourceURL)
 	}
-	fmt.Fprintf(stdout, "messages  %d visible, %d in flight, %d delayed (SQS's approximate counts)\n", q.visible, q.inFlight, q.delayed)
+	fmt.Fprintf(stdout, "messages  %d visible, %d in flight, %d delayed (SQS's approximate counts)\n", q.Visible, q.InFlight, q.Delayed)
 	fmt.Fprintf(stdout, "scanned   %d in %s, all visible again", len(msgs), held.Round(10*time.Millisecond))
 	switch {
 	case interrupted:
 		fmt.Fprint(stdout, " (interrupted)")
 	case len(msgs) >= *maxScan:
 		fmt.Fprintf(stdout, " (stopped at --max %d)", *maxScan)
-	case q.fifo && int64(len(msgs)) < q.visible:
+	case q.Fifo && int64(len(msgs)) < q.Visible:
 		fmt.Fprint(stdout, " (FIFO: a receive hands out no message behind one in flight in its group)")
 	}
 	fmt.Fprintln(stdout)
-	if q.inFlight > 0 {
+	if q.InFlight > 0 {
 		fmt.Fprintf(stdout, "in flight %d before the scan: another reader holds them (an inspect or a redrive), or a receive whose response was lost; "+
-			"they reappear when their visibility timeout ends\n", q.inFlight)
+			"they reappear when their visibility timeout ends\n", q.InFlight)
 	}
-	printRecordTTL(stdout, t, c.pipeline)
+	printRecordTTL(stdout, t, c.Pipeline)
 	for _, d := range decisions {
-		rep.Messages = append(rep.Messages, messageReport(d, now, t.recordTTL))
+		rep.Messages = append(rep.Messages, messageReport(d, now, t.RecordTTL))
 	}
 	for _, b := range p.blockedGroups() {
 		rep.BlockedGroups = append(rep.BlockedGroups, blockedReport{Group: b.group, From: b.blocker, Why: b.why, Behind: b.behind})
@@ -204,18 +184,18 @@ func dlqInspect(ctx context.Context, args []string, w streams, connect connector
 	if len(msgs) > 0 {
 		printInspect(stdout, decisions, p, t, q, now, *sample)
 	}
-	if c.output == "json" {
-		writeJSON(w.out, rep)
+	if c.Output == "json" {
+		cli.WriteJSON(w.Out, rep)
 	}
 	if interrupted {
-		return &notDone{why: fmt.Sprintf("interrupted after scanning %d messages; all of them are visible again", len(msgs))}
+		return &cli.NotDone{Why: fmt.Sprintf("interrupted after scanning %d messages; all of them are visible again", len(msgs))}
 	}
 	return nil
 }
 
 // printInspect prints inspect's table by reason, the messages older than the record TTL,
 // the FIFO groups and the samples.
-func printInspect(stdout io.Writer, decisions []decision, p *planner, t dlqTarget, q queueInfo, now time.Time, sample int) {
+func printInspect(stdout io.Writer, decisions []decision, p *planner, t cli.DLQTarget, q cli.QueueInfo, now time.Time, sample int) {
 	var msgs []types.Message
 	for _, d := range decisions {
 		msgs = append(msgs, d.m)
@@ -228,7 +208,7 @@ func printInspect(stdout io.Writer, decisions []decision, p *planner, t dlqTarge
 	for _, g := range groups {
 		n := g.n
 		for _, m := range g.msgs {
-			if outlivesRecord(m, t.recordTTL, now) {
+			if outlivesRecord(m, t.RecordTTL, now) {
 				outlived = append(outlived, m)
 			}
 		}
@@ -262,12 +242,12 @@ func printInspect(stdout io.Writer, decisions []decision, p *planner, t dlqTarge
 	tw.Flush()
 	if len(outlived) > 0 {
 		fmt.Fprintf(stdout, "\nOlder than the record TTL %s (first sent more than %s ago), %d: if a message's effect completed before it was dead-lettered, "+
-			"its record may have expired and a redrive runs the effect again:\n", t.recordTTL, safeAge(t.recordTTL), len(outlived))
+			"its record may have expired and a redrive runs the effect again:\n", t.RecordTTL, safeAge(t.RecordTTL), len(outlived))
 		for _, m := range outlived {
-			fmt.Fprintf(stdout, "  %s  first sent %s (%s ago)\n", aws.ToString(m.MessageId), firstSent(m).UTC().Format(time.RFC3339), now.Sub(firstSent(m)).Round(time.Second))
+			fmt.Fprintf(stdout, "  %s  first sent %s (%s ago)\n", aws.ToString(m.MessageId), FirstSent(m).UTC().Format(time.RFC3339), now.Sub(FirstSent(m)).Round(time.Second))
 		}
 	}
-	if q.fifo {
+	if q.Fifo {
 		counts := map[string]int{}
 		for _, m := range msgs {
 			counts[group(m)]++
@@ -296,7 +276,7 @@ func printMessage(w io.Writer, m types.Message) {
 	if g := group(m); g != "" {
 		fmt.Fprintf(tw, "  group\t%s\n", g)
 	}
-	fmt.Fprintf(tw, "  sent\t%s\n", sent(m).UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(tw, "  sent\t%s\n", Sent(m).UTC().Format(time.RFC3339Nano))
 	fmt.Fprintf(tw, "  receives\t%s\n", sysAttr(m, types.MessageSystemAttributeNameApproximateReceiveCount))
 	if src := sysAttr(m, types.MessageSystemAttributeNameDeadLetterQueueSourceArn); src != "" {
 		fmt.Fprintf(tw, "  source\t%s\n", src)
@@ -321,27 +301,21 @@ func printMessage(w io.Writer, m types.Message) {
 }
 
 // openDLQ connects and finds the dead-letter queue the flags name.
-func openDLQ(ctx context.Context, c *common, connect connector) (*clients, dlqTarget, queueInfo, error) {
+func openDLQ(ctx context.Context, c *cli.Common, connect cli.Connector) (*cli.Clients, cli.DLQTarget, cli.QueueInfo, error) {
 	cl, err := connect(ctx, c)
 	if err != nil {
-		return nil, dlqTarget{}, queueInfo{}, err
+		return nil, cli.DLQTarget{}, cli.QueueInfo{}, err
 	}
-	t, err := c.dlq(ctx, cl)
+	t, err := c.DLQ(ctx, cl)
 	if err != nil {
-		return nil, dlqTarget{}, queueInfo{}, err
+		return nil, cli.DLQTarget{}, cli.QueueInfo{}, err
 	}
-	q, err := getQueue(ctx, cl.sqs, t.dlqURL)
+	q, err := cli.GetQueue(ctx, cl.SQS, t.DLQURL)
 	return cl, t, q, err
 }
 
-func noArgs(cmd string, pos []string) error {
-	if len(pos) > 0 {
-		return usagef("%s takes no arguments, got %q", cmd, pos)
-	}
-	return nil
-}
-
-func queueKind(fifo bool) string {
+// QueueKind is "FIFO" or "standard", as the summaries say it.
+func QueueKind(fifo bool) string {
 	if fifo {
 		return "FIFO"
 	}

@@ -1,4 +1,4 @@
-package main
+package record
 
 import (
 	"cmp"
@@ -13,19 +13,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
 // recordFlags are the flags of record get and record release.
 type recordFlags struct {
-	*common
+	*cli.Common
 	id, sortKey, tenant, keyPrefix string
 }
 
 func newRecordFlags(name string, stdout io.Writer) (*flag.FlagSet, *recordFlags) {
-	fs, c := newFlags(name, recordUsage, stdout)
-	r := &recordFlags{common: c}
+	fs, c := cli.NewFlags(name, Usage, stdout)
+	r := &recordFlags{Common: c}
 	fs.StringVar(&r.id, "id", "", "the record's partition key value")
 	fs.StringVar(&r.sortKey, "sort-key", "", "the record's sort key value (with --id)")
 	fs.StringVar(&r.tenant, "tenant", "", "the key's tenant (composite layout)")
@@ -34,38 +34,38 @@ func newRecordFlags(name string, stdout io.Writer) (*flag.FlagSet, *recordFlags)
 }
 
 // admin resolves the table and its key schema and returns the Admin and the record's id.
-func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, connect connector) (*idempotency.Admin, idempotency.RecordID, error) {
+func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, connect cli.Connector) (*idempotency.Admin, idempotency.RecordID, error) {
 	var id idempotency.RecordID
 	switch {
 	case r.id != "" && len(pos) > 0:
-		return nil, id, usagef("%s: give KEY or --id, not both", cmd)
+		return nil, id, cli.Usagef("%s: give KEY or --id, not both", cmd)
 	case r.id == "" && len(pos) != 1:
-		return nil, id, usagef("%s needs one KEY (or --id RAW_ID), got %d arguments", cmd, len(pos))
+		return nil, id, cli.Usagef("%s needs one KEY (or --id RAW_ID), got %d arguments", cmd, len(pos))
 	case r.id != "" && (r.tenant != "" || r.keyPrefix != ""):
-		return nil, id, usagef("%s: --id is the whole id: --tenant and --key-prefix go with KEY", cmd)
+		return nil, id, cli.Usagef("%s: --id is the whole id: --tenant and --key-prefix go with KEY", cmd)
 	case r.id == "" && r.sortKey != "":
-		return nil, id, usagef("%s: --sort-key goes with --id; with KEY, give --tenant", cmd)
+		return nil, id, cli.Usagef("%s: --sort-key goes with --id; with KEY, give --tenant", cmd)
 	}
-	prefix := cmp.Or(r.keyPrefix, r.pipeline)
+	prefix := cmp.Or(r.keyPrefix, r.Pipeline)
 	if r.id == "" && prefix == "" {
-		return nil, id, usagef("%s: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id", cmd)
+		return nil, id, cli.Usagef("%s: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id", cmd)
 	}
-	cl, err := connect(ctx, r.common)
+	cl, err := connect(ctx, r.Common)
 	if err != nil {
 		return nil, id, err
 	}
-	table, err := r.tableName(ctx, cl)
+	table, err := r.TableName(ctx, cl)
 	if err != nil {
 		return nil, id, err
 	}
-	cfg, err := tableConfig(ctx, cl, table, prefix)
+	cfg, err := TableConfig(ctx, cl, table, prefix)
 	if err != nil {
 		return nil, id, err
 	}
 	if r.id == "" && cfg.SortKeyAttr == "" && r.tenant != "" {
-		return nil, id, usagef("%s: --tenant %q, but table %s has no sort key (no tenants)", cmd, r.tenant, table)
+		return nil, id, cli.Usagef("%s: --tenant %q, but table %s has no sort key (no tenants)", cmd, r.tenant, table)
 	}
-	a, err := idempotency.NewAdmin(cl.ddb, cfg)
+	a, err := idempotency.NewAdmin(cl.DynamoDB, cfg)
 	if err != nil {
 		return nil, id, err
 	}
@@ -75,10 +75,10 @@ func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, conne
 	return a, idempotency.RecordID{Key: pos[0], Tenant: r.tenant}, nil
 }
 
-// tableConfig is the idempotency configuration of records with the key prefix in table,
+// TableConfig is the idempotency configuration of records with the key prefix in table,
 // with the table's key attributes as DescribeTable gives them.
-func tableConfig(ctx context.Context, cl *clients, table, prefix string) (idempotency.Config, error) {
-	desc, err := cl.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+func TableConfig(ctx context.Context, cl *cli.Clients, table, prefix string) (idempotency.Config, error) {
+	desc, err := cl.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return idempotency.Config{}, fmt.Errorf("table %s: %w", table, err)
 	}
@@ -94,14 +94,15 @@ func tableConfig(ctx context.Context, cl *clients, table, prefix string) (idempo
 	return cfg, nil
 }
 
-func recordGet(ctx context.Context, args []string, w streams, connect connector) error {
-	fs, r := newRecordFlags("record get", w.out)
-	outputFlag(fs, r.common)
-	pos, err := parse(fs, args)
+// Get is `pipelinectl record get ARGS`.
+func Get(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
+	fs, r := newRecordFlags("record get", w.Out)
+	cli.OutputFlag(fs, r.Common)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := r.checkOutput(); err != nil {
+	if err := r.CheckOutput(); err != nil {
 		return err
 	}
 	a, id, err := r.admin(ctx, "record get", pos, connect)
@@ -112,11 +113,11 @@ func recordGet(ctx context.Context, args []string, w streams, connect connector)
 	if err != nil {
 		return r.noRecordHint(err)
 	}
-	if r.output == "json" {
-		writeJSON(w.out, recordJSON(ri, time.Now()))
+	if r.Output == "json" {
+		cli.WriteJSON(w.Out, recordJSON(ri, time.Now()))
 		return nil
 	}
-	printRecord(w.out, ri, time.Now())
+	printRecord(w.Out, ri, time.Now())
 	return nil
 }
 
@@ -130,13 +131,14 @@ func (r *recordFlags) noRecordHint(err error) error {
 	}
 	return fmt.Errorf("%w. Either no message with this key ran in this pipeline, or its record expired (the consumer's IDEMPOTENCY_RECORD_TTL), "+
 		"or the consumer's key prefix is not %q (give --key-prefix, its IDEMPOTENCY_KEY_PREFIX), or the key is another pipeline's (--pipeline)",
-		err, cmp.Or(r.keyPrefix, r.pipeline))
+		err, cmp.Or(r.keyPrefix, r.Pipeline))
 }
 
-func recordRelease(ctx context.Context, args []string, w streams, connect connector) error {
-	fs, r := newRecordFlags("record release", w.out)
+// Release is `pipelinectl record release ARGS`.
+func Release(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
+	fs, r := newRecordFlags("record release", w.Out)
 	force := fs.Bool("force", false, "release a live lock")
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -156,11 +158,11 @@ func recordRelease(ctx context.Context, args []string, w streams, connect connec
 		return r.noRecordHint(err)
 	}
 	if *force && ri.LockLive(now) {
-		fmt.Fprintf(w.err, "WARNING: released a LIVE lock: owner %s held %s until %s (%s from now) and may still be running the effect; "+
+		fmt.Fprintf(w.Err, "WARNING: released a LIVE lock: owner %s held %s until %s (%s from now) and may still be running the effect; "+
 			"the next delivery of the key runs it again, possibly at the same time\n",
 			ri.Owner, recordName(ri), ri.LockExpires.UTC().Format(time.RFC3339Nano), ri.LockExpires.Sub(now).Round(time.Second))
 	}
-	fmt.Fprintf(w.out, "released %s: owner %s, attempt %d; the next delivery of the key runs it as attempt %d\n",
+	fmt.Fprintf(w.Out, "released %s: owner %s, attempt %d; the next delivery of the key runs it as attempt %d\n",
 		recordName(ri), ri.Owner, ri.Attempt, ri.Attempt+1)
 	return nil
 }

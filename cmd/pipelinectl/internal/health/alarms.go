@@ -1,4 +1,4 @@
-package main
+package health
 
 import (
 	"context"
@@ -8,17 +8,12 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
 
-// outUnhealthy is the stack output naming the composite "pipeline unhealthy" alarm (in ALARM
-// while any paging alarm of the stack's monitoring is): verify reads its children.
-const outUnhealthy = "UnhealthyAlarmName"
-
-// alarmsCheck are the actions verify needs to read the alarms' states.
-var alarmsCheck = []string{"cloudwatch:DescribeAlarms"}
-
-// alarmState is one alarm as CloudWatch's DescribeAlarms reports it.
-type alarmState struct {
+// AlarmState is one alarm as CloudWatch's DescribeAlarms reports it.
+type AlarmState struct {
 	Name        string `json:"name"`
 	State       string `json:"state"`
 	Reason      string `json:"reason"`
@@ -26,9 +21,9 @@ type alarmState struct {
 	Metric      string `json:"metric,omitempty"` // "" for a metric-math alarm
 }
 
-// label is the pipeline an alarm of constructs/monitoring watches: its description starts
+// Label is the pipeline an alarm of constructs/monitoring watches: its description starts
 // with "[Label] ".
-func (a alarmState) label() string {
+func (a AlarmState) Label() string {
 	if m := labelPrefix.FindStringSubmatch(a.Description); m != nil {
 		return m[1]
 	}
@@ -37,8 +32,8 @@ func (a alarmState) label() string {
 
 var labelPrefix = regexp.MustCompile(`^\[([A-Za-z0-9_-]{1,64})\] `)
 
-// runbook is the runbook link an alarm's description ends with, or "".
-func (a alarmState) runbook() string {
+// Runbook is the runbook link an alarm's description ends with, or "".
+func (a AlarmState) Runbook() string {
 	if i := strings.LastIndex(a.Description, "Runbook: "); i >= 0 {
 		return strings.TrimSpace(a.Description[i+len("Runbook: "):])
 	}
@@ -49,12 +44,12 @@ func (a alarmState) runbook() string {
 // descriptions and metrics. CloudWatch's DescribeAlarms with ChildrenOfAlarmName answers only
 // each child's name, ARN and state, so a second DescribeAlarms by AlarmNames (100 a call)
 // reads the rest. Both are CloudWatch's query API, which every Region serves.
-func childAlarms(ctx context.Context, rc *restClient, name string) ([]alarmState, error) {
+func childAlarms(ctx context.Context, rc *cli.RESTClient, name string) ([]AlarmState, error) {
 	children, err := describeAlarms(ctx, rc, url.Values{"ChildrenOfAlarmName": {name}})
 	if err != nil {
 		return nil, err
 	}
-	var out []alarmState
+	var out []AlarmState
 	for i := 0; i < len(children); i += 100 {
 		form := url.Values{"AlarmTypes.member.1": {"MetricAlarm"}, "AlarmTypes.member.2": {"CompositeAlarm"}}
 		for j, a := range children[i:min(i+100, len(children))] {
@@ -70,8 +65,8 @@ func childAlarms(ctx context.Context, rc *restClient, name string) ([]alarmState
 }
 
 // describeAlarms makes one DescribeAlarms query with the given parameters, every page.
-func describeAlarms(ctx context.Context, rc *restClient, params url.Values) ([]alarmState, error) {
-	var out []alarmState
+func describeAlarms(ctx context.Context, rc *cli.RESTClient, params url.Values) ([]AlarmState, error) {
+	var out []AlarmState
 	token := ""
 	for {
 		form := url.Values{"Action": {"DescribeAlarms"}, "Version": {"2010-08-01"}}
@@ -81,7 +76,7 @@ func describeAlarms(ctx context.Context, rc *restClient, params url.Values) ([]a
 		if token != "" {
 			form.Set("NextToken", token)
 		}
-		_, body, err := rc.call(ctx, "monitoring", "DescribeAlarms", http.MethodPost, "/",
+		_, body, err := rc.Call(ctx, "monitoring", "DescribeAlarms", http.MethodPost, "/",
 			http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}, []byte(form.Encode()))
 		if err != nil {
 			return nil, err
@@ -100,7 +95,7 @@ func describeAlarms(ctx context.Context, rc *restClient, params url.Values) ([]a
 			return nil, fmt.Errorf("CloudWatch DescribeAlarms: an answer that is not its XML: %w", err)
 		}
 		for _, a := range append(resp.Result.Metric, resp.Result.Composite...) {
-			out = append(out, alarmState{Name: a.AlarmName, State: a.StateValue, Reason: a.StateReason, Description: a.AlarmDescription, Metric: a.MetricName})
+			out = append(out, AlarmState{Name: a.AlarmName, State: a.StateValue, Reason: a.StateReason, Description: a.AlarmDescription, Metric: a.MetricName})
 		}
 		if token = resp.Result.NextToken; token == "" {
 			return out, nil
@@ -111,25 +106,25 @@ func describeAlarms(ctx context.Context, rc *restClient, params url.Values) ([]a
 // heartbeatMetric is the metric of the heartbeat alarm (constructs/monitoring.WatchHeartbeat).
 const heartbeatMetric = "ProbeCompleted"
 
-// checkAlarms reads the paging alarms of the stack (the children of its composite alarm) and
+// CheckAlarms reads the paging alarms of the stack (the children of its composite alarm) and
 // sorts those in ALARM by pipeline: a failure, or a note for a heartbeat alarm of a pipeline
 // whose probes just completed (no heartbeat yet after a first deploy, or one that has not come
 // round since the pipeline recovered: it clears within an interval). Alarms of pipelines other
 // than only (when given) are left out.
-func checkAlarms(ctx context.Context, rc *restClient, composite, only string, passed map[string]bool) (checked int, failures, notes []alarmState, err error) {
+func CheckAlarms(ctx context.Context, rc *cli.RESTClient, composite, only string, passed map[string]bool) (checked int, failures, notes []AlarmState, err error) {
 	alarms, err := childAlarms(ctx, rc, composite)
 	if err != nil {
 		return 0, nil, nil, err
 	}
 	for _, a := range alarms {
-		if only != "" && a.label() != only {
+		if only != "" && a.Label() != only {
 			continue
 		}
 		checked++
 		if a.State != "ALARM" {
 			continue
 		}
-		if a.Metric == heartbeatMetric && passed[a.label()] {
+		if a.Metric == heartbeatMetric && passed[a.Label()] {
 			notes = append(notes, a)
 			continue
 		}

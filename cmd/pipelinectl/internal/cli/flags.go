@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// WholeNumber is a flag.Value for a whole number of something ("messages a second").
+type WholeNumber struct {
+	n    *int
+	what string
+}
+
+// NewWholeNumber is the flag.Value that sets *n, saying what it counts in its error.
+func NewWholeNumber(n *int, what string) WholeNumber { return WholeNumber{n, what} }
+
+func (c WholeNumber) String() string {
+	if c.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*c.n)
+}
+
+func (c WholeNumber) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want a whole number of %s, e.g. 50", c.what)
+	}
+	*c.n = n
+	return nil
+}
+
+// NoArgs refuses positional arguments to a command that takes none.
+func NoArgs(cmd string, pos []string) error {
+	if len(pos) > 0 {
+		return Usagef("%s takes no arguments, got %q", cmd, pos)
+	}
+	return nil
+}
