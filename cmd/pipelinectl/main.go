@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,31 +41,14 @@ func main() {
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := dispatch(ctx, args, cli.Streams{Out: stdout, Err: stderr, Argv: args}, cli.NewAWS)
-	var ue *cli.UsageError
-	var nd *cli.NotDone
-	var lb *dlq.LeftBehind
-	switch {
-	case err == nil:
-		return cli.ExitOK
-	case errors.Is(err, cli.ErrHelp):
-		return cli.ExitOK
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "pipelinectl: %s\n%s\n", ue.Msg, usageHint(args))
-		return cli.ExitUsage
-	case errors.As(err, &nd):
-		fmt.Fprintf(stderr, "pipelinectl: not done: %s\n", nd.Why)
-		return cli.ExitNotDone
-	case errors.As(err, &lb):
-		fmt.Fprintf(stderr, "pipelinectl: %s\n", lb)
-		return cli.ExitLeft
-	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "pipelinectl: interrupted before anything changed\n")
-		return cli.ExitNotDone
-	default:
-		fmt.Fprintf(stderr, "pipelinectl: %v\n", cli.Explain(err))
-		return cli.ExitError
+	code, line := cli.Outcome(ctx, dispatch(ctx, args, cli.Streams{Out: stdout, Err: stderr, Argv: args}, cli.NewAWS))
+	if line != "" {
+		fmt.Fprintf(stderr, "pipelinectl: %s\n", line)
 	}
+	if code == cli.ExitUsage {
+		fmt.Fprintln(stderr, usageHint(args))
+	}
+	return code
 }
 
 const usage = `pipelinectl operates the idempotent SQS pipelines of a deployed stack.

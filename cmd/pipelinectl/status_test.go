@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/fakeaws"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/health"
 )
 
@@ -31,7 +31,7 @@ func statusAPIs(t *testing.T, consumer string, mappingState *atomic.Value, alarm
 		state, reason := mappingState.Load().(string), "USER_INITIATED"
 		fmt.Fprintf(w, `{"EventSourceMappings":[{"UUID":"uuid-1","EventSourceArn":"arn:aws:sqs:us-east-1:123456789012:work","State":%q,"StateTransitionReason":%q,"LastProcessingResult":"OK","BatchSize":10,"ScalingConfig":{"MaximumConcurrency":5}}]}`, state, reason)
 	})
-	mux.HandleFunc("POST /", cloudWatchHandler("stack-Unhealthy", func() [][][4]string {
+	mux.HandleFunc("POST /", fakeaws.CloudWatch("stack-Unhealthy", func() [][][4]string {
 		alarms := [][4]string{{"stack-FifoDLQ", "ALARM", "[Fifo] Messages in the DLQ. Severity: page. Runbook: https://example.com/runbooks.md#dlq-not-empty", "ApproximateNumberOfMessagesVisible"}}
 		if name := alarm.Load().(string); name != "" {
 			alarms = append(alarms, [4]string{name, "ALARM", "[Standard] Messages in the DLQ. Severity: page. Runbook: https://example.com/runbooks.md#dlq-not-empty", "ApproximateNumberOfMessagesVisible"})
@@ -144,39 +144,5 @@ func fillQueue(t *testing.T, url string, bodies ...string) {
 		if _, err := sqsSrv.Client().SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(b)}); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// Each mapping's scaling as Lambda reports it: provisioned mode's pollers (and the
-// concurrency they reach), a maximum concurrency, or neither.
-func TestStatusShowsHowAMappingScales(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `{"EventSourceMappings":[`+
-			`{"UUID":"u-pollers","State":"Enabled","BatchSize":10,"ProvisionedPollerConfig":{"MinimumPollers":2,"MaximumPollers":20}},`+
-			`{"UUID":"u-capped","State":"Enabled","BatchSize":10,"ScalingConfig":{"MaximumConcurrency":5}},`+
-			`{"UUID":"u-default","State":"Enabled","BatchSize":10}]}`)
-	}))
-	defer srv.Close()
-	rc := &cli.RESTClient{Cfg: aws.Config{Region: "eu-west-1", HTTPClient: srv.Client(),
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}, Endpoint: srv.URL}
-	ms, err := health.EventSourceMappings(t.Context(), rc, "consumer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{
-		"u-pollers": "provisioned mode, 2-20 event pollers (up to 200 concurrent invocations)",
-		"u-capped":  "maximum concurrency 5",
-		"u-default": "no maximum concurrency (Lambda's own scaling, up to 1,250 for a standard queue)",
-	}
-	if len(ms) != len(want) {
-		t.Fatalf("%d mappings, want %d", len(ms), len(want))
-	}
-	for _, m := range ms {
-		if got := m.Scaling(); got != want[m.UUID] {
-			t.Errorf("%s: %q, want %q", m.UUID, got, want[m.UUID])
-		}
-	}
-	if b, _ := json.Marshal(ms[0]); !strings.Contains(string(b), `"provisionedPollers":{"minimum":2,"maximum":20}`) {
-		t.Errorf("JSON %s lacks provisionedPollers", b)
 	}
 }

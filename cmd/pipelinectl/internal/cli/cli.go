@@ -96,6 +96,33 @@ type NotDone struct {
 
 func (e *NotDone) Error() string { return e.Why }
 
+// Outcome is the exit status of a command that returned err under ctx, and the line that
+// says why ("" when there is nothing to say): the one table of exit codes, for main and for
+// each command's tests. An error of a command's own that chooses its status has a method
+// ExitCode.
+func Outcome(ctx context.Context, err error) (code int, line string) {
+	var ue *UsageError
+	var nd *NotDone
+	var own interface {
+		error
+		ExitCode() int
+	}
+	switch {
+	case err == nil, errors.Is(err, ErrHelp):
+		return ExitOK, ""
+	case errors.As(err, &ue):
+		return ExitUsage, ue.Msg
+	case errors.As(err, &nd):
+		return ExitNotDone, "not done: " + nd.Why
+	case errors.As(err, &own):
+		return own.ExitCode(), own.Error()
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return ExitNotDone, "interrupted before anything changed"
+	default:
+		return ExitError, Explain(err).Error()
+	}
+}
+
 // ResumeCommand is the command line that resumes a run: the same one, with --yes.
 func ResumeCommand(argv []string, yes bool) string {
 	if !yes || len(argv) == 0 {

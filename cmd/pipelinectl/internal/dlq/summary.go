@@ -199,6 +199,9 @@ func (s *RedriveSummary) behindThem() string {
 // in its summary with the flag that would move it: it exits cli.ExitLeft.
 type LeftBehind struct{ n int }
 
+// ExitCode is cli.ExitLeft: done, with messages kept by rule.
+func (e *LeftBehind) ExitCode() int { return cli.ExitLeft }
+
 func (e *LeftBehind) Error() string {
 	return fmt.Sprintf("done, but %s stay in the DLQ by rule (the summary's \"kept\" says why, and which flag would move them)", messages(e.n))
 }

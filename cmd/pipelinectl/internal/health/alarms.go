@@ -12,8 +12,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
 
-// AlarmState is one alarm as CloudWatch's DescribeAlarms reports it.
-type AlarmState struct {
+// alarmState is one alarm as CloudWatch's DescribeAlarms reports it.
+type alarmState struct {
 	Name        string `json:"name"`
 	State       string `json:"state"`
 	Reason      string `json:"reason"`
@@ -21,9 +21,9 @@ type AlarmState struct {
 	Metric      string `json:"metric,omitempty"` // "" for a metric-math alarm
 }
 
-// Label is the pipeline an alarm of constructs/monitoring watches: its description starts
+// label is the pipeline an alarm of constructs/monitoring watches: its description starts
 // with "[Label] ".
-func (a AlarmState) Label() string {
+func (a alarmState) label() string {
 	if m := labelPrefix.FindStringSubmatch(a.Description); m != nil {
 		return m[1]
 	}
@@ -32,8 +32,8 @@ func (a AlarmState) Label() string {
 
 var labelPrefix = regexp.MustCompile(`^\[([A-Za-z0-9_-]{1,64})\] `)
 
-// Runbook is the runbook link an alarm's description ends with, or "".
-func (a AlarmState) Runbook() string {
+// runbook is the runbook link an alarm's description ends with, or "".
+func (a alarmState) runbook() string {
 	if i := strings.LastIndex(a.Description, "Runbook: "); i >= 0 {
 		return strings.TrimSpace(a.Description[i+len("Runbook: "):])
 	}
@@ -44,12 +44,12 @@ func (a AlarmState) Runbook() string {
 // descriptions and metrics. CloudWatch's DescribeAlarms with ChildrenOfAlarmName answers only
 // each child's name, ARN and state, so a second DescribeAlarms by AlarmNames (100 a call)
 // reads the rest. Both are CloudWatch's query API, which every Region serves.
-func childAlarms(ctx context.Context, rc *cli.RESTClient, name string) ([]AlarmState, error) {
+func childAlarms(ctx context.Context, rc *cli.RESTClient, name string) ([]alarmState, error) {
 	children, err := describeAlarms(ctx, rc, url.Values{"ChildrenOfAlarmName": {name}})
 	if err != nil {
 		return nil, err
 	}
-	var out []AlarmState
+	var out []alarmState
 	for i := 0; i < len(children); i += 100 {
 		form := url.Values{"AlarmTypes.member.1": {"MetricAlarm"}, "AlarmTypes.member.2": {"CompositeAlarm"}}
 		for j, a := range children[i:min(i+100, len(children))] {
@@ -65,8 +65,8 @@ func childAlarms(ctx context.Context, rc *cli.RESTClient, name string) ([]AlarmS
 }
 
 // describeAlarms makes one DescribeAlarms query with the given parameters, every page.
-func describeAlarms(ctx context.Context, rc *cli.RESTClient, params url.Values) ([]AlarmState, error) {
-	var out []AlarmState
+func describeAlarms(ctx context.Context, rc *cli.RESTClient, params url.Values) ([]alarmState, error) {
+	var out []alarmState
 	token := ""
 	for {
 		form := url.Values{"Action": {"DescribeAlarms"}, "Version": {"2010-08-01"}}
@@ -95,7 +95,7 @@ func describeAlarms(ctx context.Context, rc *cli.RESTClient, params url.Values) 
 			return nil, fmt.Errorf("CloudWatch DescribeAlarms: an answer that is not its XML: %w", err)
 		}
 		for _, a := range append(resp.Result.Metric, resp.Result.Composite...) {
-			out = append(out, AlarmState{Name: a.AlarmName, State: a.StateValue, Reason: a.StateReason, Description: a.AlarmDescription, Metric: a.MetricName})
+			out = append(out, alarmState{Name: a.AlarmName, State: a.StateValue, Reason: a.StateReason, Description: a.AlarmDescription, Metric: a.MetricName})
 		}
 		if token = resp.Result.NextToken; token == "" {
 			return out, nil
@@ -106,25 +106,25 @@ func describeAlarms(ctx context.Context, rc *cli.RESTClient, params url.Values) 
 // heartbeatMetric is the metric of the heartbeat alarm (constructs/monitoring.WatchHeartbeat).
 const heartbeatMetric = "ProbeCompleted"
 
-// CheckAlarms reads the paging alarms of the stack (the children of its composite alarm) and
+// checkAlarms reads the paging alarms of the stack (the children of its composite alarm) and
 // sorts those in ALARM by pipeline: a failure, or a note for a heartbeat alarm of a pipeline
 // whose probes just completed (no heartbeat yet after a first deploy, or one that has not come
 // round since the pipeline recovered: it clears within an interval). Alarms of pipelines other
 // than only (when given) are left out.
-func CheckAlarms(ctx context.Context, rc *cli.RESTClient, composite, only string, passed map[string]bool) (checked int, failures, notes []AlarmState, err error) {
+func checkAlarms(ctx context.Context, rc *cli.RESTClient, composite, only string, passed map[string]bool) (checked int, failures, notes []alarmState, err error) {
 	alarms, err := childAlarms(ctx, rc, composite)
 	if err != nil {
 		return 0, nil, nil, err
 	}
 	for _, a := range alarms {
-		if only != "" && a.Label() != only {
+		if only != "" && a.label() != only {
 			continue
 		}
 		checked++
 		if a.State != "ALARM" {
 			continue
 		}
-		if a.Metric == heartbeatMetric && passed[a.Label()] {
+		if a.Metric == heartbeatMetric && passed[a.label()] {
 			notes = append(notes, a)
 			continue
 		}

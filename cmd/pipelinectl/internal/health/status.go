@@ -81,15 +81,15 @@ type PipelineStatus struct {
 	// AlarmsChecked is false when the outputs name no composite alarm, or its alarms could
 	// not be read (then Unread says why).
 	AlarmsChecked bool         `json:"alarmsChecked"`
-	Alarms        []AlarmState `json:"alarmsInAlarm,omitempty"`
+	Alarms        []alarmState `json:"alarmsInAlarm,omitempty"`
 	Problems      []string     `json:"problems,omitempty"`
 	// Unread names what could not be read and why (the queue, the DLQ, the mappings, the
 	// alarms): its counts are unknown, not zero.
 	Unread []string `json:"unread,omitempty"`
 }
 
-// EventSourceMappings lists a function's event source mappings (every page).
-func EventSourceMappings(ctx context.Context, rc *cli.RESTClient, fn string) ([]mappingState, error) {
+// eventSourceMappings lists a function's event source mappings (every page).
+func eventSourceMappings(ctx context.Context, rc *cli.RESTClient, fn string) ([]mappingState, error) {
 	var out []mappingState
 	marker := ""
 	for {
@@ -150,7 +150,7 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 	// The paging alarms in ALARM, by pipeline, read once for all of them.
 	// What cannot be read is said, and the rest is still read and printed: at night the queue
 	// depths matter most when CloudWatch is what cannot be reached.
-	var alarms []AlarmState
+	var alarms []alarmState
 	var alarmsErr error
 	composite := outputs[cli.OutUnhealthy]
 	if composite != "" {
@@ -185,9 +185,9 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 			unread++
 		}
 		for _, a := range alarms {
-			if a.Label() == p {
+			if a.label() == p {
 				s.Alarms = append(s.Alarms, a)
-				s.Problems = append(s.Problems, fmt.Sprintf("alarm %s is in ALARM: %s (runbook: %s)", a.Name, a.Reason, a.Runbook()))
+				s.Problems = append(s.Problems, fmt.Sprintf("alarm %s is in ALARM: %s (runbook: %s)", a.Name, a.Reason, a.runbook()))
 			}
 		}
 		if len(s.Problems) > 0 || len(s.Unread) > 0 {
@@ -202,8 +202,8 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 	// A paging alarm of none of the stack's pipelines (another label on the same monitoring)
 	// is the stack's problem; with --pipeline only that pipeline's alarms count.
 	for _, a := range alarms {
-		if !listed[a.Label()] && c.Pipeline == "" {
-			fmt.Fprintf(out, "stack\n  PROBLEM   alarm %s is in ALARM: %s (runbook: %s)\n", a.Name, a.Reason, a.Runbook())
+		if !listed[a.label()] && c.Pipeline == "" {
+			fmt.Fprintf(out, "stack\n  PROBLEM   alarm %s is in ALARM: %s (runbook: %s)\n", a.Name, a.Reason, a.runbook())
 			unhealthy++
 		}
 	}
@@ -241,7 +241,7 @@ func pipelineStatusOf(ctx context.Context, cl *cli.Clients, outputs map[string]s
 		}
 	}
 	if s.Consumer != "" {
-		ms, err := EventSourceMappings(ctx, cl.Rest, s.Consumer)
+		ms, err := eventSourceMappings(ctx, cl.Rest, s.Consumer)
 		if err != nil {
 			s.Unread = append(s.Unread, fmt.Sprintf("mappings: the event source mappings of %s: %v (pipelinectl's lambda:ListEventSourceMappings)", s.Consumer, cli.Explain(err)))
 			return s

@@ -65,8 +65,8 @@ type verifyResult struct {
 	Failure    string `json:"failure,omitempty"`
 	// Alarms are the pipeline's paging alarms in ALARM (each fails it); Notes its heartbeat
 	// alarm in ALARM although its probes completed (no failure).
-	Alarms []AlarmState `json:"alarmsInAlarm,omitempty"`
-	Notes  []AlarmState `json:"notes,omitempty"`
+	Alarms []alarmState `json:"alarmsInAlarm,omitempty"`
+	Notes  []alarmState `json:"notes,omitempty"`
 }
 
 // Verify is `pipelinectl verify ARGS`.
@@ -148,7 +148,7 @@ func verifyAlarms(ctx context.Context, cl *cli.Clients, outputs map[string]strin
 	for _, r := range results {
 		passed[r.Pipeline] = r.OK
 	}
-	checked, failures, notes, err := CheckAlarms(ctx, cl.Rest, composite, only, passed)
+	checked, failures, notes, err := checkAlarms(ctx, cl.Rest, composite, only, passed)
 	if err != nil {
 		err = fmt.Errorf("cannot read the alarms of %s: %v (pipelinectl's cloudwatch:DescribeAlarms on *)", composite, cli.Explain(err))
 		fmt.Fprintf(out, "%-12s FAILED: %v\n", "alarms", err)
@@ -156,20 +156,20 @@ func verifyAlarms(ctx context.Context, cl *cli.Clients, outputs map[string]strin
 	}
 	for _, a := range notes {
 		fmt.Fprintf(out, "%-12s note: alarm %s is in ALARM for want of heartbeats (%s). The probes above completed, so it clears once a heartbeat completes, within one interval; if it stays, the heartbeat's own send fails: %s\n",
-			a.Label(), a.Name, a.Reason, a.Runbook())
+			a.label(), a.Name, a.Reason, a.runbook())
 	}
 	for _, a := range failures {
-		fmt.Fprintf(out, "%-12s FAILED: alarm %s is in ALARM: %s. Runbook: %s\n", cmp.Or(a.Label(), "alarms"), a.Name, a.Reason, a.Runbook())
+		fmt.Fprintf(out, "%-12s FAILED: alarm %s is in ALARM: %s. Runbook: %s\n", cmp.Or(a.label(), "alarms"), a.Name, a.Reason, a.runbook())
 	}
 	for i := range results {
 		for _, a := range failures {
-			if a.Label() == results[i].Pipeline {
+			if a.label() == results[i].Pipeline {
 				results[i].OK = false
 				results[i].Alarms = append(results[i].Alarms, a)
 			}
 		}
 		for _, a := range notes {
-			if a.Label() == results[i].Pipeline {
+			if a.label() == results[i].Pipeline {
 				results[i].Notes = append(results[i].Notes, a)
 			}
 		}

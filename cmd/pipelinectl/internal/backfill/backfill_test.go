@@ -1,6 +1,7 @@
-package main
+package backfill
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,10 +13,40 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/backfill"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
+
+// backfill runs `pipelinectl ARGS` (a backfill) as main does, against the stand-ins: the
+// exit status and the line main would print come from cli.Outcome.
+func backfill(ctx context.Context, t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	for k, v := range map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_PROFILE": "", "AWS_ENDPOINT_URL": ""} {
+		t.Setenv(k, v)
+	}
+	if len(args) == 0 || args[0] != "backfill" {
+		t.Fatalf("backfill %q: the command line starts with backfill", args)
+	}
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code, line := cli.Outcome(ctx, Run(ctx, args[1:], cli.Streams{Out: &out, Err: &errOut, Argv: args}, cli.NewAWS))
+	if line != "" {
+		fmt.Fprintf(&errOut, "pipelinectl: %s\n", line)
+	}
+	t.Logf("$ pipelinectl %s   (exit %d, %s)\n%s%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), out.String(), errOut.String())
+	return code, out.String(), errOut.String()
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, got)
+		}
+	}
+}
 
 // fakeScheduler answers GetSchedule with a schedule and Lambda's Invoke with the dispatcher's
 // answer, recording the events: the deployed dispatcher behind them is test/e2e's
@@ -98,13 +129,13 @@ func TestBackfillErrors(t *testing.T) {
 			"has no outputs StandardDispatcherFunctionName and StandardScheduleName: the pipeline has no dispatcher, or its stack predates them (deploy it again)"},
 		{args(), cli.ExitError, `schedule s runs on "rate(1 hour)": only a cron schedule has occurrences to backfill`},
 	} {
-		code, stdout, errOut := ctl(t, tc.args...)
+		code, stdout, errOut := backfill(t.Context(), t, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("pipelinectl %q: exit %d, stderr %q; want exit %d with %q (stdout %q)", tc.args, code, errOut, tc.code, tc.want, stdout)
 		}
 	}
 	f.expr, f.input = "cron(0 * * * ? *)", `{"job":"j"}`
-	if code, _, errOut := ctl(t, args()...); code != cli.ExitError || !strings.Contains(errOut, "its input does not carry <aws.scheduler.scheduled-time>") {
+	if code, _, errOut := backfill(t.Context(), t, args()...); code != cli.ExitError || !strings.Contains(errOut, "its input does not carry <aws.scheduler.scheduled-time>") {
 		t.Errorf("input without the scheduled time: exit %d, %q", code, errOut)
 	}
 }
@@ -115,15 +146,12 @@ func TestBackfillFailuresAndInterrupt(t *testing.T) {
 	f := &fakeScheduler{expr: "cron(0 * * * ? *)", input: hourlyInput, fail: map[string]bool{"2025-01-01T01:00:00Z": true}}
 	f.start(t)
 	args := []string{"backfill", "--outputs", backfillOutputs(t, true), "--pipeline", "Standard", "--from", "2025-01-01T00:00:00Z", "--to", "2025-01-01T03:00:00Z", "--yes", "--rate", "100"}
-	code, out, errOut := ctl(t, args...)
+	code, out, errOut := backfill(t.Context(), t, args...)
 	wantContains(t, "backfill with a failure", out, "dispatched   2025-01-01T00:00:00Z", "FAILED       2025-01-01T01:00:00Z: occurrence 2025-01-01T01:00:00Z: the dispatcher failed (Unhandled): {\"errorMessage\":\"send to queue: AccessDenied\"}",
 		"dispatched   2 of 3 occurrences", "NOT DONE     not done: 1 of 3 occurrences failed (exit 3)", "resume with  pipelinectl backfill ")
 	if code != cli.ExitNotDone {
 		t.Errorf("exit %d, want %d; stderr %q", code, cli.ExitNotDone, errOut)
 	}
-	// The operators' policy allows what backfill calls.
-	policy := mustCtl(t, "policy", "--outputs", args[2], "--pipeline", "Standard", "--region", "us-east-1")
-	wantContains(t, "policy", policy, `"scheduler:GetSchedule"`, `"arn:aws:scheduler:us-east-1:1:schedule/g/s"`, `"lambda:InvokeFunction"`, `"arn:aws:lambda:us-east-1:1:function:d"`)
 	for i, e := range f.events {
 		if !strings.Contains(e, `"executionId":"pipelinectl-backfill-`) || strings.Contains(e, "<aws.scheduler") {
 			t.Errorf("event %d = %s: want Scheduler's placeholders filled", i, e)
@@ -138,11 +166,10 @@ func TestBackfillFailuresAndInterrupt(t *testing.T) {
 			cancel()
 		}
 	}
-	var o, e strings.Builder
-	code = run(ctx, append(args, "--output", "json"), &o, &e)
-	var s backfill.Summary
-	if err := json.Unmarshal([]byte(o.String()), &s); err != nil {
-		t.Fatalf("--output json: %v\n%s", err, o.String())
+	code, o, _ := backfill(ctx, t, append(args, "--output", "json")...)
+	var s Summary
+	if err := json.Unmarshal([]byte(o), &s); err != nil {
+		t.Fatalf("--output json: %v\n%s", err, o)
 	}
 	if code != cli.ExitNotDone || s.Done || len(s.Dispatched) != 2 || len(f.events) != 2 || s.Status != "not done: interrupted" || !strings.HasPrefix(s.Resume, "pipelinectl backfill ") {
 		t.Errorf("interrupted backfill: exit %d, %d invocations made, summary %+v", code, len(f.events), s)
@@ -154,7 +181,10 @@ func TestBackfillFailuresAndInterrupt(t *testing.T) {
 func TestBackfillLeavesRepeatedLocalTimes(t *testing.T) {
 	f := &fakeScheduler{expr: "cron(30 2 * * ? *)", zone: "Europe/Berlin", input: hourlyInput}
 	f.start(t)
-	out := mustCtl(t, "backfill", "--outputs", backfillOutputs(t, true), "--pipeline", "Standard", "--from", "2025-10-25T00:00:00Z", "--to", "2025-10-28T00:00:00Z")
+	code, out, errOut := backfill(t.Context(), t, "backfill", "--outputs", backfillOutputs(t, true), "--pipeline", "Standard", "--from", "2025-10-25T00:00:00Z", "--to", "2025-10-28T00:00:00Z")
+	if code != cli.ExitOK {
+		t.Fatalf("dry run: exit %d, %s", code, errOut)
+	}
 	wantContains(t, "backfill over the end of summer time", out, "occurrences  2 in [", "2025-10-25T00:30:00Z  (2025-10-25 02:30 CEST)",
 		"2025-10-27T01:30:00Z  (2025-10-27 02:30 CET)", "NOT dispatched: 2025-10-26 02:30 CEST (2025-10-26T00:30:00Z or an hour later) occurs twice")
 }
