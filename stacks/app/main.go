@@ -28,7 +28,8 @@
 //	region             region the stack is pinned to, e.g. eu-west-1        (default none: environment-agnostic)
 //
 // cdk.json also turns the CDK CLI's telemetry (context key cli-telemetry), its notices and
-// version reporting (the AWS::CDK::Metadata resource) off; see the README to turn them on.
+// version reporting (the AWS::CDK::Metadata resource) off; docs/development.md says how to turn
+// them on.
 //
 // Without account and region the stack is environment-agnostic: the template is the same
 // whoever synthesizes it, and a deploy goes to the deploying credentials' account and region.
