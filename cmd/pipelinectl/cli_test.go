@@ -343,26 +343,19 @@ func TestRecordRelease(t *testing.T) {
 }
 
 // Without the outputs, redrive finds the source in the DLQ's redrive-allow policy. ElasticMQ
-// keeps no such policy, so its two steps are tested apart: the policy's source ARNs, and the
-// URL of an ARN.
+// keeps no such policy, so its two steps are tested apart: the policy's source ARNs
+// (internal/cli's TestParseRedriveAllow), and here the URL of an ARN.
 func TestRedriveAllowPolicySource(t *testing.T) {
 	t.Parallel()
-	perm, arns := cli.ParseRedriveAllow(`{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:123456789012:work"]}`)
-	if perm != "byQueue" || len(arns) != 1 || arns[0] != "arn:aws:sqs:us-east-1:123456789012:work" {
-		t.Errorf("parseRedriveAllow = %q, %q", perm, arns)
-	}
-	if perm, arns := cli.ParseRedriveAllow(`{"redrivePermission":"allowAll"}`); perm != "allowAll" || arns != nil {
-		t.Errorf("parseRedriveAllow(allowAll) = %q, %q", perm, arns)
-	}
 	p := newPipe(t, false)
 	src, err := cli.GetQueue(t.Context(), sqsSrv.Client(), p.queueURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if url, err := dlq.URLOfArn(t.Context(), sqsSrv.Client(), src.ARN); err != nil || url != p.queueURL {
+	if url, err := dlq.URLOfARN(t.Context(), sqsSrv.Client(), src.ARN); err != nil || url != p.queueURL {
 		t.Errorf("urlOfArn(%s) = %q, %v; want %s", src.ARN, url, err, p.queueURL)
 	}
-	if _, err := dlq.URLOfArn(t.Context(), sqsSrv.Client(), "arn:aws:sns:us-east-1:1:topic"); err == nil || err.Error() != `"arn:aws:sns:us-east-1:1:topic" is not an SQS queue ARN` {
+	if _, err := dlq.URLOfARN(t.Context(), sqsSrv.Client(), "arn:aws:sns:us-east-1:1:topic"); err == nil || err.Error() != `"arn:aws:sns:us-east-1:1:topic" is not an SQS queue ARN` {
 		t.Errorf("urlOfArn(SNS ARN) = %v", err)
 	}
 }

@@ -38,7 +38,7 @@ import (
 func TestRedriveSurvivesInterruptsAndCuts(t *testing.T) {
 	t.Parallel()
 	for _, fifo := range []bool{false, true} {
-		t.Run(dlq.QueueKind(fifo), func(t *testing.T) {
+		t.Run(queueKind(fifo), func(t *testing.T) {
 			t.Parallel()
 			interruptedRedrive(t, fifo)
 		})
@@ -226,7 +226,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 		}
 	}
 	t.Logf("FIGURE redrive of %d %s messages, %d interrupts and a network cut (%d faults), then one rerun: %d in the destination, %d left in the DLQ (want %d), lost %d, twice %d, reported possibly doubled %d",
-		n, dlq.QueueKind(fifo), interrupts, proxy.Injected.Load(), len(dest), len(left), wantLeft, len(lost), len(twice), len(reported))
+		n, queueKind(fifo), interrupts, proxy.Injected.Load(), len(dest), len(left), wantLeft, len(lost), len(twice), len(reported))
 	if len(lost) > 0 {
 		t.Errorf("lost %d: %v", len(lost), lost[:min(5, len(lost))])
 	}
@@ -306,6 +306,24 @@ func drainAll(t *testing.T, url string) []drained {
 // A journal that cannot be used is refused before anything moves, naming --journal. (A
 // write that fails mid-run stops the run the same way; no local fault makes a regular
 // file's write fail, so that path is read, not run.)
+// A FIFO redrive by move task may need the mover after it (a task that leaves messages, as
+// ElasticMQ's moves none): a journal it cannot use is refused before the task starts, as
+// on the mover's path, not after the task moved messages.
+func TestFifoRedriveRefusesAJournalItCannotUseBeforeItsTask(t *testing.T) {
+	t.Parallel()
+	p := newPipe(t, true)
+	fillDLQ(t, p, "g1", "m1", "m2")
+	dir := t.TempDir()
+	code, out, errOut := ctl(t, append(p.args("dlq", "redrive", "--yes"), "--journal", dir)...)
+	wantContains(t, "the FIFO redrive's output", out+errOut, "method       SQS message move task", "--journal "+dir+" is not a regular file")
+	if strings.Contains(out+errOut, "move task started") || code != cli.ExitUsage {
+		t.Errorf("exit %d (want %d), and the task must not start:\n%s%s", code, cli.ExitUsage, out, errOut)
+	}
+	if q := queueCounts(t, p.dlqURL); q[0]+q[1] != 2 {
+		t.Errorf("DLQ after the run = %v, want its 2 messages", q)
+	}
+}
+
 func TestRedriveRefusesAJournalItCannotUse(t *testing.T) {
 	t.Parallel()
 	p := newPipe(t, false)
@@ -408,7 +426,7 @@ func TestRedriveSIGINTStorm(t *testing.T) {
 	t.Parallel()
 	bin := ctlBinary(t)
 	for _, fifo := range []bool{false, true} {
-		t.Run(dlq.QueueKind(fifo), func(t *testing.T) {
+		t.Run(queueKind(fifo), func(t *testing.T) {
 			t.Parallel()
 			p := newPipe(t, fifo)
 			var bodies []string
@@ -462,7 +480,7 @@ func TestRedriveSIGINTStorm(t *testing.T) {
 				}
 			}
 			t.Logf("FIGURE SIGINT storm, %s, %d messages at --rate 40: SIGINT after %s; in flight in the DLQ after each run %v; then one run: %d in the destination once, none twice",
-				dlq.QueueKind(fifo), len(bodies), strings.Join(after, ", "), inFlight, once)
+				queueKind(fifo), len(bodies), strings.Join(after, ", "), inFlight, once)
 		})
 	}
 }
@@ -598,4 +616,12 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queueKind names a queue type in test names and figures.
+func queueKind(fifo bool) string {
+	if fifo {
+		return "FIFO"
+	}
+	return "standard"
 }

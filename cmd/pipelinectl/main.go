@@ -21,6 +21,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/backfill"
@@ -97,68 +99,101 @@ Run 'pipelinectl help dlq', 'help record', 'help status', 'help verify', 'help b
 'help policy' or 'help local' for each command's details.
 `
 
+// command is one of pipelinectl's commands: its name (with its subcommand, for dlq and
+// record), the help `pipelinectl help <first word>` prints, and what runs it.
+type command struct {
+	name string
+	help string
+	run  func(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error
+}
+
+// commands is every command, in the order of the usage text.
+var commands = []command{
+	{"dlq inspect", dlq.Usage, dlq.Inspect},
+	{"dlq redrive", dlq.Usage, dlq.Redrive},
+	{"record get", record.Usage, record.Get},
+	{"record release", record.Usage, record.Release},
+	{"status", health.StatusUsage, health.Status},
+	{"verify", health.VerifyUsage, health.Verify},
+	{"backfill", backfill.Usage, backfill.Run},
+	{"policy", policy.Usage, policy.Run},
+	{"local", localkit.Usage, func(ctx context.Context, args []string, w cli.Streams, _ cli.Connector) error {
+		return localkit.Run(ctx, args, w)
+	}},
+}
+
+// group is the commands whose name starts with first, and their full names.
+func group(first string) (cs []command, names []string) {
+	for _, c := range commands {
+		if c.name == first || strings.HasPrefix(c.name, first+" ") {
+			cs, names = append(cs, c), append(names, c.name)
+		}
+	}
+	return cs, names
+}
+
+// firstWords are the commands' first words, each once, and help.
+func firstWords() []string {
+	var ws []string
+	for _, c := range commands {
+		if w, _, _ := strings.Cut(c.name, " "); !slices.Contains(ws, w) {
+			ws = append(ws, w)
+		}
+	}
+	return append(ws, "help")
+}
+
 // dispatch runs the command in args.
 func dispatch(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
-	stdout := w.Out
 	if len(args) == 0 {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(w.Out, usage)
 		return cli.Usagef("no command given")
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
-		switch {
-		case len(args) > 1 && args[1] == "dlq":
-			fmt.Fprint(stdout, dlq.Usage)
-		case len(args) > 1 && args[1] == "record":
-			fmt.Fprint(stdout, record.Usage)
-		case len(args) > 1 && args[1] == "policy":
-			fmt.Fprint(stdout, policy.Usage)
-		case len(args) > 1 && args[1] == "backfill":
-			fmt.Fprint(stdout, backfill.Usage)
-		case len(args) > 1 && args[1] == "verify":
-			fmt.Fprint(stdout, health.VerifyUsage)
-		case len(args) > 1 && args[1] == "status":
-			fmt.Fprint(stdout, health.StatusUsage)
-		case len(args) > 1 && args[1] == "local":
-			fmt.Fprint(stdout, localkit.Usage)
-		default:
-			fmt.Fprint(stdout, usage)
+		help := usage
+		if len(args) > 1 {
+			if cs, _ := group(args[1]); len(cs) > 0 {
+				help = cs[0].help
+			}
 		}
+		fmt.Fprint(w.Out, help)
 		return cli.ErrHelp
-	case "policy":
-		return policy.Print(ctx, args[1:], w, connect)
-	case "backfill":
-		return backfill.Run(ctx, args[1:], w, connect)
-	case "verify":
-		return health.Verify(ctx, args[1:], w, connect)
-	case "status":
-		return health.Status(ctx, args[1:], w, connect)
-	case "local":
-		return localkit.Run(ctx, args[1:], w)
-	case "dlq", "record":
-		if len(args) < 2 {
-			return cli.Usagef("%s needs a subcommand: %s", args[0], map[string]string{"dlq": "inspect or redrive", "record": "get or release"}[args[0]])
-		}
-		sub := args[0] + " " + args[1]
-		switch sub {
-		case "dlq inspect":
-			return dlq.Inspect(ctx, args[2:], w, connect)
-		case "dlq redrive":
-			return dlq.Redrive(ctx, args[2:], w, connect)
-		case "record get":
-			return record.Get(ctx, args[2:], w, connect)
-		case "record release":
-			return record.Release(ctx, args[2:], w, connect)
-		}
-		return cli.Usagef("unknown command %q%s", sub, cli.DidYouMean(sub, []string{"dlq inspect", "dlq redrive", "record get", "record release"}))
 	}
-	return cli.Usagef("unknown command %q%s", args[0], cli.DidYouMean(args[0], []string{"dlq", "record", "status", "verify", "backfill", "policy", "local", "help"}))
+	cs, names := group(args[0])
+	switch {
+	case len(cs) == 0:
+		return cli.Usagef("unknown command %q%s", args[0], cli.DidYouMean(args[0], firstWords()))
+	case len(cs) == 1 && cs[0].name == args[0]:
+		return cs[0].run(ctx, args[1:], w, connect)
+	case len(args) < 2:
+		var subs []string
+		for _, n := range names {
+			subs = append(subs, strings.TrimPrefix(n, args[0]+" "))
+		}
+		return cli.Usagef("%s needs a subcommand: %s", args[0], strings.Join(subs, " or "))
+	}
+	name := args[0] + " " + args[1]
+	for _, c := range cs {
+		if c.name == name {
+			return c.run(ctx, args[2:], w, connect)
+		}
+	}
+	var all []string
+	for _, c := range commands {
+		if strings.Contains(c.name, " ") {
+			all = append(all, c.name)
+		}
+	}
+	return cli.Usagef("unknown command %q%s", name, cli.DidYouMean(name, all))
 }
 
 // usageHint is the line after a usage error: where the command's help is.
 func usageHint(args []string) string {
-	if len(args) > 0 && (args[0] == "dlq" || args[0] == "record" || args[0] == "policy" || args[0] == "backfill" || args[0] == "verify" || args[0] == "status" || args[0] == "local") {
-		return fmt.Sprintf("Run 'pipelinectl help %s' for its flags.", args[0])
+	if len(args) > 0 {
+		if cs, _ := group(args[0]); len(cs) > 0 {
+			return fmt.Sprintf("Run 'pipelinectl help %s' for its flags.", args[0])
+		}
 	}
 	return "Run 'pipelinectl help' for usage."
 }

@@ -203,11 +203,11 @@ func readSchedule(ctx context.Context, c *cli.Common, connect cli.Connector) (*p
 	if groupName != "" {
 		q.Set("groupName", groupName)
 	}
-	_, body, err := cl.Rest.Call(ctx, "scheduler", "GetSchedule", http.MethodGet, "/schedules/"+url.PathEscape(name)+"?"+q.Encode(), nil, nil)
+	_, body, err := cl.REST.Call(ctx, "scheduler", "GetSchedule", http.MethodGet, "/schedules/"+url.PathEscape(name)+"?"+q.Encode(), nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	p := &pipelineSchedule{name: name, dispatcher: fn, rest: cl.Rest}
+	p := &pipelineSchedule{name: name, dispatcher: fn, rest: cl.REST}
 	if err := json.Unmarshal(body, &p.schedule); err != nil {
 		return nil, fmt.Errorf("scheduler GetSchedule %s: %w", name, err)
 	}

@@ -35,7 +35,7 @@ func Usagef(format string, args ...any) error { return &UsageError{fmt.Sprintf(f
 // ErrHelp ends a command that printed its help.
 var ErrHelp = errors.New("help printed")
 
-// DidYouMean is " (did you mean X?)" for the candidate closest to got, or "" when none is
+// DidYouMean is "; did you mean X?" for the candidate closest to got, or "" when none is
 // close (an edit distance of at most 2, or a prefix).
 func DidYouMean(got string, candidates []string) string {
 	best, bestD := "", 3

@@ -1,27 +1,28 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"strconv"
 )
 
-// WholeNumber is a flag.Value for a whole number of something ("messages a second").
-type WholeNumber struct {
+// wholeNumber is a flag.Value for a whole number of something ("messages a second").
+type wholeNumber struct {
 	n    *int
 	what string
 }
 
 // NewWholeNumber is the flag.Value that sets *n, saying what it counts in its error.
-func NewWholeNumber(n *int, what string) WholeNumber { return WholeNumber{n, what} }
+func NewWholeNumber(n *int, what string) flag.Value { return wholeNumber{n, what} }
 
-func (c WholeNumber) String() string {
+func (c wholeNumber) String() string {
 	if c.n == nil {
 		return ""
 	}
 	return strconv.Itoa(*c.n)
 }
 
-func (c WholeNumber) Set(s string) error {
+func (c wholeNumber) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err != nil {
 		return fmt.Errorf("want a whole number of %s, e.g. 50", c.what)

@@ -32,8 +32,7 @@ func (w Streams) Text(c *Common) io.Writer {
 	return w.Out
 }
 
-// OutputFlag adds --output to a command that can print JSON.
-// OutputFlag adds --output text|json to a command's flags.
+// OutputFlag adds --output text|json to a command that can print JSON.
 func OutputFlag(fs *flag.FlagSet, c *Common) {
 	fs.StringVar(&c.Output, "output", "text", "text, or json: one JSON document on stdout (the text goes to stderr)")
 }

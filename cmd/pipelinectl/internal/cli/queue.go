@@ -15,9 +15,9 @@ import (
 // QueueInfo is what GetQueueAttributes says about a queue.
 type QueueInfo struct {
 	URL, ARN                   string
-	Fifo                       bool
+	FIFO                       bool
 	Visible, InFlight, Delayed int64
-	SourceArns                 []string // the redrive-allow policy's source queues (byQueue)
+	SourceARNs                 []string // the redrive-allow policy's source queues (byQueue)
 	RedrivePermission          string
 }
 
@@ -41,18 +41,18 @@ func GetQueue(ctx context.Context, api *sqs.Client, url string) (QueueInfo, erro
 	}
 	q := QueueInfo{
 		URL: url, ARN: a[string(types.QueueAttributeNameQueueArn)],
-		Fifo:     a[string(types.QueueAttributeNameFifoQueue)] == "true" || strings.HasSuffix(url, ".fifo"),
+		FIFO:     a[string(types.QueueAttributeNameFifoQueue)] == "true" || strings.HasSuffix(url, ".fifo"),
 		Visible:  n(types.QueueAttributeNameApproximateNumberOfMessages),
 		InFlight: n(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
 		Delayed:  n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
 	}
-	q.RedrivePermission, q.SourceArns = ParseRedriveAllow(a[string(types.QueueAttributeNameRedriveAllowPolicy)])
+	q.RedrivePermission, q.SourceARNs = parseRedriveAllow(a[string(types.QueueAttributeNameRedriveAllowPolicy)])
 	return q, nil
 }
 
-// ParseRedriveAllow reads a DLQ's RedriveAllowPolicy: its permission and, for byQueue, the
+// parseRedriveAllow reads a DLQ's RedriveAllowPolicy: its permission and, for byQueue, the
 // source queues' ARNs. An absent or unreadable policy gives "" and nil.
-func ParseRedriveAllow(p string) (permission string, sourceArns []string) {
+func parseRedriveAllow(p string) (permission string, sourceArns []string) {
 	var policy struct {
 		RedrivePermission string   `json:"redrivePermission"`
 		SourceQueueArns   []string `json:"sourceQueueArns"`

@@ -87,7 +87,7 @@ func (r *RESTClient) Call(ctx context.Context, service, op, method, path string,
 		return nil, nil, err
 	}
 	resp, err := r.Cfg.HTTPClient.Do(req)
-	if err != nil { // as the SDK says it, so that explain names the service's endpoint variable
+	if err != nil { // as the SDK says it, so that Explain names the service's endpoint variable
 		return nil, nil, &smithy.OperationError{ServiceID: serviceID(service), OperationName: op, Err: err}
 	}
 	defer resp.Body.Close()

@@ -13,16 +13,16 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
+	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
 // Output names of the reference stack (constructs/pipeline.Outputs and stacks): per
@@ -31,7 +31,6 @@ import (
 const (
 	OutQueueURL      = "QueueUrl"
 	OutDLQURL        = "DeadLetterQueueUrl"
-	OutRecordTTL     = "RecordTTL"
 	OutDispatcher    = "DispatcherFunctionName"
 	OutSchedule      = "ScheduleName"
 	OutScheduleGroup = "ScheduleGroupName"
@@ -47,9 +46,7 @@ type Common struct {
 	queueURL, table          string
 	Region, profile          string
 	endpoint                 string
-	Output                   string        // text or json (commands with --output)
-	RecordTTL                time.Duration // dlq commands only
-	RecordTTLSet             bool          // --record-ttl was given
+	Output                   string // text or json (commands with --output)
 }
 
 // NewFlags returns a flag set with the common flags; help is what -h prints.
@@ -102,8 +99,8 @@ func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// stacksAPI is the CloudFormation call that reads a stack's outputs.
-type stacksAPI interface {
+// StacksAPI is the CloudFormation call that reads a stack's outputs.
+type StacksAPI interface {
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 }
 
@@ -111,10 +108,10 @@ type stacksAPI interface {
 type Clients struct {
 	SQS            *sqs.Client
 	DynamoDB       *dynamodb.Client
-	CloudFormation stacksAPI
-	// Rest calls the services pipelinectl has no SDK client for (Lambda Invoke, Scheduler
+	CloudFormation StacksAPI
+	// REST calls the services pipelinectl has no SDK client for (Lambda Invoke, Scheduler
 	// GetSchedule), signed with the same configuration.
-	Rest *RESTClient
+	REST *RESTClient
 }
 
 // Connector builds the clients for the common flags (NewAWS; tests may wrap it).
@@ -159,7 +156,7 @@ func NewAWS(ctx context.Context, c *Common) (*Clients, error) {
 		ep = aws.String(c.endpoint)
 	}
 	return &Clients{
-		Rest:           &RESTClient{Cfg: cfg, Endpoint: c.endpoint},
+		REST:           &RESTClient{Cfg: cfg, Endpoint: c.endpoint},
 		SQS:            sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
 		DynamoDB:       dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
 		CloudFormation: cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = cmp.Or(ep, o.BaseEndpoint) }),
@@ -179,48 +176,6 @@ func checkEndpoints(flagValue string, getenv func(string) string) error {
 		}
 	}
 	return nil
-}
-
-// Explain adds to an AWS error what to check: credentials, the endpoint, the service
-// behind it.
-func Explain(err error) error {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials") || strings.Contains(msg, "no EC2 IMDS role"):
-		return fmt.Errorf("%w\nno AWS credentials: set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "+
-			"against ElasticMQ or DynamoDB Local any static pair works", err)
-	case strings.Contains(msg, "\ncannot reach the "): // explained already, by a callee
-		return err
-	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout"):
-		var op *smithy.OperationError
-		if !errors.As(err, &op) {
-			return fmt.Errorf("%w\ncannot reach the endpoint: check --endpoint-url or the AWS_ENDPOINT_URL_<SERVICE> variables "+
-				"(unset for AWS itself) and --region, and that the server is up", err)
-		}
-		// The variable the SDK reads for this service: its service id, upper case, spaces as _.
-		v := "AWS_ENDPOINT_URL_" + strings.ToUpper(strings.ReplaceAll(op.Service(), " ", "_"))
-		return fmt.Errorf("%s\ncannot reach the %s endpoint: check %s (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself) "+
-			"and --region, and that the server is up", inWordsWhole(err, op), op.Service(), v)
-	case strings.Contains(msg, "DynamoDB") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
-		return fmt.Errorf("%w\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?", err)
-	case strings.Contains(msg, "SQS") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
-		return fmt.Errorf("%w\nthe endpoint did not answer as SQS: does AWS_ENDPOINT_URL_SQS (or --endpoint-url) point at another service?", err)
-	}
-	// Any other failed AWS call: what the CLI was doing, the call, and its cause in words
-	// (throttled, access denied with the command that prints the policy, refused with the
-	// service's reason), not the SDK's chain of attempts and request ids.
-	var op *smithy.OperationError
-	if errors.As(err, &op) {
-		return errors.New(inWordsWhole(err, op))
-	}
-	return err
-}
-
-// inWordsWhole is err's message with the SDK's chain of op (operation error ..., exceeded
-// maximum number of attempts, https response error ...) replaced by the call and its cause
-// in words: what the CLI was doing stays, the transport's internals go.
-func inWordsWhole(err error, op *smithy.OperationError) string {
-	return strings.Replace(err.Error(), op.Error(), op.Service()+" "+op.Operation()+": "+InWords(op), 1)
 }
 
 // StackOutputs returns the outputs of the stack the flags name, and a description of where
@@ -379,51 +334,9 @@ func (c *Common) StackPipelines(ctx context.Context, connect Connector, cmd stri
 	return cl, outputs, names, nil
 }
 
-// DLQTarget is what the dlq commands work on.
-type DLQTarget struct {
-	DLQURL    string
-	SourceURL string // the pipeline's queue, "" when unknown
-	// RecordTTL is how long the consumer keeps completed records (--record-ttl, else the
-	// pipeline's RecordTTL output); 0 when unknown. TTLFrom says where it came from.
-	RecordTTL time.Duration
-	TTLFrom   string
-}
-
-// DLQ resolves the dead-letter queue the dlq commands work on, and its pipeline's record TTL.
-func (c *Common) DLQ(ctx context.Context, cl *Clients) (DLQTarget, error) {
-	outputs, from, err := c.StackOutputs(ctx, cl)
-	if err != nil {
-		return DLQTarget{}, err
-	}
-	var t DLQTarget
-	switch {
-	case c.queueURL != "":
-		t.DLQURL = c.queueURL
-		if outputs != nil && c.Pipeline != "" {
-			t.SourceURL = outputs[c.Pipeline+OutQueueURL]
-		}
-	case outputs != nil:
-		if t.DLQURL, err = c.PipelineDLQ(outputs, from); err != nil {
-			return DLQTarget{}, err
-		}
-		// Without it, redrive falls back to the DLQ's redrive-allow policy (or --to).
-		t.SourceURL = outputs[c.Pipeline+OutQueueURL]
-	}
-	if t.DLQURL == "" {
-		return DLQTarget{}, Usagef("which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url")
-	}
-	switch v, ok := outputs[c.Pipeline+OutRecordTTL]; {
-	case c.RecordTTL > 0:
-		t.RecordTTL, t.TTLFrom = c.RecordTTL, "--record-ttl"
-	case ok && c.Pipeline != "":
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return DLQTarget{}, fmt.Errorf("%s: output %s%s is %q, not a duration; give --record-ttl", from, c.Pipeline, OutRecordTTL, v)
-		}
-		t.RecordTTL, t.TTLFrom = d, fmt.Sprintf("output %s%s of %s", c.Pipeline, OutRecordTTL, from)
-	}
-	return t, nil
-}
+// QueueURL is --queue-url: the dead-letter queue the dlq commands work on, instead of the
+// outputs' ("" when not given).
+func (c *Common) QueueURL() string { return c.queueURL }
 
 // TableName is the idempotency table the record commands read.
 func (c *Common) TableName(ctx context.Context, cl *Clients) (string, error) {
@@ -442,4 +355,23 @@ func (c *Common) TableName(ctx context.Context, cl *Clients) (string, error) {
 		return "", fmt.Errorf("%s has no output %s: give --table", from, OutTableName)
 	}
 	return t, nil
+}
+
+// TableConfig is the idempotency configuration of records with the key prefix in table,
+// with the table's key attributes as DescribeTable gives them.
+func TableConfig(ctx context.Context, cl *Clients, table, prefix string) (idempotency.Config, error) {
+	desc, err := cl.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return idempotency.Config{}, fmt.Errorf("table %s: %w", table, err)
+	}
+	cfg := idempotency.Config{TableName: table, KeyPrefix: prefix}
+	for _, k := range desc.Table.KeySchema {
+		switch k.KeyType {
+		case types.KeyTypeHash:
+			cfg.PartitionKeyAttr = aws.ToString(k.AttributeName)
+		case types.KeyTypeRange:
+			cfg.SortKeyAttr = aws.ToString(k.AttributeName)
+		}
+	}
+	return cfg, nil
 }

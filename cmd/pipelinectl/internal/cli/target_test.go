@@ -45,7 +45,7 @@ func TestRESTCallWithoutCABundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, body, err := cl.Rest.Call(t.Context(), "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/f/invocations", nil, []byte("{}"))
+	_, body, err := cl.REST.Call(t.Context(), "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/f/invocations", nil, []byte("{}"))
 	if err != nil || string(body) != `{"answer":"from /2015-03-31/functions/f/invocations"}` {
 		t.Fatalf("%q, %v", body, err)
 	}

@@ -118,3 +118,45 @@ func ErrorCode(err error) string {
 	}
 	return err.Error()
 }
+
+// Explain adds to an AWS error what to check: credentials, the endpoint, the service
+// behind it.
+func Explain(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials") || strings.Contains(msg, "no EC2 IMDS role"):
+		return fmt.Errorf("%w\nno AWS credentials: set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "+
+			"against ElasticMQ or DynamoDB Local any static pair works", err)
+	case strings.Contains(msg, "\ncannot reach the "): // explained already, by a callee
+		return err
+	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout"):
+		var op *smithy.OperationError
+		if !errors.As(err, &op) {
+			return fmt.Errorf("%w\ncannot reach the endpoint: check --endpoint-url or the AWS_ENDPOINT_URL_<SERVICE> variables "+
+				"(unset for AWS itself) and --region, and that the server is up", err)
+		}
+		// The variable the SDK reads for this service: its service id, upper case, spaces as _.
+		v := "AWS_ENDPOINT_URL_" + strings.ToUpper(strings.ReplaceAll(op.Service(), " ", "_"))
+		return fmt.Errorf("%s\ncannot reach the %s endpoint: check %s (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself) "+
+			"and --region, and that the server is up", inWordsWhole(err, op), op.Service(), v)
+	case strings.Contains(msg, "DynamoDB") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
+		return fmt.Errorf("%w\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?", err)
+	case strings.Contains(msg, "SQS") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
+		return fmt.Errorf("%w\nthe endpoint did not answer as SQS: does AWS_ENDPOINT_URL_SQS (or --endpoint-url) point at another service?", err)
+	}
+	// Any other failed AWS call: what the CLI was doing, the call, and its cause in words
+	// (throttled, access denied with the command that prints the policy, refused with the
+	// service's reason), not the SDK's chain of attempts and request ids.
+	var op *smithy.OperationError
+	if errors.As(err, &op) {
+		return errors.New(inWordsWhole(err, op))
+	}
+	return err
+}
+
+// inWordsWhole is err's message with the SDK's chain of op (operation error ..., exceeded
+// maximum number of attempts, https response error ...) replaced by the call and its cause
+// in words: what the CLI was doing stays, the transport's internals go.
+func inWordsWhole(err error, op *smithy.OperationError) string {
+	return strings.Replace(err.Error(), op.Error(), op.Service()+" "+op.Operation()+": "+InWords(op), 1)
+}

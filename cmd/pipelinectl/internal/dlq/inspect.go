@@ -32,16 +32,27 @@ const (
 	recordMargin = time.Hour
 )
 
+// outRecordTTL is the output naming a pipeline's record TTL: <Pipeline>RecordTTL.
+const outRecordTTL = "RecordTTL"
+
+// recordTTL is --record-ttl: the consumer's record TTL, when given.
+type recordTTL struct {
+	d   time.Duration
+	set bool
+}
+
 // recordTTLFlag adds --record-ttl to a dlq command's flags.
-func recordTTLFlag(fs *flag.FlagSet, c *cli.Common) {
-	fs.Var(days{&c.RecordTTL, &c.RecordTTLSet}, "record-ttl", "the consumer's record TTL (default: the pipeline's RecordTTL output)")
+func recordTTLFlag(fs *flag.FlagSet) *recordTTL {
+	r := &recordTTL{}
+	fs.Var(days{&r.d, &r.set}, "record-ttl", "the consumer's record TTL (default: the pipeline's RecordTTL output)")
+	return r
 }
 
 // checkRecordTTL refuses a --record-ttl that cannot be a record TTL, zero included: leaving
 // the flag out is how to read the pipeline's output instead.
-func checkRecordTTL(c *cli.Common) error {
-	if c.RecordTTLSet && c.RecordTTL < time.Second {
-		return cli.Usagef("--record-ttl %s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s), or leave it out to read the pipeline's RecordTTL output", c.RecordTTL)
+func checkRecordTTL(r *recordTTL) error {
+	if r.set && r.d < time.Second {
+		return cli.Usagef("--record-ttl %s: use the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (at least 1s), or leave it out to read the pipeline's RecordTTL output", r.d)
 	}
 	return nil
 }
@@ -88,14 +99,14 @@ func outlivesRecord(m types.Message, ttl time.Duration, now time.Time) bool {
 func safeAge(ttl time.Duration) time.Duration { return ttl - min(recordMargin, ttl/2) }
 
 // printRecordTTL says which TTL the ages are checked against, or loudly that they are not.
-func printRecordTTL(w io.Writer, t cli.DLQTarget, pipeline string) {
+func printRecordTTL(w io.Writer, t target, pipeline string) {
 	if t.RecordTTL > 0 {
 		fmt.Fprintf(w, "record TTL   %s (%s): a message first sent more than %s ago may have outlived its record\n",
 			t.RecordTTL, t.TTLFrom, safeAge(t.RecordTTL))
 		return
 	}
 	fmt.Fprintf(w, "record TTL   UNKNOWN (no output %s%s; give --record-ttl, the consumer's IDEMPOTENCY_RECORD_TTL): message ages are NOT checked, "+
-		"and a message whose record expired runs its effect again when redriven\n", pipeline, cli.OutRecordTTL)
+		"and a message whose record expired runs its effect again when redriven\n", pipeline, outRecordTTL)
 }
 
 // Inspect is `pipelinectl dlq inspect ARGS`.
@@ -106,7 +117,7 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	hold := fs.Duration("hold", maxHold, "visibility timeout of the scan")
 	includeInvalid := fs.Bool("include-invalid", false, "plan as redrive --include-invalid would")
 	includeExpired := fs.Bool("include-expired", false, "plan as redrive --include-expired would")
-	recordTTLFlag(fs, c)
+	ttl := recordTTLFlag(fs)
 	cli.OutputFlag(fs, c)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -115,7 +126,7 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	if err := cli.NoArgs("dlq inspect", pos); err != nil {
 		return err
 	}
-	if err := checkRecordTTL(c); err != nil {
+	if err := checkRecordTTL(ttl); err != nil {
 		return err
 	}
 	if err := c.CheckOutput(); err != nil {
@@ -130,7 +141,7 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	if *hold < 2*time.Second || *hold > maxHold {
 		return cli.Usagef("--hold %s: use between 2s and %s", *hold, maxHold)
 	}
-	cl, t, q, err := openDLQ(ctx, c, connect)
+	cl, t, q, err := openDLQ(ctx, c, ttl, connect)
 	if err != nil {
 		return err
 	}
@@ -144,11 +155,11 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	stdout := w.Text(c)
 
 	kind := "standard"
-	if q.Fifo {
+	if q.FIFO {
 		kind = "FIFO"
 	}
 	now := time.Now()
-	p := &planner{fifo: q.Fifo, includeInvalid: *includeInvalid, includeExpired: *includeExpired, ttl: t.RecordTTL}
+	p := &planner{fifo: q.FIFO, includeInvalid: *includeInvalid, includeExpired: *includeExpired, ttl: t.RecordTTL}
 	decisions := p.judgeAll(msgs, now)
 	rep := InspectReport{DLQ: q.URL, Kind: kind, Source: t.SourceURL, Visible: q.Visible, InFlight: q.InFlight, Delayed: q.Delayed,
 		Scanned: len(msgs), StoppedAtMax: len(msgs) >= *maxScan, Interrupted: interrupted, NotSeen: max(0, int(q.Visible)-len(msgs))}
@@ -166,7 +177,7 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		fmt.Fprint(stdout, " (interrupted)")
 	case len(msgs) >= *maxScan:
 		fmt.Fprintf(stdout, " (stopped at --max %d)", *maxScan)
-	case q.Fifo && int64(len(msgs)) < q.Visible:
+	case q.FIFO && int64(len(msgs)) < q.Visible:
 		fmt.Fprint(stdout, " (FIFO: a receive hands out no message behind one in flight in its group)")
 	}
 	fmt.Fprintln(stdout)
@@ -195,7 +206,7 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 
 // printInspect prints inspect's table by reason, the messages older than the record TTL,
 // the FIFO groups and the samples.
-func printInspect(stdout io.Writer, decisions []decision, p *planner, t cli.DLQTarget, q cli.QueueInfo, now time.Time, sample int) {
+func printInspect(stdout io.Writer, decisions []decision, p *planner, t target, q cli.QueueInfo, now time.Time, sample int) {
 	var msgs []types.Message
 	for _, d := range decisions {
 		msgs = append(msgs, d.m)
@@ -247,7 +258,7 @@ func printInspect(stdout io.Writer, decisions []decision, p *planner, t cli.DLQT
 			fmt.Fprintf(stdout, "  %s  first sent %s (%s ago)\n", aws.ToString(m.MessageId), FirstSent(m).UTC().Format(time.RFC3339), now.Sub(FirstSent(m)).Round(time.Second))
 		}
 	}
-	if q.Fifo {
+	if q.FIFO {
 		counts := map[string]int{}
 		for _, m := range msgs {
 			counts[group(m)]++
@@ -301,23 +312,70 @@ func printMessage(w io.Writer, m types.Message) {
 }
 
 // openDLQ connects and finds the dead-letter queue the flags name.
-func openDLQ(ctx context.Context, c *cli.Common, connect cli.Connector) (*cli.Clients, cli.DLQTarget, cli.QueueInfo, error) {
+func openDLQ(ctx context.Context, c *cli.Common, ttl *recordTTL, connect cli.Connector) (*cli.Clients, target, cli.QueueInfo, error) {
 	cl, err := connect(ctx, c)
 	if err != nil {
-		return nil, cli.DLQTarget{}, cli.QueueInfo{}, err
+		return nil, target{}, cli.QueueInfo{}, err
 	}
-	t, err := c.DLQ(ctx, cl)
+	t, err := resolveTarget(ctx, c, cl, ttl)
 	if err != nil {
-		return nil, cli.DLQTarget{}, cli.QueueInfo{}, err
+		return nil, target{}, cli.QueueInfo{}, err
 	}
-	q, err := cli.GetQueue(ctx, cl.SQS, t.DLQURL)
+	q, err := cli.GetQueue(ctx, cl.SQS, t.URL)
 	return cl, t, q, err
 }
 
-// QueueKind is "FIFO" or "standard", as the summaries say it.
-func QueueKind(fifo bool) string {
+// queueKind is "FIFO" or "standard", as the summaries say it.
+func queueKind(fifo bool) string {
 	if fifo {
 		return "FIFO"
 	}
 	return "standard"
+}
+
+// target is the dead-letter queue a dlq command works on.
+type target struct {
+	URL       string
+	SourceURL string // the pipeline's queue, "" when unknown
+	// RecordTTL is how long the consumer keeps completed records (--record-ttl, else the
+	// pipeline's RecordTTL output); 0 when unknown. TTLFrom says where it came from.
+	RecordTTL time.Duration
+	TTLFrom   string
+}
+
+// resolveTarget finds the dead-letter queue the flags name (--queue-url, else the
+// pipeline's output), and its pipeline's record TTL (--record-ttl, else the output).
+func resolveTarget(ctx context.Context, c *cli.Common, cl *cli.Clients, ttl *recordTTL) (target, error) {
+	outputs, from, err := c.StackOutputs(ctx, cl)
+	if err != nil {
+		return target{}, err
+	}
+	var t target
+	switch {
+	case c.QueueURL() != "":
+		t.URL = c.QueueURL()
+		if outputs != nil && c.Pipeline != "" {
+			t.SourceURL = outputs[c.Pipeline+cli.OutQueueURL]
+		}
+	case outputs != nil:
+		if t.URL, err = c.PipelineDLQ(outputs, from); err != nil {
+			return target{}, err
+		}
+		// Without it, redrive falls back to the DLQ's redrive-allow policy (or --to).
+		t.SourceURL = outputs[c.Pipeline+cli.OutQueueURL]
+	}
+	if t.URL == "" {
+		return target{}, cli.Usagef("which dead-letter queue? Give --stack or --outputs with --pipeline, or --queue-url")
+	}
+	switch v, ok := outputs[c.Pipeline+outRecordTTL]; {
+	case ttl.d > 0:
+		t.RecordTTL, t.TTLFrom = ttl.d, "--record-ttl"
+	case ok && c.Pipeline != "":
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return target{}, fmt.Errorf("%s: output %s%s is %q, not a duration; give --record-ttl", from, c.Pipeline, outRecordTTL, v)
+		}
+		t.RecordTTL, t.TTLFrom = d, fmt.Sprintf("output %s%s of %s", c.Pipeline, outRecordTTL, from)
+	}
+	return t, nil
 }

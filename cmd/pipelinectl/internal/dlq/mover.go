@@ -392,7 +392,7 @@ func (r *mover) settle(ctx context.Context, since *time.Time) bool {
 	hidden := q.InFlight - accounted
 	// On FIFO, visible messages behind a held one in their group are not handed out: the
 	// group stays, so they are accounted for.
-	if hidden <= 0 && (q.Visible == 0 || r.dlq.Fifo && len(r.held) > 0) {
+	if hidden <= 0 && (q.Visible == 0 || r.dlq.FIFO && len(r.held) > 0) {
 		return true
 	}
 	if since.IsZero() {
@@ -450,7 +450,7 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 	prior := r.journal.state(id)
 	r.journal.mark(jSend, id)
 	copyID, unknown, err := r.send(ctx, m)
-	if prior.state == jSend && (!r.dest.Fifo || time.Since(prior.at) > fifoDedupWindow) {
+	if prior.state == jSend && (!r.dest.FIFO || time.Since(prior.at) > fifoDedupWindow) {
 		unknown = true // an earlier run's send of it got no answer
 	}
 	if err != nil {
@@ -460,7 +460,7 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 		r.kept[id] = vFailed
 		r.held[id] = m
 		r.plan.block(group(m), id, "its send failed")
-		if r.dlq.Fifo {
+		if r.dlq.FIFO {
 			fmt.Fprintf(r.out, "group %s stays from message %s on: %v\n", group(m), id, err)
 		}
 		return
@@ -481,7 +481,7 @@ func (r *mover) handle(ctx context.Context, m types.Message) {
 // copy may have landed too.
 func (r *mover) send(ctx context.Context, m types.Message) (copyID string, unknown bool, err error) {
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.dest.URL), MessageBody: m.Body, MessageAttributes: withFirstSent(m)}
-	if r.dest.Fifo {
+	if r.dest.FIFO {
 		in.MessageGroupId = aws.String(group(m))
 		in.MessageDeduplicationId = aws.String(dedupID(aws.ToString(m.MessageId)))
 	} else if g := group(m); g != "" {
@@ -499,7 +499,7 @@ func (r *mover) send(ctx context.Context, m types.Message) (copyID string, unkno
 		return nil
 	}, func() { unknown = true })
 	if err == nil {
-		return copyID, unknown && !r.dest.Fifo, nil
+		return copyID, unknown && !r.dest.FIFO, nil
 	}
 	what := "failed"
 	if unknown {

@@ -23,8 +23,8 @@ import (
 // maxReceiveCount receives (the queue's redrive policy).
 const reasonRedrivePolicy = "redrive policy"
 
-// URLOfArn finds the URL of the queue an ARN names (arn:aws:sqs:region:account:name).
-func URLOfArn(ctx context.Context, api *sqs.Client, arn string) (string, error) {
+// URLOfARN finds the URL of the queue an ARN names (arn:aws:sqs:region:account:name).
+func URLOfARN(ctx context.Context, api *sqs.Client, arn string) (string, error) {
 	parts := strings.Split(arn, ":")
 	if len(parts) != 6 || parts[2] != "sqs" {
 		return "", fmt.Errorf("%q is not an SQS queue ARN", arn)

@@ -89,7 +89,7 @@ func Redrive(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	out := w.Text(c)
 	lost := &lostReceives{}
 	ctx = withLostReceives(ctx, lost)
-	cl, t, dlq, err := openDLQ(ctx, c, connect)
+	cl, t, dlq, err := openDLQ(ctx, c, o.ttl, connect)
 	if err != nil {
 		return err
 	}
@@ -147,6 +147,7 @@ type redriveOptions struct {
 	rate, maxScan                       int
 	to, journal                         string
 	wait                                time.Duration
+	ttl                                 *recordTTL
 }
 
 // parseRedrive reads and checks dlq redrive's flags.
@@ -157,7 +158,7 @@ func parseRedrive(args []string, w cli.Streams) (redriveOptions, *cli.Common, er
 	fs.Var(cli.NewWholeNumber(&o.rate, "messages a second"), "rate", "messages per second at most")
 	fs.BoolVar(&o.includeInvalid, "include-invalid", false, "move bad input too")
 	fs.BoolVar(&o.includeExpired, "include-expired", false, "move messages older than the record TTL too")
-	recordTTLFlag(fs, c)
+	o.ttl = recordTTLFlag(fs)
 	fs.StringVar(&o.to, "to", "", "destination queue (URL, ARN or name)")
 	fs.IntVar(&o.maxScan, "max", defaultMaxScan, "messages the plan scans at most")
 	fs.DurationVar(&o.wait, "wait", defaultTaskMax, "how long to wait for a move task")
@@ -179,7 +180,7 @@ func parseRedrive(args []string, w cli.Streams) (redriveOptions, *cli.Common, er
 	if o.wait <= 0 {
 		return o, nil, cli.Usagef("--wait %s: use a positive duration", o.wait)
 	}
-	if err := checkRecordTTL(c); err != nil {
+	if err := checkRecordTTL(o.ttl); err != nil {
 		return o, nil, err
 	}
 	if err := c.CheckOutput(); err != nil {
@@ -195,7 +196,7 @@ type redrivePlan struct {
 	now       time.Time
 	decisions []decision
 	scanned   *planner // the plan's own planner: its blocked groups
-	counts    planCounts
+	counts    PlanCounts
 	unseen    int
 	useTask   bool // SQS's move task, else receive, send, delete
 	method    string
@@ -205,17 +206,17 @@ type redrivePlan struct {
 
 // planRedrive scans the DLQ (and lets everything go again) and decides, before anything
 // moves, what moves, what stays and why, and by which method.
-func planRedrive(ctx context.Context, api *sqs.Client, dlq cli.QueueInfo, t cli.DLQTarget, o redriveOptions) (*redrivePlan, error) {
+func planRedrive(ctx context.Context, api *sqs.Client, dlq cli.QueueInfo, t target, o redriveOptions) (*redrivePlan, error) {
 	msgs, err := Peek(ctx, api, dlq.URL, o.maxScan, maxHold)
 	if err != nil {
 		return nil, err
 	}
 	p := &redrivePlan{msgs: msgs, now: time.Now(), newPlanner: func() *planner {
-		return &planner{fifo: dlq.Fifo, includeInvalid: o.includeInvalid, includeExpired: o.includeExpired, ttl: t.RecordTTL}
+		return &planner{fifo: dlq.FIFO, includeInvalid: o.includeInvalid, includeExpired: o.includeExpired, ttl: t.RecordTTL}
 	}}
 	p.scanned = p.newPlanner()
 	p.decisions = p.scanned.judgeAll(msgs, p.now)
-	n := planCounts{Scanned: len(msgs)}
+	n := PlanCounts{Scanned: len(msgs)}
 	for _, d := range p.decisions {
 		switch d.v {
 		case vMove:
@@ -245,20 +246,20 @@ func planRedrive(ctx context.Context, api *sqs.Client, dlq cli.QueueInfo, t cli.
 		p.method = fmt.Sprintf("receive, send, delete (the scan stopped at --max %d: a move task would also move messages the plan did not check)", o.maxScan)
 	case !p.useTask:
 		p.method = fmt.Sprintf("receive, send, delete (%d messages the scan did not see: a move task would move them unchecked)", p.unseen)
-	case dlq.Fifo:
+	case dlq.FIFO:
 		p.method = "SQS message move task (else receive, send, delete in group order)"
 	}
 	return p, nil
 }
 
 // print writes the plan: the queues, the counts, why each kind stays, what was not seen.
-func (p *redrivePlan) print(out io.Writer, dlq, dest cli.QueueInfo, t cli.DLQTarget, pipeline string, o redriveOptions) {
+func (p *redrivePlan) print(out io.Writer, dlq, dest cli.QueueInfo, t target, pipeline string, o redriveOptions) {
 	n := p.counts
-	fmt.Fprintf(out, "DLQ          %s (%s): %d visible, %d in flight\n", dlq.URL, QueueKind(dlq.Fifo), dlq.Visible, dlq.InFlight)
+	fmt.Fprintf(out, "DLQ          %s (%s): %d visible, %d in flight\n", dlq.URL, queueKind(dlq.FIFO), dlq.Visible, dlq.InFlight)
 	fmt.Fprintf(out, "destination  %s\n", dest.URL)
 	printRecordTTL(out, t, pipeline)
 	fmt.Fprintf(out, "scanned      %d: %d to move, %d to leave (%d bad input, %d older than the record TTL", n.Scanned, n.Move, n.BadInput+n.Expired+n.Behind, n.BadInput, n.Expired)
-	if dlq.Fifo {
+	if dlq.FIFO {
 		fmt.Fprintf(out, ", %d behind those in their FIFO group", n.Behind)
 	}
 	fmt.Fprintln(out, ")")
@@ -278,7 +279,7 @@ func (p *redrivePlan) print(out io.Writer, dlq, dest cli.QueueInfo, t cli.DLQTar
 	for _, b := range p.scanned.blockedGroups() {
 		fmt.Fprintf(out, "  FIFO group %s stays from message %s on (%s): %d scanned behind it stay too\n", b.group, b.blocker, b.why, b.behind)
 	}
-	if p.unseen > 0 && dlq.Fifo {
+	if p.unseen > 0 && dlq.FIFO {
 		fmt.Fprintf(out, "  not seen     %d: behind the first messages of their groups (a FIFO receive hands out no message behind one in flight); "+
 			"each moves unless it is bad input, and in a group that stays, it stays\n", p.unseen)
 	} else if p.unseen > 0 {
@@ -288,8 +289,9 @@ func (p *redrivePlan) print(out io.Writer, dlq, dest cli.QueueInfo, t cli.DLQTar
 
 // move carries out the plan of a --yes run: it opens the audit trail, then runs the move
 // task, or the mover (receive, send, delete, journaled) where the plan or the server rules
-// the task out. It returns what the move ended with, for the summary, or err when it could
-// not start (nothing moved, no summary).
+// the task out, or after a FIFO task that left messages. It returns what the move ended
+// with, for the summary; or err when nothing moved and there is nothing to summarize (the
+// audit trail or the journal could not be opened before any message moved).
 func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redrivePlan, o redriveOptions, w cli.Streams, out io.Writer, s *RedriveSummary) (moveErr, err error) {
 	dir, err := auditDir(o.journal)
 	if err != nil {
@@ -299,6 +301,16 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 		return nil, err
 	}
 	s.Audit = s.audit.path
+	// The journal is opened (and a bad --journal refused) before anything moves, wherever
+	// the mover may run: after a FIFO task that leaves messages too.
+	var j *journal
+	if !p.useTask || dlq.FIFO {
+		if j, err = openJournal(o.journal, dlq.ARN, dest.ARN); err != nil {
+			s.audit.close("NOT STARTED  " + err.Error() + "\n")
+			return nil, err
+		}
+		defer j.close()
+	}
 	useTask := p.useTask
 	if useTask {
 		var moved int64
@@ -306,7 +318,7 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 		s.Moved += moved
 		s.audit.event("move task: %d moved (SQS's approximate count; a task keeps no per-message record)", moved)
 		s.byTask = true
-		if moveErr != nil && dlq.Fifo && errors.Is(moveErr, errTaskUnsupported) {
+		if moveErr != nil && dlq.FIFO && errors.Is(moveErr, errTaskUnsupported) {
 			fmt.Fprintf(out, "move task not supported for this FIFO queue (%s): receive, send, delete in group order\n", cli.InWords(moveErr))
 			moveErr = nil
 			useTask = false
@@ -315,22 +327,20 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 			return moveErr, nil
 		}
 	}
-	if useTask && dlq.Fifo {
+	if useTask && dlq.FIFO {
 		// A server may finish a FIFO move task without moving everything (ElasticMQ moves
 		// nothing): what is left goes the receive way, after what the task moved.
 		if rest, err := cli.GetQueue(ctx, api, dlq.URL); err == nil && rest.Visible > 0 {
 			fmt.Fprintf(out, "the move task left %d messages: receive, send, delete in group order\n", rest.Visible)
-			useTask = false
+			useTask, s.taskThenMover = false, true
 		}
 	}
 	if useTask {
+		if j != nil {
+			j.compact() // removes a journal this run did not need, keeps an earlier run's
+		}
 		s.Status, s.Done = "done", true
 		return nil, nil
-	}
-	j, err := openJournal(o.journal, dlq.ARN, dest.ARN)
-	if err != nil {
-		s.audit.close("NOT STARTED  " + err.Error() + "\n")
-		return nil, err
 	}
 	s.Journal = j.path
 	fmt.Fprintf(out, "journal      %s (what this run sent: a rerun from this account on this machine sends none of it again)\n", j.path)
@@ -340,7 +350,6 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 	if s.Done {
 		j.compact()
 	}
-	j.close()
 	return errors.Join(r.errs...), nil
 }
 
@@ -367,7 +376,7 @@ func holdFor(ctx context.Context, rate int) time.Duration {
 
 // destination resolves --to (a URL, an ARN or a queue name), else the outputs' source
 // queue, else the DLQ's redrive-allow policy, and checks it fits the DLQ.
-func destination(ctx context.Context, api *sqs.Client, t cli.DLQTarget, dlq cli.QueueInfo, to string) (cli.QueueInfo, error) {
+func destination(ctx context.Context, api *sqs.Client, t target, dlq cli.QueueInfo, to string) (cli.QueueInfo, error) {
 	destURL := t.SourceURL
 	var err error
 	switch {
@@ -376,11 +385,11 @@ func destination(ctx context.Context, api *sqs.Client, t cli.DLQTarget, dlq cli.
 			return cli.QueueInfo{}, err
 		}
 	case destURL == "":
-		if len(dlq.SourceArns) != 1 {
+		if len(dlq.SourceARNs) != 1 {
 			return cli.QueueInfo{}, cli.Usagef("no destination: the outputs name no source queue and the DLQ's redrive-allow policy names %d source queues (%s); give --to QUEUE (its URL, ARN or name)",
-				len(dlq.SourceArns), cmp.Or(dlq.RedrivePermission, "none"))
+				len(dlq.SourceARNs), cmp.Or(dlq.RedrivePermission, "none"))
 		}
-		if destURL, err = URLOfArn(ctx, api, dlq.SourceArns[0]); err != nil {
+		if destURL, err = URLOfARN(ctx, api, dlq.SourceARNs[0]); err != nil {
 			return cli.QueueInfo{}, err
 		}
 	}
@@ -391,8 +400,8 @@ func destination(ctx context.Context, api *sqs.Client, t cli.DLQTarget, dlq cli.
 	switch {
 	case dest.ARN == dlq.ARN:
 		return cli.QueueInfo{}, cli.Usagef("the destination %s is the DLQ itself", destURL)
-	case dest.Fifo != dlq.Fifo:
-		return cli.QueueInfo{}, cli.Usagef("the DLQ %s is %s but the destination %s is %s: redrive to a queue of the same type", dlq.URL, QueueKind(dlq.Fifo), dest.URL, QueueKind(dest.Fifo))
+	case dest.FIFO != dlq.FIFO:
+		return cli.QueueInfo{}, cli.Usagef("the DLQ %s is %s but the destination %s is %s: redrive to a queue of the same type", dlq.URL, queueKind(dlq.FIFO), dest.URL, queueKind(dest.FIFO))
 	}
 	return dest, nil
 }
@@ -403,7 +412,7 @@ func queueURL(ctx context.Context, api *sqs.Client, to string) (string, error) {
 	case strings.HasPrefix(to, "https://") || strings.HasPrefix(to, "http://"):
 		return to, nil
 	case strings.HasPrefix(to, "arn:"):
-		u, err := URLOfArn(ctx, api, to)
+		u, err := URLOfARN(ctx, api, to)
 		if err != nil {
 			return "", cli.Usagef("--to %s: %v; give the queue's URL, ARN or name", to, err)
 		}
@@ -447,7 +456,7 @@ func moveTask(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, rat
 	started, err := api.StartMessageMoveTask(cctx, in)
 	cancel()
 	if err != nil {
-		if dlq.Fifo {
+		if dlq.FIFO {
 			return 0, fmt.Errorf("%w: %w", errTaskUnsupported, err)
 		}
 		return 0, fmt.Errorf("the message move task could not start: %s", cli.InWords(err))

@@ -16,8 +16,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 )
 
-// planCounts is what a redrive's scan planned.
-type planCounts struct {
+// PlanCounts is what a redrive's scan planned.
+type PlanCounts struct {
 	Scanned  int `json:"scanned"`
 	Move     int `json:"move"`
 	BadInput int `json:"badInput"`
@@ -34,7 +34,7 @@ type RedriveSummary struct {
 	DLQ         string     `json:"dlq"`
 	Destination string     `json:"destination"`
 	Method      string     `json:"method"`
-	Plan        planCounts `json:"plan"`
+	Plan        PlanCounts `json:"plan"`
 	// Moved counts the messages this run sent and deleted (by the move task or one by one).
 	Moved int64 `json:"moved"`
 	// MovedEarlier counts messages whose copies an earlier run had sent; this run deleted
@@ -73,12 +73,15 @@ type RedriveSummary struct {
 	AuditIncomplete string   `json:"auditIncomplete,omitempty"`
 	Errors          []string `json:"errors,omitempty"`
 
-	fails      *callFailures // the run's failed calls, the summary's own count included
-	lost       *lostReceives // the run's receives that got no answer
-	audit      *audit        // nil for a dry run
-	hold       time.Duration // the receive path's hold: when a lost receive's messages return
-	byTask     bool          // the move task moved them: the trail has no per-message lines
-	taskGoesOn bool          // the move task still runs in SQS after the run
+	fails  *callFailures // the run's failed calls, the summary's own count included
+	lost   *lostReceives // the run's receives that got no answer
+	audit  *audit        // nil for a dry run
+	hold   time.Duration // the receive path's hold: when a lost receive's messages return
+	byTask bool          // the move task moved them: the trail has no per-message lines
+	// taskThenMover: a FIFO move task left messages, which the mover then moved: the
+	// trail has the task's total, then per-message lines.
+	taskThenMover bool
+	taskGoesOn    bool // the move task still runs in SQS after the run
 }
 
 // fromMover takes the receive path's counts.
@@ -321,6 +324,9 @@ func (s *RedriveSummary) text() string {
 	switch {
 	case s.Audit != "" && s.AuditIncomplete != "":
 		fmt.Fprintf(&w, "audit        %s is INCOMPLETE: a write failed (%s); this summary is what the run knows\n", s.Audit, s.AuditIncomplete)
+	case s.Audit != "" && s.taskThenMover:
+		fmt.Fprintf(&w, "audit        %s: the command, the move task's total, then every message the receive way sent (and as which copy), deleted, kept or could not give back; read it with: less %s\n",
+			s.Audit, cli.ShellQuote(s.Audit))
 	case s.Audit != "" && s.byTask:
 		fmt.Fprintf(&w, "audit        %s: the command, the move task and this summary (a task keeps no per-message record); read it with: less %s\n",
 			s.Audit, cli.ShellQuote(s.Audit))

@@ -32,8 +32,8 @@ const StatusUsage = `pipelinectl status: where each pipeline stands, in one read
   --output json   every pipeline's status as one JSON document on stdout
 `
 
-// mappingState is one event source mapping as Lambda's ListEventSourceMappings reports it.
-type mappingState struct {
+// Mapping is one event source mapping as Lambda's ListEventSourceMappings reports it.
+type Mapping struct {
 	UUID                  string `json:"uuid"`
 	EventSourceArn        string `json:"eventSourceArn"`
 	State                 string `json:"state"`
@@ -52,7 +52,7 @@ type pollers struct {
 }
 
 // Scaling says how far the mapping's concurrency goes, in words.
-func (m mappingState) Scaling() string {
+func (m Mapping) Scaling() string {
 	switch {
 	case m.Pollers != nil:
 		return fmt.Sprintf("provisioned mode, %d-%d event pollers (up to %d concurrent invocations)", m.Pollers.Minimum, m.Pollers.Maximum, m.Pollers.Maximum*10)
@@ -76,8 +76,8 @@ type PipelineStatus struct {
 		Visible  int64  `json:"visible"`
 		InFlight int64  `json:"inFlight"`
 	} `json:"deadLetterQueue"`
-	Consumer string         `json:"consumer"`
-	Mappings []mappingState `json:"mappings"`
+	Consumer string    `json:"consumer"`
+	Mappings []Mapping `json:"mappings"`
 	// AlarmsChecked is false when the outputs name no composite alarm, or its alarms could
 	// not be read (then Unread says why).
 	AlarmsChecked bool         `json:"alarmsChecked"`
@@ -89,8 +89,8 @@ type PipelineStatus struct {
 }
 
 // eventSourceMappings lists a function's event source mappings (every page).
-func eventSourceMappings(ctx context.Context, rc *cli.RESTClient, fn string) ([]mappingState, error) {
-	var out []mappingState
+func eventSourceMappings(ctx context.Context, rc *cli.RESTClient, fn string) ([]Mapping, error) {
+	var out []Mapping
 	marker := ""
 	for {
 		q := url.Values{"FunctionName": {fn}}
@@ -114,7 +114,7 @@ func eventSourceMappings(ctx context.Context, rc *cli.RESTClient, fn string) ([]
 			return nil, fmt.Errorf("lambda ListEventSourceMappings: an answer that is not its JSON: %w", err)
 		}
 		for _, m := range resp.EventSourceMappings {
-			s := mappingState{UUID: m.UUID, EventSourceArn: m.EventSourceArn, State: m.State, StateTransitionReason: m.StateTransitionReason,
+			s := Mapping{UUID: m.UUID, EventSourceArn: m.EventSourceArn, State: m.State, StateTransitionReason: m.StateTransitionReason,
 				LastProcessingResult: m.LastProcessingResult, BatchSize: m.BatchSize, MaximumConcurrency: m.ScalingConfig.MaximumConcurrency}
 			if p := m.ProvisionedPollerConfig; p != nil {
 				s.Pollers = &pollers{Minimum: p.MinimumPollers, Maximum: p.MaximumPollers}
@@ -154,7 +154,7 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 	var alarmsErr error
 	composite := outputs[cli.OutUnhealthy]
 	if composite != "" {
-		all, err := childAlarms(ctx, cl.Rest, composite)
+		all, err := childAlarms(ctx, cl.REST, composite)
 		if err != nil {
 			alarmsErr = fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", composite, cli.Explain(err))
 		}
@@ -241,7 +241,7 @@ func pipelineStatusOf(ctx context.Context, cl *cli.Clients, outputs map[string]s
 		}
 	}
 	if s.Consumer != "" {
-		ms, err := eventSourceMappings(ctx, cl.Rest, s.Consumer)
+		ms, err := eventSourceMappings(ctx, cl.REST, s.Consumer)
 		if err != nil {
 			s.Unread = append(s.Unread, fmt.Sprintf("mappings: the event source mappings of %s: %v (pipelinectl's lambda:ListEventSourceMappings)", s.Consumer, cli.Explain(err)))
 			return s

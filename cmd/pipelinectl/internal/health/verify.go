@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
-	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/record"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
@@ -148,7 +147,7 @@ func verifyAlarms(ctx context.Context, cl *cli.Clients, outputs map[string]strin
 	for _, r := range results {
 		passed[r.Pipeline] = r.OK
 	}
-	checked, failures, notes, err := checkAlarms(ctx, cl.Rest, composite, only, passed)
+	checked, failures, notes, err := checkAlarms(ctx, cl.REST, composite, only, passed)
 	if err != nil {
 		err = fmt.Errorf("cannot read the alarms of %s: %v (pipelinectl's cloudwatch:DescribeAlarms on *)", composite, cli.Explain(err))
 		fmt.Fprintf(out, "%-12s FAILED: %v\n", "alarms", err)
@@ -211,7 +210,7 @@ func verifyPipeline(ctx context.Context, cl *cli.Clients, outputs map[string]str
 	for i := 1; i <= 2; i++ {
 		in := &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(`{"pipelineProbe":"` + id + `","sentBy":"pipelinectl verify"}`),
 			MessageAttributes: map[string]types.MessageAttributeValue{consume.AttrProbe: {DataType: aws.String("String"), StringValue: aws.String(id)}}}
-		if srcQ.Fifo {
+		if srcQ.FIFO {
 			in.MessageGroupId, in.MessageDeduplicationId = aws.String("pipelinectl-probe"), aws.String(id+"-"+strconv.Itoa(i))
 		}
 		if _, err := cl.SQS.SendMessage(ctx, in); err != nil {
@@ -230,7 +229,7 @@ func verifyPipeline(ctx context.Context, cl *cli.Clients, outputs map[string]str
 	if dfn := outputs[p+cli.OutDispatcher]; dfn != "" {
 		id := newProbeID()
 		event := fmt.Sprintf(`{"probe":%q}`, id)
-		hdr, resp, err := cl.Rest.Call(ctx, "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/"+url.PathEscape(dfn)+"/invocations",
+		hdr, resp, err := cl.REST.Call(ctx, "lambda", "Invoke", http.MethodPost, "/2015-03-31/functions/"+url.PathEscape(dfn)+"/invocations",
 			http.Header{"X-Amz-Invocation-Type": {"RequestResponse"}, "Content-Type": {"application/json"}}, []byte(event))
 		switch {
 		case err != nil:
@@ -328,7 +327,7 @@ func (w probeWait) wait(ctx context.Context, id string) (time.Duration, string) 
 // openAdmin reads the table's key schema and returns an Admin for records of prefix, and
 // whether the table is composite (a sort key: records have tenants).
 func openAdmin(ctx context.Context, cl *cli.Clients, table, prefix string) (*idempotency.Admin, bool, error) {
-	cfg, err := record.TableConfig(ctx, cl, table, prefix)
+	cfg, err := cli.TableConfig(ctx, cl, table, prefix)
 	if err != nil {
 		return nil, false, err
 	}

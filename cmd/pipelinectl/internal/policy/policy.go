@@ -27,6 +27,8 @@ var (
 	// (and sends its own probes with redriveDestination's sqs:SendMessage).
 	backfillSchedule = []string{"scheduler:GetSchedule"}
 	backfillInvoke   = []string{"lambda:InvokeFunction"}
+	// alarmsCheck: status and verify read the alarms' states.
+	alarmsCheck = []string{"cloudwatch:DescribeAlarms"}
 	// statusMappings: status reads the consumer's event source mappings.
 	statusMappings = []string{"lambda:ListEventSourceMappings"}
 )
@@ -60,8 +62,8 @@ const Usage = `pipelinectl policy: the least-privilege IAM policy for operating 
   --access read|operate  what the operators may do (default operate)
 `
 
-// Print prints the policy for the pipeline the flags name.
-func Print(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
+// Run is `pipelinectl policy ARGS`: it prints the policy for the pipeline the flags name.
+func Run(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
 	fs, c := cli.NewFlags("policy", Usage, w.Out)
 	access := fs.String("access", "operate", "read or operate")
 	pos, err := cli.Parse(fs, args)
@@ -90,8 +92,8 @@ func Print(ctx context.Context, args []string, w cli.Streams, connect cli.Connec
 		return err
 	}
 	region := c.Region
-	if region == "" && cl.Rest != nil {
-		region = cl.Rest.Cfg.Region // the profile's or the environment's
+	if region == "" && cl.REST != nil {
+		region = cl.REST.Cfg.Region // the profile's or the environment's
 	}
 	dlqArn, err := ARNOfQueueURL(dlqURL, region)
 	if err != nil {

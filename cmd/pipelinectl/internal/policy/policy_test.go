@@ -31,7 +31,7 @@ func TestPolicyAllowsBackfill(t *testing.T) {
 	for _, access := range []string{"operate", "read"} {
 		args := []string{"--outputs", outputs, "--pipeline", "Standard", "--region", "us-east-1", "--access", access}
 		var out, errOut bytes.Buffer
-		if code, line := cli.Outcome(t.Context(), Print(t.Context(), args, cli.Streams{Out: &out, Err: &errOut, Argv: args}, cli.NewAWS)); code != cli.ExitOK {
+		if code, line := cli.Outcome(t.Context(), Run(t.Context(), args, cli.Streams{Out: &out, Err: &errOut, Argv: args}, cli.NewAWS)); code != cli.ExitOK {
 			t.Fatalf("policy --access %s: exit %d: %s %s", access, code, line, errOut.String())
 		}
 		for _, want := range backfillCalls {

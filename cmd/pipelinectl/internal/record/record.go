@@ -10,9 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
@@ -58,7 +55,7 @@ func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, conne
 	if err != nil {
 		return nil, id, err
 	}
-	cfg, err := TableConfig(ctx, cl, table, prefix)
+	cfg, err := cli.TableConfig(ctx, cl, table, prefix)
 	if err != nil {
 		return nil, id, err
 	}
@@ -73,25 +70,6 @@ func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, conne
 		return a, idempotency.RecordID{ID: r.id, SortKey: r.sortKey}, nil
 	}
 	return a, idempotency.RecordID{Key: pos[0], Tenant: r.tenant}, nil
-}
-
-// TableConfig is the idempotency configuration of records with the key prefix in table,
-// with the table's key attributes as DescribeTable gives them.
-func TableConfig(ctx context.Context, cl *cli.Clients, table, prefix string) (idempotency.Config, error) {
-	desc, err := cl.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	if err != nil {
-		return idempotency.Config{}, fmt.Errorf("table %s: %w", table, err)
-	}
-	cfg := idempotency.Config{TableName: table, KeyPrefix: prefix}
-	for _, k := range desc.Table.KeySchema {
-		switch k.KeyType {
-		case types.KeyTypeHash:
-			cfg.PartitionKeyAttr = aws.ToString(k.AttributeName)
-		case types.KeyTypeRange:
-			cfg.SortKeyAttr = aws.ToString(k.AttributeName)
-		}
-	}
-	return cfg, nil
 }
 
 // Get is `pipelinectl record get ARGS`.
