@@ -9,10 +9,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // fakeQueue stands in for constructs/queue's ProcessingQueue: an encrypted, SSL-only queue
@@ -45,23 +45,7 @@ var (
 )
 
 func newFakeQueue(scope constructs.Construct, id string, fifo bool, visibility, retention time.Duration) *fakeQueue {
-	dlq := awssqs.NewQueue(scope, jsii.String(id+"DLQ"), &awssqs.QueueProps{
-		Fifo:            jsii.Bool(fifo),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	cdknag.NagSuppressions_AddResourceSuppressions(dlq, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("Serverless-SQSRedrivePolicy"), Reason: jsii.String("test fake: this queue is the dead-letter queue"),
-	}}, nil)
-	q := awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
-		Fifo:              jsii.Bool(fifo),
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(visibility.Seconds())),
-		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(retention.Seconds())),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)},
-	})
+	q, dlq := cdktest.PlainQueue(scope, id, fifo, visibility, retention)
 	return &fakeQueue{queue: q, dlq: dlq, fifo: fifo, visibility: visibility, retention: retention}
 }
 

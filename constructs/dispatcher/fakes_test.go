@@ -1,13 +1,11 @@
 package dispatcher_test
 
 import (
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
-	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
 // fakeQueue stands in for constructs/queue's ProcessingQueue: an encrypted, SSL-only queue
@@ -24,20 +22,6 @@ func (q *fakeQueue) Fifo() bool           { return q.fifo }
 var _ dispatcher.Target = (*fakeQueue)(nil)
 
 func newFakeQueue(scope constructs.Construct, id string, fifo bool) *fakeQueue {
-	dlq := awssqs.NewQueue(scope, jsii.String(id+"DLQ"), &awssqs.QueueProps{
-		Fifo:            jsii.Bool(fifo),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	cdknag.NagSuppressions_AddResourceSuppressions(dlq, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("Serverless-SQSRedrivePolicy"), Reason: jsii.String("test fake: this queue is the dead-letter queue"),
-	}}, nil)
-	q := awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
-		Fifo:            jsii.Bool(fifo),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		DeadLetterQueue: &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)},
-	})
+	q, _ := cdktest.PlainQueue(scope, id, fifo, 0, 0)
 	return &fakeQueue{queue: q, fifo: fifo}
 }

@@ -143,21 +143,11 @@ func launch(ctx context.Context, java, dir string, port int) (*Server, error) {
 // message when java exits first.
 func (s *Server) waitReady(ctx context.Context, dir string) error {
 	client := s.Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-	start := time.Now()
-	lastErr, err := s.proc.WaitReady(ctx, func(ctx context.Context) error {
-		_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
-		return err
-	})
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, localproc.ErrExited):
-		return fmt.Errorf("dynamolocal: java exited before DynamoDB Local answered (%v): %w; output:\n%s\n(check the jars in %s, or run `make tools`)",
-			s.proc.WaitErr(), err, s.proc.Output(), dir)
-	default:
-		return fmt.Errorf("dynamolocal: DynamoDB Local did not answer ListTables at %s within %s: %w (last error: %v); output:\n%s",
-			s.endpoint, time.Since(start).Round(time.Millisecond), err, lastErr, s.proc.Output())
-	}
+	return s.proc.WaitAnswering(ctx, localproc.Server{Pkg: "dynamolocal", Name: "DynamoDB Local (java)", Call: "ListTables", Endpoint: s.endpoint, Dir: dir},
+		func(ctx context.Context) error {
+			_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+			return err
+		})
 }
 
 // Stop ends the JVM and its whole process group (SIGTERM, then SIGKILL after 5 s) and waits

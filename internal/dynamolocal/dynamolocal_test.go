@@ -134,7 +134,7 @@ func TestStartErrorsSayWhatIsMissing(t *testing.T) {
 		if err == nil {
 			t.Fatal("Start succeeded with an empty jar")
 		}
-		for _, want := range []string{"java exited before DynamoDB Local answered", mainClass, "run `make tools`"} {
+		for _, want := range []string{"DynamoDB Local (java) exited before it answered", mainClass, "run `make tools`"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q lacks %q", err, want)
 			}
@@ -146,7 +146,7 @@ func TestStartErrorsSayWhatIsMissing(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		_, err := StartContext(ctx)
-		want := regexp.MustCompile(`^dynamolocal: DynamoDB Local did not answer ListTables at http://127\.0\.0\.1:\d+ within \d+(\.\d+)?m?s: context canceled \(last error: `)
+		want := regexp.MustCompile(`^dynamolocal: DynamoDB Local \(java\) did not answer ListTables at http://127\.0\.0\.1:\d+ within \d+(\.\d+)?m?s: context canceled \(last error: `)
 		if err == nil || !want.MatchString(err.Error()) {
 			t.Fatalf("StartContext with an ended context: %v, want %s", err, want)
 		}

@@ -102,6 +102,33 @@ func (p *Process) WaitReady(ctx context.Context, probe func(context.Context) err
 	}
 }
 
+// Server describes a server process for WaitAnswering's errors.
+type Server struct {
+	Pkg      string // the package starting it, which begins each message ("dynamolocal")
+	Name     string // what it is ("DynamoDB Local (java)", "elasticmq")
+	Call     string // the call probe makes ("ListTables")
+	Endpoint string // where probe calls it
+	Dir      string // where it is installed, for a process that exits at once
+}
+
+// WaitAnswering is WaitReady with the error a person can act on: the server exited before
+// it answered (its exit status and output, and where its install is), or did not answer
+// within ctx (how long it was asked, the last error and its output).
+func (p *Process) WaitAnswering(ctx context.Context, s Server, probe func(context.Context) error) error {
+	start := time.Now()
+	last, err := p.WaitReady(ctx, probe)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrExited):
+		return fmt.Errorf("%s: %s exited before it answered (%v): %w; output:\n%s\n(check the install in %s, or run `make tools`)",
+			s.Pkg, s.Name, p.WaitErr(), err, p.Output(), s.Dir)
+	default:
+		return fmt.Errorf("%s: %s did not answer %s at %s within %s: %w (last error: %v); output:\n%s",
+			s.Pkg, s.Name, s.Call, s.Endpoint, time.Since(start).Round(time.Millisecond), err, last, p.Output())
+	}
+}
+
 // WaitOutput waits until the process's output contains want. A process that exits first,
 // or ctx ending first, is an error with its exit status and its output: a test waiting for
 // a process to say something fails at once with what the process said, never hangs.

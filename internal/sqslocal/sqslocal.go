@@ -313,21 +313,11 @@ func launch(ctx context.Context, kind Kind, sp spec, port int) (*Server, error) 
 // message when it exits first.
 func (s *Server) waitReady(ctx context.Context, dir string) error {
 	client := s.Client(func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
-	start := time.Now()
-	lastErr, err := s.proc.WaitReady(ctx, func(ctx context.Context) error {
-		_, err := client.ListQueues(ctx, &sqs.ListQueuesInput{})
-		return err
-	})
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, localproc.ErrExited):
-		return fmt.Errorf("sqslocal: %s exited before it answered (%v): %w; output:\n%s\n(check the install in %s, or run `make tools`)",
-			s.kind, s.proc.WaitErr(), err, s.proc.Output(), dir)
-	default:
-		return fmt.Errorf("sqslocal: %s did not answer ListQueues at %s within %s: %w (last error: %v); output:\n%s",
-			s.kind, s.endpoint, time.Since(start).Round(time.Millisecond), err, lastErr, s.proc.Output())
-	}
+	return s.proc.WaitAnswering(ctx, localproc.Server{Pkg: "sqslocal", Name: string(s.kind), Call: "ListQueues", Endpoint: s.endpoint, Dir: dir},
+		func(ctx context.Context) error {
+			_, err := client.ListQueues(ctx, &sqs.ListQueuesInput{})
+			return err
+		})
 }
 
 // Stop ends the server and its whole process group (SIGTERM, then SIGKILL after 5 s), waits
