@@ -22,12 +22,9 @@ import (
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/record"
 
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
 // Every usage error exits 2 with its message; every command error exits 1 with its.
@@ -261,87 +258,6 @@ func TestStackOutputs(t *testing.T) {
 	}
 }
 
-// A live lock is refused naming its owner, --force releases it; a lapsed one is released
-// without --force.
-func TestRecordRelease(t *testing.T) {
-	t.Parallel()
-	p := newPipe(t, false)
-	g, err := idempotency.New(ddbSrv.Client(), idempotency.Config{TableName: p.table, KeyPrefix: p.name, LockCap: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = g.Run(t.Context(), idempotency.Request{Key: "live"}, func(ctx context.Context) ([]byte, error) {
-		out := mustCtl(t, p.args("record", "get", "live")...)
-		wantContains(t, "record get", out, "status   INPROGRESS", "attempt  1", ", live: owner ")
-		owner := strings.Fields(out[strings.Index(out, "owner"):])[1]
-		code, _, errOut := ctl(t, p.args("record", "release", "live")...)
-		if code != cli.ExitError {
-			t.Errorf("release of a live lock: exit %d, want %d", code, cli.ExitError)
-		}
-		wantContains(t, "release refused", errOut, `owner "`+owner+`" holds a live lock until `, "(--force releases it)")
-		code, out, errOut = ctl(t, p.args("record", "release", "live", "--force")...)
-		if code != cli.ExitOK {
-			t.Errorf("forced release: exit %d", code)
-		}
-		wantContains(t, "forced release warning", errOut, "WARNING: released a LIVE lock: owner "+owner+` held "Standard#live" until `,
-			"may still be running the effect; the next delivery of the key runs it again, possibly at the same time")
-		wantContains(t, "forced release", out, `released "Standard#live": owner `+owner+", attempt 1; the next delivery of the key runs it as attempt 2")
-		out = mustCtl(t, p.args("record", "get", "live")...)
-		wantContains(t, "record get", out, "lock     released")
-		return nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the owner's complete after a forced release (same owner, nothing took over) = %v", err)
-	}
-
-	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(v)} }
-	putLapsed(t, p, "crashed")
-	out := mustCtl(t, "record", "get", "--id", "Standard#crashed", "--table", p.table)
-	wantContains(t, "record get --id", out, "lapsed: the next delivery takes the record over")
-	out = mustCtl(t, p.args("record", "release", "crashed")...)
-	wantContains(t, "release", out, `released "Standard#crashed": owner gone, attempt 2; the next delivery of the key runs it as attempt 3`)
-	if code, _, errOut := ctl(t, p.args("record", "release", "crashed")...); code != cli.ExitError ||
-		!strings.Contains(errOut, `release refused: record "Standard#crashed": the record is already released`) {
-		t.Errorf("second release: exit %d, %q; want refused as already released", code, errOut)
-	}
-
-	// A record another runtime wrote, without an owner, under a live lock: --force is not
-	// offered, and refused the same way, saying when the lock runs out.
-	if _, err := ddbSrv.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: map[string]types.AttributeValue{
-		"id": s("Standard#foreign"), idempotency.AttrStatus: s(idempotency.StatusInProgress),
-		idempotency.AttrExpiration: n(time.Now().Add(time.Hour).Unix()), idempotency.AttrLockExpiration: n(time.Now().Add(time.Hour).UnixMilli()),
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	out = mustCtl(t, p.args("record", "get", "foreign")...)
-	wantContains(t, "record get of an ownerless record", out, "owner    (none)", "live: a consumer the record does not name (it has no owner) may be running the effect")
-	for _, force := range []bool{false, true} {
-		args := p.args("record", "release", "foreign")
-		if force {
-			args = append(args, "--force")
-		}
-		code, _, errOut := ctl(t, args...)
-		if code != cli.ExitError || strings.Contains(errOut, "(--force releases it)") ||
-			!strings.Contains(errOut, "so a release cannot be fenced; --force cannot release it either (without an owner the release cannot be fenced): wait for its lock to run out at ") {
-			t.Errorf("release of an ownerless record (force %v): exit %d, %q", force, code, errOut)
-		}
-	}
-
-	// No record: the reasons it can be missing.
-	code, _, errOut := ctl(t, p.args("record", "get", "never")...)
-	wantContains(t, "no record", errOut, `idempotency: no record: record "Standard#never". Either no message with this key ran in this pipeline, or its record expired`,
-		`or the consumer's key prefix is not "Standard" (give --key-prefix, its IDEMPOTENCY_KEY_PREFIX)`)
-	if code != cli.ExitError {
-		t.Errorf("record get of no record: exit %d", code)
-	}
-	out = mustCtl(t, p.args("record", "get", "crashed", "--output", "json")...)
-	var rec map[string]any
-	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec["id"] != "Standard#crashed" || rec["status"] != "INPROGRESS" || rec["lock"] != "released" || rec["attempt"] != 2.0 {
-		t.Errorf("record get --output json = %v (%v)", rec, err)
-	}
-}
-
 // Without the outputs, redrive finds the source in the DLQ's redrive-allow policy. ElasticMQ
 // keeps no such policy, so its two steps are tested apart: the policy's source ARNs
 // (internal/cli's TestParseRedriveAllow), and here the URL of an ARN.
@@ -504,21 +420,6 @@ func TestInspectInterrupted(t *testing.T) {
 	}
 	if q := queueCounts(t, p.dlqURL); q != [2]int64{30, 0} {
 		t.Errorf("DLQ right after the interrupted inspect = %v, want [30 0]: nothing left hidden", q)
-	}
-}
-
-// putLapsed writes the record of key as a crashed attempt 2 left it: INPROGRESS, owner
-// "gone", its lock run out a minute ago.
-func putLapsed(t *testing.T, p *pipe, key string) {
-	t.Helper()
-	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(v)} }
-	if _, err := ddbSrv.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: map[string]types.AttributeValue{
-		"id": s(p.name + "#" + key), idempotency.AttrStatus: s(idempotency.StatusInProgress), idempotency.AttrOwner: s("gone"),
-		idempotency.AttrAttempt: n(2), idempotency.AttrExpiration: n(time.Now().Add(time.Hour).Unix()),
-		idempotency.AttrLockExpiration: n(time.Now().Add(-time.Minute).UnixMilli()),
-	}}); err != nil {
-		t.Fatal(err)
 	}
 }
 

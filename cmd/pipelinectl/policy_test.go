@@ -68,8 +68,14 @@ func TestOperatorPolicyCoversEveryCall(t *testing.T) {
 	} {
 		ctlWant(t, c.exit, c.args...)
 	}
-	putLapsed(t, p, "crashed")
-	mustCtl(t, p.args("record", "release", "crashed")...)
+	// A release (GetItem, then the conditional UpdateItem): of a live lock, forced, from
+	// inside the attempt that holds it.
+	if _, err := g.Run(t.Context(), idempotency.Request{Key: "held"}, func(ctx context.Context) ([]byte, error) {
+		mustCtl(t, p.args("record", "release", "held", "--force")...)
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	var doc policy.Document
 	if err := json.Unmarshal([]byte(mustCtl(t, p.args("policy")...)), &doc); err != nil {
