@@ -81,7 +81,7 @@ type Config struct {
 }
 
 // The CDK context keys the app reads (cdk.json, or `cdk synth -c key=value`). The app's doc
-// comment and the README list each one; a test keeps them in step with this list.
+// comment and docs/settings.md list each one; a test keeps them in step with this list.
 const (
 	ContextStage             = "stage"
 	ContextAlarmEmail        = "alarmEmail"

@@ -269,10 +269,10 @@ func TestRedriveAllowPolicySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	if url, err := dlq.URLOfARN(t.Context(), sqsSrv.Client(), src.ARN); err != nil || url != p.queueURL {
-		t.Errorf("urlOfArn(%s) = %q, %v; want %s", src.ARN, url, err, p.queueURL)
+		t.Errorf("URLOfARN(%s) = %q, %v; want %s", src.ARN, url, err, p.queueURL)
 	}
 	if _, err := dlq.URLOfARN(t.Context(), sqsSrv.Client(), "arn:aws:sns:us-east-1:1:topic"); err == nil || err.Error() != `"arn:aws:sns:us-east-1:1:topic" is not an SQS queue ARN` {
-		t.Errorf("urlOfArn(SNS ARN) = %v", err)
+		t.Errorf("URLOfARN(SNS ARN) = %v", err)
 	}
 }
 

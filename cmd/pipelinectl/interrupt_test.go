@@ -303,9 +303,6 @@ func drainAll(t *testing.T, url string) []drained {
 	return out
 }
 
-// A journal that cannot be used is refused before anything moves, naming --journal. (A
-// write that fails mid-run stops the run the same way; no local fault makes a regular
-// file's write fail, so that path is read, not run.)
 // A FIFO redrive by move task may need the mover after it (a task that leaves messages, as
 // ElasticMQ's moves none): a journal it cannot use is refused before the task starts, as
 // on the mover's path, not after the task moved messages.
@@ -319,11 +316,22 @@ func TestFifoRedriveRefusesAJournalItCannotUseBeforeItsTask(t *testing.T) {
 	if strings.Contains(out+errOut, "move task started") || code != cli.ExitUsage {
 		t.Errorf("exit %d (want %d), and the task must not start:\n%s%s", code, cli.ExitUsage, out, errOut)
 	}
+	// The audit trail (runs/ beside the journal) says it did not start, and has no task.
+	trails, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "runs", "*"))
+	if len(trails) != 1 {
+		t.Fatalf("audit trails %q, want one", trails)
+	}
+	if b, err := os.ReadFile(trails[0]); err != nil || !strings.Contains(string(b), "NOT STARTED") || strings.Contains(string(b), "move task:") {
+		t.Errorf("audit trail %s (%v):\n%s\nwant NOT STARTED and no move task", trails[0], err, b)
+	}
 	if q := queueCounts(t, p.dlqURL); q[0]+q[1] != 2 {
 		t.Errorf("DLQ after the run = %v, want its 2 messages", q)
 	}
 }
 
+// A journal that cannot be used is refused before anything moves, naming --journal. (A
+// write that fails mid-run stops the run the same way; no local fault makes a regular
+// file's write fail, so that path is read, not run.)
 func TestRedriveRefusesAJournalItCannotUse(t *testing.T) {
 	t.Parallel()
 	p := newPipe(t, false)

@@ -96,17 +96,21 @@ type NotDone struct {
 
 func (e *NotDone) Error() string { return e.Why }
 
+// Left is a command that did its job but left something by rule, which its summary names
+// with the flag that would take it too (dlq redrive's kept messages): it exits ExitLeft.
+type Left struct{ Msg string }
+
+func (e *Left) Error() string { return e.Msg }
+
 // Outcome is the exit status of a command that returned err under ctx, and the line that
 // says why ("" when there is nothing to say): the one table of exit codes, for main and for
-// each command's tests. An error of a command's own that chooses its status has a method
-// ExitCode.
+// each command's tests. Only this package's error types choose a status other than
+// ExitError: an error from elsewhere that carries an exit code of its own (a child
+// process's *exec.ExitError) is a failure like any other.
 func Outcome(ctx context.Context, err error) (code int, line string) {
 	var ue *UsageError
 	var nd *NotDone
-	var own interface {
-		error
-		ExitCode() int
-	}
+	var left *Left
 	switch {
 	case err == nil, errors.Is(err, ErrHelp):
 		return ExitOK, ""
@@ -114,8 +118,8 @@ func Outcome(ctx context.Context, err error) (code int, line string) {
 		return ExitUsage, ue.Msg
 	case errors.As(err, &nd):
 		return ExitNotDone, "not done: " + nd.Why
-	case errors.As(err, &own):
-		return own.ExitCode(), own.Error()
+	case errors.As(err, &left):
+		return ExitLeft, left.Msg
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitNotDone, "interrupted before anything changed"
 	default:

@@ -321,9 +321,12 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 		if moveErr != nil && dlq.FIFO && errors.Is(moveErr, errTaskUnsupported) {
 			fmt.Fprintf(out, "move task not supported for this FIFO queue (%s): receive, send, delete in group order\n", cli.InWords(moveErr))
 			moveErr = nil
-			useTask = false
+			useTask, s.taskThenMover = false, true
 		}
 		if moveErr != nil {
+			if j != nil {
+				j.compact() // removes a journal this run did not use, keeps an earlier run's
+			}
 			return moveErr, nil
 		}
 	}

@@ -121,7 +121,7 @@ func (s *RedriveSummary) fromMover(r *mover) {
 
 // finish reads what is left in the DLQ, prints the summary's last lines (or the JSON),
 // closes the audit trail with them, and returns the command's error: nil when done with
-// nothing left behind, a LeftBehind when done but messages stay by rule, a cli.NotDone when a
+// nothing left behind, a cli.Left when done but messages stay by rule, a cli.NotDone when a
 // rerun resumes the job.
 func (s *RedriveSummary) finish(ctx context.Context, api *sqs.Client, dlq cli.QueueInfo, c *cli.Common, w cli.Streams, err error) error {
 	var nd *cli.NotDone
@@ -155,7 +155,7 @@ func (s *RedriveSummary) finish(ctx context.Context, api *sqs.Client, dlq cli.Qu
 	var result error
 	switch {
 	case s.Done && err == nil && s.keptTotal() > 0:
-		result = &LeftBehind{n: s.keptTotal()}
+		result = leftBehind(s.keptTotal())
 	case s.Done && err == nil:
 	case s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0:
 		result, s.Resume = err, "" // nothing changed: run it again once the cause is fixed
@@ -198,15 +198,10 @@ func (s *RedriveSummary) behindThem() string {
 	return ""
 }
 
-// LeftBehind is a redrive that did its job but left messages in the DLQ by rule, each named
-// in its summary with the flag that would move it: it exits cli.ExitLeft.
-type LeftBehind struct{ n int }
-
-// ExitCode is cli.ExitLeft: done, with messages kept by rule.
-func (e *LeftBehind) ExitCode() int { return cli.ExitLeft }
-
-func (e *LeftBehind) Error() string {
-	return fmt.Sprintf("done, but %s stay in the DLQ by rule (the summary's \"kept\" says why, and which flag would move them)", messages(e.n))
+// leftBehind is a redrive that did its job but left n messages in the DLQ by rule, each
+// named in its summary with the flag that would move it: it exits cli.ExitLeft.
+func leftBehind(n int) error {
+	return &cli.Left{Msg: fmt.Sprintf("done, but %s stay in the DLQ by rule (the summary's \"kept\" says why, and which flag would move them)", messages(n))}
 }
 
 // countLeft reads what is left in the DLQ after the run's last change. A count that fails

@@ -12,8 +12,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 )
 
-// alarmState is one alarm as CloudWatch's DescribeAlarms reports it.
-type alarmState struct {
+// Alarm is one alarm as CloudWatch's DescribeAlarms reports it.
+type Alarm struct {
 	Name        string `json:"name"`
 	State       string `json:"state"`
 	Reason      string `json:"reason"`
@@ -23,7 +23,7 @@ type alarmState struct {
 
 // label is the pipeline an alarm of constructs/monitoring watches: its description starts
 // with "[Label] ".
-func (a alarmState) label() string {
+func (a Alarm) label() string {
 	if m := labelPrefix.FindStringSubmatch(a.Description); m != nil {
 		return m[1]
 	}
@@ -33,7 +33,7 @@ func (a alarmState) label() string {
 var labelPrefix = regexp.MustCompile(`^\[([A-Za-z0-9_-]{1,64})\] `)
 
 // runbook is the runbook link an alarm's description ends with, or "".
-func (a alarmState) runbook() string {
+func (a Alarm) runbook() string {
 	if i := strings.LastIndex(a.Description, "Runbook: "); i >= 0 {
 		return strings.TrimSpace(a.Description[i+len("Runbook: "):])
 	}
@@ -44,12 +44,12 @@ func (a alarmState) runbook() string {
 // descriptions and metrics. CloudWatch's DescribeAlarms with ChildrenOfAlarmName answers only
 // each child's name, ARN and state, so a second DescribeAlarms by AlarmNames (100 a call)
 // reads the rest. Both are CloudWatch's query API, which every Region serves.
-func childAlarms(ctx context.Context, rc *cli.RESTClient, name string) ([]alarmState, error) {
+func childAlarms(ctx context.Context, rc *cli.RESTClient, name string) ([]Alarm, error) {
 	children, err := describeAlarms(ctx, rc, url.Values{"ChildrenOfAlarmName": {name}})
 	if err != nil {
 		return nil, err
 	}
-	var out []alarmState
+	var out []Alarm
 	for i := 0; i < len(children); i += 100 {
 		form := url.Values{"AlarmTypes.member.1": {"MetricAlarm"}, "AlarmTypes.member.2": {"CompositeAlarm"}}
 		for j, a := range children[i:min(i+100, len(children))] {
@@ -65,8 +65,8 @@ func childAlarms(ctx context.Context, rc *cli.RESTClient, name string) ([]alarmS
 }
 
 // describeAlarms makes one DescribeAlarms query with the given parameters, every page.
-func describeAlarms(ctx context.Context, rc *cli.RESTClient, params url.Values) ([]alarmState, error) {
-	var out []alarmState
+func describeAlarms(ctx context.Context, rc *cli.RESTClient, params url.Values) ([]Alarm, error) {
+	var out []Alarm
 	token := ""
 	for {
 		form := url.Values{"Action": {"DescribeAlarms"}, "Version": {"2010-08-01"}}
@@ -95,7 +95,7 @@ func describeAlarms(ctx context.Context, rc *cli.RESTClient, params url.Values) 
 			return nil, fmt.Errorf("CloudWatch DescribeAlarms: an answer that is not its XML: %w", err)
 		}
 		for _, a := range append(resp.Result.Metric, resp.Result.Composite...) {
-			out = append(out, alarmState{Name: a.AlarmName, State: a.StateValue, Reason: a.StateReason, Description: a.AlarmDescription, Metric: a.MetricName})
+			out = append(out, Alarm{Name: a.AlarmName, State: a.StateValue, Reason: a.StateReason, Description: a.AlarmDescription, Metric: a.MetricName})
 		}
 		if token = resp.Result.NextToken; token == "" {
 			return out, nil
@@ -111,7 +111,7 @@ const heartbeatMetric = "ProbeCompleted"
 // whose probes just completed (no heartbeat yet after a first deploy, or one that has not come
 // round since the pipeline recovered: it clears within an interval). Alarms of pipelines other
 // than only (when given) are left out.
-func checkAlarms(ctx context.Context, rc *cli.RESTClient, composite, only string, passed map[string]bool) (checked int, failures, notes []alarmState, err error) {
+func checkAlarms(ctx context.Context, rc *cli.RESTClient, composite, only string, passed map[string]bool) (checked int, failures, notes []Alarm, err error) {
 	alarms, err := childAlarms(ctx, rc, composite)
 	if err != nil {
 		return 0, nil, nil, err

@@ -42,7 +42,7 @@ func TestCheckAlarmsReadsTheCompositesChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := func(as []alarmState) (out []string) {
+	names := func(as []Alarm) (out []string) {
 		for _, a := range as {
 			out = append(out, a.label()+" "+a.Name+" "+a.runbook())
 		}

@@ -80,9 +80,9 @@ type PipelineStatus struct {
 	Mappings []Mapping `json:"mappings"`
 	// AlarmsChecked is false when the outputs name no composite alarm, or its alarms could
 	// not be read (then Unread says why).
-	AlarmsChecked bool         `json:"alarmsChecked"`
-	Alarms        []alarmState `json:"alarmsInAlarm,omitempty"`
-	Problems      []string     `json:"problems,omitempty"`
+	AlarmsChecked bool     `json:"alarmsChecked"`
+	Alarms        []Alarm  `json:"alarmsInAlarm,omitempty"`
+	Problems      []string `json:"problems,omitempty"`
 	// Unread names what could not be read and why (the queue, the DLQ, the mappings, the
 	// alarms): its counts are unknown, not zero.
 	Unread []string `json:"unread,omitempty"`
@@ -150,7 +150,7 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 	// The paging alarms in ALARM, by pipeline, read once for all of them.
 	// What cannot be read is said, and the rest is still read and printed: at night the queue
 	// depths matter most when CloudWatch is what cannot be reached.
-	var alarms []alarmState
+	var alarms []Alarm
 	var alarmsErr error
 	composite := outputs[cli.OutUnhealthy]
 	if composite != "" {

@@ -64,8 +64,8 @@ type verifyResult struct {
 	Failure    string `json:"failure,omitempty"`
 	// Alarms are the pipeline's paging alarms in ALARM (each fails it); Notes its heartbeat
 	// alarm in ALARM although its probes completed (no failure).
-	Alarms []alarmState `json:"alarmsInAlarm,omitempty"`
-	Notes  []alarmState `json:"notes,omitempty"`
+	Alarms []Alarm `json:"alarmsInAlarm,omitempty"`
+	Notes  []Alarm `json:"notes,omitempty"`
 }
 
 // Verify is `pipelinectl verify ARGS`.
