@@ -61,6 +61,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"dlq"}, cli.ExitUsage, "dlq needs a subcommand: inspect or redrive"},
 		{[]string{"record"}, cli.ExitUsage, "record needs a subcommand: get or release"},
 		{[]string{"dlq", "purge"}, cli.ExitUsage, `unknown command "dlq purge"`},
+		{[]string{"dlq inspect"}, cli.ExitUsage, `unknown command "dlq inspect"`},
 		{[]string{"dlq", "inspect", "--bogus"}, cli.ExitUsage, "dlq inspect: unknown flag --bogus\nRun 'pipelinectl help dlq' for its flags.\n"},
 		{[]string{"dlq", "redrive", "--pipline", "Fifo"}, cli.ExitUsage, "dlq redrive: unknown flag --pipline; did you mean --pipeline?\n"},
 		{[]string{"dlq", "redrive", "-include-invalid=true", "--yess"}, cli.ExitUsage, "dlq redrive: unknown flag --yess; did you mean --yes?\n"},

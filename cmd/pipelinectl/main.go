@@ -122,8 +122,11 @@ var commands = []command{
 	}},
 }
 
-// group is the commands whose name starts with first, and their full names.
+// group is the commands whose name starts with the word first, and their full names.
 func group(first string) (cs []command, names []string) {
+	if strings.Contains(first, " ") {
+		return nil, nil // one argument "dlq inspect" is not the command dlq inspect
+	}
 	for _, c := range commands {
 		if c.name == first || strings.HasPrefix(c.name, first+" ") {
 			cs, names = append(cs, c), append(names, c.name)
