@@ -304,12 +304,18 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 	// The journal is opened (and a bad --journal refused) before anything moves, wherever
 	// the mover may run: after a FIFO task that leaves messages too.
 	var j *journal
+	moverRan := false
 	if !p.useTask || dlq.FIFO {
 		if j, err = openJournal(o.journal, dlq.ARN, dest.ARN); err != nil {
 			s.audit.close("NOT STARTED  " + err.Error() + "\n")
 			return nil, err
 		}
-		defer j.close()
+		defer func() {
+			if !moverRan {
+				j.compact() // removes a journal this run did not use, keeps an earlier run's entries
+			}
+			j.close()
+		}()
 	}
 	useTask := p.useTask
 	if useTask {
@@ -324,9 +330,6 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 			useTask, s.taskThenMover = false, true
 		}
 		if moveErr != nil {
-			if j != nil {
-				j.compact() // removes a journal this run did not use, keeps an earlier run's
-			}
 			return moveErr, nil
 		}
 	}
@@ -339,15 +342,13 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 		}
 	}
 	if useTask {
-		if j != nil {
-			j.compact() // removes a journal this run did not need, keeps an earlier run's
-		}
 		s.Status, s.Done = "done", true
 		return nil, nil
 	}
 	s.Journal = j.path
 	fmt.Fprintf(out, "journal      %s (what this run sent: a rerun from this account on this machine sends none of it again)\n", j.path)
 	r := &mover{api: api, dlq: dlq, dest: dest, plan: p.newPlanner(), rate: o.rate, hold: holdFor(ctx, o.rate), journal: j, out: out, audit: s.audit}
+	moverRan = true
 	r.run(ctx)
 	s.fromMover(r)
 	if s.Done {
