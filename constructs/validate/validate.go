@@ -10,6 +10,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -164,6 +167,11 @@ var (
 // Defer the function itself, not a closure that calls it: recover only stops a panic when
 // the deferred function calls it directly, so `defer func() { validate.ExitOnInvalidProps() }()`
 // lets the stack trace through.
+//
+// An error CDK itself raises (jsii passes it on as a Go panic: a feature flag in cdk.json that
+// CDK v2 removed, a construct id used twice) is printed the same way, as one line naming the
+// cause, the line of the app that called into CDK, and the file to change when it is the
+// context's; Go's stack trace of jsii's internals is left out.
 func ExitOnInvalidProps() {
 	r := recover()
 	if r == nil {
@@ -174,5 +182,65 @@ func ExitOnInvalidProps() {
 		exit(1)
 		return
 	}
+	if err, ok := r.(error); ok {
+		if at, ok := raisedByCDK(); ok {
+			fmt.Fprintf(stderr, "\n%s\n\n", cdkError(err.Error(), at))
+			exit(1)
+			return
+		}
+	}
 	panic(r)
+}
+
+// Go packages whose frames are CDK's (and jsii's) rather than an app's.
+var cdkPackages = []string{"github.com/aws/jsii-runtime-go", "github.com/aws/aws-cdk-go/", "github.com/aws/constructs-go/", "github.com/cdklabs/"}
+
+func isCDK(function string) bool {
+	return slices.ContainsFunc(cdkPackages, func(p string) bool { return strings.HasPrefix(function, p) })
+}
+
+// raisedByCDK reports whether the panic being recovered was raised in jsii's runtime (an
+// error of CDK's JavaScript), and where the app called into CDK: "file:line (function)" of
+// the first frame outside CDK's packages.
+func raisedByCDK() (string, bool) {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	panicked, fromJSII := false, false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicked = true
+		case !panicked || strings.HasPrefix(f.Function, "runtime."):
+		case !fromJSII && !strings.HasPrefix(f.Function, "github.com/aws/jsii-runtime-go"):
+			return "", false // raised by the app, or by a construct's Go code: not CDK's error
+		case !fromJSII:
+			fromJSII = true
+		case !isCDK(f.Function):
+			return fmt.Sprintf("%s:%d (%s)", f.File, f.Line, f.Function), true
+		}
+		if !more {
+			return "", fromJSII
+		}
+	}
+}
+
+// removedFlag finds the name of a feature flag in CDK's "Unsupported feature flag" error.
+var removedFlag = regexp.MustCompile(`^Unsupported feature flag '([^']+)'`)
+
+// cdkError is the line ExitOnInvalidProps prints for an error CDK raised at the app's line at.
+func cdkError(msg, at string) string {
+	first, _, _ := strings.Cut(msg, "\n")
+	if m := removedFlag.FindStringSubmatch(first); m != nil {
+		file := "the -c option that sets it"
+		for _, f := range []string{"cdk.json", "cdk.context.json"} {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), m[1]) {
+				file = f
+				break
+			}
+		}
+		return fmt.Sprintf("cdk synth: the context sets %s, a CDK v1 feature flag that CDK v2 removed and refuses (v2 behaves as if it were true): "+
+			"delete it from %s (CDK raised it at %s)", m[1], file, at)
+	}
+	return fmt.Sprintf("cdk synth: CDK raised: %s (at %s)", first, at)
 }

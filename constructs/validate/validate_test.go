@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -171,5 +172,38 @@ func TestNumberTokensAreNamedAsTokens(t *testing.T) {
 	errors.As(p.Err(), &verr)
 	if verr == nil || strings.Join(verr.Problems, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%v\nwant:\n%s", verr, strings.Join(want, "\n"))
+	}
+}
+
+// An error CDK itself raises, as jsii passes it on: a CDK v1 feature flag in the app's
+// cdk.json (the CDK v1 templates wrote several), which CDK v2 refuses when a construct asks
+// for it (a KMS key does).
+func TestExitOnInvalidPropsReportsCDKsOwnError(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.WriteFile("cdk.json", []byte(`{"app":"go run .","context":{"@aws-cdk/aws-kms:defaultKeyPolicies":true}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := stubExit(t)
+	func() {
+		defer ExitOnInvalidProps()
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"@aws-cdk/aws-kms:defaultKeyPolicies": true}})
+		awskms.NewKey(awscdk.NewStack(app, jsii.String("S"), nil), jsii.String("Key"), nil)
+	}()
+	want := "\ncdk synth: the context sets @aws-cdk/aws-kms:defaultKeyPolicies, a CDK v1 feature flag that CDK v2 removed and refuses " +
+		"(v2 behaves as if it were true): delete it from cdk.json (CDK raised it at "
+	if *code != 1 || !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "validate_test.go:") || strings.Count(out.String(), "\n") != 3 {
+		t.Fatalf("exit status %d, stderr %q; want 1 and one line starting %q and naming this file's line", *code, out, want)
+	}
+
+	out, code = stubExit(t)
+	func() {
+		defer ExitOnInvalidProps()
+		stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("S"), nil)
+		awscdk.NewCfnOutput(stack, jsii.String("Twice"), &awscdk.CfnOutputProps{Value: jsii.String("a")})
+		awscdk.NewCfnOutput(stack, jsii.String("Twice"), &awscdk.CfnOutputProps{Value: jsii.String("b")})
+	}()
+	want = "\ncdk synth: CDK raised: There is already a Construct with name 'Twice' in "
+	if *code != 1 || !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "validate_test.go:") {
+		t.Fatalf("exit status %d, stderr %q; want 1 and %q...", *code, out, want)
 	}
 }
