@@ -28,12 +28,24 @@ import (
 // and _CLOUDFORMATION at it (Kit.Environ does). Anything else is answered with an error
 // that says so.
 
-// serveAWS starts the stand-in server for the running stacks.
-func (k *Kit) serveAWS() error {
+// listenAWS takes the stand-ins' address, before any function is configured: every
+// function's environment points each AWS service the kit does not serve at it too.
+func (k *Kit) listenAWS() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("local: the Lambda, CloudWatch and Scheduler stand-ins: %w", err)
 	}
+	k.apiLn, k.apiURL = ln, "http://"+ln.Addr().String()
+	return nil
+}
+
+// servedServices are the services the stand-ins answer, by the name a request's signature
+// scopes it to; any other service gets notServed's error.
+var servedServices = []string{"lambda", "monitoring", "scheduler", "cloudformation"}
+
+// serveAWS starts the stand-in server for the running stacks on listenAWS's address.
+func (k *Kit) serveAWS() error {
+	ln := k.apiLn
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", k.lambdaInvoke)
 	mux.HandleFunc("GET /2015-03-31/event-source-mappings/", k.lambdaMappings)
@@ -54,10 +66,13 @@ func (k *Kit) serveAWS() error {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 6<<20) // Lambda's synchronous payload limit
+		if service := signedService(r); !slices.Contains(servedServices, service) {
+			notServed(w, r, service)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
 	k.api = &http.Server{Handler: guard, ReadHeaderTimeout: 10 * time.Second}
-	k.apiURL = "http://" + hosts[0]
 	go k.api.Serve(ln)
 	return nil
 }
@@ -112,6 +127,47 @@ func (k *Kit) describeStacks(w http.ResponseWriter, req *http.Request) {
 	b.WriteString(`</Stacks></DescribeStacksResult></DescribeStacksResponse>`)
 	w.Header().Set("Content-Type", "text/xml")
 	io.WriteString(w, b.String())
+}
+
+// signedService is the service a SigV4-signed request is scoped to (Credential=KEY/DATE/
+// REGION/SERVICE/aws4_request), "" when the header says none.
+func signedService(r *http.Request) string {
+	_, cred, _ := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	cred, _, _ = strings.Cut(cred, ",")
+	if parts := strings.Split(cred, "/"); len(parts) == 5 {
+		return parts[3]
+	}
+	return ""
+}
+
+// notServed answers a call to a service the kit does not serve, in the service's own error
+// format so that the caller's SDK shows the message: a function under the kit, or a shell
+// with its exports, reaches no AWS endpoint, whatever credentials are about.
+func notServed(w http.ResponseWriter, r *http.Request, service string) {
+	call := r.Header.Get("X-Amz-Target") // the JSON protocols: Service.Operation
+	if _, op, ok := strings.Cut(call, "."); ok {
+		call = op
+	}
+	query := false
+	if call == "" && r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") && r.ParseForm() == nil {
+		call, query = r.Form.Get("Action"), true // the query protocol (STS, SNS, SQS's older one)
+	}
+	if call == "" {
+		call = r.Method + " " + r.URL.Path // the REST protocols
+	}
+	msg := fmt.Sprintf("the local kit does not serve %s (%s): nothing under the kit reaches AWS. "+
+		"Point the function at a server of yours with --env FUNCTION.AWS_ENDPOINT_URL_%s=URL (Options.Env), or test this call against AWS",
+		service, call, strings.ToUpper(strings.ReplaceAll(service, "-", "_")))
+	switch {
+	case query:
+		cloudWatchError(w, false, http.StatusNotImplemented, "NotImplemented", msg)
+	case r.Header.Get("X-Amz-Target") == "" && service == "s3":
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusNotImplemented)
+		fmt.Fprintf(w, `<Error><Code>NotImplemented</Code><Message>%s</Message></Error>`, xmlText(msg))
+	default:
+		awsError(w, http.StatusNotImplemented, "NotImplemented", msg)
+	}
 }
 
 func awsError(w http.ResponseWriter, status int, code, msg string) {

@@ -18,15 +18,19 @@
 //   - The kit creates the stacks' queues (attributes, redrive and redrive-allow policies) and
 //     tables (keys, TTL) from the templates. A property with no local meaning (encryption,
 //     tags, backups; a function's reserved concurrency, VPC or layers; a disabled mapping) is
-//     listed (Kit.Ignored); a queue or table property the kit does not understand, and a
-//     mapping's filter, are errors.
+//     listed (Kit.Ignored); a queue, table or mapping property the kit does not understand
+//     is an error. The names the app gives queues and tables are kept, but where two stacks
+//     of the run give the same one: those get the stack's name as a suffix (Kit.Ignored).
 //     An idempotency table or a queue and its DLQ the stack imports get local stand-ins,
 //     from what the constructs record of them in the cloud assembly (Kit.StandIns).
 //   - Every SQS event source mapping is a pipeline. A consumer or dispatcher of these
 //     constructs is built from its source (the Entry the construct bundled, recorded in the
 //     cloud assembly) with the bundling flags for this machine; any other function runs
-//     from its code asset when that is a bootstrap executable for this machine (a
-//     GoFunction, a Rust function). Each runs behind a local Lambda Runtime API
+//     from its code asset (a directory or a .zip) when that is an executable for this
+//     machine (a GoFunction, a Rust function, a go1.x binary named by its handler), or is
+//     built for this machine from the main package a Go executable for the other
+//     architecture records, when that is in the module the assembly was synthesized in.
+//     The mapping's function may be the function, a version or an alias of it. Each runs behind a local Lambda Runtime API
 //     (internal/lambdart) with the template's environment, timeout and memory, one process
 //     per execution environment. What cannot run (a mapping onto a function the stack does
 //     not create, another runtime or architecture) is listed by NotRun; its queue is created.
@@ -36,7 +40,7 @@
 //     Every variable the kit cannot resolve is reported before anything starts.
 //   - A poller per consumer is its event source mapping: batch size, a batching window from
 //     the first record, Lambda's 6 MB payload, maximum concurrency, partial
-//     batch responses; records not deleted return after the visibility timeout, and SQS's
+//     batch responses, filter criteria (a record no filter matches is deleted undelivered); records not deleted return after the visibility timeout, and SQS's
 //     redrive policy moves them to the DLQ.
 //   - Fire runs a dispatcher as its schedule would, asynchronously: retries and the
 //     on-failure destination from its EventInvokeConfig. With Options.Cron the kit also

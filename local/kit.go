@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,6 +60,10 @@ type Options struct {
 	// Logs receives every line a function writes, with the function's logical id. Default:
 	// the lines are dropped (the kit still reads them for outcomes and metrics).
 	Logs func(function string, line []byte)
+	// StackLogs receives every line a function writes, as Logs does, with the function's
+	// stack too (its name as `cdk ls` prints it, "Dev/Orders" in a Stage): where several
+	// stacks or stages run, logical ids repeat. Default: the lines are dropped.
+	StackLogs func(stack, function string, line []byte)
 	// Progress receives what Start does (building, fetching, starting) and, with Cron, each
 	// firing of a schedule. Default: nothing.
 	Progress io.Writer
@@ -129,6 +134,7 @@ type Kit struct {
 	inject   atomic.Pointer[func(DynamoDBCall) string] // InjectDynamoDB's
 	observed atomic.Pointer[[]*stackRun]               // the stacks deployed so far, for the proxy's Observe
 	api      *http.Server                              // the Lambda, CloudWatch and Scheduler stand-ins (awsapi.go)
+	apiLn    net.Listener
 	apiURL   string
 	stopped  atomic.Bool
 	fires    atomic.Int64
@@ -158,6 +164,9 @@ type Running struct {
 	Consumer, Dispatcher         string
 	ConsumerName, DispatcherName string
 	Fifo                         bool
+	// Filters are the patterns of the mapping's filter criteria, nil for none: a record
+	// that matches none of them is deleted undelivered, as Lambda does.
+	Filters []string
 }
 
 // run is a Running pipeline and what drives it.
@@ -167,8 +176,11 @@ type run struct {
 	st     *stackRun
 	ledger *standin.Ledger
 	poller *standin.Poller
-	mu     sync.Mutex
-	disp   *lambdart.Env
+	// lastErr is the consumer's last failed invocation (an error it returned, a crash, a
+	// failed init, a timeout), for Status.
+	lastErr atomic.Pointer[string]
+	mu      sync.Mutex
+	disp    *lambdart.Env
 }
 
 // Start brings up the pipelines of the stacks in opts.Assembly. It needs Java 17+ and Go;
@@ -331,6 +343,7 @@ func (k *Kit) plan(refs []cfn.StackRef, templates []*standin.Template, sources [
 			k.notRun = append(k.notRun, refs[i].DisplayName+": "+n)
 		}
 	}
+	clashes(refs, templates)
 	if running == 0 {
 		why := ""
 		if len(k.notRun) > 0 {
@@ -339,6 +352,40 @@ func (k *Kit) plan(refs []cfn.StackRef, templates []*standin.Template, sources [
 		return nil, fmt.Errorf("local: no pipeline to run: none of the stacks %s has an SQS event source mapping onto a function the kit can run%s", strings.Join(names, ", "), why)
 	}
 	return plans, nil
+}
+
+// clashes marks, in each template, the physical names it gives (a QueueName, a TableName)
+// that another stack of the run gives too, as two stages of one app do: those are suffixed
+// with the stack's name locally, and the stack's Ignored says so. Every other given name is
+// kept, so that a function that has it as a plain string finds it.
+func clashes(refs []cfn.StackRef, templates []*standin.Template) {
+	by := map[string][]int{}
+	for i, t := range templates {
+		for name := range t.GivenNames() {
+			by[name] = append(by[name], i)
+		}
+	}
+	for i, t := range templates {
+		t.Clashes = map[string]bool{}
+		for name, id := range t.GivenNames() {
+			if len(by[name]) < 2 {
+				continue
+			}
+			t.Clashes[name] = true
+			var others []string
+			for _, j := range by[name] {
+				if j != i {
+					others = append(others, refs[j].DisplayName)
+				}
+			}
+			here := strings.TrimSuffix(name, ".fifo") + "-" + stackSuffix(refs[i])
+			if strings.HasSuffix(name, ".fifo") {
+				here += ".fifo"
+			}
+			t.NotApplied = append(t.NotApplied, fmt.Sprintf("%s's name %s is given by stack %s too: here it is %s (a function that has the name as a plain string misses it)",
+				id, name, strings.Join(others, ", "), here))
+		}
+	}
 }
 
 // buildAll builds the functions into a directory of the kit's own, holding its lock, after
@@ -372,6 +419,9 @@ func (k *Kit) startBackends(ctx context.Context) error {
 		return fmt.Errorf("local: %w", err)
 	}
 	k.sq, k.db = k.sqsd.Client(), k.ddb.Client()
+	if err := k.listenAWS(); err != nil {
+		return err
+	}
 	var err error
 	if k.proxy, err = ddbproxy.New(k.ddb.Endpoint()); err != nil {
 		return fmt.Errorf("local: %w", err)
@@ -414,6 +464,14 @@ func (k *Kit) build(ctx context.Context, plans []*stackPlan) (map[string]string,
 	for _, sp := range plans {
 		for _, id := range slices.Sorted(maps.Keys(sp.code)) {
 			c := sp.code[id]
+			if c.zip != "" {
+				out, err := k.unzip(c)
+				if err != nil {
+					return nil, fmt.Errorf("local: stack %s: function %s: %w", sp.ref.DisplayName, id, err)
+				}
+				bins[sp.ref.ID+"/"+id] = out
+				continue
+			}
 			if c.src == nil {
 				bins[sp.ref.ID+"/"+id] = c.bootstrap
 				continue
@@ -437,6 +495,23 @@ func (k *Kit) build(ctx context.Context, plans []*stackPlan) (map[string]string,
 		}
 	}
 	return bins, nil
+}
+
+// unzip extracts the executable of a zip asset into the kit's directory, once per zip.
+func (k *Kit) unzip(c code) (string, error) {
+	sum := sha256.Sum256([]byte(c.zip + "\x00" + c.member))
+	out := filepath.Join(k.binDir, hex.EncodeToString(sum[:8]), c.member)
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	b, _, err := zipMember(c.zip, c.member)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", err
+	}
+	return out, os.WriteFile(out, b, 0o755)
 }
 
 // create creates one stack's queues and tables.
@@ -492,7 +567,8 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 		path := cmp.Or(sources[p.Consumer].Path, t.Functions[p.Consumer].Path, p.Consumer)
 		r := &run{Running: Running{Name: pipelineName(path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
 			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env["IDEMPOTENCY_TABLE_NAME"],
-			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo}, p: p, st: st, ledger: standin.NewLedger()}
+			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo, Filters: p.Mapping.Filters},
+			p: p, st: st, ledger: standin.NewLedger()}
 		if p.Dispatcher != "" {
 			r.DispatcherName = d.FunctionName(p.Dispatcher)
 		}
@@ -506,7 +582,7 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 			if err != nil {
 				return err
 			}
-			envs[i] = k.invoker(st, p.Consumer, e)
+			envs[i] = k.invoker(st, p.Consumer, e, r)
 		}
 		if p.Dispatcher != "" {
 			if r.disp, err = k.env(st, p.Dispatcher, bins[ref.ID+"/"+p.Dispatcher], nil); err != nil {
@@ -647,7 +723,10 @@ func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.
 	if err != nil {
 		return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
 	}
-	for name, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": k.proxy.URL, "AWS_ENDPOINT_URL_SQS": k.sqsd.Endpoint()} {
+	// Every service at the kit: SQS and DynamoDB at their servers, any other at the
+	// stand-ins, which answer what they do not serve with an error naming it. Nothing a
+	// function calls reaches AWS.
+	for name, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": k.proxy.URL, "AWS_ENDPOINT_URL_SQS": k.sqsd.Endpoint(), "AWS_ENDPOINT_URL": k.apiURL} {
 		if _, set := st.d.Override(id, name); !set {
 			vars[name] = v
 		}
@@ -660,6 +739,9 @@ func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.
 			st.obs.Line(line)
 			if ledger != nil {
 				ledger(line)
+			}
+			if k.opts.StackLogs != nil {
+				k.opts.StackLogs(st.ref.DisplayName, id, line)
 			}
 			if k.opts.Logs != nil {
 				k.opts.Logs(id, line)
@@ -677,14 +759,18 @@ func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.
 
 // invoker is a poller's view of an environment: a function error fails the invocation, and
 // each invocation is a Lambda metric.
-func (k *Kit) invoker(st *stackRun, id string, e *lambdart.Env) standin.Invoker {
+func (k *Kit) invoker(st *stackRun, id string, e *lambdart.Env, r *run) standin.Invoker {
 	return standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		res, err := k.invoke(ctx, st, id, e, payload)
-		if err != nil {
-			return nil, err
+		if err == nil && res.FunctionError != nil {
+			err = res.FunctionError
 		}
-		if res.FunctionError != nil {
-			return nil, res.FunctionError
+		if err != nil {
+			if ctx.Err() == nil {
+				msg := err.Error()
+				r.lastErr.Store(&msg)
+			}
+			return nil, err
 		}
 		return res.Payload, nil
 	})
@@ -726,6 +812,9 @@ func (k *Kit) Close() error {
 	}
 	if k.cancel != nil {
 		k.cancel() // first: a handler of the AWS stand-ins sees it and starts nothing more
+	}
+	if k.api == nil && k.apiLn != nil {
+		k.apiLn.Close() // taken, never served: Start failed first
 	}
 	if k.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -41,7 +41,7 @@ func (k *Kit) Environ() []string {
 	e := k.Endpoints()
 	return []string{"AWS_ENDPOINT_URL_SQS=" + e.SQS, "AWS_ENDPOINT_URL_DYNAMODB=" + e.DynamoDB,
 		"AWS_ENDPOINT_URL_LAMBDA=" + e.AWS, "AWS_ENDPOINT_URL_CLOUDWATCH=" + e.AWS, "AWS_ENDPOINT_URL_SCHEDULER=" + e.AWS,
-		"AWS_ENDPOINT_URL_CLOUDFORMATION=" + e.AWS,
+		"AWS_ENDPOINT_URL_CLOUDFORMATION=" + e.AWS, "AWS_ENDPOINT_URL=" + e.AWS,
 		"AWS_REGION=" + e.Region, "AWS_DEFAULT_REGION=" + e.Region, "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
 }
 
@@ -157,6 +157,12 @@ type Status struct {
 	// Outcomes counts the consumer's record outcomes by name ("processed", "duplicate",
 	// "invalid_input", "dead_lettered", "probe", ...), from its logs.
 	Outcomes map[string]int
+	// Invocations counts the consumer's invocations, whatever the function is; Failed
+	// those that failed as a whole (an error returned, a crash, a failed init, a timeout),
+	// and LastError says how the last one failed ("" for none). Filtered counts the records
+	// the mapping's filter criteria deleted undelivered.
+	Invocations, Failed, Filtered int64
+	LastError                     string
 }
 
 // Status reads every pipeline's queue depths and outcomes.
@@ -174,7 +180,12 @@ func (k *Kit) Status(ctx context.Context) ([]Status, error) {
 					return nil, err
 				}
 			}
-			out = append(out, Status{Pipeline: r.Stack + "/" + r.Name, Queue: q, DLQ: dl, Outcomes: r.ledger.Outcomes()})
+			s := Status{Pipeline: r.Stack + "/" + r.Name, Queue: q, DLQ: dl, Outcomes: r.ledger.Outcomes(),
+				Invocations: r.poller.Stats.Invocations.Load(), Failed: r.poller.Stats.InvokeErrors.Load(), Filtered: r.poller.Stats.Filtered.Load()}
+			if e := r.lastErr.Load(); e != nil {
+				s.LastError = *e
+			}
+			out = append(out, s)
 		}
 	}
 	return out, nil

@@ -1,10 +1,14 @@
 package local
 
 import (
+	"archive/zip"
+	"bytes"
 	"cmp"
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -29,10 +33,13 @@ type stackPlan struct {
 }
 
 // code is where a function's program comes from: its Go source, which the kit builds for
-// this machine, or a bootstrap executable in the cloud assembly, which it runs as it is.
+// this machine, or an executable in the cloud assembly, which it runs as it is: a file of
+// an asset directory (bootstrap), or a member of a zip asset (zip, member), which the kit
+// extracts first.
 type code struct {
-	src       *cfn.Source
-	bootstrap string
+	src         *cfn.Source
+	bootstrap   string
+	zip, member string
 }
 
 // plan decides what runs of the stack: every pipeline whose consumer the kit can run, with
@@ -82,25 +89,35 @@ func plan(ref cfn.StackRef, t *standin.Template, sources map[string]cfn.Source) 
 	return sp, nil
 }
 
-// codeFor finds the program of function id: the source the constructs recorded, else a
-// bootstrap executable for this machine in its code asset. why says why it cannot run.
+// codeFor finds the program of function id: the source the constructs recorded, else the
+// executable in its code asset (bootstrap; for go1.x the handler's name), as it is when it
+// runs on this machine, else built for this machine from the main package it records when
+// that package is in the app's module. why says why it cannot run.
 func codeFor(ref cfn.StackRef, t *standin.Template, sources map[string]cfn.Source, id string) (c code, why string, err error) {
 	if src, ok := sources[id]; ok {
 		return code{src: &src}, "", nil
 	}
 	f := t.Functions[id]
+	exe := "bootstrap"
 	switch {
 	case f.Image:
 		why = "it is a container image function; the local kit runs Go source the constructs recorded and bootstrap executables"
+	case f.Runtime == "go1.x":
+		exe = cmp.Or(f.Handler, "main")
 	case f.Runtime != "" && !strings.HasPrefix(f.Runtime, "provided"):
-		why = fmt.Sprintf("its runtime is %s; the local kit runs Go source the constructs recorded and bootstrap executables "+
-			"(runtime provided.al2023 or provided.al2: Go, Rust)", f.Runtime)
-	case f.Asset == "":
+		why = fmt.Sprintf("its runtime is %s; the local kit runs Go source the constructs recorded and executables "+
+			"(runtime provided.al2023 or provided.al2: Go, Rust; go1.x)", f.Runtime)
+	}
+	if why == "" && f.Asset == "" {
 		why = "its code is not an asset of the cloud assembly (inline code, or an S3 object the app names): there is nothing here to run"
-	default:
-		path := filepath.Join(ref.Dir, f.Asset, "bootstrap")
-		if why = checkBootstrap(path); why == "" {
-			return code{bootstrap: path}, "", nil
+	}
+	if why == "" {
+		if c, why = assetCode(ref, f.Asset, exe); why == "" {
+			if f.Runtime == "go1.x" {
+				t.NotApplied = append(t.NotApplied, "function "+id+": runtime go1.x, which Lambda no longer accepts for new functions "+
+					"(creation disabled since 2024-02-08): run here as it is; move it to provided.al2023 with the binary named bootstrap")
+			}
+			return c, "", nil
 		}
 	}
 	if _, ours := f.Env["IDEMPOTENCY_TABLE_NAME"]; ours { // a consumer of these constructs, synthesized by an older version
@@ -110,38 +127,129 @@ func codeFor(ref cfn.StackRef, t *standin.Template, sources map[string]cfn.Sourc
 	return code{}, why, nil
 }
 
+// assetCode is the executable exe of a code asset (a directory, or a zip file CDK copied
+// as it is): as it is when it runs here, else its main package built for this machine.
+func assetCode(ref cfn.StackRef, asset, exe string) (code, string) {
+	path := filepath.Join(ref.Dir, asset)
+	c := code{bootstrap: filepath.Join(path, exe)}
+	missing := "its code asset has no file named bootstrap, which Lambda's provided runtimes run"
+	if exe != "bootstrap" {
+		missing = fmt.Sprintf("its code asset has no file named %s, which its handler names", exe)
+	}
+	var b []byte
+	var mode fs.FileMode
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return code{}, missing
+	case err != nil:
+		return code{}, err.Error()
+	case info.IsDir():
+		info, err := os.Stat(c.bootstrap)
+		if errors.Is(err, fs.ErrNotExist) {
+			return code{}, missing
+		}
+		if err == nil {
+			mode = info.Mode()
+			b, err = os.ReadFile(c.bootstrap)
+		}
+		if err != nil {
+			return code{}, err.Error()
+		}
+	default: // a zip file
+		c = code{zip: path, member: exe}
+		if b, mode, err = zipMember(path, exe); err != nil {
+			return code{}, err.Error()
+		}
+	}
+	why, arch := checkExecutable(exe, b, mode)
+	if arch == "" || why == "" {
+		return c, why
+	}
+	return buildFor(ref, b, arch, why)
+}
+
+// archFix is the way out for an executable built for another architecture than this machine's.
+func archFix() string {
+	here := lambdaArch[runtime.GOARCH]
+	return fmt.Sprintf("give the function Architecture %s (for a GoFunction, awslambda.Architecture_%s()) to run it here", here, strings.ToUpper(here))
+}
+
+// zipMember reads the file name of the zip file at path, and its mode.
+func zipMember(path, name string) ([]byte, fs.FileMode, error) {
+	z, err := zip.OpenReader(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("its code asset %s is not a zip file Lambda would take: %v", filepath.Base(path), err)
+	}
+	defer z.Close()
+	f, err := z.Open(name)
+	if err != nil {
+		return nil, 0, fmt.Errorf("its zip file has no file named %s at its top, which Lambda's runtime runs", name)
+	}
+	defer f.Close()
+	info, _ := f.Stat()
+	b, err := io.ReadAll(f)
+	return b, info.Mode(), err
+}
+
+// buildFor finds, for a Go executable built for another machine (arch), the main package it
+// was built from (go version -m) in the app's module, the module whose go.mod is in the
+// assembly's directory or one above it, and has the kit build it for this machine. why is
+// what to say when it cannot.
+func buildFor(ref cfn.StackRef, exe []byte, arch, why string) (code, string) {
+	info, err := buildinfo.Read(bytes.NewReader(exe))
+	if err != nil || runtime.GOOS != "linux" { // not Go: nothing to build again
+		return code{}, why + ": " + archFix()
+	}
+	for dir := ref.Dir; ; {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modfilePath(b) == info.Main.Path {
+			return code{src: &cfn.Source{Entry: info.Path, ModuleDir: dir, Role: "the main package of its " + lambdaArch[arch] + " executable"}}, ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return code{}, fmt.Sprintf("%s; its main package %s (module %s %s) is in no module at or above %s, where the kit would build it for this machine: "+
+		"run the kit on an assembly synthesized inside that module, or %s", why, info.Path, info.Main.Path, info.Main.Version, ref.Dir, archFix())
+}
+
+// modfilePath is the module path a go.mod declares.
+func modfilePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
+}
+
 // lambdaArch names a Go architecture as Lambda does.
 var lambdaArch = map[string]string{"amd64": "x86_64", "arm64": "arm64"}
 
-// checkBootstrap says why the executable at path cannot run on this machine, "" when it can.
-func checkBootstrap(path string) string {
-	info, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "its code asset has no file named bootstrap, which Lambda's provided runtimes run"
-	}
+// checkExecutable says why the executable named name, b (of file mode mode), cannot run on
+// this machine, "" when it can; arch is the Go architecture of a Linux executable for
+// another one.
+func checkExecutable(name string, b []byte, mode fs.FileMode) (why, arch string) {
+	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
-		return err.Error()
-	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return "its bootstrap is not a Linux executable (ELF): the local kit runs those only"
+		return "its " + name + " is not a Linux executable (ELF): the local kit runs those only", ""
 	}
 	defer f.Close()
-	arch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
+	arch = map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
 	here := runtime.GOOS + "/" + runtime.GOARCH
 	switch {
 	case arch == "":
-		return fmt.Sprintf("its bootstrap is built for %v, not a Lambda architecture", f.Machine)
+		return fmt.Sprintf("its %s is built for %v, not a Lambda architecture", name, f.Machine), ""
 	case runtime.GOOS != "linux":
-		return fmt.Sprintf("its bootstrap is a Linux executable and this machine is %s: the local kit runs a bootstrap as it is only on Linux", here)
+		return fmt.Sprintf("its %s is a Linux executable and this machine is %s: the local kit runs one as it is only on Linux", name, here), arch
 	case arch != runtime.GOARCH:
-		return fmt.Sprintf("its bootstrap is built for %s and this machine is %s (%s): give the function Architecture %s "+
-			"(for a GoFunction, awslambda.Architecture_%s()) to run it here", lambdaArch[arch], lambdaArch[runtime.GOARCH], here,
-			lambdaArch[runtime.GOARCH], strings.ToUpper(lambdaArch[runtime.GOARCH]))
-	case info.Mode()&0o111 == 0:
-		return "its bootstrap is not executable (no x permission)"
+		return fmt.Sprintf("its %s is built for %s and this machine is %s (%s)", name, lambdaArch[arch], lambdaArch[runtime.GOARCH], here), arch
+	case mode&0o111 == 0:
+		return "its " + name + " is not executable (no x permission)", ""
 	}
-	return ""
+	return "", ""
 }
 
 // checkEnv resolves, against a plan of each stack, with the overrides and parameters given,

@@ -178,8 +178,8 @@ func TestStartListsWhatItCannotRun(t *testing.T) {
 			"not run locally: function F, mapped to queue Q: its bootstrap is built for " + machine + " and this machine is " + name + " (linux/" + runtime.GOARCH +
 				"): give the function Architecture " + name + " (for a GoFunction, awslambda.Architecture_" + strings.ToUpper(name) + "()) to run it here; the queue is created"},
 		{"another runtime", `{"Resources":{` + strings.Replace(fn, "provided.al2023", "nodejs22.x", 1) + `}}`, "",
-			"not run locally: function F, mapped to queue Q: its runtime is nodejs22.x; the local kit runs Go source the constructs recorded and bootstrap executables " +
-				"(runtime provided.al2023 or provided.al2: Go, Rust); the queue is created"},
+			"not run locally: function F, mapped to queue Q: its runtime is nodejs22.x; the local kit runs Go source the constructs recorded and executables " +
+				"(runtime provided.al2023 or provided.al2: Go, Rust; go1.x); the queue is created"},
 		{"no bootstrap", `{"Resources":{` + fn + `}}`, "",
 			"not run locally: function F, mapped to queue Q: its code asset has no file named bootstrap, which Lambda's provided runtimes run; the queue is created"},
 	} {

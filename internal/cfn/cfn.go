@@ -6,8 +6,10 @@ package cfn
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -53,6 +55,51 @@ func RefTarget(v any) string {
 	}
 	return ""
 }
+
+// References lists, in order and once each, the logical ids (and parameter names) v refers
+// to anywhere inside it: by Ref, by Fn::GetAtt, and by ${Id} or ${Id.Attribute} in an
+// Fn::Sub; the AWS:: pseudo parameters are left out.
+func References(v any) []string {
+	var out []string
+	add := func(id string) {
+		if id != "" && !strings.HasPrefix(id, "AWS::") && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			if id := RefTarget(x); id != "" {
+				add(id)
+				return
+			}
+			if sub, ok := x["Fn::Sub"]; ok && len(x) == 1 {
+				format, _ := sub.(string)
+				if a, ok := sub.([]any); ok && len(a) == 2 {
+					format, _ = a[0].(string)
+					walk(a[1])
+				}
+				for _, m := range subVar.FindAllStringSubmatch(format, -1) {
+					id, _, _ := strings.Cut(m[1], ".")
+					add(id)
+				}
+				return
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k])
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
 
 // Dig follows keys through nested objects, returning nil where a key is missing.
 func Dig(v any, keys ...string) any {

@@ -99,6 +99,30 @@ func TestScheduleParseDeployTime(t *testing.T) {
 	if _, err := tmpl.Schedules[0].Parse(time.Now()); err == nil || err.Error() != want {
 		t.Errorf("parse = %v, want %q", err, want)
 	}
+
+	// A parameter with a Default (or a value given) applies: the form CDK writes for a cron
+	// of a CfnParameter (constructs/dispatcher's TestTokenProps holds it to CDK's output).
+	withDefault := strings.Replace(strings.Replace(doc, `{"Ref":"Cron"}`, `{"Fn::Join":["",["cron(",{"Ref":"Cron"},")"]]}`, 1),
+		`{"Resources":`, `{"Parameters":{"Cron":{"Type":"String","Default":"0 3 * * ? *"},"Zone":{"Type":"String"}},"Resources":`, 1)
+	withDefault = strings.Replace(withDefault, `"Europe/Paris"`, `{"Ref":"Zone"}`, 1)
+	if err := os.WriteFile(p, []byte(withDefault), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl, err = LoadTemplate(p); err != nil {
+		t.Fatal(err)
+	}
+	want = `schedule S: ScheduleExpression {"Fn::Join":["",["cron(",{"Ref":"Cron"},")"]]} and ScheduleExpressionTimezone {"Ref":"Zone"} is a deploy-time value the kit cannot know: ` +
+		`leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)`
+	if _, err := tmpl.Schedules[0].Parse(time.Now()); err == nil || err.Error() != want {
+		t.Errorf("parse before the parameters have values = %v, want %q", err, want)
+	}
+	if err := tmpl.UseParameters(map[string]string{"Zone": "Europe/Paris"}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := tmpl.Schedules[0].Parse(time.Now()); err != nil || e.String() != "cron(0 3 * * ? *) Europe/Paris" {
+		t.Errorf("parse with the Default and a value given = %v, %v; want cron(0 3 * * ? *) Europe/Paris", e, err)
+	}
+
 	s := Schedule{LogicalID: "S", Expression: "cron(0 * * *)"}
 	if _, err := s.Parse(time.Now()); err == nil || !strings.Contains(err.Error(), `schedule S: schedule expression "cron(0 * * *)": cron "0 * * *": fields: 4 fields, want 6`) ||
 		!strings.HasSuffix(err.Error(), "fire it with Fire (--fire)") {

@@ -164,6 +164,9 @@ func Planned(t *Template, suffix string) *Deployment {
 
 func (d *Deployment) localTableName(tb Table) string {
 	name, _ := tb.Props["TableName"].(string)
+	if name != "" && !d.Template.Clashes[name] { // the app's own name, as a function may name it
+		return name
+	}
 	if name == "" {
 		name = tb.LogicalID
 	}
@@ -204,6 +207,9 @@ func (d *Deployment) ignore(what string) {
 
 func (d *Deployment) localQueueName(q Queue) string {
 	base, _ := q.Props["QueueName"].(string)
+	if base != "" && !d.Template.Clashes[base] && !q.standIn { // the app's own name, as a function may name it
+		return base
+	}
 	if base == "" {
 		base = q.LogicalID
 	}

@@ -107,8 +107,12 @@ func TestLoadTemplate(t *testing.T) {
 	for _, bad := range []struct{ from, to, want string }{
 		{`{"Ref":"Q"},"\"}"`, `{"Ref":"Gone"},"\"}"`, `schedule H: sends to "Gone", not a queue of this stack`},
 		{`rate(5 minutes)`, `cron(0 * * * ? *)`, `schedule H: expression "cron(0 * * * ? *)": the local kit fires SQS-target schedules by rate(N minutes|hours) only`},
+		{`"BatchSize":10,`, `"BatchSize":10,"Queues":["q"],`,
+			`mapping M: property Queues is not applied by the local kit (package local): the consumer would see other records than in AWS`},
 		{`"BatchSize":10,`, `"BatchSize":10,"FilterCriteria":{"Filters":[{"Pattern":"{}"}]},`,
-			`mapping M: property FilterCriteria is not applied by the local kit (package local): the consumer would see other records than in AWS`},
+			`mapping M: FilterCriteria, which Lambda would refuse: filter 0: pattern is an empty object`},
+		{`"BatchSize":10,`, `"BatchSize":10,"FilterCriteria":{"Filters":[{"Pattern":{"Ref":"P"}}]},`,
+			`mapping M: FilterCriteria.Filters[0] {"Pattern":{"Ref":"P"}}: want a Pattern string (the local kit does not evaluate intrinsics in a filter)`},
 	} {
 		if _, err := LoadTemplate(write(t, strings.Replace(ok, bad.from, bad.to, 1))); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err = %v, want %q", bad.to, err, bad.want)

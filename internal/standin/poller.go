@@ -69,6 +69,7 @@ type PollerStats struct {
 	ReportedFailed atomic.Int64 // batchItemFailures entries
 	SQSCalls       atomic.Int64 // ReceiveMessage + DeleteMessageBatch
 	DeleteErrors   atomic.Int64 // DeleteMessageBatch calls or entries that failed
+	Filtered       atomic.Int64 // records that matched none of the filter criteria, deleted undelivered
 }
 
 // Run polls until ctx is done and returns the first SQS error that is not ctx's.
@@ -201,12 +202,38 @@ func (p *Poller) receive(ctx context.Context, held []sqstypes.Message) (batch, r
 		if err != nil {
 			return batch, nil, err
 		}
-		add(out.Messages)
+		add(p.filter(ctx, out.Messages))
 		if window == 0 || wait == 0 {
 			break
 		}
 	}
 	return batch, rest, nil
+}
+
+// filter applies the mapping's filter criteria as Lambda does before it batches: a record
+// that matches no filter is deleted from the queue, never delivered (one whose delete fails
+// comes back after the visibility timeout and is filtered again). It returns the others.
+func (p *Poller) filter(ctx context.Context, msgs []sqstypes.Message) []sqstypes.Message {
+	if p.Mapping.criteria == nil {
+		return msgs
+	}
+	var keep []sqstypes.Message
+	drop := map[string]sqstypes.Message{}
+	for _, m := range msgs {
+		b, _ := json.Marshal(p.record(m))
+		if p.Mapping.criteria.Match(b) {
+			keep = append(keep, m)
+		} else {
+			drop[aws.ToString(m.MessageId)] = m
+		}
+	}
+	if err := p.delete(ctx, drop); err != nil && ctx.Err() == nil {
+		p.Stats.DeleteErrors.Add(1)
+		p.lastErr.Store("filtered out: " + err.Error())
+	} else {
+		p.Stats.Filtered.Add(int64(len(drop)))
+	}
+	return keep
 }
 
 // recordSize is what m adds to the event: its record and a comma.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/internal/eventfilter"
 )
 
 // Resource types the kit deploys or runs.
@@ -49,6 +50,10 @@ type Template struct {
 	Exports map[string]any
 	// Parameters are the stack's parameters (CfnParameter), by name.
 	Parameters map[string]Parameter
+	// Clashes are the physical names this template gives (QueueName, TableName) that
+	// another stack of the same run gives too: those get the stack's suffix locally, every
+	// other given name is kept as it is.
+	Clashes map[string]bool
 	// Types is every resource's type, by logical id: what an error about a reference the
 	// kit cannot resolve names.
 	Types map[string]string
@@ -73,7 +78,7 @@ var functionPropsNoEffect = map[string]bool{
 var (
 	mappingPropsApplied = map[string]bool{
 		"EventSourceArn": true, "FunctionName": true, "BatchSize": true, "MaximumBatchingWindowInSeconds": true,
-		"ScalingConfig": true, "FunctionResponseTypes": true, "Enabled": true,
+		"ScalingConfig": true, "FunctionResponseTypes": true, "Enabled": true, "FilterCriteria": true,
 	}
 	mappingPropsNoEffect = map[string]bool{"Tags": true, "MetricsConfig": true, "KmsKeyArn": true}
 	// mappingPropsNotApplied may matter in AWS and are listed in NotApplied: the kit polls
@@ -166,6 +171,9 @@ func (t *Template) UseParameters(given map[string]string) error {
 		}
 		t.Parameters[name] = p
 	}
+	for i := range t.Schedules {
+		t.Schedules[i].resolve(t.withParameters)
+	}
 	for i, m := range t.Mappings {
 		for _, n := range []struct {
 			into *int
@@ -187,6 +195,23 @@ func (t *Template) UseParameters(given map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// GivenNames are the physical names the template gives its queues and tables (QueueName,
+// TableName), each with the logical id of the resource that gives it.
+func (t *Template) GivenNames() map[string]string {
+	out := map[string]string{}
+	for id, q := range t.Queues {
+		if name, ok := q.Props["QueueName"].(string); ok && !q.standIn {
+			out[name] = id
+		}
+	}
+	for id, tb := range t.Tables {
+		if name, ok := tb.Props["TableName"].(string); ok {
+			out[name] = id
+		}
+	}
+	return out
 }
 
 // FromSSM reports whether the parameter's value is read from Systems Manager Parameter Store
@@ -245,8 +270,15 @@ type Mapping struct {
 	BatchSize      int
 	WindowSeconds  int
 	MaxConcurrency int
+	// Unrunnable says why the mapping's FunctionName leads to no function the kit can run
+	// (a reference to a resource that is not a function, alias or version), "" when it does.
+	Unrunnable     string
 	ReportFailures bool // FunctionResponseTypes has ReportBatchItemFailures
-	Disabled       bool // Enabled: false: the kit runs no poller for it
+	// Filters are the patterns of the mapping's FilterCriteria, nil for none: a record that
+	// matches none of them is deleted from the queue and never delivered, as Lambda does.
+	Filters  []string
+	criteria *eventfilter.Criteria // Filters compiled, nil for none
+	Disabled bool                  // Enabled: false: the kit runs no poller for it
 
 	props map[string]any // as in the template, for the numbers a parameter gives
 }
@@ -262,9 +294,35 @@ type Schedule struct {
 	// DeadLetter is the logical id of the queue Scheduler sends an event to when it cannot
 	// invoke the target, "" for none.
 	DeadLetter string
-	// DeployTime names the expression and time zone properties that are not literals (a
-	// CfnParameter's Ref), with their values: known only when CloudFormation deploys.
+	// DeployTime names the expression and time zone properties that are not literals and
+	// that UseParameters could not make one (a CfnParameter without a value), with their
+	// values: known only when CloudFormation deploys.
 	DeployTime []string
+
+	props map[string]any // as in the template, for the values parameters give
+}
+
+// resolve sets the schedule's expression and time zone from its properties, with the
+// parameters' values params gives (a CfnParameter's Default, or the value given): CDK writes
+// a cron from a parameter as {"Fn::Join": ["", ["cron(", {"Ref": "Cron"}, ")"]]}. What
+// stays unknown is listed in DeployTime.
+func (s *Schedule) resolve(params func(any) any) {
+	s.DeployTime = nil
+	for k, into := range map[string]*string{"ScheduleExpression": &s.Expression, "ScheduleExpressionTimezone": &s.Timezone} {
+		v, ok := s.props[k]
+		if !ok {
+			continue
+		}
+		unknown := false
+		str := cfn.JoinString(params(v), func(any) string { unknown = true; return "" })
+		if unknown || str == "" {
+			b, _ := json.Marshal(v)
+			s.DeployTime = append(s.DeployTime, k+" "+string(b))
+			continue
+		}
+		*into = str
+	}
+	slices.Sort(s.DeployTime)
 }
 
 // SendSchedule is an AWS::Scheduler::Schedule whose target is SQS SendMessage (a universal
@@ -411,13 +469,12 @@ func LoadTemplate(path string) (*Template, error) {
 				}
 				if !mappingPropsApplied[k] && !mappingPropsNoEffect[k] {
 					return nil, fmt.Errorf("%s: mapping %s: property %s is not applied by the local kit (package local): the consumer would see "+
-						"other records than in AWS (FilterCriteria drops some); remove it, or report it to the project so the kit learns it", path, id, k)
+						"other records than in AWS; remove it, or report it to the project so the kit learns it", path, id, k)
 				}
 			}
 			m := Mapping{
 				LogicalID:      id,
 				Queue:          cfn.RefTarget(p["EventSourceArn"]),
-				Function:       cfn.RefTarget(p["FunctionName"]),
 				BatchSize:      intProp(p, "BatchSize", 10),
 				WindowSeconds:  intProp(p, "MaximumBatchingWindowInSeconds", 0),
 				MaxConcurrency: int(asFloat(cfn.Dig(p, "ScalingConfig", "MaximumConcurrency"))),
@@ -425,9 +482,18 @@ func LoadTemplate(path string) (*Template, error) {
 			if m.Queue == "" {
 				m.SourceArn = p["EventSourceArn"]
 			}
-			if _, param := t.Parameters[m.Function]; m.Function == "" || param { // an existing function, by name, ARN or parameter
-				m.Function, m.External = "", functionNameOf(p["FunctionName"])
+			var err error
+			if m.Filters, err = filterPatterns(p["FilterCriteria"]); err != nil {
+				return nil, fmt.Errorf("%s: mapping %s: %w", path, id, err)
 			}
+			if m.Filters != nil { // Lambda refuses the mapping on an invalid pattern
+				if m.criteria, err = eventfilter.Compile(m.Filters); err != nil {
+					return nil, fmt.Errorf("%s: mapping %s: FilterCriteria, which Lambda would refuse: %w", path, id, err)
+				}
+			}
+			m.Function, m.External, m.Unrunnable = mappedFunction(p["FunctionName"], func(id string) (string, any) {
+				return doc.Resources[id].Type, doc.Resources[id].Properties["FunctionName"]
+			}, t.Parameters)
 			if enabled, ok := p["Enabled"].(bool); ok && !enabled {
 				m.Disabled = true
 				t.NotApplied = append(t.NotApplied, "mapping "+id+" is disabled (Enabled: false): its queue is not polled")
@@ -446,18 +512,10 @@ func LoadTemplate(path string) (*Template, error) {
 				continue
 			}
 			input, _ := cfn.Dig(p, "Target", "Input").(string)
-			expr, _ := p["ScheduleExpression"].(string)
-			zone, _ := p["ScheduleExpressionTimezone"].(string)
 			s := Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input,
-				Expression: expr, Timezone: zone, DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))}
-			for _, k := range []string{"ScheduleExpression", "ScheduleExpressionTimezone"} {
-				if v, ok := p[k]; ok {
-					if _, literal := v.(string); !literal {
-						b, _ := json.Marshal(v)
-						s.DeployTime = append(s.DeployTime, k+" "+string(b))
-					}
-				}
-			}
+				DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))}
+			s.props = p
+			s.resolve(t.withParameters)
 			t.Schedules = append(t.Schedules, s)
 		case typeInvokeConfig:
 			t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: intProp(p, "MaximumRetryAttempts", 2),
@@ -479,13 +537,6 @@ func LoadTemplate(path string) (*Template, error) {
 			others[r.Type]++
 		}
 	}
-	for i, m := range t.Mappings { // a mapping onto an alias or a version runs the function behind it
-		if typ := t.Types[m.Function]; typ == "AWS::Lambda::Alias" || typ == "AWS::Lambda::Version" {
-			if fn := cfn.RefTarget(doc.Resources[m.Function].Properties["FunctionName"]); t.Types[fn] == typeFunction {
-				t.Mappings[i].Function = fn
-			}
-		}
-	}
 	if len(others) > 0 { // IAM, KMS, topics, log groups, dashboards, autoscaling, your own
 		var parts []string
 		for _, typ := range slices.Sorted(maps.Keys(others)) {
@@ -502,7 +553,7 @@ func (t *Template) check() error {
 		if _, ok := t.Queues[m.Queue]; !ok && m.SourceArn == nil {
 			problems = append(problems, fmt.Sprintf("mapping %s: source %q is not a queue of this stack", m.LogicalID, m.Queue))
 		}
-		if _, ok := t.Functions[m.Function]; !ok && m.External == "" {
+		if _, ok := t.Functions[m.Function]; !ok && m.External == "" && m.Unrunnable == "" {
 			problems = append(problems, fmt.Sprintf("mapping %s: function %q is not in this stack", m.LogicalID, m.Function))
 		}
 	}
@@ -555,7 +606,7 @@ func (t *Template) ScheduleFor(function string) (Schedule, error) {
 func (t *Template) Pipelines() ([]Pipeline, error) {
 	var out []Pipeline
 	for _, m := range t.Mappings {
-		if m.External != "" {
+		if m.External != "" || m.Unrunnable != "" {
 			continue // listed by NotRun
 		}
 		if m.Queue == "" {
@@ -581,9 +632,12 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 func (t *Template) NotRun() []string {
 	out := slices.Clone(t.otherSources)
 	for _, m := range t.Mappings {
-		if m.External != "" {
+		switch {
+		case m.External != "":
 			out = append(out, fmt.Sprintf("not run locally: %s (a function the stack does not create), mapped to %s by %s; the queue is created",
 				m.External, MappingSource(m), m.LogicalID))
+		case m.Unrunnable != "":
+			out = append(out, fmt.Sprintf("not run locally: mapping %s of %s: %s; the queue is created", m.LogicalID, MappingSource(m), m.Unrunnable))
 		}
 	}
 	return out
@@ -616,6 +670,78 @@ func notSQS(t *Template, src any) string {
 		return strings.Join(parts, ":")
 	}
 	return ""
+}
+
+// mappedFunction follows a mapping's FunctionName to the function of the template it
+// invokes, through every form CDK writes: Ref or Fn::GetAtt of the function; a version
+// (fn.CurrentVersion()), {"Fn::Join": ["", [{"Ref": fn}, ":", {"Fn::GetAtt": [version,
+// "Version"]}]]}; an alias's name cut from its ARN, {"Fn::Join": ["", [{"Fn::Select": [6,
+// {"Fn::Split": [":", {"Ref": alias}]}]}, ":live"]]} (alias.AddEventSource); a function
+// referred to by its ARN (Fn::Select and Fn::Split of its Fn::GetAtt Arn). Every resource the
+// expression names must lead to the same function. It returns the function's logical id; or
+// external, a function the stack does not create (a name, an ARN, a parameter); or why the
+// expression leads to no one function. resource gives a logical id's type ("" for none) and
+// FunctionName property.
+func mappedFunction(v any, resource func(id string) (typ string, functionName any), params map[string]Parameter) (fn, external, why string) {
+	var found, unknown []string
+	var follow func(v any, depth int) string
+	follow = func(v any, depth int) string {
+		if depth > 3 { // alias -> version -> function at most
+			return "its FunctionName leads through more than two aliases or versions"
+		}
+		for _, id := range cfn.References(v) {
+			if _, param := params[id]; param {
+				return "param"
+			}
+			typ, next := resource(id)
+			switch typ {
+			case "": // not in the template, which CloudFormation refuses: check says so
+				unknown = append(unknown, id)
+			case typeFunction:
+				if !slices.Contains(found, id) {
+					found = append(found, id)
+				}
+			case "AWS::Lambda::Alias", "AWS::Lambda::Version":
+				if why := follow(next, depth+1); why != "" {
+					return why
+				}
+			default:
+				return fmt.Sprintf("its FunctionName refers to %s (%s), not a Lambda function, alias or version", id, typ)
+			}
+		}
+		return ""
+	}
+	why = follow(v, 0)
+	switch {
+	case len(unknown) > 0:
+		return unknown[0], "", ""
+	case why == "param" || why == "" && len(found) == 0: // an existing function, by name, ARN or parameter
+		return "", functionNameOf(v), ""
+	case why != "":
+		return "", "", why
+	case len(found) > 1:
+		b, _ := json.Marshal(v)
+		return "", "", fmt.Sprintf("its FunctionName %s leads to functions %s: want one", b, strings.Join(found, ", "))
+	}
+	return found[0], "", ""
+}
+
+// filterPatterns reads a mapping's FilterCriteria: the Pattern of each of its Filters.
+func filterPatterns(v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	filters, _ := cfn.Dig(v, "Filters").([]any)
+	var out []string
+	for i, f := range filters {
+		pattern, ok := cfn.Dig(f, "Pattern").(string)
+		if !ok {
+			b, _ := json.Marshal(f)
+			return nil, fmt.Errorf("FilterCriteria.Filters[%d] %s: want a Pattern string (the local kit does not evaluate intrinsics in a filter)", i, b)
+		}
+		out = append(out, pattern)
+	}
+	return out, nil
 }
 
 // functionNameOf renders a mapping's FunctionName that is not a function of the stack: a

@@ -13,8 +13,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
 func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
@@ -92,13 +95,18 @@ func newModule(t *testing.T, name, parent, root string, tool bool) string {
 	return dir
 }
 
-// synth runs the CDK CLI's synth in dir, offline, into dir/cdk.out.
+// synth runs the CDK CLI's synth in dir, offline, into dir/cdk.out. The apps' cdk.json are
+// as users write them, without "cli-telemetry": false or "notices": false, so the CLI's
+// telemetry sender, its notices and its version check are turned off here, from the
+// environment and the command line: a test contacts no endpoint.
 func synth(t *testing.T, dir, root string) {
 	t.Helper()
-	run(t, dir, []string{"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
-		"CDK_DISABLE_VERSION_CHECK=1", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE="},
-		filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "-o", "cdk.out")
+	run(t, dir, synthEnv, filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "--no-notices", "-o", "cdk.out")
 }
+
+// synthEnv is what synth adds to the environment: no credentials, no telemetry, no version check.
+var synthEnv = []string{"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
+	"CDK_DISABLE_VERSION_CHECK=1", "CDK_DISABLE_CLI_TELEMETRY=true", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE="}
 
 func write(t *testing.T, path, content string) {
 	t.Helper()
@@ -150,4 +158,25 @@ func funcLines(t *testing.T, path, name string) int {
 	}
 	t.Fatalf("no func %s in %s", name, path)
 	return 0
+}
+
+// stopWithCtrlC interrupts cmd (proc) as Ctrl-C at a terminal does, its whole process group,
+// and checks that it exits 0 and leaves none of the processes it had started, of which there
+// were at least atLeast.
+func stopWithCtrlC(t *testing.T, cmd *exec.Cmd, proc *localproc.Process, atLeast int) {
+	t.Helper()
+	started := localproc.Descendants(proc.PID())
+	if err := syscall.Kill(-proc.PID(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-proc.Exited()
+	var left []int
+	for _, pid := range started {
+		if localproc.Alive(pid) {
+			left = append(left, pid)
+		}
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 || len(left) > 0 || len(started) < atLeast {
+		t.Errorf("after Ctrl-C: exit %d, %d of its %d processes left: %v\n%s", code, len(left), len(started), left, proc.Output())
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -84,18 +83,5 @@ func TestAnOutsideAppRunsUnchanged(t *testing.T) {
 			t.Errorf("local up printed no %q:\n%s", w, proc.Output())
 		}
 	}
-	started := localproc.Descendants(proc.PID())
-	if err := syscall.Kill(-proc.PID(), syscall.SIGINT); err != nil { // Ctrl-C at a terminal: to go and pipelinectl
-		t.Fatal(err)
-	}
-	<-proc.Exited()
-	var left []int
-	for _, pid := range started {
-		if localproc.Alive(pid) {
-			left = append(left, pid)
-		}
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 0 || len(left) > 0 || len(started) < 2 {
-		t.Errorf("after Ctrl-C: exit %d, %d of its %d processes left: %v\n%s", code, len(left), len(started), left, proc.Output())
-	}
+	stopWithCtrlC(t, cmd, proc, 2)
 }

@@ -62,7 +62,8 @@ const Usage = `pipelinectl local: run a cloud assembly's pipelines on this machi
                        set VAR in every function's environment, or with FUNCTION. (a logical
                        id) in that function's, over the template's value (repeatable): for a
                        variable that refers to something the kit does not create
-  --logs               print every function log line, prefixed with the function
+  --logs               print every function log line, prefixed with its stack and function
+                       (Stage/Stack/LogicalId)
   --every D            how often to check for changes (default 2s)
 `
 
@@ -164,7 +165,7 @@ func localUp(ctx context.Context, args []string, w cli.Streams) error {
 	opts.Parameters, opts.Env = params.m, env.m
 	opts.Progress = w.Err
 	if logs {
-		opts.Logs = func(fn string, line []byte) { fmt.Fprintf(w.Out, "%s | %s\n", fn, line) }
+		opts.StackLogs = func(stack, fn string, line []byte) { fmt.Fprintf(w.Out, "%s/%s | %s\n", stack, fn, line) }
 	}
 	started := time.Now()
 	kit, err := local.Start(ctx, opts)
@@ -212,24 +213,7 @@ func localUp(ctx context.Context, args []string, w cli.Streams) error {
 	for _, e := range kit.Environ() {
 		fmt.Fprintf(w.Out, "  export %s\n", e)
 	}
-	example := kit.Pipelines()[0]
-	for _, p := range kit.Pipelines() {
-		if !p.Fifo {
-			example = p
-			break
-		}
-	}
-	group := ""
-	if example.Fifo {
-		group = " --message-group-id g1 --message-deduplication-id k1"
-	}
-	// --endpoint-url: the AWS CLI v1 does not read AWS_ENDPOINT_URL_SQS.
-	fmt.Fprintf(w.Out, "  aws sqs send-message --endpoint-url %s --queue-url %s --message-body '{\"idempotencyKey\":\"k1\"}'%s\n",
-		kit.Endpoints().SQS, example.QueueURL, group)
-	self := invokedAs(os.Args[0])
-	fmt.Fprintf(w.Out, "  %s status --stack %s\n", self, example.StackName)
-	fmt.Fprintf(w.Out, "  %s verify --stack %s --pipeline %s\n", self, example.StackName, example.Name)
-	fmt.Fprintf(w.Out, "  %s dlq inspect --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+	printCommands(w.Out, kit, outputs)
 	fmt.Fprintf(w.Out, "(The exports point that shell's AWS SDKs and CLI at the kit, CloudFormation included: deploy from another.\n"+
 		" Without them, pipelinectl reads the same outputs from --outputs %s.)\n", outPath)
 	if len(skipped) > 0 {
@@ -254,6 +238,106 @@ func localUp(ctx context.Context, args []string, w cli.Streams) error {
 		fmt.Fprintf(w.Out, "fired the dispatcher of %s: %d attempt(s), last error: %v\n", fire, n, err)
 	}
 	return watch(ctx, kit, every, w.Out)
+}
+
+// printCommands prints, for a pipeline of the kit, a send of a message its consumer would
+// take to its source queue (a queue no other pipeline's DLQ), and the pipelinectl commands
+// that work on it: only for a stack whose outputs pipelinectl reads (pipeline.Outputs').
+func printCommands(out io.Writer, kit *local.Kit, outputs map[string]map[string]string) {
+	ps := kit.Pipelines()
+	dlqs := map[string]bool{}
+	for _, p := range ps {
+		dlqs[p.DLQURL] = true
+	}
+	rank := func(p local.Running) int { // lower first: ours, a source queue, standard, unfiltered
+		n := 0
+		for i, worse := range []bool{p.Table == "", dlqs[p.QueueURL], p.Fifo, p.Filters != nil} {
+			if worse {
+				n += 1 << (3 - i)
+			}
+		}
+		return n
+	}
+	example := slices.MinFunc(ps, func(a, b local.Running) int { return cmp.Compare(rank(a), rank(b)) })
+	body, known := `{"idempotencyKey":"k1"}`, true
+	if example.Table == "" {
+		body, known = sampleBody(example.Filters)
+	}
+	group := ""
+	if example.Fifo {
+		group = " --message-group-id g1 --message-deduplication-id k1"
+	}
+	// --endpoint-url: the AWS CLI v1 does not read AWS_ENDPOINT_URL_SQS.
+	fmt.Fprintf(out, "  aws sqs send-message --endpoint-url %s --queue-url %s --message-body %s%s\n",
+		kit.Endpoints().SQS, example.QueueURL, cli.ShellQuote(body), group)
+	var notes []string
+	if !known {
+		notes = append(notes, fmt.Sprintf("%s/%s is not a consumer of these constructs: the kit cannot know what body it takes; send one its code reads", example.Stack, example.Name))
+	}
+	defer func() {
+		for _, n := range notes {
+			fmt.Fprintf(out, "(%s.)\n", n)
+		}
+	}()
+	self := invokedAs(os.Args[0])
+	if _, ok := outputs[example.StackName][example.Name+cli.OutDLQURL]; ok {
+		fmt.Fprintf(out, "  %s status --stack %s\n", self, example.StackName)
+		fmt.Fprintf(out, "  %s verify --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+		if example.DLQURL != "" {
+			fmt.Fprintf(out, "  %s dlq inspect --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+		}
+		return
+	}
+	if example.DLQURL != "" {
+		fmt.Fprintf(out, "  aws sqs receive-message --endpoint-url %s --queue-url %s --visibility-timeout 0 --max-number-of-messages 10 --attribute-names All\n",
+			kit.Endpoints().SQS, example.DLQURL)
+	}
+	notes = append(notes, fmt.Sprintf("%s status, verify and dlq read the stack outputs pipeline.Outputs adds; stack %s has none", self, example.StackName))
+}
+
+// sampleBody is a body the filters let through when the kit can tell one (each field of
+// the first filter's body pattern given its first listed value), else a placeholder.
+func sampleBody(filters []string) (body string, known bool) {
+	if len(filters) == 0 {
+		return "hello", false
+	}
+	var pattern struct{ Body map[string]any }
+	if json.Unmarshal([]byte(filters[0]), &pattern) != nil || pattern.Body == nil {
+		return "hello", false
+	}
+	var sample func(map[string]any) (map[string]any, bool)
+	sample = func(m map[string]any) (map[string]any, bool) {
+		out := map[string]any{}
+		for k, v := range m {
+			switch x := v.(type) {
+			case map[string]any:
+				inner, ok := sample(x)
+				if !ok {
+					return nil, false
+				}
+				out[k] = inner
+			case []any:
+				if len(x) == 0 {
+					return nil, false
+				}
+				switch first := x[0].(type) {
+				case string, float64, bool:
+					out[k] = first
+				default: // an operator: the kit does not make up a value for it
+					return nil, false
+				}
+			default:
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	m, ok := sample(pattern.Body)
+	if !ok || strings.HasPrefix(strings.Join(slices.Collect(maps.Keys(m)), ""), "$") {
+		return "hello", false
+	}
+	b, _ := json.Marshal(m)
+	return string(b), true
 }
 
 // readBodies reads one message body per non-empty line of path ("-": stdin).
@@ -287,6 +371,11 @@ func readBodies(path string) ([]string, error) {
 // watch prints a line per pipeline whenever its depths, outcomes or alarms change, until
 // ctx ends (Ctrl-C), which is a normal end.
 func watch(ctx context.Context, kit *local.Kit, every time.Duration, out io.Writer) error {
+	ours := map[string]bool{} // the pipelines whose consumer keeps records (these constructs')
+	dlq := map[string]bool{}
+	for _, p := range kit.Pipelines() {
+		ours[p.Stack+"/"+p.Name], dlq[p.Stack+"/"+p.Name] = p.Table != "", p.DLQURL != ""
+	}
 	last := map[string]string{}
 	lastAlarms, lastErr := "", ""
 	tick := time.NewTicker(every)
@@ -294,7 +383,7 @@ func watch(ctx context.Context, kit *local.Kit, every time.Duration, out io.Writ
 	for {
 		if st, err := kit.Status(ctx); err == nil {
 			for _, s := range st {
-				line := fmt.Sprintf("queue %d visible, %d in flight · DLQ %d · %s", s.Queue.Visible, s.Queue.InFlight+s.Queue.Delayed, s.DLQ.Visible, outcomes(s.Outcomes))
+				line := statusLine(s, ours[s.Pipeline], dlq[s.Pipeline])
 				if last[s.Pipeline] != line {
 					fmt.Fprintf(out, "%s %s: %s\n", time.Now().Format("15:04:05"), s.Pipeline, line)
 					last[s.Pipeline] = line
@@ -329,6 +418,32 @@ func watch(ctx context.Context, kit *local.Kit, every time.Duration, out io.Writ
 		case <-tick.C:
 		}
 	}
+}
+
+// statusLine is a pipeline's line: its queues, its function's invocations, whatever the
+// function is (how the last failure ended, a failed init included), and, for a consumer that
+// keeps records, their outcomes.
+func statusLine(s local.Status, records, hasDLQ bool) string {
+	parts := []string{fmt.Sprintf("queue %d visible, %d in flight", s.Queue.Visible, s.Queue.InFlight+s.Queue.Delayed)}
+	if hasDLQ {
+		parts = append(parts, fmt.Sprintf("DLQ %d", s.DLQ.Visible))
+	}
+	inv := fmt.Sprintf("%d invocations, %d failed", s.Invocations, s.Failed)
+	if s.Filtered > 0 {
+		inv += fmt.Sprintf(", %d records filtered out", s.Filtered)
+	}
+	parts = append(parts, inv)
+	if records {
+		parts = append(parts, outcomes(s.Outcomes))
+	}
+	if s.LastError != "" {
+		e, _, _ := strings.Cut(s.LastError, "\n")
+		if len(e) > 300 {
+			e = e[:300] + "…"
+		}
+		parts = append(parts, "last failure: "+e)
+	}
+	return strings.Join(parts, " · ")
 }
 
 func outcomes(m map[string]int) string {

@@ -1,0 +1,247 @@
+package outside
+
+import (
+	"archive/zip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
+)
+
+// testdata/corpus is one app of the shapes CDK users give an SQS consumer, one stack each
+// (its package comment lists them), written as the public examples write them and built as
+// such apps build: the go1.x binary and the zipped bootstrap by the app's own build step
+// before `cdk synth`, the GoFunctions by CDK's bundling. Synthesized once by the real CDK
+// CLI, it runs unchanged under `pipelinectl local up`: every function runs and processes
+// what is sent to it, the filter drops what it does not match (deleted, never delivered),
+// the names the app gave are kept, a failing record reaches its DLQ and that DLQ's own
+// consumer, and every command local up prints succeeds as printed.
+func TestCorpusRunsUnchanged(t *testing.T) {
+	t.Parallel() // a third kit: it waits on builds and servers, not on the others
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := newModule(t, "corpus", t.TempDir(), root, false)
+	bin := t.TempDir()
+	run(t, root, nil, "go", "build", "-o", filepath.Join(bin, "pipelinectl"), "./cmd/pipelinectl")
+	buildPrebuilt(t, dir)
+
+	start := time.Now()
+	synth(t, dir, root)
+	fmt.Printf("FIGURE outside corpus: cdk synth of 8 stacks (3 GoFunctions bundled) in %v\n", time.Since(start).Round(100*time.Millisecond))
+
+	up := exec.Command(filepath.Join(bin, "pipelinectl"), "local", "up", "--assembly", "cdk.out", "--cron=false", "--logs")
+	// A shell that holds real-looking credentials (AWS's documented example keys): a function
+	// under the kit must never use them, nor reach AWS with any.
+	up.Dir, up.Env = dir, append(os.Environ(), "PWD="+dir, "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+		"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_REGION=eu-west-1")
+	proc, err := localproc.Start(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	start = time.Now()
+	if err := proc.WaitOutput(ctx, "Ctrl-C stops everything."); err != nil {
+		t.Fatalf("pipelinectl local up: %v", err)
+	}
+	fmt.Printf("FIGURE outside corpus: local up (builds the arm64 GoFunction's main for this machine) in %v\n", time.Since(start).Round(100*time.Millisecond))
+	printed := proc.Output()
+	for _, w := range []string{"Alias/Worker  queue ", "Go1x/Legacy  queue ", "Zip/Zipped  queue ", "Filtered/Orders  queue ", "Arm64/Graviton  queue ",
+		"Names/Recorder  queue ", "Names/DeadLetters  queue ", "Versioned/Pinned  queue ", "ByArn/Target  queue ", "/corpus-orders\n", "/corpus-orders-dlq\n", "runtime go1.x, which Lambda no longer accepts"} {
+		if !strings.Contains(printed, w) {
+			t.Errorf("local up printed no %q", w)
+		}
+	}
+	if strings.Contains(printed, "Not run locally") {
+		t.Errorf("local up lists something of the corpus as not run; every part of it runs:\n%s", printed)
+	}
+
+	env, cmds := printedCommands(printed)
+	if len(cmds) == 0 || !strings.HasPrefix(cmds[0], "aws sqs send-message ") || slices.ContainsFunc(cmds, func(c string) bool { return strings.Contains(c, "pipelinectl") }) {
+		t.Errorf("local up printed the commands %q: want aws sqs send-message first, and no pipelinectl command (no stack has pipeline outputs)", cmds)
+	}
+	runPrinted(t, dir, env, cmds)
+
+	creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: envValue(env, "AWS_ACCESS_KEY_ID"), SecretAccessKey: envValue(env, "AWS_SECRET_ACCESS_KEY")}, nil
+	})
+	sq := sqs.New(sqs.Options{Region: envValue(env, "AWS_REGION"), BaseEndpoint: aws.String(envValue(env, "AWS_ENDPOINT_URL_SQS")), Credentials: creds})
+	db := dynamodb.New(dynamodb.Options{Region: envValue(env, "AWS_REGION"), BaseEndpoint: aws.String(envValue(env, "AWS_ENDPOINT_URL_DYNAMODB")), Credentials: creds})
+	queues := map[string]string{} // pipeline -> queue URL, from what local up printed
+	for _, m := range regexp.MustCompile(`(?m)^  (\S+)  queue (\S+)$`).FindAllStringSubmatch(printed, -1) {
+		queues[m[1]] = m[2]
+	}
+	send := map[string][]string{
+		"Alias/Worker":     {"alias-1", "whoami"},
+		"Go1x/Legacy":      {"go1x-1"},
+		"Zip/Zipped":       {"zip-1"},
+		"Arm64/Graviton":   {"arm64-1"},
+		"Versioned/Pinned": {"version-1"},
+		"ByArn/Target":     {"arn-1"},
+		"Names/Recorder":   {"names-1", "fail-names"},
+		"Filtered/Orders":  {`{"type":"order","id":"f-1"}`, `{"type":"refund","id":"f-2"}`, `not json`},
+	}
+	for p, bodies := range send {
+		for _, b := range bodies {
+			if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues[p]), MessageBody: aws.String(b)}); err != nil {
+				t.Fatalf("send %q to %s (%s): %v", b, p, queues[p], err)
+			}
+		}
+	}
+	// What each function must log (its stack and logical id, then the body it was given), and the
+	// status lines that say the filter deleted two records and the DLQ's consumer ran.
+	want := []string{`Alias/Worker11F36D0F | {"seen":"alias-1"`, `Go1x/LegacyFA07BB5D | {"seen":"go1x-1"`, `Zip/Zipped19B58725 | {"seen":"zip-1"`,
+		`Arm64/Graviton4460B072 | {"seen":"arm64-1"`, `Names/RecorderC4C6639E | {"seen":"names-1"`, `Filtered/OrdersA9B65338 | {"seen":"{\"type\":\"order\",\"id\":\"f-1\"}"`,
+		`Names/DeadLettersBBF8BAAB | {"seen":"fail-names"`, `Versioned/PinnedA72699A1 | {"seen":"version-1"`, `ByArn/Target3191CF44 | {"seen":"arn-1"`, "Filtered/Orders: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations, 0 failed, 2 records filtered out",
+		// STS, which the kit does not serve: the kit's error, in STS's own format, reaches the function.
+		`Alias/Worker11F36D0F | {"error":"operation error STS: GetCallerIdentity, https response error StatusCode: 501, RequestID: , api error NotImplemented: ` +
+			`the local kit does not serve sts (GetCallerIdentity): nothing under the kit reaches AWS.`}
+	start = time.Now()
+	for _, w := range want {
+		if err := proc.WaitOutput(ctx, w); err != nil {
+			t.Fatalf("no %q after %v: %v", w, time.Since(start).Round(time.Second), err)
+		}
+	}
+	fmt.Printf("FIGURE outside corpus: every function processed what was sent, the failing record read from the DLQ, in %v\n", time.Since(start).Round(100*time.Millisecond))
+	for _, never := range []string{`"seen":"{\"type\":\"refund\"`, `"seen":"not json"`} {
+		if strings.Contains(proc.Output(), never) {
+			t.Errorf("a record the filter does not match was delivered: %s", never)
+		}
+	}
+	// The table's name reached the function as a plain string: the app's name is kept.
+	item, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("corpus-seen")})
+	if err != nil || item.Count != 1 {
+		t.Errorf("table corpus-seen: %v (%v): want the one record names-1", item, err)
+	}
+
+	// An arm64 bootstrap whose main package is not where the kit can build it: the same
+	// assembly, moved out of the app's module.
+	moved := filepath.Join(t.TempDir(), "cdk.out")
+	if err := os.CopyFS(moved, os.DirFS(filepath.Join(dir, "cdk.out"))); err != nil {
+		t.Fatal(err)
+	}
+	refused := exec.Command(filepath.Join(bin, "pipelinectl"), "local", "up", "--assembly", moved, "--stack", "Arm64")
+	out, err := refused.CombinedOutput()
+	if runtime.GOARCH == "amd64" {
+		want := "Arm64: not run locally: function Graviton4460B072, mapped to queue Tasks0BA6A452: its bootstrap is built for arm64 and this machine is x86_64 (linux/amd64); " +
+			"its main package example.com/corpus/functions/echo (module example.com/corpus (devel)) is in no module at or above " + moved +
+			", where the kit would build it for this machine: run the kit on an assembly synthesized inside that module, " +
+			"or give the function Architecture x86_64 (for a GoFunction, awslambda.Architecture_X86_64()) to run it here; the queue is created"
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("local up of the assembly moved out of the app's module: %v\n%s\nwant %q", err, out, want)
+		}
+	}
+
+	stopWithCtrlC(t, up, proc, 2)
+}
+
+// buildPrebuilt is the corpus app's own build step, as a Makefile of such an app runs it
+// before `cdk synth`: the go1.x function's binary bin/go1x/main (x86_64, the only
+// architecture of go1.x) and the bootstrap zipped into bin/echo.zip.
+func buildPrebuilt(t *testing.T, dir string) {
+	t.Helper()
+	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}
+	run(t, dir, env, "go", "build", "-o", "bin/go1x/main", "./functions/echo")
+	run(t, dir, env, "go", "build", "-tags", "lambda.norpc", "-o", "bin/zip/bootstrap", "./functions/echo")
+	exe, err := os.ReadFile(filepath.Join(dir, "bin", "zip", "bootstrap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "bin", "echo.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := zip.NewWriter(f)
+	h := &zip.FileHeader{Name: "bootstrap", Method: zip.Deflate}
+	h.SetMode(0o755)
+	w, err := z.CreateHeader(h)
+	if err == nil {
+		_, err = w.Write(exe)
+	}
+	if err == nil {
+		err = z.Close()
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// printedCommands reads what local up printed under "In another shell:": the exports and
+// the commands, each as written.
+func printedCommands(out string) (env, cmds []string) {
+	shell := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case line == "In another shell:":
+			shell = true
+		case !strings.HasPrefix(line, "  "):
+			shell = false
+		case shell && strings.HasPrefix(line, "  export "):
+			env = append(env, strings.TrimPrefix(line, "  export "))
+		case shell:
+			cmds = append(cmds, strings.TrimSpace(line))
+		}
+	}
+	return env, cmds
+}
+
+// runPrinted runs each command in another shell, as a user would paste it: the exports
+// given, the pinned AWS CLI v1 (make tools installs it) on PATH.
+func runPrinted(t *testing.T, dir string, env, cmds []string) {
+	t.Helper()
+	venv := os.Getenv("AWSCLI_VENV")
+	if venv == "" {
+		venv = filepath.Join("..", "..", ".cache", "awscli-venv")
+	}
+	awsBin, err := filepath.Abs(filepath.Join(venv, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(awsBin, "aws")); err != nil {
+		t.Fatalf("the AWS CLI v1 is not installed (%v): make tools installs it", err)
+	}
+	shellEnv := append(os.Environ(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "PATH="+awsBin+":"+os.Getenv("PATH"))
+	shellEnv = append(slices.DeleteFunc(shellEnv, func(e string) bool { return strings.HasPrefix(e, "AWS_PROFILE=") }), env...)
+	for _, c := range cmds {
+		cmd := exec.Command("sh", "-c", c)
+		cmd.Dir, cmd.Env = dir, shellEnv
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("a command local up printed failed as written: %s: %v\n%s", c, err, out)
+			continue
+		}
+		if strings.Contains(c, "receive-message") && len(out) > 0 && !json.Valid(out) {
+			t.Errorf("%s printed no JSON:\n%s", c, out)
+		}
+	}
+}
+
+// envValue is NAME's value among NAME=VALUE lines.
+func envValue(env []string, name string) string {
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}

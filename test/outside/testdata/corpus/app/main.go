@@ -1,0 +1,181 @@
+// Command app is a corpus of the shapes CDK users give an SQS consumer, one stack each, in
+// one app (one synth), written as the public examples write them and changed in nothing for
+// the local kit. Each stack's functions run the same aws-lambda-go handler
+// (functions/echo), built the way that stack's kind of app builds it:
+//   - Alias: a GoFunction deployed through its current version and an alias "live", the
+//     queue mapped onto the alias (alias.AddEventSource);
+//   - Go1x: a prebuilt binary named main on the go1.x runtime (bin/go1x, built by the app's
+//     own build step), mapped by NewEventSourceMapping onto the function's ARN;
+//   - Zip: a prebuilt bootstrap in a zip file (bin/echo.zip) on provided.al2023;
+//   - Filtered: a GoFunction whose SqsEventSource has filter criteria on the JSON body;
+//   - Arm64: a GoFunction for arm64, the cheaper architecture most production Go Lambdas use;
+//   - Names: a queue and a table with the physical names the app gives them, the table
+//     named to the function as a plain string, and the DLQ read by a consumer of its own;
+//   - Versioned: a queue mapped onto a function's current version;
+//   - ByArn: a queue mapped onto a function the app refers to by its ARN.
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-cdk-go/awscdklambdagoalpha/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+func main() {
+	app := awscdk.NewApp(nil)
+	NewAlias(app, "Alias")
+	NewGo1x(app, "Go1x")
+	NewZip(app, "Zip")
+	NewFiltered(app, "Filtered")
+	NewArm64(app, "Arm64")
+	NewNames(app, "Names")
+	NewVersioned(app, "Versioned")
+	NewByArn(app, "ByArn")
+	app.Synth(nil)
+}
+
+// prebuilt is a function whose code is the bootstrap the app's build step wrote (bin/zip).
+func prebuilt(stack awscdk.Stack, id string) awslambda.Function {
+	return awslambda.NewFunction(stack, jsii.String(id), &awslambda.FunctionProps{
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Handler:      jsii.String("bootstrap"),
+		Architecture: awslambda.Architecture_X86_64(),
+		Code:         awslambda.Code_FromAsset(jsii.String("bin/zip"), nil),
+	})
+}
+
+// NewVersioned maps a queue onto a function's current version.
+func NewVersioned(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	prebuilt(stack, "Pinned").CurrentVersion().AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Jobs", nil), nil))
+	return stack
+}
+
+// NewByArn maps a queue onto a function the app refers to by its ARN, as one passed in from
+// elsewhere in the app is.
+func NewByArn(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	fn := prebuilt(stack, "Target")
+	byArn := awslambda.Function_FromFunctionAttributes(stack, jsii.String("Imported"), &awslambda.FunctionAttributes{
+		FunctionArn:     fn.FunctionArn(),
+		SameEnvironment: jsii.Bool(true),
+	})
+	awslambda.NewEventSourceMapping(stack, jsii.String("Mapping"), &awslambda.EventSourceMappingProps{
+		Target:         byArn,
+		EventSourceArn: queueWithDLQ(stack, "Jobs", nil).QueueArn(),
+	})
+	return stack
+}
+
+func queueWithDLQ(stack awscdk.Stack, id string, props *awssqs.QueueProps) awssqs.Queue {
+	if props == nil {
+		props = &awssqs.QueueProps{}
+	}
+	dlq := awssqs.NewQueue(stack, jsii.String(id+"DLQ"), nil)
+	props.DeadLetterQueue = &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(2)}
+	return awssqs.NewQueue(stack, jsii.String(id), props)
+}
+
+func echo(stack awscdk.Stack, id string, props *awscdklambdagoalpha.GoFunctionProps) awscdklambdagoalpha.GoFunction {
+	if props == nil {
+		props = &awscdklambdagoalpha.GoFunctionProps{}
+	}
+	props.Entry = jsii.String("functions/echo")
+	return awscdklambdagoalpha.NewGoFunction(stack, jsii.String(id), props)
+}
+
+// NewAlias maps a queue onto the alias "live" of a GoFunction's current version.
+func NewAlias(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	fn := echo(stack, "Worker", nil)
+	alias := awslambda.NewAlias(stack, jsii.String("Live"), &awslambda.AliasProps{
+		AliasName: jsii.String("live"),
+		Version:   fn.CurrentVersion(),
+	})
+	alias.AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Jobs", nil), &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(5),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+	return stack
+}
+
+// NewGo1x runs a binary built before 2024's way: runtime go1.x, handler main.
+func NewGo1x(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	fn := awslambda.NewFunction(stack, jsii.String("Legacy"), &awslambda.FunctionProps{
+		Runtime: awslambda.Runtime_GO_1_X(),
+		Handler: jsii.String("main"),
+		Code:    awslambda.Code_FromAsset(jsii.String("bin/go1x"), nil),
+	})
+	awslambda.NewEventSourceMapping(stack, jsii.String("Mapping"), &awslambda.EventSourceMappingProps{
+		Target:         fn,
+		EventSourceArn: queueWithDLQ(stack, "Work", nil).QueueArn(),
+		BatchSize:      jsii.Number(10),
+	})
+	return stack
+}
+
+// NewZip runs a bootstrap the app's build zipped.
+func NewZip(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	fn := awslambda.NewFunction(stack, jsii.String("Zipped"), &awslambda.FunctionProps{
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Handler:      jsii.String("bootstrap"),
+		Architecture: awslambda.Architecture_X86_64(),
+		Code:         awslambda.Code_FromAsset(jsii.String("bin/echo.zip"), nil),
+	})
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Inbox", nil), &awslambdaeventsources.SqsEventSourceProps{
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+	return stack
+}
+
+// NewFiltered delivers only orders: the mapping's filter criteria match on the JSON body.
+func NewFiltered(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	fn := echo(stack, "Orders", nil)
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Events", nil), &awslambdaeventsources.SqsEventSourceProps{
+		ReportBatchItemFailures: jsii.Bool(true),
+		Filters: &[]*map[string]interface{}{
+			awslambda.FilterCriteria_Filter(&map[string]interface{}{
+				"body": map[string]interface{}{"type": awslambda.FilterRule_IsEqual(jsii.String("order"))},
+			}),
+		},
+	}))
+	return stack
+}
+
+// NewArm64 is a GoFunction for arm64.
+func NewArm64(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	fn := echo(stack, "Graviton", &awscdklambdagoalpha.GoFunctionProps{Architecture: awslambda.Architecture_ARM_64()})
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Tasks", nil), nil))
+	return stack
+}
+
+// NewNames keeps the physical names the app gives, and reads its DLQ with a function of its own.
+func NewNames(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	table := awsdynamodb.NewTable(stack, jsii.String("Seen"), &awsdynamodb.TableProps{
+		TableName:    jsii.String("corpus-seen"),
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+	})
+	dlq := awssqs.NewQueue(stack, jsii.String("OrdersDLQ"), &awssqs.QueueProps{QueueName: jsii.String("corpus-orders-dlq")})
+	queue := awssqs.NewQueue(stack, jsii.String("Orders"), &awssqs.QueueProps{
+		QueueName:       jsii.String("corpus-orders"),
+		DeadLetterQueue: &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(2)},
+	})
+	fn := echo(stack, "Recorder", &awscdklambdagoalpha.GoFunctionProps{
+		Environment: &map[string]*string{"SEEN_TABLE": jsii.String("corpus-seen")}, // the name, as a plain string
+	})
+	table.GrantWriteData(fn)
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, &awslambdaeventsources.SqsEventSourceProps{ReportBatchItemFailures: jsii.Bool(true)}))
+	echo(stack, "DeadLetters", nil).AddEventSource(awslambdaeventsources.NewSqsEventSource(dlq, nil))
+	return stack
+}
