@@ -41,7 +41,7 @@ func (k *Kit) listenAWS() error {
 
 // servedServices are the services the stand-ins answer, by the name a request's signature
 // scopes it to; any other service gets notServed's error.
-var servedServices = []string{"lambda", "monitoring", "scheduler", "cloudformation"}
+var servedServices = []string{"lambda", "monitoring", "scheduler", "cloudformation", "sns"}
 
 // serveAWS starts the stand-in server for the running stacks on listenAWS's address.
 func (k *Kit) serveAWS() error {
@@ -66,7 +66,11 @@ func (k *Kit) serveAWS() error {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 6<<20) // Lambda's synchronous payload limit
-		if service := signedService(r); !slices.Contains(servedServices, service) {
+		switch service := signedService(r); {
+		case service == "sns":
+			k.snsAPI(w, r)
+			return
+		case !slices.Contains(servedServices, service):
 			notServed(w, r, service)
 			return
 		}

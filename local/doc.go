@@ -21,6 +21,9 @@
 //     listed (Kit.Ignored); a queue, table or mapping property the kit does not understand
 //     is an error. The names the app gives queues and tables are kept, but where two stacks
 //     of the run give the same one: those get the stack's name as a suffix (Kit.Ignored).
+//     SNS topics are the kit's own: Publish to one delivers to its SQS subscriptions, raw
+//     or in SNS's envelope (a subscription with a FilterPolicy, or of another protocol,
+//     delivers nothing and is listed).
 //     An idempotency table or a queue and its DLQ the stack imports get local stand-ins,
 //     from what the constructs record of them in the cloud assembly (Kit.StandIns).
 //   - Every SQS event source mapping is a pipeline. A consumer or dispatcher of these

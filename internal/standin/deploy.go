@@ -31,6 +31,7 @@ type Deployment struct {
 	QueueARN  map[string]string // logical id -> ARN
 	QueueName map[string]string // logical id -> name
 	TableName map[string]string // logical id -> name
+	TopicARN  map[string]string // logical id -> ARN (topics are the kit's own: Kit's SNS stand-in)
 	// Ignored lists the template properties that have no local meaning (encryption,
 	// backups, tags), so a reader of the test log knows what was not exercised.
 	Ignored []string
@@ -130,6 +131,10 @@ func Deploy(ctx context.Context, sq *sqs.Client, db *dynamodb.Client, t *Templat
 			return nil, err
 		}
 	}
+	if d.region == "" {
+		d.region, d.account = sqslocal.Region, sqslocal.AccountID
+	}
+	d.nameTopics()
 	return d, nil
 }
 
@@ -137,7 +142,7 @@ func newDeployment(t *Template, suffix string) *Deployment {
 	return &Deployment{
 		Template: t, Suffix: suffix,
 		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
-		TableName: map[string]string{}, byName: map[string]string{},
+		TableName: map[string]string{}, TopicARN: map[string]string{}, byName: map[string]string{},
 		Ignored: slices.Clone(t.NotApplied),
 	}
 }
@@ -159,7 +164,23 @@ func Planned(t *Template, suffix string) *Deployment {
 	for id, tb := range t.Tables {
 		d.TableName[id] = d.localTableName(tb)
 	}
+	d.nameTopics()
 	return d
+}
+
+// nameTopics gives each topic its local ARN: the name the template gives it (suffixed where
+// another stack of the run gives it too), else its logical id and the suffix.
+func (d *Deployment) nameTopics() {
+	for id, tp := range d.Template.Topics {
+		name, _ := tp.Props["TopicName"].(string)
+		if name == "" || d.Template.Clashes[name] {
+			name = strings.TrimSuffix(cmp.Or(name, id), ".fifo") + "-" + d.Suffix
+			if tp.Fifo() {
+				name += ".fifo"
+			}
+		}
+		d.TopicARN[id] = "arn:aws:sns:" + d.region + ":" + d.account + ":" + name
+	}
 }
 
 func (d *Deployment) localTableName(tb Table) string {
@@ -503,6 +524,9 @@ func (d *Deployment) ref(arg any) (any, error) {
 	if name, ok := d.TableName[id]; ok {
 		return name, nil
 	}
+	if arn, ok := d.TopicARN[id]; ok {
+		return arn, nil
+	}
 	if name := d.LocalName(id); name != "" {
 		return name, nil
 	}
@@ -605,6 +629,10 @@ func (d *Deployment) getAtt(arg any) (any, error) {
 		return d.QueueURL[id], nil
 	case attr == "QueueName" && d.QueueName[id] != "":
 		return d.QueueName[id], nil
+	case attr == "TopicArn" && d.TopicARN[id] != "":
+		return d.TopicARN[id], nil
+	case attr == "TopicName" && d.TopicARN[id] != "":
+		return d.TopicARN[id][strings.LastIndex(d.TopicARN[id], ":")+1:], nil
 	case attr == "Arn" && d.TableName[id] != "":
 		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", d.region, d.account, d.TableName[id]), nil
 	}

@@ -25,6 +25,8 @@ const (
 	typeMapping      = "AWS::Lambda::EventSourceMapping"
 	typeSchedule     = "AWS::Scheduler::Schedule"
 	typeInvokeConfig = "AWS::Lambda::EventInvokeConfig"
+	typeTopic        = "AWS::SNS::Topic"
+	typeSubscription = "AWS::SNS::Subscription"
 )
 
 // Template is the part of a synthesized stack that runs: every resource keyed by logical id.
@@ -32,6 +34,9 @@ type Template struct {
 	Name      string // the stack name (file name without .template.json)
 	Queues    map[string]Queue
 	Tables    map[string]Table
+	// Topics are the SNS topics, by logical id; Subscriptions their subscriptions.
+	Topics        map[string]Topic
+	Subscriptions []Subscription
 	Functions map[string]Function
 	Mappings  []Mapping
 	Schedules []Schedule
@@ -129,6 +134,25 @@ func (q Queue) VisibilityTimeout() time.Duration {
 	return time.Duration(asFloat(q.Props["VisibilityTimeout"])) * time.Second
 }
 
+// Topic is an AWS::SNS::Topic's properties.
+type Topic struct {
+	LogicalID string
+	Props     map[string]any
+}
+
+// Fifo reports whether the topic is a FIFO topic.
+func (t Topic) Fifo() bool { b, _ := t.Props["FifoTopic"].(bool); return b }
+
+// Subscription is an AWS::SNS::Subscription: what a topic delivers to.
+type Subscription struct {
+	LogicalID string
+	Topic     string // logical id of the topic of this template ("" for another's)
+	TopicArn  any    // as in the template
+	Protocol  string
+	Endpoint  any  // as in the template: an SQS queue's ARN for protocol sqs
+	Raw       bool // RawMessageDelivery: the message as it was published, not SNS's JSON envelope
+}
+
 // Table is an AWS::DynamoDB::Table's properties, or an AWS::DynamoDB::GlobalTable's
 // (Global), which the kit creates as one table: the replica in the stack's region.
 type Table struct {
@@ -197,8 +221,8 @@ func (t *Template) UseParameters(given map[string]string) error {
 	return nil
 }
 
-// GivenNames are the physical names the template gives its queues and tables (QueueName,
-// TableName), each with the logical id of the resource that gives it.
+// GivenNames are the physical names the template gives its queues, tables and topics
+// (QueueName, TableName, TopicName), each with the logical id of the resource that gives it.
 func (t *Template) GivenNames() map[string]string {
 	out := map[string]string{}
 	for id, q := range t.Queues {
@@ -208,6 +232,11 @@ func (t *Template) GivenNames() map[string]string {
 	}
 	for id, tb := range t.Tables {
 		if name, ok := tb.Props["TableName"].(string); ok {
+			out[name] = id
+		}
+	}
+	for id, tp := range t.Topics {
+		if name, ok := tp.Props["TopicName"].(string); ok {
 			out[name] = id
 		}
 	}
@@ -408,6 +437,7 @@ func LoadTemplate(path string) (*Template, error) {
 		Name:          strings.TrimSuffix(filepath.Base(path), ".template.json"),
 		Queues:        map[string]Queue{},
 		Tables:        map[string]Table{},
+		Topics:        map[string]Topic{},
 		Functions:     map[string]Function{},
 		InvokeConfigs: map[string]InvokeConfig{},
 		Outputs:       map[string]any{},
@@ -439,6 +469,27 @@ func LoadTemplate(path string) (*Template, error) {
 		switch r.Type {
 		case typeQueue:
 			t.Queues[id] = Queue{LogicalID: id, Props: p}
+		case typeTopic:
+			t.Topics[id] = Topic{LogicalID: id, Props: p}
+			for _, k := range slices.Sorted(maps.Keys(p)) {
+				if k != "TopicName" && k != "FifoTopic" && k != "ContentBasedDeduplication" {
+					t.NotApplied = append(t.NotApplied, "topic "+id+" "+k)
+				}
+			}
+		case typeSubscription:
+			sub := Subscription{LogicalID: id, Topic: cfn.RefTarget(p["TopicArn"]), TopicArn: p["TopicArn"], Endpoint: p["Endpoint"]}
+			sub.Protocol, _ = p["Protocol"].(string)
+			sub.Raw = p["RawMessageDelivery"] == true || p["RawMessageDelivery"] == "true"
+			switch {
+			case sub.Protocol != "sqs":
+				t.NotApplied = append(t.NotApplied, fmt.Sprintf("subscription %s (protocol %s): the kit delivers a topic's messages to SQS queues only", id, sub.Protocol))
+				continue
+			case p["FilterPolicy"] != nil:
+				// Delivering everything would run effects AWS never runs: deliver nothing.
+				t.NotApplied = append(t.NotApplied, fmt.Sprintf("subscription %s has a FilterPolicy, which the kit does not apply: it delivers nothing through it", id))
+				continue
+			}
+			t.Subscriptions = append(t.Subscriptions, sub)
 		case typeTable, typeGlobalTable:
 			t.Tables[id] = Table{LogicalID: id, Props: p, Global: r.Type == typeGlobalTable}
 		case typeFunction:

@@ -43,7 +43,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 
 	start := time.Now()
 	synth(t, dir, root)
-	fmt.Printf("FIGURE outside corpus: cdk synth of 8 stacks (3 GoFunctions bundled) in %v\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Printf("FIGURE outside corpus: cdk synth of 9 stacks (3 GoFunctions bundled) in %v\n", time.Since(start).Round(100*time.Millisecond))
 
 	up := exec.Command(filepath.Join(bin, "pipelinectl"), "local", "up", "--assembly", "cdk.out", "--cron=false", "--logs")
 	// A shell that holds real-looking credentials (AWS's documented example keys): a function
@@ -64,7 +64,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 	fmt.Printf("FIGURE outside corpus: local up (builds the arm64 GoFunction's main for this machine) in %v\n", time.Since(start).Round(100*time.Millisecond))
 	printed := proc.Output()
 	for _, w := range []string{"Alias/Worker  queue ", "Go1x/Legacy  queue ", "Zip/Zipped  queue ", "Filtered/Orders  queue ", "Arm64/Graviton  queue ",
-		"Names/Recorder  queue ", "Names/DeadLetters  queue ", "Versioned/Pinned  queue ", "ByArn/Target  queue ", "/corpus-orders\n", "/corpus-orders-dlq\n", "runtime go1.x, which Lambda no longer accepts"} {
+		"Names/Recorder  queue ", "Names/DeadLetters  queue ", "Versioned/Pinned  queue ", "ByArn/Target  queue ", "Fanout/RawReader  queue ", "Fanout/WrappedReader  queue ", "/corpus-orders\n", "/corpus-orders-dlq\n", "runtime go1.x, which Lambda no longer accepts"} {
 		if !strings.Contains(printed, w) {
 			t.Errorf("local up printed no %q", w)
 		}
@@ -105,11 +105,25 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 			}
 		}
 	}
+	// SNS to SQS: published with the AWS CLI through the exports, as a user would, to the
+	// topic's ARN from the outputs the kit wrote; the topic keeps the name the app gave it.
+	b, err := os.ReadFile(filepath.Join(dir, "cdk.out", "local-outputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outputs map[string]map[string]string
+	if err := json.Unmarshal(b, &outputs); err != nil || !strings.HasSuffix(outputs["Fanout"]["TopicArn"], ":corpus-events") {
+		t.Fatalf("local-outputs.json %s (%v): want Fanout.TopicArn, the topic corpus-events", b, err)
+	}
+	runPrinted(t, dir, env, []string{"aws sns publish --topic-arn " + outputs["Fanout"]["TopicArn"] +
+		" --message fanout-1 --message-attributes '{\"kind\":{\"DataType\":\"String\",\"StringValue\":\"test\"}}'"})
 	// What each function must log (its stack and logical id, then the body it was given), and the
 	// status lines that say the filter deleted two records and the DLQ's consumer ran.
 	want := []string{`Alias/Worker11F36D0F | {"seen":"alias-1"`, `Go1x/LegacyFA07BB5D | {"seen":"go1x-1"`, `Zip/Zipped19B58725 | {"seen":"zip-1"`,
 		`Arm64/Graviton4460B072 | {"seen":"arm64-1"`, `Names/RecorderC4C6639E | {"seen":"names-1"`, `Filtered/OrdersA9B65338 | {"seen":"{\"type\":\"order\",\"id\":\"f-1\"}"`,
 		`Names/DeadLettersBBF8BAAB | {"seen":"fail-names"`, `Versioned/PinnedA72699A1 | {"seen":"version-1"`, `ByArn/Target3191CF44 | {"seen":"arn-1"`, "Filtered/Orders: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations, 0 failed, 2 records filtered out",
+		// The raw subscription delivers the message as published; the other SNS's envelope.
+		`Fanout/RawReader163B5A0D | {"seen":"fanout-1"`, `Fanout/WrappedReader3603931F | {"seen":"{\"Type\":\"Notification\"`, `\"Message\":\"fanout-1\"`, `\"MessageAttributes\":{\"kind\":{\"Type\":\"String\",\"Value\":\"test\"}}`,
 		// STS, which the kit does not serve: the kit's error, in STS's own format, reaches the function.
 		`Alias/Worker11F36D0F | {"error":"operation error STS: GetCallerIdentity, https response error StatusCode: 501, RequestID: , api error NotImplemented: ` +
 			`the local kit does not serve sts (GetCallerIdentity): nothing under the kit reaches AWS.`}

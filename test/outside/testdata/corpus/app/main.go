@@ -12,7 +12,9 @@
 //   - Names: a queue and a table with the physical names the app gives them, the table
 //     named to the function as a plain string, and the DLQ read by a consumer of its own;
 //   - Versioned: a queue mapped onto a function's current version;
-//   - ByArn: a queue mapped onto a function the app refers to by its ARN.
+//   - ByArn: a queue mapped onto a function the app refers to by its ARN;
+//   - Fanout: SNS to SQS, a topic the app names with two queues subscribed, raw and in
+//     SNS's envelope, each read by a function.
 package main
 
 import (
@@ -20,6 +22,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdklambdagoalpha/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -36,6 +40,7 @@ func main() {
 	NewNames(app, "Names")
 	NewVersioned(app, "Versioned")
 	NewByArn(app, "ByArn")
+	NewFanout(app, "Fanout")
 	app.Synth(nil)
 }
 
@@ -177,5 +182,19 @@ func NewNames(scope constructs.Construct, id string) awscdk.Stack {
 	table.GrantWriteData(fn)
 	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, &awslambdaeventsources.SqsEventSourceProps{ReportBatchItemFailures: jsii.Bool(true)}))
 	echo(stack, "DeadLetters", nil).AddEventSource(awslambdaeventsources.NewSqsEventSource(dlq, nil))
+	return stack
+}
+
+// NewFanout is SNS to SQS: a topic the app names, and two queues subscribed to it, one with
+// raw message delivery and one with SNS's JSON envelope, each read by a function.
+func NewFanout(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	topic := awssns.NewTopic(stack, jsii.String("Events"), &awssns.TopicProps{TopicName: jsii.String("corpus-events")})
+	raw, wrapped := queueWithDLQ(stack, "Raw", nil), queueWithDLQ(stack, "Wrapped", nil)
+	topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(raw, &awssnssubscriptions.SqsSubscriptionProps{RawMessageDelivery: jsii.Bool(true)}))
+	topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(wrapped, nil))
+	prebuilt(stack, "RawReader").AddEventSource(awslambdaeventsources.NewSqsEventSource(raw, nil))
+	prebuilt(stack, "WrappedReader").AddEventSource(awslambdaeventsources.NewSqsEventSource(wrapped, nil))
+	awscdk.NewCfnOutput(stack, jsii.String("TopicArn"), &awscdk.CfnOutputProps{Value: topic.TopicArn()})
 	return stack
 }
