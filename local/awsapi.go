@@ -41,7 +41,7 @@ func (k *Kit) listenAWS() error {
 
 // servedServices are the services the stand-ins answer, by the name a request's signature
 // scopes it to; any other service gets notServed's error.
-var servedServices = []string{"lambda", "monitoring", "scheduler", "cloudformation", "sns"}
+var servedServices = []string{"lambda", "monitoring", "scheduler", "cloudformation", "sns", "s3"}
 
 // serveAWS starts the stand-in server for the running stacks on listenAWS's address.
 func (k *Kit) serveAWS() error {
@@ -69,6 +69,9 @@ func (k *Kit) serveAWS() error {
 		switch service := signedService(r); {
 		case service == "sns":
 			k.snsAPI(w, r)
+			return
+		case service == "s3":
+			k.s3API(w, r)
 			return
 		case !slices.Contains(servedServices, service):
 			notServed(w, r, service)

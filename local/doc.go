@@ -23,7 +23,9 @@
 //     of the run give the same one: those get the stack's name as a suffix (Kit.Ignored).
 //     SNS topics are the kit's own: Publish to one delivers to its SQS subscriptions, raw
 //     or in SNS's envelope (a subscription with a FilterPolicy, or of another protocol,
-//     delivers nothing and is listed).
+//     delivers nothing and is listed). S3 buckets are the kit's own too (gofakes3, in
+//     memory); a put, copy or delete sends the bucket's event notifications to the topics
+//     and queues they name, as S3 does.
 //     An idempotency table or a queue and its DLQ the stack imports get local stand-ins,
 //     from what the constructs record of them in the cloud assembly (Kit.StandIns).
 //   - Every SQS event source mapping is a pipeline. A consumer or dispatcher of these

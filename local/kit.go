@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
@@ -135,6 +136,8 @@ type Kit struct {
 	observed atomic.Pointer[[]*stackRun]               // the stacks deployed so far, for the proxy's Observe
 	api      *http.Server                              // the Lambda, CloudWatch and Scheduler stand-ins (awsapi.go)
 	apiLn    net.Listener
+	s3       *s3mem.Backend // the stacks' buckets (s3.go)
+	s3h      http.Handler
 	apiURL   string
 	stopped  atomic.Bool
 	fires    atomic.Int64
@@ -419,6 +422,7 @@ func (k *Kit) startBackends(ctx context.Context) error {
 		return fmt.Errorf("local: %w", err)
 	}
 	k.sq, k.db = k.sqsd.Client(), k.ddb.Client()
+	k.s3, k.s3h = newS3()
 	if err := k.listenAWS(); err != nil {
 		return err
 	}
@@ -528,6 +532,11 @@ func (k *Kit) create(ctx context.Context, sp *stackPlan) error {
 			deps[i] = st.d
 		}
 		return importValue(deps, name)
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.Bucket)) {
+		if err := k.s3.CreateBucket(d.Bucket[id]); err != nil {
+			return fmt.Errorf("local: stack %s: bucket %s (%s): %w", ref.DisplayName, id, d.Bucket[id], err)
+		}
 	}
 	st := &stackRun{ref: ref, d: d}
 	st.obs = standin.NewObserver(d, k.sq, st.functionName, k.opts.AlarmTimeScale, func(format string, args ...any) {

@@ -82,6 +82,10 @@ func plan(ref cfn.StackRef, t *standin.Template, sources map[string]cfn.Source) 
 		sp.pipelines = append(sp.pipelines, p)
 	}
 	for _, id := range slices.Sorted(maps.Keys(t.Functions)) {
+		if why, ok := t.Applied[id]; ok {
+			t.NotApplied = append(t.NotApplied, "function "+id+": "+why)
+			continue
+		}
 		if !slices.ContainsFunc(ps, func(p standin.Pipeline) bool { return id == p.Consumer || id == p.Dispatcher }) {
 			sp.notRun = append(sp.notRun, "not run locally: function "+id+", not a pipeline's consumer or dispatcher")
 		}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -34,34 +35,50 @@ func (k *Kit) snsAPI(w http.ResponseWriter, r *http.Request) {
 			"the local kit answers SNS Publish only, not %s: the topics are the templates', created when the kit starts", a))
 		return
 	}
-	arn := cmp.Or(r.Form.Get("TopicArn"), r.Form.Get("TargetArn"))
-	st, topic := k.topic(arn)
-	if st == nil {
-		cloudWatchError(w, false, http.StatusNotFound, "NotFound", fmt.Sprintf("Topic does not exist: %s is not a topic of the running stacks", arn))
-		return
-	}
-	p := publication{TopicArn: arn, Message: r.Form.Get("Message"), Subject: r.Form.Get("Subject"),
+	p := publication{Message: r.Form.Get("Message"), Subject: r.Form.Get("Subject"),
 		GroupID: r.Form.Get("MessageGroupId"), DedupID: r.Form.Get("MessageDeduplicationId"), Attrs: publishedAttributes(r)}
-	if st.d.Template.Topics[topic].Fifo() && p.GroupID == "" {
-		cloudWatchError(w, false, http.StatusBadRequest, "InvalidParameter", "Invalid parameter: The MessageGroupId parameter is required for FIFO topics")
+	if err := k.publish(r.Context(), cmp.Or(r.Form.Get("TopicArn"), r.Form.Get("TargetArn")), &p); err != nil {
+		var e *snsError
+		if !errors.As(err, &e) {
+			e = &snsError{http.StatusInternalServerError, "InternalError", err.Error()}
+		}
+		cloudWatchError(w, false, e.status, e.code, e.msg)
 		return
-	}
-	p.ID = newMessageID()
-	for _, sub := range k.subscriptions(st, topic) {
-		url, ok := k.queueByARN(sub.arn)
-		if !ok {
-			cloudWatchError(w, false, http.StatusInternalServerError, "InternalError", fmt.Sprintf(
-				"subscription %s of %s: its queue %s is not a queue of the running stacks", sub.LogicalID, arn, sub.arn))
-			return
-		}
-		if err := k.deliver(r.Context(), url, sub.Raw, p); err != nil {
-			cloudWatchError(w, false, http.StatusInternalServerError, "InternalError", fmt.Sprintf("delivering to %s: %v", url, err))
-			return
-		}
 	}
 	w.Header().Set("Content-Type", "text/xml")
 	fmt.Fprintf(w, `<PublishResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><PublishResult><MessageId>%s</MessageId></PublishResult>`+
 		`<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></PublishResponse>`, p.ID, newMessageID())
+}
+
+// snsError is an error SNS answers with.
+type snsError struct {
+	status    int
+	code, msg string
+}
+
+func (e *snsError) Error() string { return e.code + ": " + e.msg }
+
+// publish delivers p to each SQS subscription of the topic arn, in every running stack, and
+// gives it its message id.
+func (k *Kit) publish(ctx context.Context, arn string, p *publication) error {
+	st, topic := k.topic(arn)
+	if st == nil {
+		return &snsError{http.StatusNotFound, "NotFound", fmt.Sprintf("Topic does not exist: %s is not a topic of the running stacks", arn)}
+	}
+	if st.d.Template.Topics[topic].Fifo() && p.GroupID == "" {
+		return &snsError{http.StatusBadRequest, "InvalidParameter", "Invalid parameter: The MessageGroupId parameter is required for FIFO topics"}
+	}
+	p.ID, p.TopicArn = newMessageID(), arn
+	for _, sub := range k.subscriptions(st, topic) {
+		url, ok := k.queueByARN(sub.arn)
+		if !ok {
+			return fmt.Errorf("subscription %s of %s: its queue %s is not a queue of the running stacks", sub.LogicalID, arn, sub.arn)
+		}
+		if err := k.deliver(ctx, url, sub.Raw, *p); err != nil {
+			return fmt.Errorf("delivering to %s: %w", url, err)
+		}
+	}
+	return nil
 }
 
 // publication is one published message.

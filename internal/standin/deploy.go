@@ -32,6 +32,7 @@ type Deployment struct {
 	QueueName map[string]string // logical id -> name
 	TableName map[string]string // logical id -> name
 	TopicARN  map[string]string // logical id -> ARN (topics are the kit's own: Kit's SNS stand-in)
+	Bucket    map[string]string // logical id -> bucket name (the kit's S3)
 	// Ignored lists the template properties that have no local meaning (encryption,
 	// backups, tags), so a reader of the test log knows what was not exercised.
 	Ignored []string
@@ -142,7 +143,7 @@ func newDeployment(t *Template, suffix string) *Deployment {
 	return &Deployment{
 		Template: t, Suffix: suffix,
 		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
-		TableName: map[string]string{}, TopicARN: map[string]string{}, byName: map[string]string{},
+		TableName: map[string]string{}, TopicARN: map[string]string{}, Bucket: map[string]string{}, byName: map[string]string{},
 		Ignored: slices.Clone(t.NotApplied),
 	}
 }
@@ -181,7 +182,18 @@ func (d *Deployment) nameTopics() {
 		}
 		d.TopicARN[id] = "arn:aws:sns:" + d.region + ":" + d.account + ":" + name
 	}
+	for id, b := range d.Template.Buckets {
+		name, _ := b.Props["BucketName"].(string)
+		if name == "" || d.Template.Clashes[name] {
+			// S3's names: 3-63 characters, lower case letters, digits, dots and hyphens.
+			name = strings.Trim(bucketUnsafe.ReplaceAllString(strings.ToLower(cmp.Or(name, id)+"-"+d.Suffix), "-"), "-.")
+			name = name[:min(len(name), 63)]
+		}
+		d.Bucket[id] = name
+	}
 }
+
+var bucketUnsafe = regexp.MustCompile(`[^a-z0-9.-]+`)
 
 func (d *Deployment) localTableName(tb Table) string {
 	name, _ := tb.Props["TableName"].(string)
@@ -527,6 +539,9 @@ func (d *Deployment) ref(arg any) (any, error) {
 	if arn, ok := d.TopicARN[id]; ok {
 		return arn, nil
 	}
+	if name, ok := d.Bucket[id]; ok {
+		return name, nil
+	}
 	if name := d.LocalName(id); name != "" {
 		return name, nil
 	}
@@ -629,6 +644,8 @@ func (d *Deployment) getAtt(arg any) (any, error) {
 		return d.QueueURL[id], nil
 	case attr == "QueueName" && d.QueueName[id] != "":
 		return d.QueueName[id], nil
+	case attr == "Arn" && d.Bucket[id] != "":
+		return "arn:aws:s3:::" + d.Bucket[id], nil
 	case attr == "TopicArn" && d.TopicARN[id] != "":
 		return d.TopicARN[id], nil
 	case attr == "TopicName" && d.TopicARN[id] != "":

@@ -25,21 +25,29 @@ const (
 	typeMapping      = "AWS::Lambda::EventSourceMapping"
 	typeSchedule     = "AWS::Scheduler::Schedule"
 	typeInvokeConfig = "AWS::Lambda::EventInvokeConfig"
+	typeBucket       = "AWS::S3::Bucket"
+	typeBucketEvents = "Custom::S3BucketNotifications" // what bucket.AddEventNotification writes
 	typeTopic        = "AWS::SNS::Topic"
 	typeSubscription = "AWS::SNS::Subscription"
 )
 
 // Template is the part of a synthesized stack that runs: every resource keyed by logical id.
 type Template struct {
-	Name      string // the stack name (file name without .template.json)
-	Queues    map[string]Queue
-	Tables    map[string]Table
+	Name   string // the stack name (file name without .template.json)
+	Queues map[string]Queue
+	Tables map[string]Table
+	// Buckets are the S3 buckets, by logical id; BucketEvents their notifications.
+	Buckets      map[string]Bucket
+	BucketEvents []BucketEvents
+	// Applied are the functions that only serve what the kit does itself (CDK's handler of
+	// bucket notifications), by logical id: not run, and not listed as not run.
+	Applied map[string]string
 	// Topics are the SNS topics, by logical id; Subscriptions their subscriptions.
 	Topics        map[string]Topic
 	Subscriptions []Subscription
-	Functions map[string]Function
-	Mappings  []Mapping
-	Schedules []Schedule
+	Functions     map[string]Function
+	Mappings      []Mapping
+	Schedules     []Schedule
 	// SendSchedules are the schedules whose target is SQS SendMessage itself (the heartbeats).
 	SendSchedules []SendSchedule
 	// Alarms and Composites are the stack's CloudWatch alarms (alarms.go evaluates them).
@@ -134,6 +142,22 @@ func (q Queue) VisibilityTimeout() time.Duration {
 	return time.Duration(asFloat(q.Props["VisibilityTimeout"])) * time.Second
 }
 
+// Bucket is an AWS::S3::Bucket's properties.
+type Bucket struct {
+	LogicalID string
+	Props     map[string]any
+}
+
+// BucketEvents is a Custom::S3BucketNotifications, CDK's way of setting a bucket's event
+// notifications: the bucket (BucketName, as in the template) and its
+// NotificationConfiguration (TopicConfigurations, QueueConfigurations,
+// LambdaFunctionConfigurations, each with Events and a key Filter).
+type BucketEvents struct {
+	LogicalID string
+	Bucket    any
+	Config    map[string]any
+}
+
 // Topic is an AWS::SNS::Topic's properties.
 type Topic struct {
 	LogicalID string
@@ -221,8 +245,8 @@ func (t *Template) UseParameters(given map[string]string) error {
 	return nil
 }
 
-// GivenNames are the physical names the template gives its queues, tables and topics
-// (QueueName, TableName, TopicName), each with the logical id of the resource that gives it.
+// GivenNames are the physical names the template gives its queues, tables, topics and
+// buckets (QueueName, TableName, TopicName, BucketName), each with the logical id of the resource that gives it.
 func (t *Template) GivenNames() map[string]string {
 	out := map[string]string{}
 	for id, q := range t.Queues {
@@ -237,6 +261,11 @@ func (t *Template) GivenNames() map[string]string {
 	}
 	for id, tp := range t.Topics {
 		if name, ok := tp.Props["TopicName"].(string); ok {
+			out[name] = id
+		}
+	}
+	for id, b := range t.Buckets {
+		if name, ok := b.Props["BucketName"].(string); ok {
 			out[name] = id
 		}
 	}
@@ -438,6 +467,8 @@ func LoadTemplate(path string) (*Template, error) {
 		Queues:        map[string]Queue{},
 		Tables:        map[string]Table{},
 		Topics:        map[string]Topic{},
+		Buckets:       map[string]Bucket{},
+		Applied:       map[string]string{},
 		Functions:     map[string]Function{},
 		InvokeConfigs: map[string]InvokeConfig{},
 		Outputs:       map[string]any{},
@@ -469,6 +500,22 @@ func LoadTemplate(path string) (*Template, error) {
 		switch r.Type {
 		case typeQueue:
 			t.Queues[id] = Queue{LogicalID: id, Props: p}
+		case typeBucket:
+			t.Buckets[id] = Bucket{LogicalID: id, Props: p}
+			for _, k := range slices.Sorted(maps.Keys(p)) {
+				if k != "BucketName" {
+					t.NotApplied = append(t.NotApplied, "bucket "+id+" "+k)
+				}
+			}
+		case typeBucketEvents:
+			config, _ := p["NotificationConfiguration"].(map[string]any)
+			t.BucketEvents = append(t.BucketEvents, BucketEvents{LogicalID: id, Bucket: p["BucketName"], Config: config})
+			if fns, _ := config["LambdaFunctionConfigurations"].([]any); len(fns) > 0 {
+				t.NotApplied = append(t.NotApplied, "bucket notifications "+id+": LambdaFunctionConfigurations (the kit delivers a bucket's events to topics and queues only)")
+			}
+			if handler := cfn.RefTarget(p["ServiceToken"]); handler != "" {
+				t.Applied[handler] = "CDK's handler of bucket notifications, which the kit applies itself"
+			}
 		case typeTopic:
 			t.Topics[id] = Topic{LogicalID: id, Props: p}
 			for _, k := range slices.Sorted(maps.Keys(p)) {

@@ -43,7 +43,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 
 	start := time.Now()
 	synth(t, dir, root)
-	fmt.Printf("FIGURE outside corpus: cdk synth of 9 stacks (3 GoFunctions bundled) in %v\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Printf("FIGURE outside corpus: cdk synth of 10 stacks (3 GoFunctions bundled) in %v\n", time.Since(start).Round(100*time.Millisecond))
 
 	up := exec.Command(filepath.Join(bin, "pipelinectl"), "local", "up", "--assembly", "cdk.out", "--cron=false", "--logs")
 	// A shell that holds real-looking credentials (AWS's documented example keys): a function
@@ -64,7 +64,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 	fmt.Printf("FIGURE outside corpus: local up (builds the arm64 GoFunction's main for this machine) in %v\n", time.Since(start).Round(100*time.Millisecond))
 	printed := proc.Output()
 	for _, w := range []string{"Alias/Worker  queue ", "Go1x/Legacy  queue ", "Zip/Zipped  queue ", "Filtered/Orders  queue ", "Arm64/Graviton  queue ",
-		"Names/Recorder  queue ", "Names/DeadLetters  queue ", "Versioned/Pinned  queue ", "ByArn/Target  queue ", "Fanout/RawReader  queue ", "Fanout/WrappedReader  queue ", "/corpus-orders\n", "/corpus-orders-dlq\n", "runtime go1.x, which Lambda no longer accepts"} {
+		"Names/Recorder  queue ", "Names/DeadLetters  queue ", "Versioned/Pinned  queue ", "ByArn/Target  queue ", "Fanout/RawReader  queue ", "Fanout/WrappedReader  queue ", "Uploads/Reader  queue ", "/corpus-orders\n", "/corpus-orders-dlq\n", "runtime go1.x, which Lambda no longer accepts"} {
 		if !strings.Contains(printed, w) {
 			t.Errorf("local up printed no %q", w)
 		}
@@ -115,6 +115,13 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 	if err := json.Unmarshal(b, &outputs); err != nil || !strings.HasSuffix(outputs["Fanout"]["TopicArn"], ":corpus-events") {
 		t.Fatalf("local-outputs.json %s (%v): want Fanout.TopicArn, the topic corpus-events", b, err)
 	}
+	// S3 to SNS to SQS to Lambda: two objects put with the AWS CLI, one under the prefix the
+	// bucket's notification filters on: one S3 event, one invocation.
+	if err := os.WriteFile(filepath.Join(dir, "upload.txt"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	put := "aws s3api put-object --bucket " + outputs["Uploads"]["BucketName"] + " --body upload.txt --key "
+	runPrinted(t, dir, env, []string{put + "'uploads/a b.txt'", put + "other/b.txt"})
 	runPrinted(t, dir, env, []string{"aws sns publish --topic-arn " + outputs["Fanout"]["TopicArn"] +
 		" --message fanout-1 --message-attributes '{\"kind\":{\"DataType\":\"String\",\"StringValue\":\"test\"}}'"})
 	// What each function must log (its stack and logical id, then the body it was given), and the
@@ -124,6 +131,8 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 		`Names/DeadLettersBBF8BAAB | {"seen":"fail-names"`, `Versioned/PinnedA72699A1 | {"seen":"version-1"`, `ByArn/Target3191CF44 | {"seen":"arn-1"`, "Filtered/Orders: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations, 0 failed, 2 records filtered out",
 		// The raw subscription delivers the message as published; the other SNS's envelope.
 		`Fanout/RawReader163B5A0D | {"seen":"fanout-1"`, `Fanout/WrappedReader3603931F | {"seen":"{\"Type\":\"Notification\"`, `\"Message\":\"fanout-1\"`, `\"MessageAttributes\":{\"kind\":{\"Type\":\"String\",\"Value\":\"test\"}}`,
+		`Uploads/ReaderF7BF189D | {"seen":"{\"Type\":\"Notification\"`, `\"Subject\":\"Amazon S3 Notification\"`, `\\\"eventName\\\":\\\"ObjectCreated:Put\\\"`,
+		`\\\"key\\\":\\\"uploads/a+b.txt\\\"`, "Uploads/Reader: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations, 0 failed",
 		// STS, which the kit does not serve: the kit's error, in STS's own format, reaches the function.
 		`Alias/Worker11F36D0F | {"error":"operation error STS: GetCallerIdentity, https response error StatusCode: 501, RequestID: , api error NotImplemented: ` +
 			`the local kit does not serve sts (GetCallerIdentity): nothing under the kit reaches AWS.`}
@@ -134,7 +143,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 		}
 	}
 	fmt.Printf("FIGURE outside corpus: every function processed what was sent, the failing record read from the DLQ, in %v\n", time.Since(start).Round(100*time.Millisecond))
-	for _, never := range []string{`"seen":"{\"type\":\"refund\"`, `"seen":"not json"`} {
+	for _, never := range []string{`"seen":"{\"type\":\"refund\"`, `"seen":"not json"`, `other/b.txt`} {
 		if strings.Contains(proc.Output(), never) {
 			t.Errorf("a record the filter does not match was delivered: %s", never)
 		}

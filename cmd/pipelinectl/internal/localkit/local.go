@@ -40,8 +40,10 @@ const Usage = `pipelinectl local: run a cloud assembly's pipelines on this machi
   its event source mapping. It prints the endpoints (for the AWS CLI, the SDKs and
   pipelinectl), writes the stacks' outputs with local values to DIR/local-outputs.json
   (pipelinectl's --outputs), then a status line per pipeline whenever it changes: queue
-  and DLQ depths, record outcomes, alarms in ALARM (evaluated on a clock 30 times the
-  wall clock). Ctrl-C stops everything it started; the data was in memory and is gone.
+  and DLQ depths, the function's invocations and failures (how the last one failed),
+  records its filter deleted, record outcomes, alarms in ALARM (evaluated on a clock 30
+  times the wall clock). Ctrl-C stops everything it started; the data was in memory and
+  is gone.
 
   --assembly DIR       the directory 'cdk synth' wrote (default cdk.out)
   --stack NAME         a stack to run (repeatable; default every stack of the assembly)

@@ -14,7 +14,9 @@
 //   - Versioned: a queue mapped onto a function's current version;
 //   - ByArn: a queue mapped onto a function the app refers to by its ARN;
 //   - Fanout: SNS to SQS, a topic the app names with two queues subscribed, raw and in
-//     SNS's envelope, each read by a function.
+//     SNS's envelope, each read by a function;
+//   - Uploads: S3 to SNS to SQS to Lambda, a bucket's new objects under a prefix published
+//     to a topic that a function's queue is subscribed to.
 package main
 
 import (
@@ -22,6 +24,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3notifications"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -41,6 +45,7 @@ func main() {
 	NewVersioned(app, "Versioned")
 	NewByArn(app, "ByArn")
 	NewFanout(app, "Fanout")
+	NewUploads(app, "Uploads")
 	app.Synth(nil)
 }
 
@@ -196,5 +201,23 @@ func NewFanout(scope constructs.Construct, id string) awscdk.Stack {
 	prebuilt(stack, "RawReader").AddEventSource(awslambdaeventsources.NewSqsEventSource(raw, nil))
 	prebuilt(stack, "WrappedReader").AddEventSource(awslambdaeventsources.NewSqsEventSource(wrapped, nil))
 	awscdk.NewCfnOutput(stack, jsii.String("TopicArn"), &awscdk.CfnOutputProps{Value: topic.TopicArn()})
+	return stack
+}
+
+// NewUploads is S3 to SNS to SQS to Lambda: a bucket whose new objects under uploads/ are
+// published to a topic, to which the reader's queue is subscribed.
+func NewUploads(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	bucket := awss3.NewBucket(stack, jsii.String("Inbox"), &awss3.BucketProps{
+		EnforceSSL:        jsii.Bool(true),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+	})
+	topic := awssns.NewTopic(stack, jsii.String("Uploaded"), nil)
+	bucket.AddEventNotification(awss3.EventType_OBJECT_CREATED, awss3notifications.NewSnsDestination(topic),
+		&awss3.NotificationKeyFilter{Prefix: jsii.String("uploads/")})
+	queue := queueWithDLQ(stack, "Work", nil)
+	topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(queue, nil))
+	prebuilt(stack, "Reader").AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, nil))
+	awscdk.NewCfnOutput(stack, jsii.String("BucketName"), &awscdk.CfnOutputProps{Value: bucket.BucketName()})
 	return stack
 }
