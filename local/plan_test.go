@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -285,5 +286,36 @@ func TestQueueWithoutRedrivePolicy(t *testing.T) {
 func TestStatesAreTheEvaluators(t *testing.T) {
 	if StateOK != standin.StateOK || StateAlarm != standin.StateAlarm || StateInsufficient != standin.StateInsufficient || AlarmTimeScale != standin.AlarmTimeScale {
 		t.Error("local's alarm states or AlarmTimeScale differ from internal/standin's")
+	}
+}
+
+// The names an app gives are kept, but where two stacks of the run give the same one (two
+// stages of one app): both get their stack's suffix, and each stack's Ignored says so.
+func TestGivenNamesKeptUnlessTwoStacksClash(t *testing.T) {
+	dir := t.TempDir()
+	load := func(name, doc string) *standin.Template {
+		t.Helper()
+		path := filepath.Join(dir, name+".template.json")
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tmpl, err := standin.LoadTemplate(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tmpl
+	}
+	stage := `{"Resources":{"Q":{"Type":"AWS::SQS::Queue","Properties":{"QueueName":"orders.fifo","FifoQueue":true}},
+	  "T":{"Type":"AWS::DynamoDB::Table","Properties":{"TableName":"%s","KeySchema":[{"AttributeName":"id","KeyType":"HASH"}]}}}}`
+	dev, prod := load("Dev", fmt.Sprintf(stage, "seen-dev")), load("Prod", fmt.Sprintf(stage, "seen-prod"))
+	refs := []cfn.StackRef{{ID: "DevOrders", DisplayName: "Dev/Orders"}, {ID: "ProdOrders", DisplayName: "Prod/Orders"}}
+	clashes(refs, []*standin.Template{dev, prod})
+	d := standin.Planned(dev, stackSuffix(refs[0]))
+	if d.QueueName["Q"] != "orders-Dev-Orders.fifo" || d.TableName["T"] != "seen-dev" {
+		t.Errorf("Dev's queue %q and table %q: want orders-Dev-Orders.fifo (clashes with Prod's) and seen-dev (its own)", d.QueueName["Q"], d.TableName["T"])
+	}
+	want := "Q's name orders.fifo is given by stack Prod/Orders too: here it is orders-Dev-Orders.fifo (a function that has the name as a plain string misses it)"
+	if !slices.Contains(dev.NotApplied, want) || len(prod.NotApplied) != 1 {
+		t.Errorf("Dev's NotApplied %q, Prod's %q: want %q and Prod's own line", dev.NotApplied, prod.NotApplied, want)
 	}
 }
