@@ -439,13 +439,31 @@ func statusLine(s local.Status, records, hasDLQ bool) string {
 		parts = append(parts, outcomes(s.Outcomes))
 	}
 	if s.LastError != "" {
-		e, _, _ := strings.Cut(s.LastError, "\n")
-		if len(e) > 300 {
-			e = e[:300] + "…"
-		}
-		parts = append(parts, "last failure: "+e)
+		parts = append(parts, "last failure: "+failureLine(s.LastError))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// failureLine is a failed invocation's error on one line: its first line and, when the
+// process's last output follows (a crash, a failed init), the line that says why (a panic,
+// a fatal error), else that output's last line.
+func failureLine(err string) string {
+	first, rest, _ := strings.Cut(err, "\n")
+	if rest != "" {
+		lines := strings.Split(strings.TrimSpace(rest), "\n")
+		why := lines[len(lines)-1]
+		for _, l := range lines {
+			if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+				why = l
+				break
+			}
+		}
+		first += " " + strings.TrimSpace(why)
+	}
+	if len(first) > 300 {
+		first = first[:300] + "…"
+	}
+	return first
 }
 
 func outcomes(m map[string]int) string {

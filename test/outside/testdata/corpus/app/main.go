@@ -16,7 +16,8 @@
 //   - Fanout: SNS to SQS, a topic the app names with two queues subscribed, raw and in
 //     SNS's envelope, each read by a function;
 //   - Uploads: S3 to SNS to SQS to Lambda, a bucket's new objects under a prefix published
-//     to a topic that a function's queue is subscribed to.
+//     to a topic that a function's queue is subscribed to;
+//   - Broken: a function that fails at every start (a table it requires is missing).
 package main
 
 import (
@@ -46,6 +47,7 @@ func main() {
 	NewByArn(app, "ByArn")
 	NewFanout(app, "Fanout")
 	NewUploads(app, "Uploads")
+	NewBroken(app, "Broken")
 	app.Synth(nil)
 }
 
@@ -219,5 +221,15 @@ func NewUploads(scope constructs.Construct, id string) awscdk.Stack {
 	topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(queue, nil))
 	prebuilt(stack, "Reader").AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, nil))
 	awscdk.NewCfnOutput(stack, jsii.String("BucketName"), &awscdk.CfnOutputProps{Value: bucket.BucketName()})
+	return stack
+}
+
+// NewBroken is a function that fails at every start: it requires a table that does not
+// exist, named as a plain string.
+func NewBroken(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	fn := prebuilt(stack, "Crashing")
+	fn.AddEnvironment(jsii.String("REQUIRED_TABLE"), jsii.String("corpus-absent"), nil)
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Jobs", nil), nil))
 	return stack
 }

@@ -1,7 +1,8 @@
 // Command echo is the corpus's function, a plain aws-lambda-go handler as teams write one:
 // it logs each record it is given, writes it to the table SEEN_TABLE names (when set), and
 // reports a record whose body starts with "fail" as failed, so that SQS retries it and then
-// moves it to the queue's DLQ. A record "whoami" makes it ask STS who it is, and log the
+// moves it to the queue's DLQ. With REQUIRED_TABLE set it checks at init that the table
+// exists and panics when it does not. A record "whoami" makes it ask STS who it is, and log the
 // answer or the error: a call to a service of AWS that the app reaches from a function.
 package main
 
@@ -27,6 +28,11 @@ func main() {
 		panic(err)
 	}
 	db, table := dynamodb.NewFromConfig(cfg), os.Getenv("SEEN_TABLE")
+	if required := os.Getenv("REQUIRED_TABLE"); required != "" { // as functions check their tables at init
+		if _, err := db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(required)}); err != nil {
+			panic("Table not available: " + required)
+		}
+	}
 	id := sts.NewFromConfig(cfg)
 	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		var resp events.SQSEventResponse
