@@ -36,16 +36,15 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := newModule(t, "corpus", t.TempDir(), root, false)
-	bin := t.TempDir()
-	run(t, root, nil, "go", "build", "-o", filepath.Join(bin, "pipelinectl"), "./cmd/pipelinectl")
+	// pipelinectl as a tool of the app's module, the way docs/local.md gives for a checkout.
+	dir := newModule(t, "corpus", t.TempDir(), root, "edit")
 	buildPrebuilt(t, dir)
 
 	start := time.Now()
 	synth(t, dir, root)
 	fmt.Printf("FIGURE outside corpus: cdk synth of 11 stacks (3 GoFunctions bundled) in %v\n", time.Since(start).Round(100*time.Millisecond))
 
-	up := exec.Command(filepath.Join(bin, "pipelinectl"), "local", "up", "--assembly", "cdk.out", "--cron=false", "--logs")
+	up := exec.Command("go", "tool", "pipelinectl", "local", "up", "--assembly", "cdk.out", "--cron=false", "--logs")
 	// A shell that holds real-looking credentials (AWS's documented example keys): a function
 	// under the kit must never use them, nor reach AWS with any.
 	up.Dir, up.Env = dir, append(os.Environ(), "PWD="+dir, "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
@@ -163,7 +162,8 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 	if err := os.CopyFS(moved, os.DirFS(filepath.Join(dir, "cdk.out"))); err != nil {
 		t.Fatal(err)
 	}
-	refused := exec.Command(filepath.Join(bin, "pipelinectl"), "local", "up", "--assembly", moved, "--stack", "Arm64")
+	refused := exec.Command("go", "tool", "pipelinectl", "local", "up", "--assembly", moved, "--stack", "Arm64")
+	refused.Dir = dir
 	out, err := refused.CombinedOutput()
 	if runtime.GOARCH == "amd64" {
 		want := "Arm64: not run locally: function Graviton4460B072, mapped to queue Tasks0BA6A452: its bootstrap is built for arm64 and this machine is x86_64 (linux/amd64); " +

@@ -26,7 +26,7 @@ func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := newModule(t, "billing", t.TempDir(), root, false)
+	dir := newModule(t, "billing", t.TempDir(), root, "")
 
 	start := time.Now()
 	synth(t, dir, root)
@@ -62,10 +62,11 @@ func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
 // newModule copies testdata/name into a module of its own under parent, requiring this one
 // (at root) at the versions this checkout pins (the module proxy here serves no version
 // lists, so nothing may be left for `go mod tidy` to look up), and returns its directory.
-// With tool, it adds pipelinectl as a tool of the module first, as the README says (go get
-// -tool), while go.sum still has every sum the tool needs (this machine reaches no checksum
-// database).
-func newModule(t *testing.T, name, parent, root string, tool bool) string {
+// With tool, it adds pipelinectl as a tool of the module first, while go.sum still has every
+// sum the tool needs (this machine reaches no checksum database), either way docs/local.md
+// gives: "get" as for the published module (go get -tool), "edit" as from a checkout the
+// module replaces it with (go mod edit -tool, then go mod tidy).
+func newModule(t *testing.T, name, parent, root, tool string) string {
 	t.Helper()
 	dir := filepath.Join(parent, name)
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", name))); err != nil {
@@ -85,11 +86,14 @@ func newModule(t *testing.T, name, parent, root string, tool bool) string {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "go.sum"), string(sum))
-	if tool {
+	switch tool {
+	case "get":
 		// GOPROXY=off: go get asks the proxy whether the package path is a module of its
 		// own before it takes the module the app requires; the proxy of this machine
 		// refuses such version lists (403) where the public one answers 404.
 		run(t, dir, []string{"GOPROXY=off"}, "go", "get", "-tool", "github.com/idempotent-sqs/pipeline/cmd/pipelinectl")
+	case "edit":
+		run(t, dir, nil, "go", "mod", "edit", "-tool", "github.com/idempotent-sqs/pipeline/cmd/pipelinectl")
 	}
 	run(t, dir, nil, "go", "mod", "tidy")
 	return dir

@@ -35,7 +35,7 @@ func TestAnOutsideAppRunsUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := newModule(t, "shop", work, root, true)
+	dir := newModule(t, "shop", work, root, "get")
 
 	start := time.Now()
 	synth(t, dir, root)
