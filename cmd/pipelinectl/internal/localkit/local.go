@@ -335,7 +335,7 @@ func sampleBody(filters []string) (body string, known bool) {
 		return out, true
 	}
 	m, ok := sample(pattern.Body)
-	if !ok || strings.HasPrefix(strings.Join(slices.Collect(maps.Keys(m)), ""), "$") {
+	if !ok {
 		return "hello", false
 	}
 	b, _ := json.Marshal(m)

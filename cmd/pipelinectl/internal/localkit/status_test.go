@@ -16,3 +16,23 @@ func TestFailureLine(t *testing.T) {
 		}
 	}
 }
+
+// The sample send-message's body for a consumer not of these constructs: one its filter lets
+// through when the filter's body pattern is plain values, else a placeholder, said so.
+func TestSampleBody(t *testing.T) {
+	for _, c := range []struct {
+		filters []string
+		body    string
+		known   bool
+	}{
+		{nil, "hello", false},
+		{[]string{`{"body":{"type":["order","refund"],"shop":{"region":["eu"]}}}`}, `{"shop":{"region":"eu"},"type":"order"}`, true},
+		{[]string{`{"body":{"amount":[{"numeric":[">",10]}]}}`}, "hello", false},
+		{[]string{`{"body":{"$or":[{"a":["x"]},{"b":["y"]}]}}`}, "hello", false},
+		{[]string{`{"attributes":{"MessageGroupId":["g"]}}`}, "hello", false},
+	} {
+		if body, known := sampleBody(c.filters); body != c.body || known != c.known {
+			t.Errorf("sampleBody(%q) = %q, %v; want %q, %v", c.filters, body, known, c.body, c.known)
+		}
+	}
+}
