@@ -357,10 +357,12 @@ func (k *Kit) plan(refs []cfn.StackRef, templates []*standin.Template, sources [
 	return plans, nil
 }
 
-// clashes marks, in each template, the physical names it gives (a QueueName, a TableName)
-// that another stack of the run gives too, as two stages of one app do: those are suffixed
-// with the stack's name locally, and the stack's Ignored says so. Every other given name is
-// kept, so that a function that has it as a plain string finds it.
+// clashes marks, in each template, the physical names it gives (a QueueName, TableName,
+// TopicName or BucketName) that another stack of the run gives too, as two stages of one app
+// do: those are suffixed with the stack's name locally, and the stack's Ignored says so.
+// Every other given name is kept, so that a function that has it as a plain string finds it.
+// A name is compared across kinds too (a queue and a topic of one name are suffixed both):
+// rarer than a clash, and only less faithful, never wrong.
 func clashes(refs []cfn.StackRef, templates []*standin.Template) {
 	by := map[string][]int{}
 	for i, t := range templates {
