@@ -174,7 +174,7 @@ func Planned(t *Template, suffix string) *Deployment {
 func (d *Deployment) nameTopics() {
 	for id, tp := range d.Template.Topics {
 		name, _ := tp.Props["TopicName"].(string)
-		if name == "" || d.Template.Clashes[name] {
+		if !d.keeps(name) {
 			name = strings.TrimSuffix(cmp.Or(name, id), ".fifo") + "-" + d.Suffix
 			if tp.Fifo() {
 				name += ".fifo"
@@ -184,7 +184,7 @@ func (d *Deployment) nameTopics() {
 	}
 	for id, b := range d.Template.Buckets {
 		name, _ := b.Props["BucketName"].(string)
-		if name == "" || d.Template.Clashes[name] {
+		if !d.keeps(name) {
 			// S3's names: 3-63 characters, lower case letters, digits, dots and hyphens.
 			name = strings.Trim(bucketUnsafe.ReplaceAllString(strings.ToLower(cmp.Or(name, id)+"-"+d.Suffix), "-"), "-.")
 			name = name[:min(len(name), 63)]
@@ -195,9 +195,17 @@ func (d *Deployment) nameTopics() {
 
 var bucketUnsafe = regexp.MustCompile(`[^a-z0-9.-]+`)
 
+// keeps reports whether a name the template gives (a QueueName, ...) is the resource's local
+// name as it is: only when the run says which names clash (Template.Clashes, which package
+// local sets for the stacks it runs together) and this one does not. A harness that deploys
+// one template several times side by side (test/e2e) sets none, and every name is suffixed.
+func (d *Deployment) keeps(name string) bool {
+	return name != "" && d.Template.Clashes != nil && !d.Template.Clashes[name]
+}
+
 func (d *Deployment) localTableName(tb Table) string {
 	name, _ := tb.Props["TableName"].(string)
-	if name != "" && !d.Template.Clashes[name] { // the app's own name, as a function may name it
+	if d.keeps(name) { // the app's own name, as a function may name it
 		return name
 	}
 	if name == "" {
@@ -240,7 +248,7 @@ func (d *Deployment) ignore(what string) {
 
 func (d *Deployment) localQueueName(q Queue) string {
 	base, _ := q.Props["QueueName"].(string)
-	if base != "" && !d.Template.Clashes[base] && !q.standIn { // the app's own name, as a function may name it
+	if d.keeps(base) && !q.standIn { // the app's own name, as a function may name it
 		return base
 	}
 	if base == "" {

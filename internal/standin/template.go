@@ -63,9 +63,10 @@ type Template struct {
 	Exports map[string]any
 	// Parameters are the stack's parameters (CfnParameter), by name.
 	Parameters map[string]Parameter
-	// Clashes are the physical names this template gives (QueueName, TableName) that
-	// another stack of the same run gives too: those get the stack's suffix locally, every
-	// other given name is kept as it is.
+	// Clashes are the physical names this template gives (QueueName, TableName, TopicName,
+	// BucketName) that another stack of the same run gives too: those get the stack's suffix
+	// locally, every other given name is kept as it is. nil (a harness that deploys one
+	// template several times side by side): every name gets the suffix.
 	Clashes map[string]bool
 	// Types is every resource's type, by logical id: what an error about a reference the
 	// kit cannot resolve names.
