@@ -202,19 +202,7 @@ func TestStartListsWhatItCannotRun(t *testing.T) {
 // (CDK's names hold the stack's name), and a parameter reaches a queue's attributes and a
 // mapping's numbers, or is reported there.
 func TestImportsAndParametersBeyondTheEnvironment(t *testing.T) {
-	dir := t.TempDir()
-	load := func(name, doc string) *standin.Template {
-		t.Helper()
-		path := filepath.Join(dir, name+".template.json")
-		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		tmpl, err := standin.LoadTemplate(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tmpl
-	}
+	load := templateLoader(t)
 	shared := load("Shared", `{"Resources":{"T":{"Type":"AWS::DynamoDB::Table","Properties":{}}},
 	  "Outputs":{"Orders":{"Value":{"Ref":"T"},"Export":{"Name":{"Fn::Join":["",[{"Ref":"AWS::StackName"},":Orders"]]}}}}}`)
 	app := load("App", `{"Parameters":{"Wait":{"Type":"Number"},"Batch":{"Type":"Number","Default":"25"}},"Resources":{
@@ -292,19 +280,7 @@ func TestStatesAreTheEvaluators(t *testing.T) {
 // The names an app gives are kept, but where two stacks of the run give the same one (two
 // stages of one app): both get their stack's suffix, and each stack's Ignored says so.
 func TestGivenNamesKeptUnlessTwoStacksClash(t *testing.T) {
-	dir := t.TempDir()
-	load := func(name, doc string) *standin.Template {
-		t.Helper()
-		path := filepath.Join(dir, name+".template.json")
-		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		tmpl, err := standin.LoadTemplate(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tmpl
-	}
+	load := templateLoader(t)
 	stage := `{"Resources":{"Q":{"Type":"AWS::SQS::Queue","Properties":{"QueueName":"orders.fifo","FifoQueue":true}},
 	  "T":{"Type":"AWS::DynamoDB::Table","Properties":{"TableName":"%s","KeySchema":[{"AttributeName":"id","KeyType":"HASH"}]}}}}`
 	dev, prod := load("Dev", fmt.Sprintf(stage, "seen-dev")), load("Prod", fmt.Sprintf(stage, "seen-prod"))
@@ -317,5 +293,23 @@ func TestGivenNamesKeptUnlessTwoStacksClash(t *testing.T) {
 	want := "Q's name orders.fifo is given by stack Prod/Orders too: here it is orders-Dev-Orders.fifo (a function that has the name as a plain string misses it)"
 	if !slices.Contains(dev.NotApplied, want) || len(prod.NotApplied) != 1 {
 		t.Errorf("Dev's NotApplied %q, Prod's %q: want %q and Prod's own line", dev.NotApplied, prod.NotApplied, want)
+	}
+}
+
+// templateLoader returns a function that writes a stack's template into a directory of the
+// test's and loads it, as the kit reads a cloud assembly's.
+func templateLoader(t *testing.T) func(name, doc string) *standin.Template {
+	dir := t.TempDir()
+	return func(name, doc string) *standin.Template {
+		t.Helper()
+		path := filepath.Join(dir, name+".template.json")
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tmpl, err := standin.LoadTemplate(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tmpl
 	}
 }

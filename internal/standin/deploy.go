@@ -19,6 +19,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 )
 
@@ -687,8 +688,6 @@ func (d *Deployment) intrinsic(name string, arg any) (any, error) {
 	return nil, fmt.Errorf("%s %s: not resolvable in this deployment", name, b)
 }
 
-var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
-
 // sub evaluates Fn::Sub: "${Name}" (a parameter, a resource's Ref, a pseudo parameter, or
 // a variable of its map) and "${Id.Attribute}"; "${!Literal}" stays "${Literal}".
 func (d *Deployment) sub(arg any) (any, error) {
@@ -699,7 +698,7 @@ func (d *Deployment) sub(arg any) (any, error) {
 		vars, _ = a[1].(map[string]any)
 	}
 	var firstErr error
-	out := subVar.ReplaceAllStringFunc(format, func(m string) string {
+	out := cfn.SubVar.ReplaceAllStringFunc(format, func(m string) string {
 		name := m[2 : len(m)-1]
 		var v any
 		var err error

@@ -171,8 +171,7 @@ func (t Topic) Fifo() bool { b, _ := t.Props["FifoTopic"].(bool); return b }
 // Subscription is an AWS::SNS::Subscription: what a topic delivers to.
 type Subscription struct {
 	LogicalID string
-	Topic     string // logical id of the topic of this template ("" for another's)
-	TopicArn  any    // as in the template
+	TopicArn  any // as in the template (the topic may be another stack's)
 	Protocol  string
 	Endpoint  any  // as in the template: an SQS queue's ARN for protocol sqs
 	Raw       bool // RawMessageDelivery: the message as it was published, not SNS's JSON envelope
@@ -525,7 +524,7 @@ func LoadTemplate(path string) (*Template, error) {
 				}
 			}
 		case typeSubscription:
-			sub := Subscription{LogicalID: id, Topic: cfn.RefTarget(p["TopicArn"]), TopicArn: p["TopicArn"], Endpoint: p["Endpoint"]}
+			sub := Subscription{LogicalID: id, TopicArn: p["TopicArn"], Endpoint: p["Endpoint"]}
 			sub.Protocol, _ = p["Protocol"].(string)
 			sub.Raw = p["RawMessageDelivery"] == true || p["RawMessageDelivery"] == "true"
 			switch {
