@@ -198,13 +198,14 @@ app: synth-tools
 # with -c account=...): the synths below run it with the credential chain emptied (no keys,
 # profiles, container or web-identity credentials, no instance metadata). At a terminal the CLI
 # also asks registry.npmjs.org once a day whether a newer CLI exists; this one is pinned in
-# package.json, so CDK_DISABLE_VERSION_CHECK turns the question off. diff, deploy and destroy
-# keep your credentials.
+# package.json, so CDK_DISABLE_VERSION_CHECK turns the question off. The CLI's telemetry is off
+# in this repository's cdk.json files, and CDK_DISABLE_CLI_TELEMETRY keeps it off should one
+# lose the line. diff, deploy and destroy keep your credentials.
 # stacks/app/synth_network_test.go runs the synth recipe against a local stand-in for AWS.
 CDK_OFFLINE := env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
   -u AWS_CONTAINER_CREDENTIALS_RELATIVE_URI -u AWS_CONTAINER_CREDENTIALS_FULL_URI -u AWS_WEB_IDENTITY_TOKEN_FILE \
   AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true \
-  CDK_DISABLE_VERSION_CHECK=1 $(CDK)
+  CDK_DISABLE_VERSION_CHECK=1 CDK_DISABLE_CLI_TELEMETRY=true $(CDK)
 
 .PHONY: synth
 synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); needs Go and Node only; contacts no AWS endpoint
@@ -234,16 +235,18 @@ vet: $(GOMOD_STAMP)
 .PHONY: unit
 # -parallel 8: the tests marked parallel wait on servers and processes, not on the CPU (the
 # CLI's and the kit's); each has its own queues, tables or kit.
+UNIT_TEST := $(GO) test -count=1 -parallel 8 ./...
 unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
 	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 4 min" -- \
-	  $(GO) test -count=1 -parallel 8 ./...
+	  $(UNIT_TEST)
 
 # The examples build as a user's app does: their own module, GOFLAGS=-trimpath (no source
 # paths compiled in, so the constructs find the function sources through go list -m).
 .PHONY: examples examples-synth
 examples: examples-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the worked examples (examples/): vet and test their own module with -trimpath (the orders pipeline end to end on the local kit), synthesize orders with the CDK CLI
 	@$(STEP) "examples/: go vet and go test (both stages and the orders stack synthesized with assertions and cdk-nag; the orders pipeline on the local kit)" "about 2 min" -- \
-	  sh -c 'cd examples && GOFLAGS=-trimpath $(GO) vet ./... && GOFLAGS=-trimpath $(GO) test -count=1 ./...'
+	  sh -c 'cd examples && GOFLAGS=-trimpath $(GO) vet ./... && $(EXAMPLES_TEST)'
+EXAMPLES_TEST := GOFLAGS=-trimpath $(GO) test -count=1 ./...
 examples-synth: app
 	@$(STEP) "synthesizing examples/orders with GOFLAGS=-trimpath (bundles its own consumer)" "about 40 s" -- \
 	  sh -c 'cd examples/orders && GOFLAGS=-trimpath $(CDK_OFFLINE) synth --quiet -o $(EXAMPLES_ORDERS_ASSEMBLY) >/dev/null'
@@ -317,6 +320,13 @@ e2e-synth: app
 # its own queues and table: -parallel 8 runs them side by side (the soak runs alone first).
 # Their verdicts come from what SQS and the consumer did, never from how fast.
 E2E_TEST := $(GO) test -tags e2e -count=1 -p 1 -parallel 8 -v
+E2E_CORE_TEST := E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(E2E_TEST) -short -timeout 15m ./test/e2e/
+
+# Not in CI: make test's Go tests N times over, each time with two CPU hogs beside them.
+.PHONY: test-stress
+N ?= 20
+test-stress: tools examples-synth e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## make test's Go tests N times (default 20) with two CPU hogs beside them, as CI shares its 2 cores; prints each failing test with its count (about 15 min a run)
+	@N=$(N) UNIT='$(UNIT_TEST)' EXAMPLES='cd examples && $(EXAMPLES_TEST)' E2E_CORE='$(E2E_CORE_TEST)' bash scripts/test-stress.sh
 .PHONY: e2e e2e-core
 e2e: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template (package local): every scenario with its alarms, a short soak (make check)
 	@echo "--> the e2e scenarios with their alarms and a short soak (about 4 min; full output in .cache/e2e.log)"
@@ -325,7 +335,7 @@ e2e: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ
 	@grep -E '^(FIGURE|ALARMTABLE|--- |ok|PASS)' .cache/e2e.log
 e2e-core: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the core e2e scenarios (go test -short: scheduler fired twice, duplicates, a consumer killed holding a lock, FIFO poison, DynamoDB faults, large messages, backfill) (make test)
 	@echo "--> the core e2e scenarios (about 1 min; full output in .cache/e2e-core.log)"
-	@mkdir -p .cache && E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(E2E_TEST) -short -timeout 15m ./test/e2e/ > .cache/e2e-core.log 2>&1 \
+	@mkdir -p .cache && $(E2E_CORE_TEST) > .cache/e2e-core.log 2>&1 \
 	  || { grep -v '^=== ' .cache/e2e-core.log | tail -80; exit 1; }
 	@grep -E '^(FIGURE|--- (PASS|FAIL)|ok)' .cache/e2e-core.log
 

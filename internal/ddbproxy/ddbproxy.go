@@ -47,7 +47,9 @@ type Fault struct {
 	Status int
 	Type   string
 	// AfterForward, when set, runs after DynamoDB has applied the call and before the reply
-	// goes back: a test kills the caller here to crash it at an exact point.
+	// goes back: a test kills the caller here to crash it at an exact point. It does not run
+	// when the caller no longer waits for the reply (it gave up at its deadline, on a loaded
+	// machine): a kill then would land after the caller had moved on.
 	AfterForward func()
 	// Drop forwards the call and then closes the client's connection without a reply: the
 	// call took effect and its response was lost, as in a network cut.
@@ -203,7 +205,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	if f.AfterForward != nil {
+	if f.AfterForward != nil && r.Context().Err() == nil {
 		f.AfterForward()
 	}
 	if f.Drop {

@@ -16,6 +16,7 @@ type Ledger struct {
 	effects  map[string]int // key -> runs
 	order    []string       // keys in the order their effects ran
 	outcomes map[string]int // outcome -> records
+	records  []Outcome      // every record outcome line, in the order written
 	lines    int
 	bad      int // lines that are not JSON (stack traces, runtime errors)
 	last     []string
@@ -32,6 +33,8 @@ type logLine struct {
 	Group   string `json:"groupId"`
 	Tenant  string `json:"tenant"`
 	Outcome string `json:"outcome"`
+	ID      string `json:"messageId"`
+	Reason  string `json:"reason"`
 	// Dead is raw: json matches keys case-insensitively, so the EMF line's numeric
 	// "DeadLettered" lands here too.
 	Dead json.RawMessage `json:"deadLettered"`
@@ -58,6 +61,7 @@ func (l *Ledger) Line(b []byte) {
 		l.order = append(l.order, ln.Key)
 	case "record outcome":
 		l.outcomes[ln.Outcome]++
+		l.records = append(l.records, Outcome{MessageID: ln.ID, Key: ln.Key, Group: ln.Group, Outcome: ln.Outcome, Reason: ln.Reason})
 		if string(ln.Dead) == "true" {
 			l.outcomes["dead_lettered"]++
 		}
@@ -84,6 +88,19 @@ func (l *Ledger) Outcomes() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return maps.Clone(l.outcomes)
+}
+
+// Outcome is one "record outcome" line: the record's SQS message id, its idempotency key
+// (empty when the consumer did not read it), its message group, what became of it and why.
+type Outcome struct {
+	MessageID, Key, Group, Outcome, Reason string
+}
+
+// Records returns every record outcome line so far, in the order the consumers wrote them.
+func (l *Ledger) Records() []Outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.records)
 }
 
 // Check compares the effects with the keys that must each run exactly once: it returns the

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -70,7 +71,8 @@ func TestFairQueue(t *testing.T) {
 		})
 	}
 	w.send(p.Queue, msgs)
-	stop := w.runPoller(w.poller(p, envs...))
+	pl := w.poller(p, envs...)
+	stop := w.runPoller(pl)
 	// The failing message's outcome line, not its receive: stopping the poller cancels an
 	// invocation still running, whose record then reports nothing.
 	took := w.waitFor("every other message's effect, the bad one in the DLQ and the failing one's store error", w.patience(p.Queue), func() bool {
@@ -83,14 +85,44 @@ func TestFairQueue(t *testing.T) {
 	if n := w.ledger.Effects()[stuck]; n != 0 {
 		t.Errorf("the failing message's effect ran %d times, want 0 (its store call always fails)", n)
 	}
-	var again []string
-	for _, k := range want {
-		if n := len(w.recv.of(body(k))); n != 1 {
-			again = append(again, fmt.Sprintf("%s %d times", k, n))
+	// Holding back is what a fair queue must never do: a record skipped because another of
+	// its group failed, as on a FIFO queue. A record received again for another reason is
+	// at-least-once delivery on a loaded machine (the e2e consumer has 3 s): not started
+	// before the invocation's deadline, cut by it, or in an invocation that timed out as a
+	// whole.
+	var heldBack []string
+	late := map[string]bool{} // bodies of records skipped or abandoned at the deadline
+	for _, r := range w.ledger.Records() {
+		switch r.Outcome {
+		case "skipped_group_failed":
+			heldBack = append(heldBack, w.recv.body(r.MessageID))
+		case "skipped_deadline", "abandoned_at_deadline":
+			late[w.recv.body(r.MessageID)] = true
+		case "store_error":
+			// The invocation's deadline cut the record's store call (the consumer logs that
+			// as a store error, the reason says the deadline).
+			if strings.Contains(r.Reason, context.DeadlineExceeded.Error()) {
+				late[w.recv.body(r.MessageID)] = true
+			}
 		}
 	}
-	if len(again) > 0 {
-		t.Errorf("received %v, want each once: a failure in a tenant's group held back the messages behind it, as on a FIFO queue", again)
+	if len(heldBack) > 0 {
+		t.Errorf("%d records skipped because another of their group failed: %q; a failure in a tenant's group held back the messages behind it, as on a FIFO queue", len(heldBack), head(heldBack))
+	}
+	var again, unexplained []string
+	for _, k := range want {
+		if n := len(w.recv.of(body(k))); n > 1 {
+			again = append(again, fmt.Sprintf("%s %d times", k, n))
+			if !late[body(k)] {
+				unexplained = append(unexplained, k)
+			}
+		}
+	}
+	fails := w.invokeFailures()
+	if len(unexplained) > 0 && len(fails) == 0 {
+		t.Errorf("received %v: %q received again with no deadline outcome and no invocation failed as a whole to explain it "+
+			"(the mapping: %d invocations, %d records, %d reported failed, %d deleted, %d deletes failed)", again, unexplained,
+			pl.Stats.Invocations.Load(), pl.Stats.Received.Load(), pl.Stats.ReportedFailed.Load(), pl.Stats.Deleted.Load(), pl.Stats.DeleteErrors.Load())
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -113,6 +145,6 @@ func TestFairQueue(t *testing.T) {
 	if oc := w.ledger.Outcomes(); oc["store_error"] < 1 {
 		t.Errorf("outcomes %v, want the failing message's store_error", oc)
 	}
-	report(t, "a fair queue, 4 tenants of 9 messages and one of tenant-0's failing ahead of them (%d of its own behind it in its invocation): %d effects once, each received once; "+
-		"a bad message dead-lettered with its tenant; in %v", behind, len(want), took.Round(100_000_000))
+	report(t, "a fair queue, 4 tenants of 9 messages and one of tenant-0's failing ahead of them (%d of its own behind it in its invocation): %d effects once, none held back; "+
+		"a bad message dead-lettered with its tenant; in %v; received again (deadline skips or %d invocations failed as a whole): %d", behind, len(want), took.Round(100_000_000), len(fails), len(again))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
@@ -187,13 +188,22 @@ func TestCrashMidRecord(t *testing.T) {
 			p := w.pipeline(fifo)
 			e := w.env(p.Consumer, w.consumerOutput)
 			const victim = "crash-1"
-			var kills atomic.Int32
+			var acquires, kills atomic.Int32
 			var killedAt atomic.Int64
+			// The first acquire of the victim that its caller still waits for kills the caller.
+			// One it gave up on (its deadline passed while a loaded machine answered) is not
+			// killed: the invocation had moved on, and the kill would land between invocations.
 			w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
-				if c.Step == "acquire" && strings.HasSuffix(c.Key, "#"+victim) && kills.Add(1) == 1 {
-					return ddbproxy.Fault{AfterForward: func() { killedAt.Store(time.Now().UnixNano()); e.Kill() }}
+				if c.Step != "acquire" || !strings.HasSuffix(c.Key, "#"+victim) {
+					return ddbproxy.Fault{}
 				}
-				return ddbproxy.Fault{}
+				acquires.Add(1)
+				return ddbproxy.Fault{AfterForward: func() {
+					if kills.Add(1) == 1 {
+						killedAt.Store(time.Now().UnixNano())
+						e.Kill()
+					}
+				}}
 			}
 			want := []string{victim}
 			msgs := []message{{Body: body(victim), Group: "g"}}
@@ -221,8 +231,20 @@ func TestCrashMidRecord(t *testing.T) {
 			if got := w.ledger.Order(); !slices.Equal(got, want) {
 				t.Errorf("effect order %v, want %v", got, want)
 			}
-			if fails := w.invokeFailures(); len(fails) != 1 || pl.Stats.InvokeErrors.Load() != 1 {
-				t.Errorf("%d failed invocations, want 1 (the killed one): %q", pl.Stats.InvokeErrors.Load(), head(fails))
+			// One invocation failed as a whole by the kill. Others may time out on a loaded
+			// machine (the e2e consumer has 3 s): a failure as a whole too, counted the same.
+			fails := w.invokeFailures()
+			killed, timedOut := 0, 0
+			for _, f := range fails {
+				switch {
+				case strings.Contains(f, "killed by Env.Kill"):
+					killed++
+				case strings.Contains(f, lambdart.ErrTimeout.Error()):
+					timedOut++
+				}
+			}
+			if killed != 1 || killed+timedOut != len(fails) || int(pl.Stats.InvokeErrors.Load()) != len(fails) {
+				t.Errorf("%d failed invocations, want 1 killed and any others timed out: %q", pl.Stats.InvokeErrors.Load(), head(fails))
 			}
 			// Not redelivered before the visibility timeout: judged on when the receives were
 			// sent and answered, which a loaded machine only moves in the verdict's favour,
@@ -236,8 +258,8 @@ func TestCrashMidRecord(t *testing.T) {
 			if early := earlyRedelivery(rs, vis); early != "" {
 				t.Errorf("the victim was redelivered early: %s", early)
 			}
-			report(t, "killed after acquire, before the effect: %d acquire attempts for the victim, %d receives, effect once after %v (visibility timeout %v), lock taken over, order %v",
-				kills.Load(), len(rs), gap.Round(100*time.Millisecond), vis, w.ledger.Order())
+			report(t, "killed after acquire, before the effect: %d acquire attempts for the victim, %d receives, effect once after %v (visibility timeout %v), lock taken over, order %v; %d other invocations timed out",
+				acquires.Load(), len(rs), gap.Round(100*time.Millisecond), vis, w.ledger.Order(), timedOut)
 			// The killed invocation is a whole-invocation failure, as a timeout is.
 			w.expectAlarms("Lambda times out mid-record (the invocation dies)", since, w.alarmWait(functionErrors(p.Consumer)), functionErrors(p.Consumer))
 		})
@@ -372,11 +394,30 @@ func TestPoisonMessages(t *testing.T) {
 		if !slices.Equal(dead, []string{poison}) {
 			t.Errorf("FIFO DLQ holds %q, want only the poison message", dead)
 		}
-		// The rest of group a went on at once: nothing was held back behind the poison (a
-		// record a loaded machine did not start in time is skipped_deadline, not this), and
-		// the poison was dead-lettered by the consumer, once.
-		if oc["skipped_group_failed"] != 0 || oc["invalid_input"] != 1 || oc["dead_lettered"] != 1 {
-			t.Errorf("outcomes %v: want no record skipped behind a failure, the poison rejected and dead-lettered once", oc)
+		// The rest of group a went on at once: no record was skipped behind the poison, and the
+		// poison was dead-lettered by the consumer, once. A record skipped behind another
+		// failure of its group (a store call or a deadline a loaded machine missed) is FIFO
+		// keeping order, as it must: a record's skip is blamed on its group's last failure.
+		last := map[string]string{} // group -> the outcome of its last failed record
+		behindPoison, behindOther := 0, 0
+		for _, r := range w.ledger.Records() {
+			switch r.Outcome {
+			case "processed", "duplicate", "probe", "probe_duplicate":
+			case "skipped_group_failed":
+				if last[r.Group] == "invalid_input" {
+					behindPoison++
+				} else {
+					behindOther++
+				}
+			default:
+				last[r.Group] = r.Outcome
+			}
+		}
+		if behindPoison != 0 || oc["invalid_input"] != 1 || oc["dead_lettered"] != 1 {
+			t.Errorf("outcomes %v: %d records skipped behind the poison; want none, the poison rejected and dead-lettered once", oc, behindPoison)
+		}
+		if behindOther > 0 {
+			report(t, "%d records skipped behind another failure of their group (outcomes %v)", behindOther, oc)
 		}
 		checkOnce(t, w.ledger, []string{"a1", "a2", "a3", "b1", "b2", "b3", "b4"})
 		ia1, ia2, ia3 := slices.Index(order, "a1"), slices.Index(order, "a2"), slices.Index(order, "a3")

@@ -460,11 +460,11 @@ func (w *world) quiesce() {
 type receiveLog struct {
 	mu     sync.Mutex
 	byBody map[string][]receipt
-	ids    map[string]bool
+	ids    map[string]string // MessageId -> body
 }
 
 func newReceiveLog() *receiveLog {
-	return &receiveLog{byBody: map[string][]receipt{}, ids: map[string]bool{}}
+	return &receiveLog{byBody: map[string][]receipt{}, ids: map[string]string{}}
 }
 
 // middleware is an SQS client option that records the messages of every ReceiveMessage.
@@ -479,7 +479,7 @@ func (l *receiveLog) middleware(stack *middleware.Stack) error {
 				for _, m := range r.Messages {
 					body := aws.ToString(m.Body)
 					l.byBody[body] = append(l.byBody[body], receipt{sent, answered})
-					l.ids[aws.ToString(m.MessageId)] = true
+					l.ids[aws.ToString(m.MessageId)] = body
 				}
 				l.mu.Unlock()
 			}
@@ -492,6 +492,13 @@ func (l *receiveLog) of(body string) []receipt {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.byBody[body])
+}
+
+// body is the body of the message received with id, or "" when none was.
+func (l *receiveLog) body(id string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ids[id]
 }
 
 // distinct is how many different messages (by MessageId) were received.

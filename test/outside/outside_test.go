@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
+	"github.com/idempotent-sqs/pipeline/internal/netguard"
 )
 
 func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
@@ -102,10 +104,13 @@ func newModule(t *testing.T, name, parent, root, tool string) string {
 // synth runs the CDK CLI's synth in dir, offline, into dir/cdk.out. The apps' cdk.json are
 // as users write them, without "cli-telemetry": false or "notices": false, so the CLI's
 // telemetry sender, its notices and its version check are turned off here, from the
-// environment and the command line: a test contacts no endpoint.
+// environment and the command line: a test contacts no endpoint. The network guard holds it
+// to that: a connection the CLI or any Node process under it tries fails the test.
 func synth(t *testing.T, dir, root string) {
 	t.Helper()
-	run(t, dir, synthEnv, filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "--no-notices", "-o", "cdk.out")
+	g := netguard.New(t)
+	run(t, dir, append(slices.Clone(synthEnv), g.Env()...), filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "--no-notices", "-o", "cdk.out")
+	g.Check(t, "cdk synth in "+filepath.Base(dir))
 }
 
 // synthEnv is what synth adds to the environment: no credentials, no telemetry, no version check.
