@@ -42,7 +42,9 @@
 //   - Each function's environment is resolved against the local resources (a TableV2's
 //     global table, parameters with Options.Parameters or their Default, Fn::Sub,
 //     Fn::ImportValue of a running stack's export); Options.Env sets any variable instead.
-//     Every variable the kit cannot resolve is reported before anything starts.
+//     Every variable the kit cannot resolve is reported before anything starts; its
+//     function is not run (NotRun) and the rest runs. A queue one stack passes to another
+//     is one queue; a nested stack runs as a stack of its own ("Parent/Child").
 //   - A poller per consumer is its event source mapping: batch size, a batching window from
 //     the first record, Lambda's 6 MB payload, maximum concurrency, partial
 //     batch responses, filter criteria (a record no filter matches is deleted undelivered); records not deleted return after the visibility timeout, and SQS's

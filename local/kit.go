@@ -208,8 +208,12 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 			k.Close()
 		}
 	}()
-	templates, sources, err := k.read(refs)
+	refs, templates, sources, err := k.read(refs)
 	if err != nil {
+		return nil, err
+	}
+	clashes(refs, templates)
+	if err := linkImports(refs, templates); err != nil {
 		return nil, err
 	}
 	plans, err := k.plan(refs, templates, sources)
@@ -219,9 +223,11 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err := checkNames(plans, opts); err != nil {
 		return nil, err
 	}
-	if err := checkEnv(plans, opts.Env); err != nil { // every problem at once, before anything starts
+	notRun, err := checkEnv(plans, opts.Env) // every problem at once, before anything starts
+	if err != nil {
 		return nil, err
 	}
+	k.notRun = append(k.notRun, notRun...)
 	if err := checkJava(ctx); err != nil { // before the builds: say what to install at once
 		return nil, err
 	}
@@ -290,22 +296,36 @@ func stacksOf(opts Options) ([]cfn.StackRef, error) {
 }
 
 // read reads each stack's template and the sources of its functions, with the parameters
-// given, and makes a stand-in for each queue a stack imports (Kit.StandIns).
-func (k *Kit) read(refs []cfn.StackRef) ([]*standin.Template, []map[string]cfn.Source, error) {
-	templates := make([]*standin.Template, len(refs))
-	sources := make([]map[string]cfn.Source, len(refs))
-	for i, ref := range refs {
-		fail := func(err error) ([]*standin.Template, []map[string]cfn.Source, error) {
-			return nil, nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+// given, and makes a stand-in for each queue a stack imports (Kit.StandIns). Each nested
+// stack whose template the assembly holds (CDK's NestedStack) becomes a stack of the run,
+// right after the stack it is nested in: the returned refs include them.
+func (k *Kit) read(refs []cfn.StackRef) ([]cfn.StackRef, []*standin.Template, []map[string]cfn.Source, error) {
+	var templates []*standin.Template
+	var sources []map[string]cfn.Source
+	for i := 0; i < len(refs); i++ { // refs grows by the nested stacks found
+		ref := refs[i]
+		fail := func(err error) ([]cfn.StackRef, []*standin.Template, []map[string]cfn.Source, error) {
+			return nil, nil, nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 		}
-		var err error
-		if templates[i], err = standin.LoadTemplate(filepath.Join(ref.Dir, ref.TemplateFile)); err != nil {
+		t, err := standin.LoadTemplate(filepath.Join(ref.Dir, ref.TemplateFile))
+		if err != nil {
 			return fail(err)
 		}
-		if sources[i], err = cfn.ReadSources(ref.Dir, ref.ID); err != nil {
+		src, err := cfn.ReadSources(ref.Dir, ref.Artifact())
+		if err != nil {
 			return fail(err)
 		}
-		if err := templates[i].UseParameters(k.opts.Parameters); err != nil { // an imported queue's ARN may be one
+		templates, sources = append(templates, t), append(sources, ownSources(src, ref, t.Nested))
+		for j, n := range t.Nested {
+			name := n.Path[strings.LastIndex(n.Path, "/")+1:]
+			refs = slices.Insert(refs, i+1+j, cfn.StackRef{ID: ref.ID + "/" + n.LogicalID, DisplayName: ref.DisplayName + "/" + name,
+				StackName: ref.StackName + "-" + name, Dir: ref.Dir, TemplateFile: n.TemplateFile, Environment: ref.Environment,
+				Parent: ref.ID, ParentResource: n.LogicalID, Path: n.Path})
+		}
+		if ref.Parent != "" {
+			continue // its parameters are the parent's values (nestedParameters); it imports no queue of ours
+		}
+		if err := t.UseParameters(k.opts.Parameters); err != nil { // an imported queue's ARN may be one
 			return fail(err)
 		}
 		existing, err := cfn.ReadExistingQueues(ref.Dir, ref.ID)
@@ -313,7 +333,7 @@ func (k *Kit) read(refs []cfn.StackRef) ([]*standin.Template, []map[string]cfn.S
 			return fail(err)
 		}
 		for _, mapping := range slices.Sorted(maps.Keys(existing)) {
-			notes, err := templates[i].StandInQueue(mapping, existing[mapping])
+			notes, err := t.StandInQueue(mapping, existing[mapping])
 			if err != nil {
 				return fail(err)
 			}
@@ -322,7 +342,23 @@ func (k *Kit) read(refs []cfn.StackRef) ([]*standin.Template, []map[string]cfn.S
 			}
 		}
 	}
-	return templates, sources, nil
+	return refs, templates, sources, nil
+}
+
+// ownSources keeps the sources of ref's own functions: those under its construct path, not
+// under one of its nested stacks' (a nested stack's are in its top stack's metadata).
+func ownSources(all map[string]cfn.Source, ref cfn.StackRef, nested []standin.NestedStack) map[string]cfn.Source {
+	own := map[string]cfn.Source{}
+	for id, s := range all {
+		if ref.Path != "" && !strings.HasPrefix(s.Path, "/"+ref.Path+"/") {
+			continue
+		}
+		if slices.ContainsFunc(nested, func(n standin.NestedStack) bool { return strings.HasPrefix(s.Path, "/"+n.Path+"/") }) {
+			continue
+		}
+		own[id] = s
+	}
+	return own
 }
 
 // plan plans each stack (what runs, what cannot: Kit.NotRun), and refuses an assembly in
@@ -523,6 +559,19 @@ func (k *Kit) unzip(c code) (string, error) {
 // create creates one stack's queues and tables.
 func (k *Kit) create(ctx context.Context, sp *stackPlan) error {
 	ref := sp.ref
+	byID := func(id string) *standin.Deployment {
+		for _, st := range k.stacks {
+			if st.ref.ID == id {
+				return st.d
+			}
+		}
+		return nil
+	}
+	if ref.Parent != "" { // the parent is created: its values are known
+		if err := sp.t.UseParameters(nestedParameters(ref, byID(ref.Parent))); err != nil {
+			return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+		}
+	}
 	d, err := standin.Deploy(ctx, k.sq, k.db, sp.t, stackSuffix(ref))
 	if err != nil {
 		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
@@ -535,6 +584,7 @@ func (k *Kit) create(ctx context.Context, sp *stackPlan) error {
 		}
 		return importValue(deps, name)
 	}
+	d.NestedOutput = func(res, out string) (any, error) { return nestedOutput(byID, ref.ID, res, out) }
 	for _, id := range slices.Sorted(maps.Keys(d.Bucket)) {
 		if err := k.s3.CreateBucket(d.Bucket[id]); err != nil {
 			return fmt.Errorf("local: stack %s: bucket %s (%s): %w", ref.DisplayName, id, d.Bucket[id], err)

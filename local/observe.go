@@ -394,7 +394,7 @@ func (k *Kit) Effects(pipeline string) (map[string]int, error) {
 	return r.ledger.Effects(), nil
 }
 
-// Outputs are the running stacks' outputs resolved to their local values, by stack
+// Outputs are the running stacks' outputs (a nested stack's only through its parent's) resolved to their local values, by stack
 // (CloudFormation) name and output name, as `cdk deploy --outputs-file` writes them: pipelinectl's --outputs reads
 // them (pipelinectl dlq inspect --outputs FILE --stack STACK --pipeline NAME). An output
 // the kit cannot resolve (an attribute of a resource it does not create) is left out and
@@ -403,6 +403,9 @@ func (k *Kit) Outputs() (map[string]map[string]string, []string) {
 	out := map[string]map[string]string{}
 	var skipped []string
 	for _, st := range k.stacks {
+		if st.ref.Parent != "" {
+			continue // a nested stack's outputs are its parent's to give (cdk deploy writes none)
+		}
 		m := map[string]string{}
 		for _, name := range slices.Sorted(maps.Keys(st.d.Template.Outputs)) {
 			v, err := st.d.Resolve(st.d.Template.Outputs[name])

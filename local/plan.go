@@ -13,6 +13,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -257,14 +258,32 @@ func checkExecutable(name string, b []byte, mode fs.FileMode) (why, arch string)
 }
 
 // checkEnv resolves, against a plan of each stack, with the overrides and parameters given,
-// every running function's environment and every queue's attributes, and reports all it
-// cannot resolve at once.
-func checkEnv(plans []*stackPlan, overrides map[string]string) error {
+// every queue attribute and every variable of every function that would run, and says what
+// has no local value, all at once, before anything starts. A function with such a variable
+// does not run: it is listed (notRun, by stack display name) with each variable and how to
+// give it a value, and the rest runs. With nothing left to run, or a queue attribute
+// without a value, the run is refused with every line.
+func checkEnv(plans []*stackPlan, overrides map[string]string) (notRun []string, err error) {
 	deps := make([]*standin.Deployment, len(plans))
-	for i, sp := range plans {
+	byID := func(id string) *standin.Deployment {
+		for i, sp := range plans {
+			if sp.ref.ID == id {
+				return deps[i]
+			}
+		}
+		return nil
+	}
+	for i, sp := range plans { // a nested stack after its parent
+		if sp.ref.Parent != "" {
+			if err := sp.t.UseParameters(nestedParameters(sp.ref, byID(sp.ref.Parent))); err != nil {
+				return nil, fmt.Errorf("local: stack %s: %w", sp.ref.DisplayName, err)
+			}
+		}
 		deps[i] = standin.Planned(sp.t, stackSuffix(sp.ref))
 		deps[i].StackName, deps[i].Overrides = sp.ref.StackName, overrides
 		deps[i].Import = func(name string) (any, error) { return importValue(deps, name) }
+		id := sp.ref.ID
+		deps[i].NestedOutput = func(res, out string) (any, error) { return nestedOutput(byID, id, res, out) }
 	}
 	var lines []string
 	say := func(stack string, err error) {
@@ -272,22 +291,152 @@ func checkEnv(plans []*stackPlan, overrides map[string]string) error {
 			lines = append(lines, "  - stack "+stack+", "+l)
 		}
 	}
+	fatal := false
+	unresolved := make([]map[string]error, len(plans)) // by function logical id
 	for i, sp := range plans {
 		for _, id := range slices.Sorted(maps.Keys(sp.t.Queues)) {
 			if _, err := deps[i].QueueAttributes(sp.t.Queues[id]); err != nil {
 				say(sp.ref.DisplayName, err)
+				fatal = true
 			}
 		}
+		unresolved[i] = map[string]error{}
 		for _, id := range slices.Sorted(maps.Keys(sp.code)) {
 			if _, err := deps[i].Env(id); err != nil {
 				say(sp.ref.DisplayName, err) // one line per variable
+				unresolved[i][id] = err
 			}
 		}
 	}
 	if len(lines) == 0 {
-		return nil
+		return nil, nil
 	}
-	return fmt.Errorf("local: %d values the kit cannot resolve:\n%s", len(lines), strings.Join(lines, "\n"))
+	running := 0
+	for i, sp := range plans {
+		for _, p := range sp.pipelines {
+			if unresolved[i][p.Consumer] == nil && !p.Mapping.Disabled {
+				running++
+			}
+		}
+	}
+	if fatal || running == 0 {
+		return nil, fmt.Errorf("local: %d values the kit cannot resolve:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	for i, sp := range plans {
+		if len(unresolved[i]) == 0 {
+			continue
+		}
+		because := func(id string) string {
+			return strings.ReplaceAll(strings.TrimPrefix(unresolved[i][id].Error(), "function "+id+": "), "\nfunction "+id+": ", "; ")
+		}
+		var keep []standin.Pipeline
+		for _, p := range sp.pipelines {
+			if unresolved[i][p.Consumer] != nil {
+				notRun = append(notRun, fmt.Sprintf("%s: not run locally: function %s, mapped to %s: %s; the queue is created",
+					sp.ref.DisplayName, p.Consumer, standin.MappingSource(p.Mapping), because(p.Consumer)))
+				delete(sp.code, p.Consumer)
+				if p.Dispatcher == "" {
+					continue
+				}
+				notRun = append(notRun, fmt.Sprintf("%s: not run locally: function %s, which sends to queue %s on its schedule: the queue's consumer is not run", sp.ref.DisplayName, p.Dispatcher, p.Queue))
+				delete(sp.code, p.Dispatcher)
+				continue
+			}
+			if p.Dispatcher != "" && unresolved[i][p.Dispatcher] != nil {
+				notRun = append(notRun, fmt.Sprintf("%s: not run locally: function %s, which sends to queue %s on its schedule: %s",
+					sp.ref.DisplayName, p.Dispatcher, p.Queue, because(p.Dispatcher)))
+				delete(sp.code, p.Dispatcher)
+				p.Dispatcher = ""
+			}
+			keep = append(keep, p)
+		}
+		sp.pipelines = keep
+	}
+	return notRun, nil
+}
+
+// nestedParameters is the values of a nested stack's parameters: the expressions that its
+// AWS::CloudFormation::Stack gives them in the parent's template, resolved with the parent's
+// deployment. One the parent cannot resolve is left without a value, and a use of it says so.
+func nestedParameters(ref cfn.StackRef, parent *standin.Deployment) map[string]string {
+	vals := map[string]string{}
+	i := slices.IndexFunc(parent.Template.Nested, func(n standin.NestedStack) bool { return n.LogicalID == ref.ParentResource })
+	if i < 0 {
+		return vals
+	}
+	for name, expr := range parent.Template.Nested[i].Parameters {
+		v, err := parent.Resolve(expr)
+		if err != nil {
+			continue
+		}
+		switch x := v.(type) {
+		case string:
+			vals[name] = x
+		case []any: // a list parameter: CloudFormation passes it comma-delimited
+			var parts []string
+			for _, e := range x {
+				parts = append(parts, fmt.Sprint(e))
+			}
+			vals[name] = strings.Join(parts, ",")
+		default:
+			vals[name] = fmt.Sprint(x)
+		}
+	}
+	return vals
+}
+
+// nestedOutput is the value of output of the nested stack that the resource of the stack
+// parent runs (Fn::GetAtt [resource, Outputs.output]); byID finds a stack's deployment.
+func nestedOutput(byID func(string) *standin.Deployment, parent, resource, output string) (any, error) {
+	d := byID(parent + "/" + resource)
+	if d == nil {
+		return nil, fmt.Errorf("Fn::GetAtt %s.Outputs.%s: the nested stack %s is not run", resource, output, resource)
+	}
+	v, ok := d.Template.Outputs[output]
+	if !ok {
+		return nil, fmt.Errorf("Fn::GetAtt %s.Outputs.%s: the nested stack has no output %s", resource, output, output)
+	}
+	return d.Resolve(v)
+}
+
+// linkImports makes each event source mapping whose source is a queue of another stack of
+// the run, imported by name (Fn::ImportValue of that stack's export of the queue's ARN, as
+// CDK writes a queue passed from one stack to another), read that stack's queue: one queue,
+// created by both stacks' deployments under the name the exporting stack gives it. It runs
+// after clashes (the names depend on them) and before plan.
+func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
+	for i, t := range templates {
+		for _, m := range t.Mappings {
+			imp, ok := m.SourceArn.(map[string]any)
+			if !ok || len(imp) != 1 || imp["Fn::ImportValue"] == nil {
+				continue
+			}
+			for j, e := range templates {
+				if j == i {
+					continue
+				}
+				d := standin.Planned(e, stackSuffix(refs[j]))
+				for _, out := range slices.Sorted(maps.Keys(e.Exports)) {
+					name, err := d.Resolve(e.Exports[out])
+					if err != nil || !reflect.DeepEqual(name, imp["Fn::ImportValue"]) {
+						continue
+					}
+					ga, _ := cfn.Dig(e.Outputs, out, "Fn::GetAtt").([]any)
+					if len(ga) != 2 || ga[1] != "Arn" {
+						continue
+					}
+					q, _ := ga[0].(string)
+					if _, ok := e.Queues[q]; !ok {
+						continue
+					}
+					if err := t.LinkQueue(m.LogicalID, e, q, d.QueueName); err != nil {
+						return fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // importValue is the value of the export name among deps' stacks (Fn::ImportValue).

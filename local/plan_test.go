@@ -86,7 +86,11 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 		if err := checkNames([]*stackPlan{sp}, opts); err != nil {
 			return err
 		}
-		return checkEnv([]*stackPlan{sp}, opts.Env)
+		notRun, err := checkEnv([]*stackPlan{sp}, opts.Env)
+		if len(notRun) > 0 {
+			t.Errorf("checkEnv listed %q as not run: with nothing left to run it refuses the run", notRun)
+		}
+		return err
 	}
 	err = check(Options{})
 	want := `local: 5 values the kit cannot resolve:

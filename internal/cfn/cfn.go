@@ -267,6 +267,18 @@ type StackRef struct {
 	Dir                        string // the (nested) assembly directory holding the template and manifest
 	TemplateFile               string
 	Environment                string // aws://ACCOUNT/REGION, unknown-account/unknown-region when agnostic
+	// A nested stack (CDK's NestedStack, which Stacks does not list: package local adds
+	// them) has the ID of the stack it is nested in as Parent and the logical id of its
+	// AWS::CloudFormation::Stack there as ParentResource; its ID is the parent's, "/" and
+	// that logical id, and Path is the NestedStack construct's path ("Parent/Workers").
+	Parent, ParentResource, Path string
+}
+
+// Artifact is the ID of the cloud assembly artifact that describes the stack: its own, or
+// for a nested stack that of the stack at the top of its nest.
+func (r StackRef) Artifact() string {
+	id, _, _ := strings.Cut(r.ID, "/")
+	return id
 }
 
 // Stacks lists every stack of the cloud assembly at dir, the stacks of nested assemblies

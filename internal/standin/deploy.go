@@ -42,6 +42,9 @@ type Deployment struct {
 	StackName string
 	// Import gives the value of another stack's export (Fn::ImportValue), nil for none.
 	Import func(name string) (any, error)
+	// NestedOutput, when set, is the value of output of the nested stack that the template's
+	// AWS::CloudFormation::Stack resource runs (Fn::GetAtt [resource, Outputs.output]).
+	NestedOutput func(resource, output string) (any, error)
 	// Overrides are variables set in the functions' environments over the template's
 	// (Options.Env): "VAR" in every function's, "FUNCTION.VAR" in the function of that
 	// logical id's. An overridden variable's template value is not resolved.
@@ -248,6 +251,9 @@ func (d *Deployment) ignore(what string) {
 }
 
 func (d *Deployment) localQueueName(q Queue) string {
+	if q.shared != "" { // another stack's queue (LinkQueue): the name that stack gives it
+		return q.shared
+	}
 	base, _ := q.Props["QueueName"].(string)
 	if d.keeps(base) && !q.standIn { // the app's own name, as a function may name it
 		return base
@@ -661,6 +667,8 @@ func (d *Deployment) getAtt(arg any) (any, error) {
 		return d.TopicARN[id][strings.LastIndex(d.TopicARN[id], ":")+1:], nil
 	case attr == "Arn" && d.TableName[id] != "":
 		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", d.region, d.account, d.TableName[id]), nil
+	case strings.HasPrefix(attr, "Outputs.") && d.Template.Types[id] == typeNestedStack && d.NestedOutput != nil:
+		return d.NestedOutput(id, strings.TrimPrefix(attr, "Outputs."))
 	}
 	return nil, d.notLocal(id, attr)
 }

@@ -2,6 +2,7 @@ package standin
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -242,4 +243,34 @@ func JSONish(v any) string {
 		return strconv.Quote(s)
 	}
 	return fmt.Sprintf("%v", v)
+}
+
+// LinkQueue makes queue, a queue of the template from of another stack of the run, the
+// source of mapping, whose EventSourceArn imports that queue's ARN (an Fn::ImportValue of
+// from's export, as CDK writes a queue passed to another stack). The queue and its
+// dead-letter queue are added to t under their logical ids, with the local names that
+// from's deployment gives them (names, by logical id): the two stacks' deployments then
+// address one queue, which the mapping reads as one of t's.
+func (t *Template) LinkQueue(mapping string, from *Template, queue string, names map[string]string) error {
+	i := slices.IndexFunc(t.Mappings, func(m Mapping) bool { return m.LogicalID == mapping })
+	if i < 0 {
+		return fmt.Errorf("mapping %s: no event source mapping by that logical id", mapping)
+	}
+	ids := []string{queue}
+	if dlq := from.Queues[queue].DeadLetterQueue(); dlq != "" {
+		ids = append(ids, dlq)
+	}
+	for _, id := range ids {
+		q, ok := from.Queues[id]
+		if !ok {
+			return fmt.Errorf("mapping %s: queue %s is not a queue of stack %s", mapping, id, from.Name)
+		}
+		if old, ok := t.Queues[id]; ok && old.shared != names[id] {
+			return fmt.Errorf("mapping %s: the queue it imports from stack %s has the logical id %s, which a queue of this stack has too", mapping, from.Name, id)
+		}
+		q.shared = names[id]
+		t.Queues[id] = q
+	}
+	t.Mappings[i].Queue = queue
+	return nil
 }

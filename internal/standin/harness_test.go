@@ -126,7 +126,7 @@ func TestLoadTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"function F Layers", "function F ReservedConcurrentExecutions",
+	want := []string{"function F Layers: a layer's files are not under /opt locally, and an extension in one does not run; the function runs without them", "function F ReservedConcurrentExecutions",
 		"mapping M ProvisionedPollerConfig (provisioned mode: the kit polls as the default mode does)", "mapping M is disabled (Enabled: false): its queue is not polled",
 		"not created locally: AWS::IAM::Role x1, AWS::SecretsManager::Secret x1"}
 	if !slices.Equal(listed.NotApplied, want) || !listed.Mappings[0].Disabled {

@@ -18,6 +18,7 @@ import (
 
 // Resource types the kit deploys or runs.
 const (
+	typeNestedStack  = "AWS::CloudFormation::Stack"
 	typeQueue        = "AWS::SQS::Queue"
 	typeTable        = "AWS::DynamoDB::Table"
 	typeGlobalTable  = "AWS::DynamoDB::GlobalTable" // CDK's TableV2
@@ -61,6 +62,9 @@ type Template struct {
 	// Fn::ImportValue reads), by output name; the names are still CloudFormation
 	// expressions (CDK's include the stack's name).
 	Exports map[string]any
+	// Nested are the stack's nested stacks whose templates are in the cloud assembly (CDK's
+	// NestedStack): package local runs each as a stack of its own.
+	Nested []NestedStack
 	// Parameters are the stack's parameters (CfnParameter), by name.
 	Parameters map[string]Parameter
 	// Clashes are the physical names this template gives (QueueName, TableName, TopicName,
@@ -109,11 +113,21 @@ type InvokeConfig struct {
 	MaxEventAgeSecs int
 }
 
+// NestedStack is an AWS::CloudFormation::Stack whose template is a file of the cloud assembly,
+// as CDK writes a NestedStack.
+type NestedStack struct {
+	LogicalID    string
+	TemplateFile string         // relative to the assembly directory
+	Parameters   map[string]any // the nested template's parameters, as expressions of this stack
+	Path         string         // the NestedStack construct's path ("Parent/Workers")
+}
+
 // Queue is an AWS::SQS::Queue's properties.
 type Queue struct {
 	LogicalID string
 	Props     map[string]any
-	standIn   bool // made by StandInQueue, for a queue the stack imports
+	standIn   bool   // made by StandInQueue, for a queue the stack imports
+	shared    string // set by LinkQueue: the local name of another stack's queue this one is
 }
 
 // Fifo reports whether the queue is a FIFO queue.
@@ -250,7 +264,7 @@ func (t *Template) UseParameters(given map[string]string) error {
 func (t *Template) GivenNames() map[string]string {
 	out := map[string]string{}
 	for id, q := range t.Queues {
-		if name, ok := q.Props["QueueName"].(string); ok && !q.standIn {
+		if name, ok := q.Props["QueueName"].(string); ok && !q.standIn && q.shared == "" {
 			out[name] = id
 		}
 	}
@@ -541,7 +555,11 @@ func LoadTemplate(path string) (*Template, error) {
 			t.Tables[id] = Table{LogicalID: id, Props: p, Global: r.Type == typeGlobalTable}
 		case typeFunction:
 			for _, k := range slices.Sorted(maps.Keys(p)) {
-				if !functionPropsNoEffect[k] {
+				switch {
+				case k == "Layers":
+					t.NotApplied = append(t.NotApplied, "function "+id+" Layers: a layer's files are not under /opt locally, "+
+						"and an extension in one does not run; the function runs without them")
+				case !functionPropsNoEffect[k]:
 					t.NotApplied = append(t.NotApplied, "function "+id+" "+k)
 				}
 			}
@@ -631,6 +649,16 @@ func LoadTemplate(path string) (*Template, error) {
 			}
 			t.Composites = append(t.Composites, c)
 		case "AWS::CDK::Metadata":
+		case typeNestedStack:
+			file, _ := r.Metadata["aws:asset:path"].(string)
+			cdkPath, _ := r.Metadata["aws:cdk:path"].(string)
+			if file == "" || !strings.HasSuffix(file, ".json") {
+				others[r.Type]++ // a template the assembly does not hold (a TemplateURL of its own)
+				continue
+			}
+			params, _ := p["Parameters"].(map[string]any)
+			t.Nested = append(t.Nested, NestedStack{LogicalID: id, TemplateFile: file, Parameters: params,
+				Path: strings.TrimSuffix(cdkPath[:max(strings.LastIndex(cdkPath, "/"), 0)], ".NestedStack")})
 		default:
 			others[r.Type]++
 		}

@@ -17,7 +17,15 @@
 //     SNS's envelope, each read by a function;
 //   - Uploads: S3 to SNS to SQS to Lambda, a bucket's new objects under a prefix published
 //     to a topic that a function's queue is subscribed to;
-//   - Broken: a function that fails at every start (a table it requires is missing).
+//   - Broken: a function that fails at every start (a table it requires is missing);
+//   - Shared and Reader: cross-stack references, a queue of one stack read by a function of
+//     another (CDK exports its ARN from Shared and imports it in Reader);
+//   - Nested: a nested stack holding the queue, the function and the mapping, given the
+//     parent's table (a parameter of the nested stack) and giving the parent its queue's URL
+//     (an output of the nested stack);
+//   - Layered: a function with a layer of its own;
+//   - Settings: a function whose environment holds a value read from Systems Manager at
+//     deploy time and the ARN of a Secrets Manager secret.
 package main
 
 import (
@@ -27,9 +35,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3notifications"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsssm"
 	"github.com/aws/aws-cdk-go/awscdklambdagoalpha/v2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -48,6 +58,11 @@ func main() {
 	NewFanout(app, "Fanout")
 	NewUploads(app, "Uploads")
 	NewBroken(app, "Broken")
+	shared := NewShared(app, "Shared")
+	NewReader(app, "Reader", shared)
+	NewNested(app, "Nested")
+	NewLayered(app, "Layered")
+	NewSettings(app, "Settings")
 	app.Synth(nil)
 }
 
@@ -230,6 +245,77 @@ func NewBroken(scope constructs.Construct, id string) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), nil)
 	fn := prebuilt(stack, "Crashing")
 	fn.AddEnvironment(jsii.String("REQUIRED_TABLE"), jsii.String("corpus-absent"), nil)
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Jobs", nil), nil))
+	return stack
+}
+
+// SharedStack is a stack that other stacks of the app use a queue of.
+type SharedStack struct {
+	awscdk.Stack
+	Queue awssqs.Queue
+}
+
+// NewShared holds a queue (with its DLQ) that another stack reads.
+func NewShared(scope constructs.Construct, id string) *SharedStack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	return &SharedStack{Stack: stack, Queue: queueWithDLQ(stack, "Requests", nil)}
+}
+
+// NewReader reads the shared stack's queue with a function of its own: CDK writes the
+// queue's ARN as an export of Shared and an Fn::ImportValue here.
+func NewReader(scope constructs.Construct, id string, shared *SharedStack) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	stack.AddDependency(shared.Stack, nil)
+	prebuilt(stack, "Handler").AddEventSource(awslambdaeventsources.NewSqsEventSource(shared.Queue, nil))
+	return stack
+}
+
+// NewNested puts the pipeline in a nested stack: the parent holds the table, which the
+// nested stack's function writes to, and outputs the nested stack's queue URL.
+func NewNested(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	table := awsdynamodb.NewTable(stack, jsii.String("Ledger"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+	})
+	inner := awscdk.NewNestedStack(stack, jsii.String("Workers"), nil)
+	queue := queueWithDLQ(inner, "Jobs", nil)
+	fn := awslambda.NewFunction(inner, jsii.String("Writer"), &awslambda.FunctionProps{
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Handler:      jsii.String("bootstrap"),
+		Architecture: awslambda.Architecture_X86_64(),
+		Code:         awslambda.Code_FromAsset(jsii.String("bin/zip"), nil),
+		Environment:  &map[string]*string{"SEEN_TABLE": table.TableName()},
+	})
+	table.GrantWriteData(fn)
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, nil))
+	awscdk.NewCfnOutput(stack, jsii.String("JobsUrl"), &awscdk.CfnOutputProps{Value: queue.QueueUrl()})
+	awscdk.NewCfnOutput(stack, jsii.String("LedgerName"), &awscdk.CfnOutputProps{Value: table.TableName()})
+	return stack
+}
+
+// NewLayered gives its function a layer (files the function would find under /opt).
+func NewLayered(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	layer := awslambda.NewLayerVersion(stack, jsii.String("Shared"), &awslambda.LayerVersionProps{
+		Code:               awslambda.Code_FromAsset(jsii.String("layer"), nil),
+		CompatibleRuntimes: &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
+	})
+	fn := prebuilt(stack, "WithLayer")
+	fn.AddLayers(layer)
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Jobs", nil), nil))
+	return stack
+}
+
+// NewSettings gives its function a value read from Systems Manager at deploy time and the
+// ARN of a secret, as functions take their settings.
+func NewSettings(scope constructs.Construct, id string) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+	secret := awssecretsmanager.NewSecret(stack, jsii.String("ApiKey"), nil)
+	fn := prebuilt(stack, "Configured")
+	fn.AddEnvironment(jsii.String("GREETING"), awsssm.StringParameter_ValueForStringParameter(stack, jsii.String("/corpus/greeting"), nil), nil)
+	fn.AddEnvironment(jsii.String("API_KEY_ARN"), secret.SecretArn(), nil)
+	secret.GrantRead(fn, nil)
 	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queueWithDLQ(stack, "Jobs", nil), nil))
 	return stack
 }
