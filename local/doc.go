@@ -22,8 +22,9 @@
 //     is an error. The names the app gives queues and tables are kept, but where two stacks
 //     of the run give the same one: those get the stack's name as a suffix (Kit.Ignored).
 //     SNS topics are the kit's own: Publish to one delivers to its SQS subscriptions, raw
-//     or in SNS's envelope (a subscription with a FilterPolicy, or of another protocol,
-//     delivers nothing and is listed). S3 buckets are the kit's own too (gofakes3, in
+//     or in SNS's envelope, what its FilterPolicy matches only (on the message attributes,
+//     or the body with FilterPolicyScope MessageBody); a subscription of another protocol
+//     delivers nothing and is listed. S3 buckets are the kit's own too (gofakes3, in
 //     memory); a put, copy or delete sends the bucket's event notifications to the topics
 //     and queues they name, as S3 does.
 //     An idempotency table or a queue and its DLQ the stack imports get local stand-ins,

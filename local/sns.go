@@ -70,6 +70,9 @@ func (k *Kit) publish(ctx context.Context, arn string, p *publication) error {
 	}
 	p.ID, p.TopicArn = newMessageID(), arn
 	for _, sub := range k.subscriptions(st, topic) {
+		if sub.Filter != nil && !sub.Filter.MatchDocument(filtered(sub.FilterOnBody, p)) {
+			continue // SNS does not deliver what the subscription's filter policy does not match
+		}
 		url, ok := k.queueByARN(sub.arn)
 		if !ok {
 			return fmt.Errorf("subscription %s of %s: its queue %s is not a queue of the running stacks", sub.LogicalID, arn, sub.arn)
@@ -79,6 +82,30 @@ func (k *Kit) publish(ctx context.Context, arn string, p *publication) error {
 		}
 	}
 	return nil
+}
+
+// filtered is what a subscription's filter policy is matched against: the message itself
+// (FilterPolicyScope MessageBody; a message that is not a JSON object matches nothing), or
+// its attributes as a JSON object, as SNS reads them: a String as a string, a Number as a
+// number, a String.Array as its array; Binary attributes are not matched.
+func filtered(onBody bool, p *publication) []byte {
+	if onBody {
+		return []byte(p.Message)
+	}
+	doc := map[string]json.RawMessage{}
+	for name, a := range p.Attrs {
+		v := aws.ToString(a.StringValue)
+		switch typ := aws.ToString(a.DataType); {
+		case strings.HasPrefix(typ, "Number") && json.Valid([]byte(v)):
+			doc[name] = json.RawMessage(v)
+		case strings.HasPrefix(typ, "String.Array") && json.Valid([]byte(v)):
+			doc[name] = json.RawMessage(v)
+		case strings.HasPrefix(typ, "String"):
+			doc[name], _ = json.Marshal(v)
+		}
+	}
+	b, _ := json.Marshal(doc)
+	return b
 }
 
 // publication is one published message.

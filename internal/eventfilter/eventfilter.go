@@ -132,6 +132,15 @@ func (c *Criteria) Match(record []byte) bool {
 	return slices.ContainsFunc(c.filters, func(o *object) bool { return o.match(m, true) })
 }
 
+// MatchDocument reports whether a JSON object matches any filter, with no rule of its own for
+// a "body" field: an SNS subscription's filter policy matched against a message's attributes
+// or its body (FilterPolicyScope), which uses the same rules.
+func (c *Criteria) MatchDocument(doc []byte) bool {
+	v, ok := decode(doc)
+	m, isObject := v.(map[string]any)
+	return ok && isObject && slices.ContainsFunc(c.filters, func(o *object) bool { return o.match(m, false) })
+}
+
 func compilePattern(p string) (*object, error) {
 	if n := utf8.RuneCountInString(p); n > maxPatternLen {
 		return nil, fmt.Errorf("pattern is %d characters long, more than the %d Lambda allows", n, maxPatternLen)

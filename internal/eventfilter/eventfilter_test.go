@@ -394,3 +394,28 @@ func TestCompileErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchDocument: an SNS subscription's filter policy on a message's attributes, with the
+// example of "Amazon SNS message filtering" (attributes store, customer_interests, price_usd),
+// and no rule of its own for a field named body (Match's SQS body table).
+func TestMatchDocument(t *testing.T) {
+	attrs := []byte(`{"store":"example_corp","customer_interests":["soccer","rugby","hockey"],"price_usd":210.75}`)
+	tests := []struct {
+		policy string
+		doc    []byte
+		want   bool
+	}{
+		{`{"store":["example_corp"],"customer_interests":["rugby"],"price_usd":[{"numeric":[">",100]}]}`, attrs, true},
+		{`{"store":["example_corp"],"price_usd":[{"numeric":["<",100]}]}`, attrs, false},
+		{`{"customer_interests":[{"prefix":"hock"}]}`, attrs, true}, // an array attribute: any element
+		{`{"store":[{"anything-but":["example_corp"]}]}`, attrs, false},
+		{`{"encrypted":[{"exists":false}]}`, attrs, true},
+		{`{"body":[{"prefix":"{"}]}`, []byte(`{"body":"{\"a\":1}"}`), true}, // a string here; Match would parse it
+		{`{"store":["example_corp"]}`, []byte(`not json`), false},
+	}
+	for _, tt := range tests {
+		if got := compile(t, tt.policy).MatchDocument(tt.doc); got != tt.want {
+			t.Errorf("%s on %s: MatchDocument = %v, want %v", tt.policy, tt.doc, got, tt.want)
+		}
+	}
+}

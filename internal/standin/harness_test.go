@@ -105,6 +105,8 @@ func TestLoadTemplate(t *testing.T) {
 		t.Errorf("SendSchedule = %+v", s)
 	}
 	for _, bad := range []struct{ from, to, want string }{
+		{`"D":{"Type":"AWS::SQS::Queue","Properties":{}},`, `"D":{"Type":"AWS::SQS::Queue","Properties":{}},"Sub":{"Type":"AWS::SNS::Subscription","Properties":{"Protocol":"sqs","TopicArn":"arn:aws:sns:eu-west-1:1:t","Endpoint":{"Fn::GetAtt":["Q","Arn"]},"FilterPolicy":{"kind":[{"prefix":5}]}}},`,
+			`subscription Sub: FilterPolicy {"kind":[{"prefix":5}]}: `},
 		{`{"Ref":"Q"},"\"}"`, `{"Ref":"Gone"},"\"}"`, `schedule H: sends to "Gone", not a queue of this stack`},
 		{`rate(5 minutes)`, `cron(0 * * * ? *)`, `schedule H: expression "cron(0 * * * ? *)": the local kit fires SQS-target schedules by rate(N minutes|hours) only`},
 		{`"BatchSize":10,`, `"BatchSize":10,"Queues":["q"],`,

@@ -189,6 +189,11 @@ type Subscription struct {
 	Protocol  string
 	Endpoint  any  // as in the template: an SQS queue's ARN for protocol sqs
 	Raw       bool // RawMessageDelivery: the message as it was published, not SNS's JSON envelope
+	// Filter is the FilterPolicy, nil for none: a message it does not match is not delivered.
+	// It matches the message's attributes, or with FilterOnBody (FilterPolicyScope
+	// MessageBody) the message, which must be a JSON object.
+	Filter       *eventfilter.Criteria
+	FilterOnBody bool
 }
 
 // Table is an AWS::DynamoDB::Table's properties, or an AWS::DynamoDB::GlobalTable's
@@ -546,9 +551,20 @@ func LoadTemplate(path string) (*Template, error) {
 				t.NotApplied = append(t.NotApplied, fmt.Sprintf("subscription %s (protocol %s): the kit delivers a topic's messages to SQS queues only", id, sub.Protocol))
 				continue
 			case p["FilterPolicy"] != nil:
-				// Delivering everything would run effects AWS never runs: deliver nothing.
-				t.NotApplied = append(t.NotApplied, fmt.Sprintf("subscription %s has a FilterPolicy, which the kit does not apply: it delivers nothing through it", id))
-				continue
+				policy := p["FilterPolicy"]
+				if s, ok := policy.(string); ok { // CloudFormation takes the policy as JSON text too
+					if err := json.Unmarshal([]byte(s), &policy); err != nil {
+						return nil, fmt.Errorf("%s: subscription %s: FilterPolicy is not JSON: %w", path, id, err)
+					}
+				}
+				b, err := json.Marshal(policy)
+				if err == nil {
+					sub.Filter, err = eventfilter.Compile([]string{string(b)})
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%s: subscription %s: FilterPolicy %s: %w (SNS would refuse the subscription)", path, id, b, err)
+				}
+				sub.FilterOnBody = p["FilterPolicyScope"] == "MessageBody"
 			}
 			t.Subscriptions = append(t.Subscriptions, sub)
 		case typeTable, typeGlobalTable:

@@ -163,9 +163,12 @@ func TestDuplicatesAndConcurrentConsumers(t *testing.T) {
 			stop()
 			w.quiesce()
 			checkOnce(t, w.ledger, want)
+			// Each key's first completion is "processed", or, on a loaded machine, a record
+			// abandoned at the invocation's deadline while its effect ran (checkOnce holds the
+			// effect to once); every other copy is answered as a duplicate.
 			out := w.ledger.Outcomes()
-			if out["processed"] != keys || out["duplicate"] < keys*(copies-1) {
-				t.Errorf("outcomes %v: want %d processed and at least %d duplicates", out, keys, keys*(copies-1))
+			if out["processed"] > keys || out["processed"]+out["abandoned_at_deadline"] < keys || out["duplicate"] < keys*(copies-1) {
+				t.Errorf("outcomes %v: want %d processed (or abandoned at the deadline) and at least %d duplicates", out, keys, keys*(copies-1))
 			}
 			report(t, "%d keys x %d copies over 4 environments: %d invocations, %d records, %d processed, %d duplicates, %d in flight elsewhere (redelivered), lost 0, twice 0, %v",
 				keys, copies, pl.Stats.Invocations.Load(), pl.Stats.Received.Load(), out["processed"], out["duplicate"], out["in_flight_elsewhere"], took.Round(10*time.Millisecond))

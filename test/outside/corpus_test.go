@@ -66,7 +66,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 	fmt.Printf("FIGURE outside corpus: local up (builds the arm64 GoFunction's main for this machine) in %v\n", time.Since(start).Round(100*time.Millisecond))
 	printed := proc.Output()
 	for _, w := range []string{"Alias/Worker  queue ", "Go1x/Legacy  queue ", "Zip/Zipped  queue ", "Filtered/Orders  queue ", "Arm64/Graviton  queue ",
-		"Names/Recorder  queue ", "Names/DeadLetters  queue ", "Versioned/Pinned  queue ", "ByArn/Target  queue ", "Fanout/RawReader  queue ", "Fanout/WrappedReader  queue ", "Uploads/Reader  queue ", "Broken/Crashing  queue ", "/corpus-orders\n", "/corpus-orders-dlq\n", "runtime go1.x, which Lambda no longer accepts",
+		"Names/Recorder  queue ", "Names/DeadLetters  queue ", "Versioned/Pinned  queue ", "ByArn/Target  queue ", "Fanout/RawReader  queue ", "Fanout/WrappedReader  queue ", "Fanout/PickyReader  queue ", "Fanout/TestedReader  queue ", "Uploads/Reader  queue ", "Broken/Crashing  queue ", "/corpus-orders\n", "/corpus-orders-dlq\n", "runtime go1.x, which Lambda no longer accepts",
 		// Shared's queue, read by Reader's function; the nested stack's pipeline; the layer said.
 		"Reader/Handler  queue ", "/RequestsC42AC379-Shared\n", "Nested/Workers/Writer  queue ", "Layered/WithLayer  queue ",
 		"function WithLayer5127A694 Layers: a layer's files are not under /opt locally"} {
@@ -148,7 +148,9 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 	want := []string{`Alias/Worker11F36D0F | {"seen":"alias-1"`, `Go1x/LegacyFA07BB5D | {"seen":"go1x-1"`, `Zip/Zipped19B58725 | {"seen":"zip-1"`,
 		`Arm64/Graviton4460B072 | {"seen":"arm64-1"`, `Names/RecorderC4C6639E | {"seen":"names-1"`, `Filtered/OrdersA9B65338 | {"seen":"{\"type\":\"order\",\"id\":\"f-1\"}"`,
 		`Names/DeadLettersBBF8BAAB | {"seen":"fail-names"`, `Versioned/PinnedA72699A1 | {"seen":"version-1"`, `ByArn/Target3191CF44 | {"seen":"arn-1"`, "Filtered/Orders: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations, 0 failed, 2 records filtered out",
-		// The raw subscription delivers the message as published; the other SNS's envelope.
+		// The raw subscription delivers the message as published; the other SNS's envelope;
+		// of the two with filter policies, the one whose policy matches the attribute.
+		`Fanout/TestedReaderC3A029CA | {"seen":"fanout-1"`,
 		`Fanout/RawReader163B5A0D | {"seen":"fanout-1"`, `Fanout/WrappedReader3603931F | {"seen":"{\"Type\":\"Notification\"`, `\"Message\":\"fanout-1\"`, `\"MessageAttributes\":{\"kind\":{\"Type\":\"String\",\"Value\":\"test\"}}`,
 		`Uploads/ReaderF7BF189D | {"seen":"{\"Type\":\"Notification\"`, `\"Subject\":\"Amazon S3 Notification\"`, `\\\"eventName\\\":\\\"ObjectCreated:Put\\\"`,
 		`\\\"key\\\":\\\"uploads/a+b.txt\\\"`, "Uploads/Reader: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations, 0 failed",
@@ -164,7 +166,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 		}
 	}
 	fmt.Printf("FIGURE outside corpus: every function processed what was sent (the SNS publish and the S3 puts run with the AWS CLI), the failing record read from the DLQ, in %v\n", time.Since(start).Round(100*time.Millisecond))
-	for _, never := range []string{`"seen":"{\"type\":\"refund\"`, `"seen":"not json"`, `other/b.txt`} {
+	for _, never := range []string{`"seen":"{\"type\":\"refund\"`, `"seen":"not json"`, `other/b.txt`, `Fanout/PickyReader8F2736D4 | {"seen"`, "Fanout/PickyReader: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations"} {
 		if strings.Contains(proc.Output(), never) {
 			t.Errorf("a record the filter does not match was delivered: %s", never)
 		}

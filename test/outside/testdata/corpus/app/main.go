@@ -13,8 +13,8 @@
 //     named to the function as a plain string, and the DLQ read by a consumer of its own;
 //   - Versioned: a queue mapped onto a function's current version;
 //   - ByArn: a queue mapped onto a function the app refers to by its ARN;
-//   - Fanout: SNS to SQS, a topic the app names with two queues subscribed, raw and in
-//     SNS's envelope, each read by a function;
+//   - Fanout: SNS to SQS, a topic the app names with queues subscribed, raw and in SNS's
+//     envelope, and two with filter policies on a message attribute, each read by a function;
 //   - Uploads: S3 to SNS to SQS to Lambda, a bucket's new objects under a prefix published
 //     to a topic that a function's queue is subscribed to;
 //   - Broken: a function that fails at every start (a table it requires is missing);
@@ -217,6 +217,15 @@ func NewFanout(scope constructs.Construct, id string) awscdk.Stack {
 	topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(wrapped, nil))
 	prebuilt(stack, "RawReader").AddEventSource(awslambdaeventsources.NewSqsEventSource(raw, nil))
 	prebuilt(stack, "WrappedReader").AddEventSource(awslambdaeventsources.NewSqsEventSource(wrapped, nil))
+	// Two more with filter policies on the message attribute kind: one takes orders only, the
+	// other every kind that starts with "te".
+	picky, tested := queueWithDLQ(stack, "Picky", nil), queueWithDLQ(stack, "Tested", nil)
+	topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(picky, &awssnssubscriptions.SqsSubscriptionProps{RawMessageDelivery: jsii.Bool(true),
+		FilterPolicy: &map[string]awssns.SubscriptionFilter{"kind": awssns.SubscriptionFilter_StringFilter(&awssns.StringConditions{Allowlist: jsii.Strings("order")})}}))
+	topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(tested, &awssnssubscriptions.SqsSubscriptionProps{RawMessageDelivery: jsii.Bool(true),
+		FilterPolicy: &map[string]awssns.SubscriptionFilter{"kind": awssns.SubscriptionFilter_StringFilter(&awssns.StringConditions{MatchPrefixes: jsii.Strings("te")})}}))
+	prebuilt(stack, "PickyReader").AddEventSource(awslambdaeventsources.NewSqsEventSource(picky, nil))
+	prebuilt(stack, "TestedReader").AddEventSource(awslambdaeventsources.NewSqsEventSource(tested, nil))
 	awscdk.NewCfnOutput(stack, jsii.String("TopicArn"), &awscdk.CfnOutputProps{Value: topic.TopicArn()})
 	return stack
 }
