@@ -129,7 +129,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"record", "get", "k", "--sort-key", "s"}, cli.ExitUsage, "record get: --sort-key goes with --id; with KEY, give --tenant"},
 		{[]string{"record", "get", "k", "--table", "t"}, cli.ExitUsage, "record get: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id"},
 		{[]string{"record", "get", "--id", "x"}, cli.ExitUsage, "which table? Give --stack or --outputs, or --table"},
-		{[]string{"record", "get", "--id", "x", "--outputs", noTable}, cli.ExitError, "stack S in " + noTable + " has no output IdempotencyTableName: give --table"},
+		{[]string{"record", "get", "--id", "x", "--outputs", noTable}, cli.ExitUsage, "stack S in " + noTable + " has no output IdempotencyTableName: give --table"},
 		{[]string{"record", "get", "--id", "x", "--table", "absent-table"}, cli.ExitError, "table absent-table: "},
 		{append(p.args("record", "get", "k"), "--tenant", "t"), cli.ExitUsage, `record get: --tenant "t", but table ` + p.table + " has no sort key (no tenants)"},
 		{[]string{"record", "get", "k", "--key-prefix", "a#b", "--table", sk.table}, cli.ExitError, `Config.KeyPrefix = "a#b" contains "#"`},
@@ -193,6 +193,12 @@ func TestHelp(t *testing.T) {
 		}
 		if first := strings.SplitN(out, "\n", 2)[0]; strings.Count(out, first) != 1 {
 			t.Errorf("pipelinectl %s prints its help %d times", args, strings.Count(out, first))
+		}
+	}
+	// A command's -h is its own help, not its family's.
+	for args, other := range map[string]string{"dlq redrive --help": "pipelinectl dlq inspect:", "dlq inspect -h": "pipelinectl dlq redrive:"} {
+		if _, out, _ := ctl(t, strings.Fields(args)...); strings.Contains(out, other) {
+			t.Errorf("pipelinectl %s prints another command's help too (%q)", args, other)
 		}
 	}
 }

@@ -109,8 +109,8 @@ type command struct {
 
 // commands is every command, in the order of the usage text.
 var commands = []command{
-	{"dlq inspect", dlq.Usage, dlq.Inspect},
-	{"dlq redrive", dlq.Usage, dlq.Redrive},
+	{"dlq inspect", dlq.InspectUsage, dlq.Inspect},
+	{"dlq redrive", dlq.RedriveUsage, dlq.Redrive},
 	{"record get", record.Usage, record.Get},
 	{"record release", record.Usage, record.Release},
 	{"status", health.StatusUsage, health.Status},
@@ -157,7 +157,16 @@ func dispatch(ctx context.Context, args []string, w cli.Streams, connect cli.Con
 		help := usage
 		if len(args) > 1 {
 			if cs, _ := group(args[1]); len(cs) > 0 {
-				help = cs[0].help
+				help = ""
+				for i, c := range cs { // a family's help: each of its commands' once
+					if slices.ContainsFunc(cs[:i], func(o command) bool { return o.help == c.help }) {
+						continue
+					}
+					if help != "" {
+						help += "\n"
+					}
+					help += c.help
+				}
 			}
 		}
 		fmt.Fprint(w.Out, help)

@@ -352,7 +352,7 @@ func (c *Common) TableName(ctx context.Context, cl *Clients) (string, error) {
 	}
 	t, ok := outputs[OutTableName]
 	if !ok {
-		return "", fmt.Errorf("%s has no output %s: give --table", from, OutTableName)
+		return "", Usagef("%s has no output %s: give --table", from, OutTableName)
 	}
 	return t, nil
 }

@@ -111,7 +111,7 @@ func printRecordTTL(w io.Writer, t target, pipeline string) {
 
 // Inspect is `pipelinectl dlq inspect ARGS`.
 func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
-	fs, c := cli.NewFlags("dlq inspect", Usage, w.Out)
+	fs, c := cli.NewFlags("dlq inspect", InspectUsage, w.Out)
 	sample := fs.Int("sample", 1, "messages shown per group")
 	maxScan := fs.Int("max", defaultMaxScan, "messages scanned at most")
 	hold := fs.Duration("hold", maxHold, "visibility timeout of the scan")

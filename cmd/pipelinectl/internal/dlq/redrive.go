@@ -153,7 +153,7 @@ type redriveOptions struct {
 // parseRedrive reads and checks dlq redrive's flags.
 func parseRedrive(args []string, w cli.Streams) (redriveOptions, *cli.Common, error) {
 	var o redriveOptions
-	fs, c := cli.NewFlags("dlq redrive", Usage, w.Out)
+	fs, c := cli.NewFlags("dlq redrive", RedriveUsage, w.Out)
 	fs.BoolVar(&o.yes, "yes", false, "move (default: dry run)")
 	fs.Var(cli.NewWholeNumber(&o.rate, "messages a second"), "rate", "messages per second at most")
 	fs.BoolVar(&o.includeInvalid, "include-invalid", false, "move bad input too")

@@ -1,7 +1,10 @@
 package dlq
 
-// Usage is `pipelinectl help dlq`.
-const Usage = `pipelinectl dlq inspect: what is in a dead-letter queue, without consuming it.
+// Usage is `pipelinectl help dlq`: both commands'.
+const Usage = InspectUsage + "\n" + RedriveUsage
+
+// InspectUsage is `pipelinectl dlq inspect -h`.
+const InspectUsage = `pipelinectl dlq inspect: what is in a dead-letter queue, without consuming it.
 
   Counts (SQS's approximate ones, and what a scan received), messages grouped by
   DeadLetterReason code (the consumer's reason for bad input; "redrive policy" for
@@ -29,8 +32,10 @@ const Usage = `pipelinectl dlq inspect: what is in a dead-letter queue, without 
   --include-invalid  plan as 'redrive --include-invalid' would; --include-expired likewise
   --output json      one JSON document on stdout: counts, every scanned message (id,
                      group, reason, times, attributes, whole body, what a redrive does)
+`
 
-pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.
+// RedriveUsage is `pipelinectl dlq redrive -h`.
+const RedriveUsage = `pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.
 
   Dry run unless --yes: it scans, says what would move where, and changes nothing.
   Destination: the pipeline's queue (its QueueUrl output, else the DLQ's redrive-allow
