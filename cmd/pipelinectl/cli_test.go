@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,27 +148,39 @@ func TestErrors(t *testing.T) {
 // without a scheme, DynamoDB's endpoint pointing at the SQS server.
 func TestEnvironmentErrors(t *testing.T) {
 	p := newPipe(t, false)
+	// An instance metadata service that refuses, as one does with no role for the process.
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) }))
+	defer imds.Close()
+	const lookedIn = "no AWS credentials: looked in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), " +
+		"the shared config and credentials files (AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, else ~/.aws), and "
+	const setThem = "; set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; against ElasticMQ or DynamoDB Local any static pair works"
 	for _, tc := range []struct {
-		name, env, value string
-		args             []string
-		code             int
-		want             string
+		name string
+		env  []string // NAME, VALUE, ...
+		args []string
+		code int
+		want string
 	}{
-		{"no credentials", "AWS_ACCESS_KEY_ID", "", p.args("dlq", "inspect"), cli.ExitError,
-			"\nno AWS credentials: set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
-		{"no scheme", "AWS_ENDPOINT_URL_SQS", "localhost:9324", p.args("dlq", "inspect"), cli.ExitUsage,
+		{"no credentials, IMDS off", []string{"AWS_ACCESS_KEY_ID", "", "AWS_SECRET_ACCESS_KEY", ""}, p.args("dlq", "inspect"), cli.ExitError,
+			"SQS GetQueueAttributes: " + lookedIn + "not the EC2 instance metadata service (AWS_EC2_METADATA_DISABLED=true)" + setThem},
+		{"no credentials, IMDS refuses", []string{"AWS_ACCESS_KEY_ID", "", "AWS_SECRET_ACCESS_KEY", "", "AWS_EC2_METADATA_DISABLED", "false",
+			"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.URL}, p.args("dlq", "inspect"), cli.ExitError,
+			"SQS GetQueueAttributes: " + lookedIn + "the EC2 instance metadata service, which refused (HTTP 403: no instance role, or IMDS closed to this process)" + setThem},
+		{"no scheme", []string{"AWS_ENDPOINT_URL_SQS", "localhost:9324"}, p.args("dlq", "inspect"), cli.ExitUsage,
 			"AWS_ENDPOINT_URL_SQS=localhost:9324: give a URL with its scheme, e.g. http://localhost:9324"},
-		{"DynamoDB endpoint at the SQS server", "AWS_ENDPOINT_URL_DYNAMODB", sqsSrv.Endpoint(), p.args("record", "get", "k"), cli.ExitError,
-			"\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?"},
+		{"DynamoDB endpoint at the SQS server", []string{"AWS_ENDPOINT_URL_DYNAMODB", sqsSrv.Endpoint()}, p.args("record", "get", "k"), cli.ExitError,
+			"DynamoDB DescribeTable: the DynamoDB endpoint answered as another service (its reply is not DynamoDB's): does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(tc.env, tc.value)
-			if tc.env == "AWS_ACCESS_KEY_ID" {
-				t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+			for i := 0; i < len(tc.env); i += 2 {
+				t.Setenv(tc.env[i], tc.env[i+1])
 			}
 			code, _, errOut := ctl(t, tc.args...)
 			if code != tc.code || !strings.Contains(errOut, tc.want) {
 				t.Errorf("exit %d, stderr %q; want exit %d with %q", code, errOut, tc.code, tc.want)
+			}
+			if strings.Contains(errOut, "operation error") {
+				t.Errorf("stderr %q has the SDK's chain; want the call and its cause in words", errOut)
 			}
 			if strings.Contains(errOut, "WARN") {
 				t.Errorf("the SDK's warnings reach the operator: %q", errOut)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/aws/smithy-go"
@@ -125,8 +126,7 @@ func Explain(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials") || strings.Contains(msg, "no EC2 IMDS role"):
-		return fmt.Errorf("%w\nno AWS credentials: set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "+
-			"against ElasticMQ or DynamoDB Local any static pair works", err)
+		return withCause(err, noCredentials(msg))
 	case strings.Contains(msg, "\ncannot reach the "): // explained already, by a callee
 		return err
 	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout"):
@@ -140,9 +140,11 @@ func Explain(err error) error {
 		return fmt.Errorf("%s\ncannot reach the %s endpoint: check %s (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself) "+
 			"and --region, and that the server is up", inWordsWhole(err, op), op.Service(), v)
 	case strings.Contains(msg, "DynamoDB") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
-		return fmt.Errorf("%w\nthe endpoint did not answer as DynamoDB: does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?", err)
+		return withCause(err, "the DynamoDB endpoint answered as another service (its reply is not DynamoDB's): "+
+			"does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?")
 	case strings.Contains(msg, "SQS") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
-		return fmt.Errorf("%w\nthe endpoint did not answer as SQS: does AWS_ENDPOINT_URL_SQS (or --endpoint-url) point at another service?", err)
+		return withCause(err, "the SQS endpoint answered as another service (its reply is not SQS's): "+
+			"does AWS_ENDPOINT_URL_SQS (or --endpoint-url) point at another service?")
 	}
 	// Any other failed AWS call: what the CLI was doing, the call, and its cause in words
 	// (throttled, access denied with the command that prints the policy, refused with the
@@ -152,6 +154,33 @@ func Explain(err error) error {
 		return errors.New(inWordsWhole(err, op))
 	}
 	return err
+}
+
+// withCause is err's message with the SDK's chain of its failed call (operation error ...)
+// replaced by the call and cause; an error of no call gets the cause on a line of its own.
+func withCause(err error, cause string) error {
+	var op *smithy.OperationError
+	if errors.As(err, &op) {
+		return errors.New(strings.Replace(err.Error(), op.Error(), op.Service()+" "+op.Operation()+": "+cause, 1))
+	}
+	return fmt.Errorf("%w\n%s", err, cause)
+}
+
+// noCredentials says where the SDK looked for credentials and found none, and what to set.
+func noCredentials(msg string) string {
+	files := "the shared config and credentials files (AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, else ~/.aws)"
+	if p := os.Getenv("AWS_PROFILE"); p != "" {
+		files += " for profile " + p
+	}
+	imds := "the EC2 instance metadata service, which gave none (no instance role)"
+	switch {
+	case strings.EqualFold(os.Getenv("AWS_EC2_METADATA_DISABLED"), "true"):
+		imds = "not the EC2 instance metadata service (AWS_EC2_METADATA_DISABLED=true)"
+	case strings.Contains(msg, "StatusCode: 403"):
+		imds = "the EC2 instance metadata service, which refused (HTTP 403: no instance role, or IMDS closed to this process)"
+	}
+	return "no AWS credentials: looked in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), " + files + ", and " + imds +
+		"; set AWS_PROFILE (after 'aws sso login' for SSO), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; against ElasticMQ or DynamoDB Local any static pair works"
 }
 
 // inWordsWhole is err's message with the SDK's chain of op (operation error ..., exceeded
