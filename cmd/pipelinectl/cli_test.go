@@ -398,6 +398,28 @@ func TestFifoPlanIsExact(t *testing.T) {
 	}
 }
 
+// On FIFO, a group held back by a bad message may hold more than the run received (a receive
+// hands out no message behind one in flight): the closing lines give the left line's count of
+// what stays, one number printed thrice, not the kept ones alone.
+func TestFifoClosingLineCountsWhatStays(t *testing.T) {
+	t.Parallel()
+	p := newPipe(t, true)
+	group := []string{"bad-g01"}
+	for i := 2; i <= 15; i++ {
+		group = append(group, fmt.Sprintf("g%02d", i))
+	}
+	fillDLQ(t, p, "G", group...)
+	fillDLQ(t, p, "H", "h1")
+	code, out, errOut := ctl(t, p.args("dlq", "redrive", "--yes")...)
+	if code != cli.ExitLeft {
+		t.Fatalf("redrive: exit %d, want %d\n%s%s", code, cli.ExitLeft, out, errOut)
+	}
+	wantContains(t, "redrive", out+errOut, "moved        1\n", "left         in the DLQ: 15 visible, 0 in flight",
+		"done, left   everything to move has moved; 15 messages stay in the DLQ by rule (the left line's count): the ",
+		"and every message behind them in their FIFO groups (exit 4)",
+		"pipelinectl: done, but 15 messages stay in the DLQ by rule (the left line's count): the summary's \"kept\" says why")
+}
+
 // A fair queue's message (a standard queue, its tenant in MessageGroupId) keeps its tenant
 // through a redrive: a consumer whose tenant is the group would refuse it without one. A bad
 // message stays, so the run moves by receive, send and delete rather than a move task.

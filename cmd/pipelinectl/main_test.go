@@ -395,7 +395,7 @@ func TestStandardInspectRedriveRecord(t *testing.T) {
 	c.fixed.Store(true)
 	out = ctlWant(t, cli.ExitLeft, p.args("dlq", "redrive", "--yes", "--rate", "50")...)
 	wantContains(t, "redrive", out, "method       receive, send, delete", "moved        2\n", "left         in the DLQ: ", "; kept: 1 bad input (--include-invalid moves them)",
-		"done, left   everything to move has moved; the 1 kept above stay in the DLQ by rule (exit 4)", "audit        ")
+		"done, left   everything to move has moved; 1 message stays in the DLQ by rule (the left line's count): the 1 kept above (exit 4)", "audit        ")
 	dlqSettles(t, p.dlqURL, [2]int64{1, 0})
 	c.drain(t)
 	got := c.ran()
@@ -529,7 +529,7 @@ func TestRedriveRefusesMessagesOlderThanTheRecordTTL(t *testing.T) {
 	wantContains(t, "redrive", out, "scanned      1: 0 to move, 1 to leave (0 bad input, 1 older than the record TTL)",
 		"redrive policy         1 stay (older than the record TTL)", "older than the record TTL: ", ": stays", "method       receive, send, delete",
 		"moved        0\ngave back    1 message this run held: visible again at once\nleft         in the DLQ: ", "; kept: 1 older than the record TTL (--include-expired moves them",
-		"done, left   nothing moved: the 1 kept above stay in the DLQ by rule (exit 4)")
+		"done, left   nothing moved; 1 message stays in the DLQ by rule (the left line's count): the 1 kept above (exit 4)")
 	dlqSettles(t, p.dlqURL, [2]int64{1, 0})
 	c.drain(t)
 	if got := c.ran(); count(got, "done") != 1 {

@@ -147,7 +147,7 @@ func TestRedriveAfterTheRecordExpired(t *testing.T) {
 	// Done, with the message left by rule: exit 4, saying so. (That it is in the DLQ is
 	// checked below, by depth.)
 	for _, want := range []string{"1 to leave (0 bad input, 1 older than the record TTL)", ": stays", "moved        0\n", "left         in the DLQ: ",
-		"done, left   nothing moved: the 1 kept above stay in the DLQ by rule (exit 4)"} {
+		"done, left   nothing moved; 1 message stays in the DLQ by rule (the left line's count): the 1 kept above (exit 4)"} {
 		if code != 4 || !strings.Contains(out, want) {
 			t.Errorf("redrive: exit %d (want 4), output lacks %q", code, want)
 		}

@@ -155,7 +155,7 @@ func (s *RedriveSummary) finish(ctx context.Context, api *sqs.Client, dlq cli.Qu
 	var result error
 	switch {
 	case s.Done && err == nil && s.keptTotal() > 0:
-		result = leftBehind(s.keptTotal())
+		result = leftBehind(s.staying())
 	case s.Done && err == nil:
 	case s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0:
 		result, s.Resume = err, "" // nothing changed: run it again once the cause is fixed
@@ -192,16 +192,38 @@ func (s *RedriveSummary) keptTotal() int {
 // behindThem is ", and every message behind them in their FIFO groups" on a FIFO queue, whose
 // receive hands out no message behind one that stays: those are not counted as kept.
 func (s *RedriveSummary) behindThem() string {
-	if strings.HasSuffix(s.DLQ, ".fifo") {
-		return ", and every message behind them in their FIFO groups,"
+	if s.fifo() {
+		return ", and every message behind them in their FIFO groups"
 	}
 	return ""
 }
 
-// leftBehind is a redrive that did its job but left n messages in the DLQ by rule, each
-// named in its summary with the flag that would move it: it exits cli.ExitLeft.
-func leftBehind(n int) error {
-	return &cli.Left{Msg: fmt.Sprintf("done, but %s stay in the DLQ by rule (the summary's \"kept\" says why, and which flag would move them)", messages(n))}
+func (s *RedriveSummary) fifo() bool { return strings.HasSuffix(s.DLQ, ".fifo") }
+
+// staying says how many messages stay in the DLQ of a run that is done: the left line's
+// count (visible and in flight, read after the run's last change) when it was read, so the
+// closing lines and the left line give one number; else the kept ones, "at least" on a FIFO
+// queue, whose groups hold back more than the run received.
+func (s *RedriveSummary) staying() string {
+	n, how := s.keptTotal(), ""
+	switch {
+	case s.LeftVisible != nil:
+		n, how = int(*s.LeftVisible+*s.LeftInFlight), " (the left line's count)"
+	case s.fifo():
+		how = " at least (the left count is unknown)"
+	}
+	verb := " stay"
+	if n == 1 {
+		verb = " stays"
+	}
+	return messages(n) + verb + " in the DLQ by rule" + how
+}
+
+// leftBehind is a redrive that did its job but left messages in the DLQ by rule (staying
+// says how many), each kept one named in its summary with the flag that would move it: it
+// exits cli.ExitLeft.
+func leftBehind(staying string) error {
+	return &cli.Left{Msg: fmt.Sprintf("done, but %s: the summary's \"kept\" says why, and which flag would move them", staying)}
 }
 
 // countLeft reads what is left in the DLQ after the run's last change. A count that fails
@@ -338,9 +360,9 @@ func (s *RedriveSummary) text() string {
 		case n == 0:
 			fmt.Fprintln(&w, "done         everything to move has moved (exit 0)")
 		case s.Moved == 0 && s.MovedEarlier == 0:
-			fmt.Fprintf(&w, "done, left   nothing moved: the %d kept above%s stay in the DLQ by rule (exit %d)\n", n, s.behindThem(), cli.ExitLeft)
+			fmt.Fprintf(&w, "done, left   nothing moved; %s: the %d kept above%s (exit %d)\n", s.staying(), n, s.behindThem(), cli.ExitLeft)
 		default:
-			fmt.Fprintf(&w, "done, left   everything to move has moved; the %d kept above%s stay in the DLQ by rule (exit %d)\n", n, s.behindThem(), cli.ExitLeft)
+			fmt.Fprintf(&w, "done, left   everything to move has moved; %s: the %d kept above%s (exit %d)\n", s.staying(), n, s.behindThem(), cli.ExitLeft)
 		}
 		return w.String()
 	}
