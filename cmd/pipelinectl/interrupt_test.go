@@ -660,3 +660,47 @@ func queueKind(fifo bool) string {
 	}
 	return "standard"
 }
+
+// Ctrl-C that lands in the plan's scan, while a receive is on its way and its answer is then
+// lost (the connection hung up, as an interrupted process's can be): the run ends as
+// anywhere else, exit 3, with what it held given back, the lost receive named with when its
+// batch reappears, and the resume line; not exit 1 with the SDK's chain.
+func TestRedriveCtrlCInTheScan(t *testing.T) {
+	t.Parallel()
+	p := newPipe(t, false)
+	var bodies []string
+	for i := range 30 {
+		bodies = append(bodies, fmt.Sprintf("scan-%02d", i))
+	}
+	fillDLQ(t, p, "", bodies...)
+	proxy, err := ddbproxy.New(sqsSrv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var scans atomic.Int32
+	proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+		// The scan's second receive (it holds for 30 s): the interrupt lands while it is on
+		// its way, and its answer is lost.
+		if c.Op == "ReceiveMessage" && strings.Contains(string(c.Body), `"VisibilityTimeout":30`) && scans.Add(1) == 2 {
+			cancel()
+			return ddbproxy.Fault{Drop: true}
+		}
+		return ddbproxy.Fault{}
+	}
+	var out, errOut bytes.Buffer
+	code := run(ctx, append(p.args("dlq", "redrive", "--yes"), "--endpoint-url", proxy.URL), &out, &errOut)
+	text := out.String() + errOut.String()
+	t.Logf("exit %d\n%s", code, text)
+	if code != cli.ExitNotDone {
+		t.Errorf("Ctrl-C in the scan: exit %d, want %d", code, cli.ExitNotDone)
+	}
+	wantContains(t, "Ctrl-C in the scan", text, "gave back    20 messages this run held: visible again at once", // the first receive's and the lost one's retry
+		"lost         1 receives got no answer (the network): each may have taken up to 10 messages that nobody can give back; they stay hidden until ",
+		"NOT DONE     interrupted during the scan, before anything moved (exit 3)", "resume with  pipelinectl dlq redrive --yes ")
+	if strings.Contains(text, "operation error") {
+		t.Errorf("the SDK's chain reaches the operator:\n%s", text)
+	}
+}

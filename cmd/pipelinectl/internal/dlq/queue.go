@@ -179,7 +179,24 @@ func makeVisible(ctx context.Context, api *sqs.Client, url string, msgs []types.
 	for i, m := range left {
 		ids[i] = aws.ToString(m.MessageId)
 	}
-	return fmt.Errorf("%d messages stay hidden in %s until their visibility timeout ends (%s): %s", len(left), url, cli.InWords(err), strings.Join(ids, ", "))
+	return &hiddenError{n: len(left), msg: fmt.Sprintf("%d messages stay hidden in %s until their visibility timeout ends (%s): %s", len(left), url, cli.InWords(err), strings.Join(ids, ", "))}
+}
+
+// hiddenError is messages makeVisible could not give back: they reappear at the end of their
+// visibility timeout.
+type hiddenError struct {
+	n   int
+	msg string
+}
+
+func (e *hiddenError) Error() string { return e.msg }
+
+// count is how many messages stay hidden, 0 for a nil error.
+func (e *hiddenError) count() int {
+	if e == nil {
+		return 0
+	}
+	return e.n
 }
 
 // giveBack makes msgs visible again at once (visibility timeout 0), also when ctx is

@@ -117,6 +117,18 @@ func Redrive(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	}
 
 	p, err := planRedrive(ctx, cl.SQS, dlq, t, o)
+	if err != nil && ctx.Err() != nil {
+		// Ctrl-C in the scan ends as anywhere else: what the scan held is given back (Peek),
+		// a receive whose answer was lost is named with when its batch reappears, then the
+		// resume line. A receive cut off by the interrupt is not a failure of its own.
+		why := "interrupted during the scan, before anything moved"
+		var h *hiddenError
+		if errors.As(err, &h) {
+			why += "; " + h.Error()
+		}
+		s.GaveBack = len(p.msgs) - h.count()
+		return s.finish(ctx, cl.SQS, dlq, c, w, &cli.NotDone{Why: why})
+	}
 	if err != nil {
 		return err
 	}
@@ -209,7 +221,7 @@ type redrivePlan struct {
 func planRedrive(ctx context.Context, api *sqs.Client, dlq cli.QueueInfo, t target, o redriveOptions) (*redrivePlan, error) {
 	msgs, err := Peek(ctx, api, dlq.URL, o.maxScan, maxHold)
 	if err != nil {
-		return nil, err
+		return &redrivePlan{msgs: msgs}, err // what the scan received, given back by Peek but for a hiddenError's
 	}
 	p := &redrivePlan{msgs: msgs, now: time.Now(), newPlanner: func() *planner {
 		return &planner{fifo: dlq.FIFO, includeInvalid: o.includeInvalid, includeExpired: o.includeExpired, ttl: t.RecordTTL}
