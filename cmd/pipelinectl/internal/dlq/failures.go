@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
@@ -63,7 +64,12 @@ func (f *callFailures) lines() []string {
 		if c.Count > 1 {
 			when = fmt.Sprintf("from %s to %s (%s)", clock(c.First), clock(c.Last), c.Last.Sub(c.First).Round(time.Second))
 		}
-		out = append(out, fmt.Sprintf("%s: %d failed %s: %s", k, c.Count, when, c.Cause))
+		cause := c.Cause
+		if k == "receive" && strings.Contains(cause, "connection refused") {
+			// Not among the lost receives: only one that was sent may hide a batch.
+			cause += "; a refused receive never reached the queue, so it took no message"
+		}
+		out = append(out, fmt.Sprintf("%s: %d failed %s: %s", k, c.Count, when, cause))
 	}
 	return out
 }

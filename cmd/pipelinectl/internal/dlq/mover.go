@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -511,6 +512,9 @@ func (r *mover) send(ctx context.Context, m types.Message) (copyID string, unkno
 // outcomeUnknown reports a failed call that may have taken effect: no HTTP response came
 // back (the connection broke, the call timed out), or the server failed with a 5xx.
 func outcomeUnknown(err error) bool {
+	if notSent(err) {
+		return false
+	}
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) && re.Response != nil && re.HTTPStatusCode() != 0 {
 		return re.HTTPStatusCode() >= 500
@@ -538,8 +542,19 @@ func tries(attempts int, base time.Duration, call func() error, onUnknown func()
 	}
 }
 
-// retryable reports a refused call worth trying again: throttling.
+// notSent reports a call that never left this machine: its connection could not be made
+// (refused, no route, no such host: a dial error). It took no effect, so it took no message
+// and sent none, and trying it again is safe.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// retryable reports a failed call worth trying again: one never sent, or throttled.
 func retryable(err error) bool {
+	if notSent(err) {
+		return true
+	}
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) && re.HTTPStatusCode() == 429 {
 		return true
