@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -59,6 +61,11 @@ func InWords(err error) string {
 		if u := re.Response.Request; u != nil && u.URL != nil && u.URL.Host != "" {
 			where = u.URL.Scheme + "://" + u.URL.Host
 		}
+		// The answer began as the service's and its body broke off: not a wrong endpoint.
+		if cause := cutOff(err); cause != "" {
+			return fmt.Sprintf("the answer from %s was cut off while it came (HTTP %d, then %s): the connection closed mid-answer "+
+				"(the network, or one reused after an interrupted call); the call may have taken effect", where, re.HTTPStatusCode(), cause)
+		}
 		return fmt.Sprintf("%s answered HTTP %d, but not as the service does: a proxy or load balancer in the way, or a wrong endpoint URL", where, re.HTTPStatusCode())
 	}
 	msg := err.Error()
@@ -84,6 +91,21 @@ func InWords(err error) string {
 		return last.Error()
 	}
 	return "no answer from " + where + " (" + last.Error() + ")"
+}
+
+// cutOff is how an answer's body broke off ("" when it did not): a read of the connection
+// that failed, or ended early.
+func cutOff(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op) && op.Op == "read":
+		return "read: " + op.Err.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected EOF"
+	case errors.Is(err, net.ErrClosed):
+		return "use of closed network connection"
+	}
+	return ""
 }
 
 // innermost is the cause at the bottom of err's chain; of an error that wraps several, the
@@ -139,6 +161,12 @@ func Explain(err error) error {
 		v := "AWS_ENDPOINT_URL_" + strings.ToUpper(strings.ReplaceAll(op.Service(), " ", "_"))
 		return fmt.Errorf("%s\ncannot reach the %s endpoint: check %s (or --endpoint-url, or AWS_ENDPOINT_URL; unset them for AWS itself) "+
 			"and --region, and that the server is up", inWordsWhole(err, op), op.Service(), v)
+	case cutOff(err) != "": // an answer broken off is the connection's, not another service's
+		var op *smithy.OperationError
+		if errors.As(err, &op) {
+			return errors.New(inWordsWhole(err, op))
+		}
+		return err
 	case strings.Contains(msg, "DynamoDB") && (strings.Contains(msg, "invalid character") || strings.Contains(msg, "deserialization failed")):
 		return withCause(err, "the DynamoDB endpoint answered as another service (its reply is not DynamoDB's): "+
 			"does AWS_ENDPOINT_URL_DYNAMODB (or --endpoint-url) point at another service, such as the SQS server?")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	netpkg "net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -46,6 +47,11 @@ func TestInWords(t *testing.T) {
 			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 502, Request: &http.Request{URL: &url.URL{Scheme: "https", Host: "proxy.example.com"}}}},
 			Err:      &smithy.DeserializationError{Err: errors.New("invalid character '<' looking for beginning of value")}}},
 			"https://proxy.example.com answered HTTP 502, but not as the service does: a proxy or load balancer in the way, or a wrong endpoint URL"},
+		// HTTP 200, then the body broke off: the connection, not another service.
+		{&smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 200, Request: &http.Request{URL: &url.URL{Scheme: "http", Host: "127.0.0.1:19324"}}}},
+			Err:      &smithy.DeserializationError{Err: &netpkg.OpError{Op: "read", Net: "tcp", Err: netpkg.ErrClosed}}}},
+			"the answer from http://127.0.0.1:19324 was cut off while it came (HTTP 200, then read: use of closed network connection): the connection closed mid-answer"},
 		{fmt.Errorf("%w: %w", errors.New("move task unsupported"), net(errors.New("tls: handshake failure"))),
 			"no answer from https://sqs.eu-west-1.amazonaws.com (tls: handshake failure)"},
 	} {
@@ -68,6 +74,16 @@ func TestExplainPutsTheCallInWords(t *testing.T) {
 	got := Explain(fmt.Errorf("queue https://sqs.eu-west-1.amazonaws.com/1/dlq: %w", denied)).Error()
 	want := "queue https://sqs.eu-west-1.amazonaws.com/1/dlq: SQS GetQueueAttributes: access denied (AccessDenied): the credentials may not make this call; " +
 		"'pipelinectl policy --access operate' prints what they need"
+	if got != want {
+		t.Errorf("explain =\n%q\nwant\n%q", got, want)
+	}
+	// An answer whose body broke off: the connection, not an endpoint of another service.
+	cut := &smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 200, Request: &http.Request{URL: &url.URL{Scheme: "http", Host: "127.0.0.1:19324"}}}},
+		Err:      &smithy.DeserializationError{Err: &netpkg.OpError{Op: "read", Net: "tcp", Err: netpkg.ErrClosed}}}}
+	got = Explain(fmt.Errorf("receive from http://127.0.0.1:19324/1/dlq: %w", cut)).Error()
+	want = "receive from http://127.0.0.1:19324/1/dlq: SQS ReceiveMessage: the answer from http://127.0.0.1:19324 was cut off while it came (HTTP 200, then read: use of closed network connection): " +
+		"the connection closed mid-answer (the network, or one reused after an interrupted call); the call may have taken effect"
 	if got != want {
 		t.Errorf("explain =\n%q\nwant\n%q", got, want)
 	}
