@@ -141,6 +141,9 @@ func TestErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("pipelinectl %q: exit %d, stderr %q; want exit %d with %q (stdout %q)", tc.args, code, errOut, tc.code, tc.want, out)
 		}
+		if strings.Contains(errOut, "operation error") {
+			t.Errorf("pipelinectl %q: stderr %q has the SDK's chain; want the thing and the cause in words", tc.args, errOut)
+		}
 	}
 }
 
