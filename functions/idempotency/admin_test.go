@@ -161,10 +161,14 @@ func TestAdminReleaseRefusals(t *testing.T) {
 	future := number(e.clock.Now().Add(time.Hour).Unix())
 	e.put(t, map[string]types.AttributeValue{"id": s("default#ownerless"), AttrStatus: s(StatusInProgress),
 		AttrExpiration: future, AttrLockExpiration: number(0)})
+	// Expired for the store's clock, not for DynamoDB Local's: its TTL sweeper deletes an item
+	// past its expiration on the wall clock, which on a loaded machine it did before the
+	// release read it ("no record").
 	e.put(t, map[string]types.AttributeValue{"id": s("default#expired"), AttrStatus: s(StatusInProgress), AttrOwner: s("o"),
-		AttrExpiration: number(e.clock.Now().Add(-time.Hour).Unix()), AttrLockExpiration: number(1)})
+		AttrExpiration: number(e.clock.Now().Add(10 * time.Minute).Unix()), AttrLockExpiration: number(1)})
 	e.put(t, map[string]types.AttributeValue{"id": s("default#odd"), AttrStatus: s("PENDING"), AttrExpiration: future})
 	e.stuck(t, "released", time.UnixMilli(0))
+	e.clock.Advance(11 * time.Minute)
 	for key, want := range map[string]string{
 		"done":      `record "default#done": the record is COMPLETED (attempt 1): its effect has run, and releasing it would let a redelivery run it again`,
 		"ownerless": `record "default#ownerless": the record has no owner attribute (written by another runtime), so a release cannot be fenced`,
