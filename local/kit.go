@@ -213,6 +213,9 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 		return nil, err
 	}
 	clashes(refs, templates)
+	if err := nestedPlanned(refs, templates); err != nil { // a nested stack's mapping numbers, before plan copies them
+		return nil, err
+	}
 	if err := linkImports(refs, templates); err != nil {
 		return nil, err
 	}
@@ -311,11 +314,12 @@ func (k *Kit) read(refs []cfn.StackRef) ([]cfn.StackRef, []*standin.Template, []
 		if err != nil {
 			return fail(err)
 		}
-		src, err := cfn.ReadSources(ref.Dir, ref.Artifact())
+		own := ownsPath(ref, t.Nested)
+		src, err := cfn.ReadSources(ref.Dir, ref.Artifact(), own)
 		if err != nil {
 			return fail(err)
 		}
-		templates, sources = append(templates, t), append(sources, ownSources(src, ref, t.Nested))
+		templates, sources = append(templates, t), append(sources, src)
 		for j, n := range t.Nested {
 			name := n.Path[strings.LastIndex(n.Path, "/")+1:]
 			refs = slices.Insert(refs, i+1+j, cfn.StackRef{ID: ref.ID + "/" + n.LogicalID, DisplayName: ref.DisplayName + "/" + name,
@@ -328,7 +332,7 @@ func (k *Kit) read(refs []cfn.StackRef) ([]cfn.StackRef, []*standin.Template, []
 		if err := t.UseParameters(k.opts.Parameters); err != nil { // an imported queue's ARN may be one
 			return fail(err)
 		}
-		existing, err := cfn.ReadExistingQueues(ref.Dir, ref.ID)
+		existing, err := cfn.ReadExistingQueues(ref.Dir, ref.ID, own)
 		if err != nil {
 			return fail(err)
 		}
@@ -345,20 +349,16 @@ func (k *Kit) read(refs []cfn.StackRef) ([]cfn.StackRef, []*standin.Template, []
 	return refs, templates, sources, nil
 }
 
-// ownSources keeps the sources of ref's own functions: those under its construct path, not
-// under one of its nested stacks' (a nested stack's are in its top stack's metadata).
-func ownSources(all map[string]cfn.Source, ref cfn.StackRef, nested []standin.NestedStack) map[string]cfn.Source {
-	own := map[string]cfn.Source{}
-	for id, s := range all {
-		if ref.Path != "" && !strings.HasPrefix(s.Path, "/"+ref.Path+"/") {
-			continue
+// ownsPath reports the construct paths of ref's own resources: those under its construct
+// path, not under one of its nested stacks' (a nested stack's metadata is in its top
+// stack's, and its logical ids may be its parent's too).
+func ownsPath(ref cfn.StackRef, nested []standin.NestedStack) func(path string) bool {
+	return func(path string) bool {
+		if ref.Path != "" && !strings.HasPrefix(path, "/"+ref.Path+"/") {
+			return false
 		}
-		if slices.ContainsFunc(nested, func(n standin.NestedStack) bool { return strings.HasPrefix(s.Path, "/"+n.Path+"/") }) {
-			continue
-		}
-		own[id] = s
+		return !slices.ContainsFunc(nested, func(n standin.NestedStack) bool { return strings.HasPrefix(path, "/"+n.Path+"/") })
 	}
-	return own
 }
 
 // plan plans each stack (what runs, what cannot: Kit.NotRun), and refuses an assembly in
@@ -382,7 +382,6 @@ func (k *Kit) plan(refs []cfn.StackRef, templates []*standin.Template, sources [
 			k.notRun = append(k.notRun, refs[i].DisplayName+": "+n)
 		}
 	}
-	clashes(refs, templates)
 	if running == 0 {
 		why := ""
 		if len(k.notRun) > 0 {

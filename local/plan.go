@@ -385,6 +385,23 @@ func nestedParameters(ref cfn.StackRef, parent *standin.Deployment) map[string]s
 	return vals
 }
 
+// nestedPlanned gives each nested stack's template its parameters from its parent's planned
+// deployment (names and ARNs as the real one gives them; Kit.create gives them again from
+// the real one), parents first, so that what plan reads of the template (a mapping's batch
+// size from a parameter) has its value.
+func nestedPlanned(refs []cfn.StackRef, templates []*standin.Template) error {
+	planned := map[string]*standin.Deployment{}
+	for i, ref := range refs {
+		if ref.Parent != "" && planned[ref.Parent] != nil {
+			if err := templates[i].UseParameters(nestedParameters(ref, planned[ref.Parent])); err != nil {
+				return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+			}
+		}
+		planned[ref.ID] = standin.Planned(templates[i], stackSuffix(ref))
+	}
+	return nil
+}
+
 // nestedOutput is the value of output of the nested stack that the resource of the stack
 // parent runs (Fn::GetAtt [resource, Outputs.output]); byID finds a stack's deployment.
 func nestedOutput(byID func(string) *standin.Deployment, parent, resource, output string) (any, error) {
@@ -407,6 +424,9 @@ func nestedOutput(byID func(string) *standin.Deployment, parent, resource, outpu
 func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
 	for i, t := range templates {
 		for _, m := range t.Mappings {
+			if err := linkParent(refs, templates, i, m); err != nil {
+				return err
+			}
 			imp, ok := m.SourceArn.(map[string]any)
 			if !ok || len(imp) != 1 || imp["Fn::ImportValue"] == nil {
 				continue
@@ -435,6 +455,38 @@ func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// linkParent links mapping m of the nested stack refs[i], whose source is a parameter its
+// parent gives the ARN of one of the parent's queues (a queue passed into a NestedStack), to
+// that queue. Any other mapping is left as it is.
+func linkParent(refs []cfn.StackRef, templates []*standin.Template, i int, m standin.Mapping) error {
+	ref := refs[i]
+	param := cfn.RefTarget(m.SourceArn)
+	if ref.Parent == "" || param == "" {
+		return nil
+	}
+	j := slices.IndexFunc(refs, func(r cfn.StackRef) bool { return r.ID == ref.Parent })
+	if j < 0 {
+		return nil
+	}
+	parent := templates[j]
+	k := slices.IndexFunc(parent.Nested, func(n standin.NestedStack) bool { return n.LogicalID == ref.ParentResource })
+	if k < 0 {
+		return nil
+	}
+	ga, _ := cfn.Dig(parent.Nested[k].Parameters, param, "Fn::GetAtt").([]any)
+	if len(ga) != 2 || ga[1] != "Arn" {
+		return nil
+	}
+	q, _ := ga[0].(string)
+	if _, ok := parent.Queues[q]; !ok {
+		return nil
+	}
+	if err := templates[i].LinkQueue(m.LogicalID, parent, q, standin.Planned(parent, stackSuffix(refs[j])).QueueName); err != nil {
+		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 	}
 	return nil
 }

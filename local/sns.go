@@ -98,7 +98,7 @@ func filtered(onBody bool, p *publication) []byte {
 		switch typ := aws.ToString(a.DataType); {
 		case strings.HasPrefix(typ, "Number") && json.Valid([]byte(v)):
 			doc[name] = json.RawMessage(v)
-		case strings.HasPrefix(typ, "String.Array") && json.Valid([]byte(v)):
+		case strings.HasPrefix(typ, "String.Array") && strings.HasPrefix(strings.TrimSpace(v), "[") && json.Valid([]byte(v)):
 			doc[name] = json.RawMessage(v)
 		case strings.HasPrefix(typ, "String"):
 			doc[name], _ = json.Marshal(v)

@@ -159,8 +159,10 @@ type Source struct {
 // ReadSources reads the SourceMetadata entries of stack in the cloud assembly at dir, by the
 // logical id of the function resource (from the aws:cdk:logicalId entry of the same
 // construct path). A function without an entry (synthesized by an older version) is absent.
-func ReadSources(dir, stack string) (map[string]Source, error) {
-	return readMetadata[Source](dir, stack, SourceMetadata, func(s *Source, path string) { s.Path = path })
+// With keep, only the entries of the construct paths it keeps: a stack's metadata holds its
+// nested stacks' too, whose logical ids may be the same as its own.
+func ReadSources(dir, stack string, keep ...func(path string) bool) (map[string]Source, error) {
+	return readMetadata[Source](dir, stack, SourceMetadata, func(s *Source, path string) { s.Path = path }, keep)
 }
 
 // ExistingQueueMetadata is the type of the cloud assembly metadata entry on the event source
@@ -183,15 +185,16 @@ type ExistingQueue struct {
 }
 
 // ReadExistingQueues reads the ExistingQueueMetadata entries of stack in the cloud assembly
-// at dir, by the logical id of the event source mapping that carries each.
-func ReadExistingQueues(dir, stack string) (map[string]ExistingQueue, error) {
-	return readMetadata[ExistingQueue](dir, stack, ExistingQueueMetadata, nil)
+// at dir, by the logical id of the event source mapping that carries each; with keep, as
+// ReadSources.
+func ReadExistingQueues(dir, stack string, keep ...func(path string) bool) (map[string]ExistingQueue, error) {
+	return readMetadata[ExistingQueue](dir, stack, ExistingQueueMetadata, nil, keep)
 }
 
 // readMetadata reads the entries of one metadata type of stack in the cloud assembly at dir
 // (the manifest's and the additional metadata file's), by the logical id of the resource
 // whose construct path carries each; fill, when not nil, is given each entry's path.
-func readMetadata[T any](dir, stack, typ string, fill func(*T, string)) (map[string]T, error) {
+func readMetadata[T any](dir, stack, typ string, fill func(*T, string), keep []func(string) bool) (map[string]T, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return nil, err
@@ -231,6 +234,9 @@ func readMetadata[T any](dir, stack, typ string, fill func(*T, string)) (map[str
 	}
 	out := map[string]T{}
 	for path, es := range md {
+		if slices.ContainsFunc(keep, func(k func(string) bool) bool { return !k(path) }) {
+			continue
+		}
 		var v *T
 		var id string
 		for _, e := range es {

@@ -2,6 +2,7 @@ package standin
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -247,30 +248,37 @@ func JSONish(v any) string {
 
 // LinkQueue makes queue, a queue of the template from of another stack of the run, the
 // source of mapping, whose EventSourceArn imports that queue's ARN (an Fn::ImportValue of
-// from's export, as CDK writes a queue passed to another stack). The queue and its
-// dead-letter queue are added to t under their logical ids, with the local names that
-// from's deployment gives them (names, by logical id): the two stacks' deployments then
-// address one queue, which the mapping reads as one of t's.
+// from's export, as CDK writes a queue passed to another stack, or a nested stack's
+// parameter its parent gives). The queue and its dead-letter queue are added to t under ids
+// of their own (from's name, ".", the logical id: CDK gives the same construct path the same
+// id in every stack), with the local names that from's deployment gives them (names, by
+// logical id): the two stacks' deployments then address one queue, which the mapping reads
+// as one of t's.
 func (t *Template) LinkQueue(mapping string, from *Template, queue string, names map[string]string) error {
 	i := slices.IndexFunc(t.Mappings, func(m Mapping) bool { return m.LogicalID == mapping })
 	if i < 0 {
 		return fmt.Errorf("mapping %s: no event source mapping by that logical id", mapping)
 	}
-	ids := []string{queue}
-	if dlq := from.Queues[queue].DeadLetterQueue(); dlq != "" {
-		ids = append(ids, dlq)
+	q, ok := from.Queues[queue]
+	if !ok {
+		return fmt.Errorf("mapping %s: queue %s is not a queue of stack %s", mapping, queue, from.Name)
 	}
-	for _, id := range ids {
-		q, ok := from.Queues[id]
+	linked := func(id string) string { return from.Name + "." + id }
+	q.Props = maps.Clone(q.Props)
+	if dlq := q.DeadLetterQueue(); dlq != "" {
+		d, ok := from.Queues[dlq]
 		if !ok {
-			return fmt.Errorf("mapping %s: queue %s is not a queue of stack %s", mapping, id, from.Name)
+			return fmt.Errorf("mapping %s: the dead-letter queue %s of queue %s is not a queue of stack %s", mapping, dlq, queue, from.Name)
 		}
-		if old, ok := t.Queues[id]; ok && old.shared != names[id] {
-			return fmt.Errorf("mapping %s: the queue it imports from stack %s has the logical id %s, which a queue of this stack has too", mapping, from.Name, id)
-		}
-		q.shared = names[id]
-		t.Queues[id] = q
+		redrive, _ := q.Props["RedrivePolicy"].(map[string]any)
+		redrive = maps.Clone(redrive)
+		redrive["deadLetterTargetArn"] = map[string]any{"Fn::GetAtt": []any{linked(dlq), "Arn"}}
+		q.Props["RedrivePolicy"] = redrive
+		d.LogicalID, d.shared = linked(dlq), names[dlq]
+		t.Queues[linked(dlq)] = d
 	}
-	t.Mappings[i].Queue = queue
+	q.LogicalID, q.shared = linked(queue), names[queue]
+	t.Queues[linked(queue)] = q
+	t.Mappings[i].Queue = linked(queue)
 	return nil
 }

@@ -611,8 +611,10 @@ func LoadTemplate(path string) (*Template, error) {
 				WindowSeconds:  intProp(p, "MaximumBatchingWindowInSeconds", 0),
 				MaxConcurrency: int(asFloat(cfn.Dig(p, "ScalingConfig", "MaximumConcurrency"))),
 			}
-			if m.Queue == "" {
-				m.SourceArn = p["EventSourceArn"]
+			if _, param := t.Parameters[m.Queue]; m.Queue == "" || param {
+				// A queue the stack does not create: imported, or given by a parameter (a
+				// nested stack's, from its parent: package local links it).
+				m.Queue, m.SourceArn = "", p["EventSourceArn"]
 			}
 			var err error
 			if m.Filters, err = filterPatterns(p["FilterCriteria"]); err != nil {

@@ -68,7 +68,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 	for _, w := range []string{"Alias/Worker  queue ", "Go1x/Legacy  queue ", "Zip/Zipped  queue ", "Filtered/Orders  queue ", "Arm64/Graviton  queue ",
 		"Names/Recorder  queue ", "Names/DeadLetters  queue ", "Versioned/Pinned  queue ", "ByArn/Target  queue ", "Fanout/RawReader  queue ", "Fanout/WrappedReader  queue ", "Fanout/PickyReader  queue ", "Fanout/TestedReader  queue ", "Uploads/Reader  queue ", "Broken/Crashing  queue ", "/corpus-orders\n", "/corpus-orders-dlq\n", "runtime go1.x, which Lambda no longer accepts",
 		// Shared's queue, read by Reader's function; the nested stack's pipeline; the layer said.
-		"Reader/Handler  queue ", "/RequestsC42AC379-Shared\n", "Nested/Workers/Writer  queue ", "Layered/WithLayer  queue ",
+		"Reader/Handler  queue ", "/RequestsC42AC379-Shared\n", "Nested/Workers/Writer  queue ", "Nested/Workers/Reader  queue ", "/InboxA8E05DC3-Nested\n", "Layered/WithLayer  queue ",
 		"function WithLayer5127A694 Layers: a layer's files are not under /opt locally"} {
 		if !strings.Contains(printed, w) {
 			t.Errorf("local up printed no %q", w)
@@ -114,6 +114,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 		"Filtered/Orders":       {`{"type":"order","id":"f-1"}`, `{"type":"refund","id":"f-2"}`, `not json`},
 		"Reader/Handler":        {"reader-1"},
 		"Nested/Workers/Writer": {"nested-1"},
+		"Nested/Workers/Reader": {"nested-2"},
 		"Layered/WithLayer":     {"layer-1"},
 	}
 	start = time.Now()
@@ -154,7 +155,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 		`Fanout/RawReader163B5A0D | {"seen":"fanout-1"`, `Fanout/WrappedReader3603931F | {"seen":"{\"Type\":\"Notification\"`, `\"Message\":\"fanout-1\"`, `\"MessageAttributes\":{\"kind\":{\"Type\":\"String\",\"Value\":\"test\"}}`,
 		`Uploads/ReaderF7BF189D | {"seen":"{\"Type\":\"Notification\"`, `\"Subject\":\"Amazon S3 Notification\"`, `\\\"eventName\\\":\\\"ObjectCreated:Put\\\"`,
 		`\\\"key\\\":\\\"uploads/a+b.txt\\\"`, "Uploads/Reader: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations, 0 failed",
-		`Reader/Handler886CB40B | {"seen":"reader-1"`, `Nested/Workers/Writer3ED51D24 | {"seen":"nested-1"`, `Layered/WithLayer5127A694 | {"seen":"layer-1"`,
+		`Reader/Handler886CB40B | {"seen":"reader-1"`, `Nested/Workers/Writer3ED51D24 | {"seen":"nested-1"`, `Nested/Workers/ReaderF7BF189D | {"seen":"nested-2"`, `Layered/WithLayer5127A694 | {"seen":"layer-1"`,
 		// A function that fails at init: the status line says so, with its error.
 		"Broken/Crashing: queue ", "failed · last failure: lambdart: init failed: ", "last output: panic: Table not available: corpus-absent",
 		// STS, which the kit does not serve: the kit's error, in STS's own format, reaches the function.

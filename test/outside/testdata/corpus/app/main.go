@@ -22,7 +22,7 @@
 //     another (CDK exports its ARN from Shared and imports it in Reader);
 //   - Nested: a nested stack holding the queue, the function and the mapping, given the
 //     parent's table (a parameter of the nested stack) and giving the parent its queue's URL
-//     (an output of the nested stack);
+//     (an output of the nested stack), and a function of it reading a queue of the parent;
 //   - Layered: a function with a layer of its own;
 //   - Settings: a function whose environment holds a value read from Systems Manager at
 //     deploy time and the ARN of a Secrets Manager secret.
@@ -67,8 +67,10 @@ func main() {
 }
 
 // prebuilt is a function whose code is the bootstrap the app's build step wrote (bin/zip).
-func prebuilt(stack awscdk.Stack, id string) awslambda.Function {
-	return awslambda.NewFunction(stack, jsii.String(id), &awslambda.FunctionProps{
+func prebuilt(stack awscdk.Stack, id string) awslambda.Function { return prebuiltIn(stack, id) }
+
+func prebuiltIn(scope constructs.Construct, id string) awslambda.Function {
+	return awslambda.NewFunction(scope, jsii.String(id), &awslambda.FunctionProps{
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 		Handler:      jsii.String("bootstrap"),
 		Architecture: awslambda.Architecture_X86_64(),
@@ -298,6 +300,10 @@ func NewNested(scope constructs.Construct, id string) awscdk.Stack {
 	})
 	table.GrantWriteData(fn)
 	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, nil))
+	// And the other way: a queue of the parent read by a function of the nested stack (CDK
+	// passes the queue's ARN as a parameter of the nested stack).
+	inbox := queueWithDLQ(stack, "Inbox", nil)
+	prebuiltIn(inner, "Reader").AddEventSource(awslambdaeventsources.NewSqsEventSource(inbox, nil))
 	awscdk.NewCfnOutput(stack, jsii.String("JobsUrl"), &awscdk.CfnOutputProps{Value: queue.QueueUrl()})
 	awscdk.NewCfnOutput(stack, jsii.String("LedgerName"), &awscdk.CfnOutputProps{Value: table.TableName()})
 	return stack
