@@ -237,7 +237,7 @@ vet: $(GOMOD_STAMP)
 # CLI's and the kit's); each has its own queues, tables or kit.
 UNIT_TEST := $(GO) test -count=1 -parallel 8 ./...
 unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
-	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 4 min" -- \
+	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 9 min on 2 cores" -- \
 	  $(UNIT_TEST)
 
 # The examples build as a user's app does: their own module, GOFLAGS=-trimpath (no source
@@ -325,7 +325,7 @@ E2E_CORE_TEST := E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(E2E_TEST) -short -timeout 15m ./
 # Not in CI: make test's Go tests N times over, each time with two CPU hogs beside them.
 .PHONY: test-stress
 N ?= 20
-test-stress: tools examples-synth e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## make test's Go tests N times (default 20) with two CPU hogs beside them, as CI shares its 2 cores; prints each failing test with its count (about 15 min a run)
+test-stress: tools examples-synth e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## make test's Go tests N times (default 20) with two CPU hogs beside them, as CI shares its 2 cores; prints each failing test with its count (about 20 min a run)
 	@N=$(N) UNIT='$(UNIT_TEST)' EXAMPLES='cd examples && $(EXAMPLES_TEST)' E2E_CORE='$(E2E_CORE_TEST)' bash scripts/test-stress.sh
 .PHONY: e2e e2e-core
 e2e: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template (package local): every scenario with its alarms, a short soak (make check)
