@@ -523,13 +523,14 @@ func TestRedriveSIGINTStorm(t *testing.T) {
 // A network cut in the middle of a redrive: every call fails from one receive on. The run
 // stops (its outage, seconds here, is two minutes at a terminal), and its summary counts
 // only what it read after its last change: while the network stays down it says the
-// DLQ's counts are unknown, and why, instead of zeros; when the network returns while it
-// counts, its counts are the queue's real ones. Every kind of call that failed is named
-// with its cause in words, never the SDK's error chain.
+// DLQ's counts are unknown, and why, instead of zeros; when the network returns as the run
+// ends, its counts are the queue's real ones. After the outage, the run's end tries each
+// call once, having said so, rather than retrying for another minute in silence. Every kind
+// of call that failed is named with its cause in words, never the SDK's error chain.
 func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 	t.Parallel()
 	for _, returns := range []bool{false, true} {
-		name := map[bool]string{false: "network stays down", true: "network returns while it counts"}[returns]
+		name := map[bool]string{false: "network stays down", true: "network returns as the run ends"}[returns]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			p := newPipe(t, false)
@@ -546,7 +547,7 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 			}
 			defer proxy.Close()
 			var down atomic.Bool
-			var sends, failedCounts atomic.Int64
+			var sends atomic.Int64
 			var downAt atomic.Int64
 			proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
 				switch {
@@ -555,21 +556,20 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 				case c.Op == "ReceiveMessage" && sends.Load() >= 20 && downAt.Load() == 0:
 					downAt.Store(time.Now().UnixMilli())
 					down.Store(true)
-				case c.Op == "GetQueueAttributes" && down.Load() && returns:
-					// The network returns after two of the summary's counts failed (each is the
-					// SDK's 3 attempts).
-					if failedCounts.Add(1) > 6 {
-						down.Store(false)
-					}
 				}
-				if down.Load() {
-					return ddbproxy.Fault{Cut: true}
+				if !down.Load() {
+					return ddbproxy.Fault{}
 				}
-				return ddbproxy.Fault{}
+				if returns && c.Op == "ChangeMessageVisibilityBatch" {
+					// The network returns just after the run's one try to give back what it
+					// holds: its one count then reads the DLQ.
+					down.Store(false)
+				}
+				return ddbproxy.Fault{Cut: true}
 			}
 			args := append(p.args("dlq", "redrive", "--yes", "--output", "json"), "--endpoint-url", proxy.URL, "--journal", filepath.Join(t.TempDir(), "j"))
 			var out, errOut bytes.Buffer
-			ctx := dlq.WithTimings(t.Context(), dlq.Timings{Outage: 3 * time.Second, Count: 8 * time.Second})
+			ctx := dlq.WithTimings(t.Context(), dlq.Timings{Outage: 3 * time.Second})
 			start := time.Now()
 			code := run(ctx, args, &out, &errOut)
 			took := time.Since(start)
@@ -624,19 +624,28 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 			}
 			t.Logf("FIGURE network cut, %s: exit %d after %s; moved %d (the destination has %d); summary left: %s (the DLQ after: %d visible, %d in flight); not given back %d; failed calls: %s",
 				name, code, took.Round(time.Second), s.Moved, moved, left, real[0], real[1], len(s.NotGivenBack), strings.Join(failed, ", "))
+			// After an outage that stopped the run, its end tries each call once (no SDK
+			// retries), having said so: not another minute of retries, silent.
+			if f := s.FailedCalls["give back"]; f.Count != 1 {
+				t.Errorf("give back failed %d times, want once: one try after the outage", f.Count)
+			}
+			wantContains(t, "output", errOut.String(), "no answer since ", ": one try to give back the 1 message this run holds (else they reappear by ", "then one to count the DLQ, then the summary")
 			if !returns {
-				if s.LeftVisible != nil || s.LeftInFlight != nil || !strings.Contains(s.LeftUnknown, "could not count since") {
+				if f := s.FailedCalls["count"]; f.Count != 1 {
+					t.Errorf("the count failed %d times, want once: one try after the outage", f.Count)
+				}
+				if s.LeftVisible != nil || s.LeftInFlight != nil || !strings.Contains(s.LeftUnknown, "could not count at ") {
 					t.Errorf("network down: left %v/%v (%q), want unknown with why", s.LeftVisible, s.LeftInFlight, s.LeftUnknown)
 				}
-				wantContains(t, "summary", string(trail), "# left         in the DLQ: unknown: could not count since", "# failed calls receive: ", "#              count: ",
+				wantContains(t, "summary", string(trail), "# left         in the DLQ: unknown: could not count at ", "# failed calls receive: ", "#              count: ",
 					"# NOT DONE     receives from the DLQ failed for ")
 				return
 			}
 			if s.LeftVisible == nil || s.LeftInFlight == nil {
 				t.Fatalf("network back: counts unknown (%s), want them read", s.LeftUnknown)
 			}
-			if f := s.FailedCalls["count"]; f.Count < 2 {
-				t.Errorf("failed calls = %+v, want the summary's failed counts named", s.FailedCalls)
+			if f, ok := s.FailedCalls["count"]; ok {
+				t.Errorf("the count failed %d times, want it read on its one try, the network back", f.Count)
 			}
 			wantContains(t, "summary", string(trail), fmt.Sprintf("# left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at ", *s.LeftVisible, *s.LeftInFlight))
 			// The count was read after the run's last change: the total is the queue's, and

@@ -22,11 +22,11 @@ type QueueInfo struct {
 }
 
 // GetQueue reads the attributes of the queue at url that the commands show and check.
-func GetQueue(ctx context.Context, api *sqs.Client, url string) (QueueInfo, error) {
+func GetQueue(ctx context.Context, api *sqs.Client, url string, opts ...func(*sqs.Options)) (QueueInfo, error) {
 	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(url),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
-	})
+	}, opts...)
 	if c := ErrorCode(err); strings.HasSuffix(c, "QueueDoesNotExist") || strings.HasSuffix(c, "NonExistentQueue") {
 		return QueueInfo{}, fmt.Errorf("queue %s does not exist in this account and region (%s): check the URL (--queue-url, or the outputs it came from), "+
 			"--region and the SQS endpoint; a stack deleted and deployed again has new queue names", url, c[strings.LastIndex(c, "#")+1:])

@@ -300,6 +300,10 @@ type mover struct {
 	outage       time.Duration // how long receives or counts may keep failing (maxOutage)
 
 	countFailingSince time.Time
+	// downSince is when the calls began to fail, when the run stopped because they failed
+	// for the whole outage: its end then tries each call once (see release), not again for
+	// another minute on a network that has been gone for minutes.
+	downSince time.Time
 
 	gaveBack     int       // held messages made visible again at the end
 	notGivenBack []string  // held messages that could not be: they reappear by returnBy
@@ -328,11 +332,12 @@ func (r *mover) run(ctx context.Context) {
 			cause := r.fails.add("receive", err)
 			if failingSince.IsZero() {
 				failingSince = time.Now()
-				fmt.Fprintf(r.out, "receive failed at %s: %s; retrying for up to %s (what a failed receive took stays hidden up to %s and moves when it reappears)\n",
+				fmt.Fprintf(r.out, "receive failed at %s: %s; retrying for up to %s (what a failed receive took stays hidden up to %s and moves when it reappears; Ctrl-C stops sooner and loses nothing)\n",
 					clock(failingSince), cause, r.outage, r.hold)
 			}
 			if time.Since(failingSince) > r.outage {
 				r.errs = append(r.errs, fmt.Errorf("receives from the DLQ failed for %s, since %s: %s", time.Since(failingSince).Round(time.Second), clock(failingSince), cause))
+				r.downSince = failingSince
 				return
 			}
 			cli.Pause(ctx, time.Second)
@@ -380,6 +385,7 @@ func (r *mover) settle(ctx context.Context, since *time.Time) bool {
 		}
 		if time.Since(r.countFailingSince) > r.outage {
 			r.errs = append(r.errs, fmt.Errorf("the DLQ could not be counted since %s, to check that it hides nothing this run has not moved: %s", clock(r.countFailingSince), cause))
+			r.downSince = r.countFailingSince
 			return true
 		}
 		if !cli.Pause(ctx, time.Second) {
@@ -563,10 +569,10 @@ func retryable(err error) bool {
 }
 
 // delete deletes m from the DLQ; a failure keeps it for retryDeletes (and the journal).
-func (r *mover) delete(ctx context.Context, m types.Message) error {
+func (r *mover) delete(ctx context.Context, m types.Message, opts ...func(*sqs.Options)) error {
 	id := aws.ToString(m.MessageId)
 	cctx, cancel := settled(ctx)
-	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.URL), ReceiptHandle: m.ReceiptHandle})
+	_, err := r.api.DeleteMessage(cctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.dlq.URL), ReceiptHandle: m.ReceiptHandle}, opts...)
 	cancel()
 	if err != nil {
 		cause := r.fails.add("delete", err)
@@ -586,9 +592,9 @@ func (r *mover) delete(ctx context.Context, m types.Message) error {
 // means the first delete landed and only its answer was lost, or the hold ran out and the
 // message is back, to be deleted when received (the journal has it as sent): either way
 // nothing is left to retry.
-func (r *mover) retryDeletes(ctx context.Context) {
+func (r *mover) retryDeletes(ctx context.Context, opts ...func(*sqs.Options)) {
 	for _, id := range slices.Sorted(maps.Keys(r.undeleted)) {
-		c := cli.ErrorCode(r.delete(ctx, r.undeleted[id]))
+		c := cli.ErrorCode(r.delete(ctx, r.undeleted[id], opts...))
 		if strings.Contains(c, "ReceiptHandleIsInvalid") || strings.Contains(c, "InvalidParameterValue") || strings.Contains(c, "MessageNotInflight") {
 			delete(r.undeleted, id)
 		}
@@ -598,10 +604,16 @@ func (r *mover) retryDeletes(ctx context.Context) {
 // release makes what the run holds visible again, also after Ctrl-C: the messages it keeps
 // or received when it stopped, and those whose copy is sent but whose delete failed (the
 // journal has them as sent: a rerun deletes them without sending them again). Each call is
-// tried up to three times a second apart (a network blip), within giveBackBudget; what it
-// could not give back is named, with when its hold runs out.
+// tried up to three times a second apart (a network blip), within giveBackBudget; after an
+// outage that stopped the run, once, without the SDK's retries, the run saying so first. What
+// it could not give back is named, with when its hold runs out.
 func (r *mover) release(ctx context.Context) {
-	r.retryDeletes(ctx)
+	var opts []func(*sqs.Options)
+	attempts := 3
+	if !r.downSince.IsZero() {
+		opts, attempts = []func(*sqs.Options){oneAttempt}, 1
+	}
+	r.retryDeletes(ctx, opts...)
 	var msgs []types.Message
 	for _, id := range slices.Sorted(maps.Keys(r.held)) {
 		msgs = append(msgs, r.held[id])
@@ -609,19 +621,23 @@ func (r *mover) release(ctx context.Context) {
 	for _, id := range slices.Sorted(maps.Keys(r.undeleted)) {
 		msgs = append(msgs, r.undeleted[id])
 	}
-	if len(msgs) > 0 && ctx.Err() != nil && cli.SecondSignalKills != nil {
+	switch {
+	case len(msgs) > 0 && ctx.Err() != nil && cli.SecondSignalKills != nil:
 		cli.SecondSignalKills()
 		fmt.Fprintf(r.out, "interrupted: giving back the %d messages this run holds (Ctrl-C again leaves them hidden until %s at the latest; the journal keeps what was sent)\n",
 			len(msgs), clock(time.Now().Add(r.hold)))
+	case len(msgs) > 0 && !r.downSince.IsZero():
+		fmt.Fprintf(r.out, "no answer since %s: one try to give back the %s this run holds (else they reappear by %s), then one to count the DLQ, then the summary\n",
+			clock(r.downSince), messages(len(msgs)), clock(time.Now().Add(r.hold)))
 	}
 	deadline := time.Now().Add(giveBackBudget)
 	left := msgs
-	for attempt := 1; len(left) > 0 && attempt <= 3 && time.Now().Before(deadline); attempt++ {
+	for attempt := 1; len(left) > 0 && attempt <= attempts && time.Now().Before(deadline); attempt++ {
 		if attempt > 1 {
 			time.Sleep(time.Second) // also after Ctrl-C: giving back is what the run does then
 		}
 		var err error
-		if left, err = giveBack(ctx, r.api, r.dlq.URL, left); err != nil {
+		if left, err = giveBack(ctx, r.api, r.dlq.URL, left, opts...); err != nil {
 			r.fails.add("give back", err)
 		}
 	}

@@ -203,7 +203,7 @@ func (e *hiddenError) count() int {
 // cancelled, and returns those it could not, with the last call's error. A message SQS
 // says is no longer in flight (its hold ran out) or whose handle is stale counts as given
 // back: it is visible, or gone.
-func giveBack(ctx context.Context, api *sqs.Client, url string, msgs []types.Message) ([]types.Message, error) {
+func giveBack(ctx context.Context, api *sqs.Client, url string, msgs []types.Message, opts ...func(*sqs.Options)) ([]types.Message, error) {
 	var left []types.Message
 	var lastErr error
 	for chunk := range slices.Chunk(msgs, 10) {
@@ -212,7 +212,7 @@ func giveBack(ctx context.Context, api *sqs.Client, url string, msgs []types.Mes
 			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}
 		}
 		cctx, cancel := settled(ctx)
-		out, err := api.ChangeMessageVisibilityBatch(cctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		out, err := api.ChangeMessageVisibilityBatch(cctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries}, opts...)
 		cancel()
 		if err != nil {
 			left, lastErr = append(left, chunk...), err

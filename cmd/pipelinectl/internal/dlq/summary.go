@@ -82,6 +82,9 @@ type RedriveSummary struct {
 	// trail has the task's total, then per-message lines.
 	taskThenMover bool
 	taskGoesOn    bool // the move task still runs in SQS after the run
+	// downSince: the run stopped because its calls failed for the whole outage, since then;
+	// the count is tried once.
+	downSince time.Time
 }
 
 // fromMover takes the receive path's counts.
@@ -102,7 +105,7 @@ func (s *RedriveSummary) fromMover(r *mover) {
 	if !r.returnBy.IsZero() {
 		s.NotGivenBackBy = &r.returnBy
 	}
-	s.fails, s.hold = &r.fails, r.hold
+	s.fails, s.hold, s.downSince = &r.fails, r.hold, r.downSince
 	switch {
 	case r.interrupted:
 		s.Status, s.Why = "not done", "interrupted"
@@ -227,16 +230,20 @@ func leftBehind(staying string) error {
 }
 
 // countLeft reads what is left in the DLQ after the run's last change. A count that fails
-// (the network) is tried again for up to countWait, once only after Ctrl-C; then the
-// counts are unknown, with why. When SQS still counts messages in flight that the run
+// (the network) is tried again for up to countWait; once only, without the SDK's retries,
+// after Ctrl-C or after an outage that stopped the run. Then the counts are unknown, with why. When SQS still counts messages in flight that the run
 // holds none of, it reads again, twice, a second apart: SQS's counts lag its changes.
 func (s *RedriveSummary) countLeft(ctx context.Context, api *sqs.Client, url string, out io.Writer) {
 	wait := timing(ctx, func(t Timings) time.Duration { return t.Count }, countWait)
+	var opts []func(*sqs.Options)
+	if !s.downSince.IsZero() {
+		wait, opts = 0, []func(*sqs.Options){oneAttempt}
+	}
 	var failingSince time.Time
 	rereads := 0
 	for {
 		cctx, cancel := settled(ctx)
-		q, err := cli.GetQueue(cctx, api, url)
+		q, err := cli.GetQueue(cctx, api, url, opts...)
 		cancel()
 		if err == nil {
 			if q.InFlight > 0 && rereads < 2 && !s.DryRun && s.Hidden == 0 && len(s.NotGivenBack) == 0 && s.Undeleted == 0 {
@@ -251,9 +258,13 @@ func (s *RedriveSummary) countLeft(ctx context.Context, api *sqs.Client, url str
 		cause := s.fails.add("count", err)
 		if failingSince.IsZero() {
 			failingSince = time.Now()
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && wait > 0 {
 				fmt.Fprintf(out, "could not count what is left in the DLQ at %s: %s; trying again for up to %s\n", clock(failingSince), cause, wait)
 			}
+		}
+		if !s.downSince.IsZero() {
+			s.LeftUnknown = fmt.Sprintf("could not count at %s (one try, after no answer since %s): %s", clock(failingSince), clock(s.downSince), cause)
+			return
 		}
 		if ctx.Err() != nil || time.Since(failingSince) >= wait {
 			s.LeftUnknown = fmt.Sprintf("could not count since %s (tried for %s): %s", clock(failingSince), time.Since(failingSince).Round(time.Second), cause)
