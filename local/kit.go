@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
@@ -626,7 +627,7 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 		}
 		path := cmp.Or(sources[p.Consumer].Path, t.Functions[p.Consumer].Path, p.Consumer)
 		r := &run{Running: Running{Name: pipelineName(path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
-			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env["IDEMPOTENCY_TABLE_NAME"],
+			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env[contract.EnvTableName],
 			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo, Filters: p.Mapping.Filters},
 			p: p, st: st, ledger: standin.NewLedger()}
 		if p.Dispatcher != "" {
@@ -680,14 +681,14 @@ func (k *Kit) standIn(ctx context.Context, st *stackRun, consumer string) error 
 	if err != nil {
 		return fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
 	}
-	name := env["IDEMPOTENCY_TABLE_NAME"]
+	name := env[contract.EnvTableName]
 	if name == "" || slices.Contains(slices.Collect(maps.Values(st.d.TableName)), name) {
 		return nil
 	}
 	if _, err := k.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}); err == nil {
 		return nil // another consumer's stand-in
 	}
-	pk, sk := env["IDEMPOTENCY_PARTITION_KEY"], env["IDEMPOTENCY_SORT_KEY"]
+	pk, sk := env[contract.EnvPartitionKey], env[contract.EnvSortKey]
 	if pk == "" {
 		pk = "id"
 	}

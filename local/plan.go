@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
@@ -125,7 +126,7 @@ func codeFor(ref cfn.StackRef, t *standin.Template, sources map[string]cfn.Sourc
 			return c, "", nil
 		}
 	}
-	if _, ours := f.Env["IDEMPOTENCY_TABLE_NAME"]; ours { // a consumer of these constructs, synthesized by an older version
+	if _, ours := f.Env[contract.EnvTableName]; ours { // a consumer of these constructs, synthesized by an older version
 		return code{}, "", fmt.Errorf("function %s: the cloud assembly does not say where its source is; "+
 			"synthesize it again (`cdk synth`) with this version of the constructs, which records it", id)
 	}

@@ -52,12 +52,8 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"regexp"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
@@ -75,7 +71,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
-	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency/layout"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
@@ -169,10 +165,10 @@ func deadLetterRetention(q Source) time.Duration {
 
 // Tunables the construct sets explicitly (the runtime's defaults) and Environment may override.
 var tunableDefaults = map[string]string{
-	"BATCH_DEADLINE_MARGIN": "2s",
-	"MAX_BODY_BYTES":        "262144",
-	"METRICS_NAMESPACE":     "IdempotentSQS",
-	"LOG_LEVEL":             "INFO",
+	contract.EnvDeadlineMargin:   "2s",
+	contract.EnvMaxBodyBytes:     "262144",
+	contract.EnvMetricsNamespace: "IdempotentSQS",
+	contract.EnvLogLevel:         "INFO",
 }
 
 // IdempotentConsumerProps configure an IdempotentConsumer. Queue and Table are required;
@@ -266,12 +262,15 @@ type IdempotentConsumerProps struct {
 	DisableMappingMetrics bool
 
 	// KeyPrefix namespaces this consumer's records when consumers share a table
-	// (id = KeyPrefix#key). Letters, digits, '.', '_' and '-'. May be a token (then the
-	// function checks it when it starts). Default: the construct id.
+	// (id = KeyPrefix#key): 1 to 1024 bytes of UTF-8 without '#', by the function's own
+	// rule (package contract). May be a token (then the function checks it when it starts).
+	// Default: the construct id.
 	KeyPrefix string
 	// KeySource is where the idempotency key is: "body:<json field>" or
-	// "attribute:<message attribute>". Cannot be a token (checked at synth), nor can
-	// TenantSource. Default "body:idempotencyKey".
+	// "attribute:<message attribute>", checked at synth by the parser the function reads
+	// IDEMPOTENCY_KEY_SOURCE with (contract.ParseSource: a body field is any 1 to 256 bytes
+	// of UTF-8, spaces included; an attribute name follows SQS's rules). Cannot be a token,
+	// nor can TenantSource. Default "body:idempotencyKey".
 	KeySource string
 	// TenantSource, with a table that has a sort key, makes the tenant the partition
 	// (composite key): "body:<field>", "attribute:<name>" or "group" (the MessageGroupId:
@@ -420,7 +419,7 @@ func NewIdempotentConsumer(scope constructs.Construct, id string, props *Idempot
 	// construct is expected (Stack.Of, NagSuppressions, as a scope).
 	c := &idempotentConsumer{settings: s}
 	constructs.NewConstruct_Override(c, scope, jsii.String(id))
-	c.keyPrefix = s.env["IDEMPOTENCY_KEY_PREFIX"]
+	c.keyPrefix = s.env[contract.EnvKeyPrefix]
 	c.queue = props.Queue.Queue()
 	c.fn = gofn.New(c, s.fn)
 	props.Table.GrantIdempotency(c.fn.Function)
@@ -590,27 +589,27 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			r, s.maxConcurrency, s.maxConcurrency)
 	}
 
+	// Every value the function parses at cold start is checked here by the function's own
+	// rules (package contract), so that a stack which synthesizes also starts.
 	keyPrefix := cmp.Or(props.KeyPrefix, id)
-	if !gofn.IsToken(keyPrefix) && !keyPrefixPattern.MatchString(keyPrefix) {
-		p.Add("KeyPrefix", strconv.Quote(keyPrefix), "use 1 to 100 letters, digits, '.', '_' or '-' (it is the namespace before '#' in each record id)")
+	if err := contract.CheckKeyPrefix(keyPrefix); !gofn.IsToken(keyPrefix) && err != nil {
+		p.Add("KeyPrefix", strconv.Quote(keyPrefix), fmt.Sprintf(`use 1 to %d bytes of UTF-8 without "#" (it is the namespace before '#' in each record id): %v`,
+			contract.MaxKeyPrefixBytes, err))
 	}
-	keySource := cmp.Or(props.KeySource, DefaultKeySource)
+	keySource := cmp.Or(props.KeySource, contract.DefaultKeySource)
 	if err := checkSource(keySource, false); err != "" {
 		p.Add("KeySource", strconv.Quote(keySource), err)
 	}
-	// The function refuses these names at start (functions/consume's env.go holds the same
-	// rules); constructs/table never reports them, another Store might.
+	// constructs/table never reports these names, another Store might.
 	partitionKey := cmp.Or(props.Table.PartitionKeyName(), layout.DefaultPartitionKeyAttr)
-	if len(partitionKey) > maxAttrNameBytes || !utf8.ValidString(partitionKey) || slices.Contains(layout.ReservedAttrs(), partitionKey) {
-		p.Add("Table", fmt.Sprintf("a table with partition key %q", partitionKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_PARTITION_KEY "+
-			"(1 to %d bytes of UTF-8, none of %s: the attributes every idempotency record writes), so every invocation would fail; "+
-			`use a table whose partition key has another name, e.g. "id"`, maxAttrNameBytes, strings.Join(layout.ReservedAttrs(), ", ")))
+	if err := contract.CheckPartitionKey(partitionKey); err != nil {
+		p.Add("Table", fmt.Sprintf("a table with partition key %q", partitionKey), fmt.Sprintf("the consumer refuses it as %s (%v), so every invocation would fail; "+
+			`use a table whose partition key has another name, e.g. "id"`, contract.EnvPartitionKey, err))
 	}
 	sortKey := props.Table.SortKeyName()
-	if refused := append([]string{partitionKey}, layout.ReservedAttrs()...); slices.Contains(refused, sortKey) {
-		p.Add("Table", fmt.Sprintf("a table with sort key %q", sortKey), fmt.Sprintf("the consumer refuses it as IDEMPOTENCY_SORT_KEY (none of %s: "+
-			"the partition key and the attributes every idempotency record writes), so every invocation would fail; "+
-			`use a table whose sort key has another name, e.g. "sk"`, strings.Join(refused, ", ")))
+	if err := contract.CheckSortKey(sortKey, partitionKey); sortKey != "" && err != nil {
+		p.Add("Table", fmt.Sprintf("a table with sort key %q", sortKey), fmt.Sprintf("the consumer refuses it as %s (%v), so every invocation would fail; "+
+			`use a table whose sort key has another name, e.g. "sk"`, contract.EnvSortKey, err))
 	}
 	if props.TenantSource != "" {
 		if sortKey == "" {
@@ -634,35 +633,35 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			"or set AllowShortRecordTTL and redrive only with pipelinectl, which refuses messages older than the record TTL",
 			s.recordTTL, retention, life-retention, life, life, life+DefaultRedriveWindow, DefaultRedriveWindow)
 	}
-	if props.CacheSize < 0 || props.CacheSize > limits.MaxCacheSize {
-		p.Add("CacheSize", props.CacheSize, fmt.Sprintf("use 0 (off) up to %d records (the consumer refuses more)", limits.MaxCacheSize))
+	if props.CacheSize < 0 || props.CacheSize > contract.MaxCacheSize {
+		p.Add("CacheSize", props.CacheSize, fmt.Sprintf("use 0 (off) up to %d records (the consumer refuses more)", contract.MaxCacheSize))
 	}
 	batchConcurrency := cmp.Or(props.BatchConcurrency, DefaultBatchConcurrency)
-	if batchConcurrency < 1 || batchConcurrency > limits.MaxBatchConcurrency {
-		p.Add("BatchConcurrency", batchConcurrency, fmt.Sprintf("use 1 to %d (the largest SQS batch; the consumer refuses more)", limits.MaxBatchConcurrency))
+	if batchConcurrency < 1 || batchConcurrency > contract.MaxBatchConcurrency {
+		p.Add("BatchConcurrency", batchConcurrency, fmt.Sprintf("use 1 to %d (the largest SQS batch; the consumer refuses more)", contract.MaxBatchConcurrency))
 	}
 
 	owned := map[string]string{
-		"IDEMPOTENCY_TABLE_NAME":       *props.Table.Table().TableName(),
-		"IDEMPOTENCY_PARTITION_KEY":    partitionKey,
-		"IDEMPOTENCY_KEY_PREFIX":       keyPrefix,
-		"IDEMPOTENCY_KEY_SOURCE":       keySource,
-		"IDEMPOTENCY_SORT_KEY":         sortKey,
-		"IDEMPOTENCY_TENANT_SOURCE":    props.TenantSource,
-		"IDEMPOTENCY_RECORD_TTL":       s.recordTTL.String(),
-		"IDEMPOTENCY_LOCK_CAP":         timeout.String(),
-		"IDEMPOTENCY_VALIDATE_PAYLOAD": strconv.FormatBool(!props.DisablePayloadValidation),
-		"IDEMPOTENCY_CACHE_SIZE":       strconv.Itoa(props.CacheSize),
-		"IDEMPOTENCY_DISABLED":         "false", // a deployed consumer always runs with idempotency
-		"BATCH_CONCURRENCY":            strconv.Itoa(batchConcurrency),
+		contract.EnvTableName:        *props.Table.Table().TableName(),
+		contract.EnvPartitionKey:     partitionKey,
+		contract.EnvKeyPrefix:        keyPrefix,
+		contract.EnvKeySource:        keySource,
+		contract.EnvSortKey:          sortKey,
+		contract.EnvTenantSource:     props.TenantSource,
+		contract.EnvRecordTTL:        s.recordTTL.String(),
+		contract.EnvLockCap:          timeout.String(),
+		contract.EnvValidatePayload:  strconv.FormatBool(!props.DisablePayloadValidation),
+		contract.EnvCacheSize:        strconv.Itoa(props.CacheSize),
+		contract.EnvDisabled:         "false", // a deployed consumer always runs with idempotency
+		contract.EnvBatchConcurrency: strconv.Itoa(batchConcurrency),
 	}
 	if dl, ok := props.Queue.(DeadLetterSource); ok && !props.DisableDeadLettering && dl.DeadLetterQueue() != nil {
 		s.deadLetter = dl.DeadLetterQueue()
-		owned["DEAD_LETTER_QUEUE_URL"] = *s.deadLetter.QueueUrl()
+		owned[contract.EnvDeadLetterQueue] = *s.deadLetter.QueueUrl()
 	}
 	tunables := maps.Clone(tunableDefaults)
 	if q, ok := props.Queue.(MessageSizeSource); ok && q.MaxMessageSize() > 0 {
-		tunables["MAX_BODY_BYTES"] = strconv.Itoa(q.MaxMessageSize())
+		tunables[contract.EnvMaxBodyBytes] = strconv.Itoa(q.MaxMessageSize())
 	}
 	s.env = gofn.Environment(p, owned, tunables, props.Environment)
 	s.fn.Environment = s.env
@@ -670,42 +669,21 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	return s
 }
 
-// maxAttrNameBytes is DynamoDB's limit on the name of a key attribute.
-const maxAttrNameBytes = 255
-
-var (
-	keyPrefixPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
-	// SQS message attribute names: letters, digits, '_', '-', '.', up to 256 characters.
-	attributeName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,256}$`)
-	bodyField     = regexp.MustCompile(`^[^\s]{1,256}$`)
-)
-
-// checkSource returns why s is not a valid key or tenant source, or "".
+// checkSource returns why s is not a valid key source (or, allowGroup, tenant source), or "":
+// the function's own parser (package contract) decides, so a source that synthesizes is one
+// the function accepts at cold start.
 func checkSource(s string, allowGroup bool) string {
 	if gofn.IsToken(s) {
 		return "give the literal source: it cannot be a token, because the consumer's other props are checked against it at synth"
 	}
 	forms := `use "body:<json field>" or "attribute:<message attribute name>"`
+	parse := contract.ParseSource
 	if allowGroup {
 		forms = `use "body:<json field>", "attribute:<message attribute name>" or "group"`
-		if s == "group" {
-			return ""
-		}
+		parse = contract.ParseTenantSource
 	}
-	kind, name, ok := strings.Cut(s, ":")
-	switch {
-	case !ok:
-		return forms
-	case kind == "body":
-		if !bodyField.MatchString(name) {
-			return "the body field name must be 1 to 256 characters without spaces; " + forms
-		}
-	case kind == "attribute":
-		if !attributeName.MatchString(name) || strings.HasPrefix(strings.ToLower(name), "aws.") || strings.HasPrefix(strings.ToLower(name), "amazon.") {
-			return "a message attribute name is 1 to 256 letters, digits, '_', '-' or '.', not starting with AWS. or Amazon.; " + forms
-		}
-	default:
-		return fmt.Sprintf("unknown kind %q; %s", kind, forms)
+	if _, _, err := parse(s); err != nil {
+		return fmt.Sprintf("the consumer refuses it (%v); %s", err, forms)
 	}
 	return ""
 }

@@ -1,6 +1,8 @@
 package consumer_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
@@ -70,5 +73,79 @@ func TestEnvironmentLoadsInTheFunction(t *testing.T) {
 				t.Errorf("DeadLetterQueueURL = %q, dead-lettering want %v", cfg.DeadLetterQueueURL, tt.deadLetter)
 			}
 		})
+	}
+}
+
+// One grammar, two ends: every key and tenant source below gets the same verdict from the
+// construct (its KeySource or TenantSource prop, at synth) and from the function
+// (functions/consume's LoadConfig, at cold start). The rows include those the two used to
+// disagree on: a name with a leading or doubled period and a body field of 200 "é" passed
+// synth and then failed every invocation; a body field with a space was refused at synth,
+// though the function reads it.
+func TestSourcesGetOneVerdict(t *testing.T) {
+	long := strings.Repeat("é", 200) // 200 characters, 400 bytes
+	sources := []string{
+		"body:idempotencyKey", "attribute:Key", "body:order id", "body:" + long, "body:" + strings.Repeat("k", 256),
+		"body:" + strings.Repeat("k", 257), "body:é", "body:", "attribute:", "attribute:.key", "attribute:key.",
+		"attribute:a..b", "attribute:a.b", "attribute:AWS.TraceHeader", "attribute:amazon.x", "attribute:order id",
+		"attribute:" + strings.Repeat("a", 256), "attribute:" + strings.Repeat("a", 257), "attribute:é", "header:Key",
+		"idempotencyKey", "body", "group", "Group", " body:key", "body:key ", "body:a:b", "body:\xff",
+	}
+	// A construct that always fails validation (MemorySize 64), so that none is added to the
+	// tree: its verdict on the source is whether one of its problems names the prop.
+	refusedAtSynth := func(id string, props consumer.IdempotentConsumerProps, prop string) (bool, string) {
+		props.Queue, props.MemorySize = stdSpec, 64
+		var problems []string
+		func() {
+			defer func() {
+				verr, ok := validate.AsError(recover())
+				if !ok {
+					t.Fatalf("%s: want a validation error (MemorySize 64 is invalid), got none or another panic", id)
+				}
+				problems = verr.Problems
+			}()
+			consumer.NewIdempotentConsumer(stack, id, &props)
+		}()
+		for _, p := range problems {
+			if strings.HasPrefix(p, prop+":") {
+				return true, p
+			}
+		}
+		return false, ""
+	}
+	refusedAtStart := func(env map[string]string, name string) (bool, string) {
+		env["IDEMPOTENCY_TABLE_NAME"] = "idempotency"
+		_, err := consume.LoadConfig(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		switch {
+		case err == nil:
+			return false, ""
+		case !strings.Contains(err.Error(), name+"="):
+			t.Fatalf("LoadConfig: %v, want no error or one naming %s", err, name)
+		}
+		return true, err.Error()
+	}
+	verdict := map[bool]string{false: "accepts", true: "refuses"}
+	for i, src := range sources {
+		synth, why := refusedAtSynth(fmt.Sprintf("KeySource%d", i), consumer.IdempotentConsumerProps{Table: simpleTable, KeySource: src}, "KeySource")
+		start, whyStart := refusedAtStart(map[string]string{"IDEMPOTENCY_KEY_SOURCE": src}, "IDEMPOTENCY_KEY_SOURCE")
+		if synth != start {
+			t.Errorf("key source %.40q: the construct %s it (%s), the function %s it (%s)", src, verdict[synth], why, verdict[start], whyStart)
+		}
+		tsynth, why := refusedAtSynth(fmt.Sprintf("TenantSource%d", i), consumer.IdempotentConsumerProps{Table: compositeTable, TenantSource: src}, "TenantSource")
+		tstart, whyStart := refusedAtStart(map[string]string{"IDEMPOTENCY_SORT_KEY": "sk", "IDEMPOTENCY_TENANT_SOURCE": src}, "IDEMPOTENCY_TENANT_SOURCE")
+		if tsynth != tstart {
+			t.Errorf("tenant source %.40q: the construct %s it (%s), the function %s it (%s)", src, verdict[tsynth], why, verdict[tstart], whyStart)
+		}
+		t.Logf("%-44.44q key: %s; tenant: %s", src, verdict[synth], verdict[tsynth])
+	}
+	// The key prefix too: the construct took only 1 to 100 of A-Za-z0-9._- (stricter than
+	// the function, not one rule), and let a prefix of invalid UTF-8 through.
+	for i, prefix := range []string{"orders", "orders v2", "bestellungen-ä", "a#b", strings.Repeat("p", 1024), strings.Repeat("p", 1025), "a\xffb", "#"} {
+		synth, why := refusedAtSynth(fmt.Sprintf("KeyPrefix%d", i), consumer.IdempotentConsumerProps{Table: simpleTable, KeyPrefix: prefix}, "KeyPrefix")
+		start, whyStart := refusedAtStart(map[string]string{"IDEMPOTENCY_KEY_PREFIX": prefix}, "IDEMPOTENCY_KEY_PREFIX")
+		if synth != start {
+			t.Errorf("key prefix %.40q: the construct %s it (%s), the function %s it (%s)", prefix, verdict[synth], why, verdict[start], whyStart)
+		}
+		t.Logf("%-44.44q key prefix: %s", prefix, verdict[synth])
 	}
 }

@@ -105,13 +105,15 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"ReservedConcurrentExecutions: 100 is below what ProvisionedPollers.Maximum 20 drives (200 concurrent invocations): the event source would be throttled, " +
 				"and throttled batches return to the queue with raised receive counts, towards the dead-letter queue; reserve at least 200 or lower ProvisionedPollers.Maximum to 10"}},
 		{"key prefix with the id separator", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeyPrefix: "a#b"},
-			[]string{`KeyPrefix: got "a#b"`, "letters, digits"}},
+			[]string{`KeyPrefix: got "a#b"; use 1 to 1024 bytes of UTF-8 without "#" (it is the namespace before '#' in each record id): key prefix contains "#", the separator of the record id`}},
+		{"key prefix too long", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeyPrefix: strings.Repeat("p", 1025)},
+			[]string{`KeyPrefix: got "ppp`, "key prefix is 1025 bytes, longer than 1024"}},
 		{"key source of unknown kind", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeySource: "header:Key"},
 			[]string{`KeySource: got "header:Key"`, `unknown kind "header"`, `"body:<json field>"`}},
 		{"key source without a name", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeySource: "body:"},
-			[]string{`KeySource: got "body:"`, "1 to 256 characters"}},
+			[]string{`KeySource: got "body:"; the consumer refuses it (invalid key source "body:": empty body name); use "body:<json field>" or "attribute:<message attribute name>"`}},
 		{"key source with a reserved attribute", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeySource: "attribute:AWS.TraceHeader"},
-			[]string{`KeySource: got "attribute:AWS.TraceHeader"`, "not starting with AWS."}},
+			[]string{`KeySource: got "attribute:AWS.TraceHeader"`, `attribute names starting with "AWS." or "Amazon." are reserved by SQS`}},
 		{"key source group is tenant-only", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, KeySource: "group"},
 			[]string{`KeySource: got "group"`, `use "body:<json field>" or "attribute:<message attribute name>"`}},
 		// A Store other than constructs/table's (which refuses such names itself) may report
@@ -119,8 +121,8 @@ func TestValidationMessages(t *testing.T) {
 		{"table whose sort key is a record attribute", consumer.IdempotentConsumerProps{Queue: fifoSpec, TenantSource: "group",
 			Table: &fakeTable{table: simpleTable.table, sortKey: "result_dropped"}},
 			[]string{`Table: got a table with sort key "result_dropped"; the consumer refuses it as IDEMPOTENCY_SORT_KEY ` +
-				`(none of id, expiration, in_progress_expiration, status, data, validation, owner, attempt, result_dropped: ` +
-				`the partition key and the attributes every idempotency record writes), so every invocation would fail; ` +
+				`(sort key attribute "result_dropped" is one of id, expiration, in_progress_expiration, status, data, validation, owner, attempt, result_dropped: ` +
+				`the key attributes need names of their own, or every write would change the record's key), so every invocation would fail; ` +
 				`use a table whose sort key has another name, e.g. "sk"`}},
 		{"table whose sort key is the partition key", consumer.IdempotentConsumerProps{Queue: fifoSpec, TenantSource: "group",
 			Table: &fakeTable{table: simpleTable.table, sortKey: "id"}},
@@ -154,15 +156,15 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"Environment: IDEMPOTENCY_PARTITION_KEY is set by the construct from its props; set the prop instead"}},
 		{"table whose partition key is a record attribute", consumer.IdempotentConsumerProps{Queue: stdSpec,
 			Table: &fakeTable{table: simpleTable.table, partitionKey: "status"}},
-			[]string{`Table: got a table with partition key "status"; the consumer refuses it as IDEMPOTENCY_PARTITION_KEY (1 to 255 bytes of UTF-8, ` +
-				`none of expiration, in_progress_expiration, status, data, validation, owner, attempt, result_dropped: the attributes every ` +
-				`idempotency record writes), so every invocation would fail; use a table whose partition key has another name, e.g. "id"`}},
+			[]string{`Table: got a table with partition key "status"; the consumer refuses it as IDEMPOTENCY_PARTITION_KEY (partition key attribute "status" ` +
+				`is one of expiration, in_progress_expiration, status, data, validation, owner, attempt, result_dropped: the key attributes need names of their own, ` +
+				`or every write would change the record's key), so every invocation would fail; use a table whose partition key has another name, e.g. "id"`}},
 		{"table whose partition key is too long", consumer.IdempotentConsumerProps{Queue: stdSpec,
 			Table: &fakeTable{table: simpleTable.table, partitionKey: strings.Repeat("p", 256)}},
-			[]string{"Table: got a table with partition key", "the consumer refuses it as IDEMPOTENCY_PARTITION_KEY (1 to 255 bytes"}},
+			[]string{"Table: got a table with partition key", "the consumer refuses it as IDEMPOTENCY_PARTITION_KEY (partition key attribute name is 256 bytes, longer than DynamoDB's 255)"}},
 		{"table whose sort key is its own partition key", consumer.IdempotentConsumerProps{Queue: fifoSpec, TenantSource: "group",
 			Table: &fakeTable{table: simpleTable.table, partitionKey: "pk", sortKey: "pk"}},
-			[]string{`Table: got a table with sort key "pk"; the consumer refuses it as IDEMPOTENCY_SORT_KEY (none of pk, expiration,`}},
+			[]string{`Table: got a table with sort key "pk"; the consumer refuses it as IDEMPOTENCY_SORT_KEY (sort key attribute "pk" is one of pk, expiration,`}},
 		{"reserved concurrency below the event source's", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
 			MaxConcurrency: 20, ReservedConcurrentExecutions: 5},
 			[]string{"ReservedConcurrentExecutions: 5 is below MaxConcurrency 20: the event source would be throttled, and throttled batches " +

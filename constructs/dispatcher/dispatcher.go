@@ -87,7 +87,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/scheduling"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
-	"github.com/idempotent-sqs/pipeline/functions/dispatch/limits"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
+	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/internal/awscron"
 )
 
@@ -123,7 +124,7 @@ const (
 	DefaultScheduleMaxEventAge   = time.Hour
 	DefaultAsyncRetryAttempts    = 2
 	DefaultAsyncMaxEventAge      = 6 * time.Hour
-	DefaultSendMaxAttempts       = limits.DefaultSendMaxAttempts
+	DefaultSendMaxAttempts       = contract.DefaultSendMaxAttempts
 	// DeadLetterRetention of the schedule DLQ and the failure queue: SQS's maximum, the
 	// most time to notice the alarm and redrive.
 	DeadLetterRetention = 14 * 24 * time.Hour
@@ -149,8 +150,8 @@ const removedPeriodVar = "PERIOD"
 
 // Tunables the construct sets explicitly and Environment may override.
 var tunableDefaults = map[string]string{
-	"METRICS_NAMESPACE": "IdempotentSQS",
-	"LOG_LEVEL":         "INFO",
+	contract.EnvMetricsNamespace: "IdempotentSQS",
+	contract.EnvLogLevel:         "INFO",
 }
 
 // ScheduledDispatcherProps configure a ScheduledDispatcher. Queue and Items are required;
@@ -190,7 +191,7 @@ type ScheduledDispatcherProps struct {
 	// be a token (then unchecked). Default: JobName.
 	DefaultGroup string
 	// SendMaxAttempts is how often the function tries each entry of SendMessageBatch before
-	// failing the invocation. 1 to 10, the function's limit (functions/dispatch/limits).
+	// failing the invocation. 1 to 10, the function's limit (contract.MaxSendMaxAttempts).
 	// Default 5. Cannot be a token.
 	SendMaxAttempts int
 
@@ -442,8 +443,6 @@ func (d *queueDestination) Bind(constructs.Construct, awslambda.IFunction, *awsl
 var (
 	jobNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	itemIDPattern  = regexp.MustCompile(`^[A-Za-z0-9._:@/-]{1,128}$`)
-	// SQS MessageGroupId: 1 to 128 alphanumeric or punctuation characters.
-	groupPattern = regexp.MustCompile("^[A-Za-z0-9!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~]{1,128}$")
 )
 
 // resolve applies the defaults, runs every validation rule and panics once if any failed.
@@ -515,9 +514,9 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 		p.Add("ScheduleMaxEventAge", a, "use whole seconds from 1m0s to 24h0m0s (Scheduler's limits)")
 	}
 	sendMaxAttempts := cmp.Or(props.SendMaxAttempts, DefaultSendMaxAttempts)
-	if sendMaxAttempts < 1 || sendMaxAttempts > limits.MaxSendMaxAttempts {
+	if sendMaxAttempts < 1 || sendMaxAttempts > contract.MaxSendMaxAttempts {
 		p.Add("SendMaxAttempts", sendMaxAttempts, fmt.Sprintf("use 1 to %d: the dispatcher function refuses %s above %d, so every run would fail",
-			limits.MaxSendMaxAttempts, limits.EnvSendMaxAttempts, limits.MaxSendMaxAttempts))
+			contract.MaxSendMaxAttempts, contract.EnvSendMaxAttempts, contract.MaxSendMaxAttempts))
 	}
 
 	defaultGroup := props.DefaultGroup
@@ -526,7 +525,7 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "remove it: a default group applies to FIFO queues only; on a standard queue give each item its fair-queue tenant in Group")
 	case fifo && defaultGroup == "":
 		defaultGroup = s.jobName
-	case fifo && !gofn.IsToken(defaultGroup) && !groupPattern.MatchString(defaultGroup):
+	case fifo && !gofn.IsToken(defaultGroup) && msgkey.ValidateGroupID(defaultGroup) != nil: // the function's own rule
 		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
 	}
 	items := checkItems(p, props.Items, fifo)
@@ -550,13 +549,13 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	}
 
 	owned := map[string]string{
-		"QUEUE_URL":                "", // set below, once the queue is known to be valid
-		"JOB_NAME":                 s.jobName,
-		"DEFAULT_MESSAGE_GROUP_ID": defaultGroup,
-		limits.EnvSendMaxAttempts:  strconv.Itoa(sendMaxAttempts),
+		contract.EnvQueueURL:        "", // set below, once the queue is known to be valid
+		contract.EnvJobName:         s.jobName,
+		contract.EnvDefaultGroupID:  defaultGroup,
+		contract.EnvSendMaxAttempts: strconv.Itoa(sendMaxAttempts),
 	}
 	if q := props.Queue.Queue(); q != nil {
-		owned["QUEUE_URL"] = *q.QueueUrl()
+		owned[contract.EnvQueueURL] = *q.QueueUrl()
 	}
 	extra := props.Environment
 	if _, ok := extra[removedPeriodVar]; ok {
@@ -616,7 +615,7 @@ func checkItems(p *validate.Problems, items []WorkItem, fifo bool) []any {
 		if it.Group != "" {
 			if gofn.IsToken(it.Group) {
 				p.Add(prop+".Group", strconv.Quote(it.Group), "give a literal group: item groups cannot be tokens (use DefaultGroup for a deploy-time group)")
-			} else if !groupPattern.MatchString(it.Group) {
+			} else if msgkey.ValidateGroupID(it.Group) != nil {
 				p.Add(prop+".Group", strconv.Quote(it.Group), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
 			}
 		}

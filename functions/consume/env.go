@@ -5,54 +5,47 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idempotent-sqs/pipeline/functions/batch"
-	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/internal/envconf"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
-// Environment variables (the contract with constructs/consumer).
+// Environment variables: package contract holds their names, for constructs/consumer too.
 const (
-	envTableName        = "IDEMPOTENCY_TABLE_NAME"
-	envKeyPrefix        = "IDEMPOTENCY_KEY_PREFIX"
-	envKeySource        = "IDEMPOTENCY_KEY_SOURCE"
-	envPartitionKey     = "IDEMPOTENCY_PARTITION_KEY"
-	envSortKey          = "IDEMPOTENCY_SORT_KEY"
-	envTenantSource     = "IDEMPOTENCY_TENANT_SOURCE"
-	envRecordTTL        = "IDEMPOTENCY_RECORD_TTL"
-	envLockCap          = "IDEMPOTENCY_LOCK_CAP"
-	envValidatePayload  = "IDEMPOTENCY_VALIDATE_PAYLOAD"
-	envCacheSize        = "IDEMPOTENCY_CACHE_SIZE"
-	envDisabled         = "IDEMPOTENCY_DISABLED"
-	envBatchConcurrency = "BATCH_CONCURRENCY"
-	envDeadlineMargin   = "BATCH_DEADLINE_MARGIN"
-	envMaxBodyBytes     = "MAX_BODY_BYTES"
-	envDeadLetterQueue  = "DEAD_LETTER_QUEUE_URL"
-	envMetricsNamespace = "METRICS_NAMESPACE"
-	envLogLevel         = "LOG_LEVEL"
+	envTableName        = contract.EnvTableName
+	envKeyPrefix        = contract.EnvKeyPrefix
+	envKeySource        = contract.EnvKeySource
+	envPartitionKey     = contract.EnvPartitionKey
+	envSortKey          = contract.EnvSortKey
+	envTenantSource     = contract.EnvTenantSource
+	envRecordTTL        = contract.EnvRecordTTL
+	envLockCap          = contract.EnvLockCap
+	envValidatePayload  = contract.EnvValidatePayload
+	envCacheSize        = contract.EnvCacheSize
+	envDisabled         = contract.EnvDisabled
+	envBatchConcurrency = contract.EnvBatchConcurrency
+	envDeadlineMargin   = contract.EnvDeadlineMargin
+	envMaxBodyBytes     = contract.EnvMaxBodyBytes
+	envDeadLetterQueue  = contract.EnvDeadLetterQueue
+	envMetricsNamespace = contract.EnvMetricsNamespace
+	envLogLevel         = contract.EnvLogLevel
 )
 
 // Defaults and bounds.
 const (
 	defaultKeyPrefix        = "consumer"
-	defaultKeySource        = "body:idempotencyKey"
+	defaultKeySource        = contract.DefaultKeySource
 	defaultRecordTTL        = 24 * time.Hour
 	defaultLockCap          = 15 * time.Minute
 	defaultMaxBodyBytes     = 256 * 1024
 	maxMaxBodyBytes         = 1024 * 1024 // the SQS message size limit
 	defaultMetricsNamespace = "IdempotentSQS"
-	// maxKeyAttrBytes is DynamoDB's limit on a key attribute's name.
-	maxKeyAttrBytes = 255
-	// maxKeyPrefixBytes keeps "<prefix>#<key>" within DynamoDB's 2048-byte partition key for
-	// any key msgkey accepts (MaxKeyBytes = 512).
-	maxKeyPrefixBytes = 1024
 	// serviceName is Config.Service outside Lambda.
 	serviceName = "consumer"
 )
@@ -128,8 +121,8 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 
 	idem.KeyPrefix = defaultKeyPrefix
 	if v, ok := optional(envKeyPrefix); ok {
-		if strings.Contains(v, "#") || len(v) > maxKeyPrefixBytes {
-			bad(envKeyPrefix, v, true, fmt.Sprintf(`1-%d bytes without "#" (the separator of the record id)`, maxKeyPrefixBytes))
+		if err := contract.CheckKeyPrefix(v); err != nil {
+			bad(envKeyPrefix, v, true, fmt.Sprintf(`1-%d bytes of UTF-8 without "#" (the separator of the record id)`, contract.MaxKeyPrefixBytes))
 		} else {
 			idem.KeyPrefix = v
 		}
@@ -149,19 +142,19 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	// the variable.
 	idem.PartitionKeyAttr = idempotency.DefaultPartitionKeyAttr
 	if v, ok := optional(envPartitionKey); ok {
-		if len(v) > maxKeyAttrBytes || !utf8.ValidString(v) || slices.Contains(idempotency.ReservedAttrs(), v) {
+		if err := contract.CheckPartitionKey(v); err != nil {
 			bad(envPartitionKey, v, true, fmt.Sprintf("the table's partition key attribute name (1-%d bytes of UTF-8, none of %s: "+
-				"the attributes every idempotency record writes)", maxKeyAttrBytes, strings.Join(idempotency.ReservedAttrs(), ", ")))
+				"the attributes every idempotency record writes)", contract.MaxKeyAttrBytes, strings.Join(idempotency.ReservedAttrs(), ", ")))
 		} else {
 			idem.PartitionKeyAttr = v
 		}
 	}
 	sortKey, hasSortKey := optional(envSortKey)
 	if hasSortKey {
-		reserved := append([]string{idem.PartitionKeyAttr}, idempotency.ReservedAttrs()...)
-		if len(sortKey) > maxKeyAttrBytes || !utf8.ValidString(sortKey) || slices.Contains(reserved, sortKey) {
+		if err := contract.CheckSortKey(sortKey, idem.PartitionKeyAttr); err != nil {
+			reserved := append([]string{idem.PartitionKeyAttr}, idempotency.ReservedAttrs()...)
 			bad(envSortKey, sortKey, true, fmt.Sprintf("the table's sort key attribute name (1-%d bytes, none of %s: "+
-				"the partition key and the attributes every idempotency record writes)", maxKeyAttrBytes, strings.Join(reserved, ", ")))
+				"the partition key and the attributes every idempotency record writes)", contract.MaxKeyAttrBytes, strings.Join(reserved, ", ")))
 		} else {
 			idem.SortKeyAttr = sortKey
 		}
@@ -173,12 +166,13 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		bad(envTenantSource, tenant, false, tenantWant+": it is required when "+envSortKey+" is set")
 	case hasTenant && !hasSortKey:
 		bad(envTenantSource, tenant, true, "unset: a tenant is only used with a composite key, and "+envSortKey+" is not set")
-	case hasTenant && tenant == "group":
-		cfg.Tenant = TenantSource{Group: true}
 	case hasTenant:
-		if src, err := msgkey.ParseSource(tenant); err != nil {
+		if kind, _, err := contract.ParseTenantSource(tenant); err != nil {
 			bad(envTenantSource, tenant, true, tenantWant+" ("+err.Error()+")")
+		} else if kind == contract.TenantGroup {
+			cfg.Tenant = TenantSource{Group: true}
 		} else {
+			src, _ := msgkey.ParseSource(tenant) // the same grammar: it parses
 			cfg.Tenant = TenantSource{Source: src}
 		}
 	}
@@ -192,9 +186,9 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		bad(envRecordTTL, v, true, fmt.Sprintf("a duration at least %s=%s: a record must outlive its lock", envLockCap, idem.LockCap))
 	}
 	idem.ValidatePayload = boolean(envValidatePayload, true)
-	idem.CacheSize = integer(envCacheSize, 0, 0, limits.MaxCacheSize)
+	idem.CacheSize = integer(envCacheSize, 0, 0, contract.MaxCacheSize)
 
-	cfg.Batch.Concurrency = integer(envBatchConcurrency, batch.DefaultConcurrency, 1, limits.MaxBatchConcurrency)
+	cfg.Batch.Concurrency = integer(envBatchConcurrency, batch.DefaultConcurrency, 1, contract.MaxBatchConcurrency)
 	// 0 is refused, not passed on: batch.Options reads 0 as "the default", so "0s" used to
 	// become 2s without a word, and a margin of 0 honoured would start records the invocation
 	// cannot finish and answer only as Lambda ends it (see batch.MinDeadlineMargin).

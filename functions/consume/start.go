@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idempotent-sqs/pipeline/functions/consume/limits"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
@@ -180,6 +180,6 @@ func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, e
 func dynamoHTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = 0 // no total cap: the client talks to one host
-		t.MaxIdleConnsPerHost = limits.MaxBatchConcurrency
+		t.MaxIdleConnsPerHost = contract.MaxBatchConcurrency
 	})
 }

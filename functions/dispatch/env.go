@@ -9,27 +9,27 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/idempotent-sqs/pipeline/functions/dispatch/limits"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/internal/envconf"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
-// Environment variables (the contract with constructs/dispatcher).
+// Environment variables: package contract holds their names, for constructs/dispatcher too.
 const (
-	envQueueURL         = "QUEUE_URL"
-	envJobName          = "JOB_NAME"
+	envQueueURL         = contract.EnvQueueURL
+	envJobName          = contract.EnvJobName
 	envPeriod           = "PERIOD" // no longer supported: rejected unless it means 1m (see LoadConfig)
-	envDefaultGroupID   = "DEFAULT_MESSAGE_GROUP_ID"
-	envSendMaxAttempts  = limits.EnvSendMaxAttempts
-	envMetricsNamespace = "METRICS_NAMESPACE"
-	envLogLevel         = "LOG_LEVEL"
+	envDefaultGroupID   = contract.EnvDefaultGroupID
+	envSendMaxAttempts  = contract.EnvSendMaxAttempts
+	envMetricsNamespace = contract.EnvMetricsNamespace
+	envLogLevel         = contract.EnvLogLevel
 )
 
 // Defaults and bounds of the configuration.
 const (
-	defaultSendMaxAttempts  = limits.DefaultSendMaxAttempts
-	maxSendMaxAttempts      = limits.MaxSendMaxAttempts // constructs/dispatcher validates against it too
+	defaultSendMaxAttempts  = contract.DefaultSendMaxAttempts
+	maxSendMaxAttempts      = contract.MaxSendMaxAttempts // constructs/dispatcher validates against it too
 	defaultMetricsNamespace = "IdempotentSQS"
 	maxJobNameBytes         = 128
 	// serviceName is Config.Service outside Lambda.

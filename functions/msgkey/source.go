@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 // SourceKind says where a Source looks for its value.
@@ -41,68 +43,27 @@ type Source struct {
 // String returns the form ParseSource accepts, e.g. "body:idempotencyKey".
 func (s Source) String() string { return s.Kind.String() + ":" + s.Name }
 
-// Limits of source names. SQS allows message attribute names of up to 256 characters; body
-// field names get the same bound so a configuration typo cannot smuggle in a huge string.
-const maxSourceNameLen = 256
+// ErrInvalidSource is wrapped by every error ParseSource returns (it is contract.ErrSource).
+var ErrInvalidSource = contract.ErrSource
 
-// ErrInvalidSource is wrapped by every error ParseSource returns.
-var ErrInvalidSource = errors.New("invalid key source")
-
-// ParseSource parses "body:<json field>" or "attribute:<message attribute name>". The text is
-// taken exactly as given (no trimming). Attribute names must follow the SQS rules (1-256
-// characters of A-Za-z0-9 _ - ., no leading, trailing or doubled period, no "AWS." or
-// "Amazon." prefix), since any other name can never be present on a message. Body field names
-// may be any non-empty string of valid UTF-8 up to 256 bytes.
+// ParseSource parses "body:<json field>" or "attribute:<message attribute name>", by the
+// grammar of package contract, which constructs/consumer checks its KeySource and
+// TenantSource props with: the text is taken exactly as given (no trimming). Attribute names
+// must follow the SQS rules (1-256 characters of A-Za-z0-9 _ - ., no leading, trailing or
+// doubled period, no "AWS." or "Amazon." prefix), since any other name can never be present
+// on a message. Body field names may be any non-empty string of valid UTF-8 up to 256 bytes.
 func ParseSource(s string) (Source, error) {
-	kind, name, ok := strings.Cut(s, ":")
-	if !ok {
-		return Source{}, fmt.Errorf(`%w %q: want "body:<json field>" or "attribute:<message attribute name>"`,
-			ErrInvalidSource, s)
+	kind, name, err := contract.ParseSource(s)
+	if err != nil {
+		return Source{}, err
 	}
-	var src Source
-	switch kind {
-	case "body":
-		src = Source{Kind: SourceBody, Name: name}
-	case "attribute":
-		src = Source{Kind: SourceAttribute, Name: name}
-	default:
-		return Source{}, fmt.Errorf(`%w %q: unknown kind %q, want "body:<json field>" or "attribute:<message attribute name>"`,
-			ErrInvalidSource, s, kind)
+	if kind == contract.SourceAttribute {
+		return Source{Kind: SourceAttribute, Name: name}, nil
 	}
-	if err := src.validateName(); err != nil {
-		return Source{}, fmt.Errorf("%w %q: %w", ErrInvalidSource, s, err)
-	}
-	return src, nil
+	return Source{Kind: SourceBody, Name: name}, nil
 }
 
-func (s Source) validateName() error {
-	switch {
-	case s.Name == "":
-		return fmt.Errorf("empty %s name", s.Kind)
-	case len(s.Name) > maxSourceNameLen:
-		return fmt.Errorf("%s name is %d bytes, longer than %d", s.Kind, len(s.Name), maxSourceNameLen)
-	case !utf8.ValidString(s.Name):
-		return fmt.Errorf("%s name is not valid UTF-8", s.Kind)
-	}
-	if s.Kind != SourceAttribute {
-		return nil
-	}
-	for i, r := range s.Name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return fmt.Errorf("attribute name has %q at byte %d: SQS allows only A-Za-z0-9, '_', '-' and '.'", r, i)
-		}
-	}
-	lower := strings.ToLower(s.Name)
-	switch {
-	case strings.HasPrefix(s.Name, ".") || strings.HasSuffix(s.Name, "."):
-		return errors.New("attribute name starts or ends with '.', which SQS does not allow")
-	case strings.Contains(s.Name, ".."):
-		return errors.New("attribute name contains '..', which SQS does not allow")
-	case strings.HasPrefix(lower, "aws.") || strings.HasPrefix(lower, "amazon."):
-		return errors.New(`attribute names starting with "AWS." or "Amazon." are reserved by SQS`)
-	}
-	return nil
-}
+func (s Source) validateName() error { return contract.CheckSourceName(s.Kind.String(), s.Name) }
 
 // Extract returns the value s names in msg. Every problem with the message is an *InputError
 // (use errors.As) with a Code and a Reason fit for a log line; a Source that was never parsed

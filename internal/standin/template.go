@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/eventfilter"
 )
@@ -321,8 +322,8 @@ type Function struct {
 // only which asset holds the code, so it is told by the function's environment contract:
 // IDEMPOTENCY_TABLE_NAME is the consumer's, QUEUE_URL the dispatcher's.
 func (f Function) Binary() (string, error) {
-	_, consumer := f.Env["IDEMPOTENCY_TABLE_NAME"]
-	_, dispatcher := f.Env["QUEUE_URL"]
+	_, consumer := f.Env[contract.EnvTableName]
+	_, dispatcher := f.Env[contract.EnvQueueURL]
 	switch {
 	case consumer && !dispatcher:
 		return "consumer", nil
@@ -760,7 +761,7 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 		q := t.Queues[m.Queue]
 		p := Pipeline{Queue: m.Queue, DLQ: q.DeadLetterQueue(), Consumer: m.Function, Mapping: m, Fifo: q.Fifo()}
 		for id, f := range t.Functions { // a scheduled function sending to the queue
-			url := f.Env["QUEUE_URL"]
+			url := f.Env[contract.EnvQueueURL]
 			if _, err := t.ScheduleFor(id); err == nil && (cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(staticString(t.withParameters(url))) == m.Queue) {
 				p.Dispatcher = id
 			}
