@@ -426,7 +426,7 @@ rehearse-test: app fakecloud ## the rehearsal's own tests on fakecloud: Ctrl-C o
 # The orders example imports an idempotency table and an alarm topic the account already has:
 # --setup creates them on the emulator first, as a user's rehearsal would.
 REHEARSE_AWS = $(AWSCLI_VENV)/bin/aws --endpoint-url "$$AWS_ENDPOINT_URL"
-rehearse-examples: app fakecloud $(AWSCLI_STAMP) ## the same rehearsal for a user's own app (examples/orders, with the table and topic it imports created first)
+rehearse-examples: app fakecloud $(AWSCLI_STAMP) ## the same rehearsal for users' own apps: examples/orders (the table and topic it imports created first), examples/platform (built only from the constructs, every pipelinectl output from their Outputs functions)
 	$(GO) build -o $(REHEARSE) ./cmd/rehearse
 	$(REHEARSE) --dir examples/orders --work .cache/rehearse-orders \
 	  --context idempotencyTable=orders-idempotency --context alarmTopicArn=arn:aws:sns:us-east-1:123456789012:on-call \
@@ -436,6 +436,7 @@ rehearse-examples: app fakecloud $(AWSCLI_STAMP) ## the same rehearsal for a use
 	    --time-to-live-specification Enabled=true,AttributeName=expiration' \
 	  --setup '$(REHEARSE_AWS) sns create-topic --name on-call' --setup '$(REHEARSE_AWS) sns create-topic --name on-call-2' \
 	  --update alarmTopicArn=arn:aws:sns:us-east-1:123456789012:on-call-2
+	$(REHEARSE) --dir examples/platform --work .cache/rehearse-platform
 
 .PHONY: clean
 clean:

@@ -145,21 +145,8 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 
 	pipeline.Outputs(stack, "Standard", s.standard)
 	pipeline.Outputs(stack, "Fifo", s.fifo)
-	awscdk.NewCfnOutput(stack, jsii.String("IdempotencyTableName"), &awscdk.CfnOutputProps{
-		Value: s.table.Table().TableName(), Description: jsii.String("DynamoDB idempotency table"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
-		Value: s.monitoring.Topic().TopicArn(), Description: jsii.String("SNS topic the paging alarms notify (lost or stuck work); subscribe the pager here"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("TicketTopicArn"), &awscdk.CfnOutputProps{
-		Value: s.monitoring.TicketTopic().TopicArn(), Description: jsii.String("SNS topic the ticketing alarms notify (degraded, retrying); subscribe the team's queue here"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("UnhealthyAlarmName"), &awscdk.CfnOutputProps{
-		Value: s.monitoring.Unhealthy().AlarmName(), Description: jsii.String("Composite alarm in ALARM while any paging alarm is: the pipeline's one health signal"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("DashboardName"), &awscdk.CfnOutputProps{
-		Value: s.monitoring.Dashboard().DashboardName(), Description: jsii.String("CloudWatch dashboard of the pipeline"),
-	})
+	table.Outputs(stack, s.table)
+	monitoring.Outputs(stack, s.monitoring)
 	warnReservedConcurrency(stack)
 	return s
 }

@@ -72,8 +72,9 @@ Usage:
 
 Where the resources are (one of --stack or --outputs, or the overrides):
   --stack NAME         CloudFormation stack: its outputs <Pipeline>QueueUrl,
-                       <Pipeline>DeadLetterQueueUrl, <Pipeline>RecordTTL and
-                       IdempotencyTableName
+                       <Pipeline>DeadLetterQueueUrl, <Pipeline>RecordTTL,
+                       <Pipeline>KeyPrefix, <Pipeline>IdempotencyTableName (or
+                       IdempotencyTableName), ... (pipeline.Outputs adds them)
   --outputs FILE       the JSON 'cdk deploy --outputs-file FILE' writes (with several
                        stacks in it, --stack picks one)
   --pipeline NAME      the pipeline, as the outputs name it (Standard, Fifo)

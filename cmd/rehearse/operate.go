@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -18,21 +19,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
 // Output names pipelinectl finds a pipeline by (constructs/pipeline.Outputs).
 const (
-	outQueueURL  = "QueueUrl"
-	outDLQURL    = "DeadLetterQueueUrl"
-	outTableName = "IdempotencyTableName"
+	outQueueURL  = contract.OutQueueURL
+	outDLQURL    = contract.OutDLQURL
+	outTableName = contract.OutTableName
 )
 
 // seed is what the rehearsal put into a pipeline before the update: a completed record and a
 // message on the DLQ, which the update must keep.
 type seed struct {
 	stack, pipeline string
-	table, key      string // table is "" when the stack has no IdempotencyTableName output
+	table, key      string // table is "" when the outputs name no idempotency table for the pipeline
+	prefix          string // the consumer's key prefix: output <Pipeline>KeyPrefix, else the pipeline
 	dlq             string
 }
 
@@ -54,10 +57,11 @@ func (r *rehearsal) seed(ctx context.Context) (string, error) {
 	for _, s := range r.v1 {
 		out := r.outputs[s.Name]
 		for _, p := range pipelines(out) {
-			sd := seed{stack: s.Name, pipeline: p, table: out[outTableName], key: "rehearsal-" + strings.ToLower(p), dlq: out[p+outDLQURL]}
+			sd := seed{stack: s.Name, pipeline: p, table: cmp.Or(out[p+outTableName], out[outTableName]), key: "rehearsal-" + strings.ToLower(p),
+				prefix: cmp.Or(out[p+contract.OutKeyPrefix], p), dlq: out[p+outDLQURL]}
 			if sd.table != "" {
 				guard, err := idempotency.New(dynamodb.NewFromConfig(r.aws.cfg, idempotency.WithoutSDKRetries), idempotency.Config{
-					TableName: sd.table, KeyPrefix: p, RecordTTL: 24 * time.Hour, LockCap: time.Minute,
+					TableName: sd.table, KeyPrefix: sd.prefix, RecordTTL: 24 * time.Hour, LockCap: time.Minute,
 				})
 				if err != nil {
 					return "", err
@@ -101,14 +105,14 @@ func (r *rehearsal) checkSeeds(ctx context.Context) (records, messages int, err 
 	for _, sd := range r.seeds {
 		if sd.table != "" {
 			item, err := r.aws.ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(sd.table), ConsistentRead: aws.Bool(true),
-				Key: map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: sd.pipeline + "#" + sd.key}}})
+				Key: map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: sd.prefix + "#" + sd.key}}})
 			if err != nil {
 				return records, messages, err
 			}
 			if s, ok := item.Item["status"].(*ddbtypes.AttributeValueMemberS); ok && s.Value == "COMPLETED" {
 				records++
 			} else {
-				lost = append(lost, fmt.Sprintf("record %s#%s in %s", sd.pipeline, sd.key, sd.table))
+				lost = append(lost, fmt.Sprintf("record %s#%s in %s", sd.prefix, sd.key, sd.table))
 			}
 		}
 		a, err := r.aws.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(sd.dlq),
@@ -190,7 +194,7 @@ func (r *rehearsal) status(ctx context.Context, where []string, seeds []seed) er
 	for _, sd := range seeds {
 		names = append(names, sd.pipeline)
 	}
-	bad, err := statusProblems(out, names, r.outputs[seeds[0].stack]["UnhealthyAlarmName"] != "")
+	bad, err := statusProblems(out, names, r.outputs[seeds[0].stack][contract.OutUnhealthy] != "")
 	if err != nil {
 		return fmt.Errorf("%s --output json: %w", line, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -602,9 +603,9 @@ func (r *rehearsal) kept(ctx context.Context) (string, error) {
 	tables := map[string]bool{}
 	for _, sd := range r.seeds {
 		out := r.outputs[sd.stack]
-		if sd.table != "" && out[outTableName] != sd.table && !tables[sd.stack] {
-			tables[sd.stack] = true // one table a stack: said once
-			bad = append(bad, fmt.Sprintf("%s's output %s names %q after the update, was %q", sd.stack, outTableName, out[outTableName], sd.table))
+		if now := cmp.Or(out[sd.pipeline+outTableName], out[outTableName]); sd.table != "" && now != sd.table && !tables[sd.stack+sd.table] {
+			tables[sd.stack+sd.table] = true // one table of a stack: said once
+			bad = append(bad, fmt.Sprintf("%s's output %s (or %s) names %q after the update, was %q", sd.stack, sd.pipeline+outTableName, outTableName, now, sd.table))
 		}
 		if out[sd.pipeline+outDLQURL] != sd.dlq {
 			bad = append(bad, fmt.Sprintf("%s's output %s names %q after the update, was %q", sd.stack, sd.pipeline+outDLQURL, out[sd.pipeline+outDLQURL], sd.dlq))

@@ -28,6 +28,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 // PipelineProps configures a Pipeline. Every field is optional.
@@ -351,23 +352,34 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 }
 
 // Outputs adds stack outputs a user needs after deploy (queue URL, DLQ URL, consumer
-// function, record TTL) under the given prefix. pipelinectl finds a pipeline by them.
+// function, record TTL, key prefix, idempotency table, composite alarm, and the
+// dispatcher's and the heartbeat's) under the given prefix: every output pipelinectl reads
+// for a pipeline (names in package contract), so a stack built from the constructs works
+// with every pipelinectl command, as the reference stack does. Give each pipeline of a
+// stack its own prefix; pipelinectl finds a pipeline by it (--pipeline).
 func Outputs(stack awscdk.Stack, prefix string, p Pipeline) {
 	out := func(name, desc string, value *string) {
 		awscdk.NewCfnOutput(stack, jsii.String(prefix+name), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
 	}
-	out("QueueUrl", "URL of the "+prefix+" processing queue (producers send here)", p.Queue().Queue().QueueUrl())
-	out("DeadLetterQueueUrl", "URL of the "+prefix+" dead-letter queue (inspect and redrive from here)", p.Queue().DeadLetterQueue().QueueUrl())
-	out("ConsumerFunctionName", "The "+prefix+" consumer Lambda function", p.Consumer().Function().FunctionName())
-	out("RecordTTL", "How long the "+prefix+" consumer keeps completed idempotency records (pipelinectl dlq redrive refuses messages older than this)",
+	out(contract.OutQueueURL, "URL of the "+prefix+" processing queue (producers send here)", p.Queue().Queue().QueueUrl())
+	out(contract.OutDLQURL, "URL of the "+prefix+" dead-letter queue (inspect and redrive from here)", p.Queue().DeadLetterQueue().QueueUrl())
+	out(contract.OutConsumerFunction, "The "+prefix+" consumer Lambda function", p.Consumer().Function().FunctionName())
+	out(contract.OutRecordTTL, "How long the "+prefix+" consumer keeps completed idempotency records (pipelinectl dlq redrive refuses messages older than this)",
 		jsii.String(p.Consumer().RecordTTL().String()))
+	out(contract.OutKeyPrefix, "The "+prefix+" consumer's key prefix: its records' ids are <prefix>#<key> (pipelinectl record and verify read it)",
+		jsii.String(p.Consumer().KeyPrefix()))
+	out(contract.OutTableName, "The DynamoDB idempotency table the "+prefix+" consumer writes", p.Table().Table().TableName())
+	if m := p.Monitoring(); m != nil && m.Unhealthy() != nil {
+		out(contract.OutUnhealthy, "Composite alarm in ALARM while any paging alarm of the "+prefix+" pipeline's monitoring is (pipelinectl status and verify read its children)",
+			m.Unhealthy().AlarmName())
+	}
 	if d := p.Dispatcher(); d != nil {
-		out("DispatcherFunctionName", "The "+prefix+" dispatcher Lambda function (pipelinectl backfill invokes it)", d.Function().FunctionName())
-		out("ScheduleName", "The "+prefix+" dispatcher's schedule (pipelinectl backfill reads its cron, zone and input)", d.Schedule().ScheduleName())
-		out("ScheduleGroupName", "The group of the "+prefix+" dispatcher's schedule", d.ScheduleGroup().ScheduleGroupName())
+		out(contract.OutDispatcherFunction, "The "+prefix+" dispatcher Lambda function (pipelinectl backfill invokes it)", d.Function().FunctionName())
+		out(contract.OutSchedule, "The "+prefix+" dispatcher's schedule (pipelinectl backfill reads its cron, zone and input)", d.Schedule().ScheduleName())
+		out(contract.OutScheduleGroup, "The group of the "+prefix+" dispatcher's schedule", d.ScheduleGroup().ScheduleGroupName())
 	}
 	if hb := p.Heartbeat(); hb != nil {
-		out("HeartbeatScheduleName", "The "+prefix+" heartbeat's schedule (disable it, with its alarm's actions, for planned maintenance)", hb.Schedule().ScheduleName())
-		out("HeartbeatScheduleGroupName", "The group of the "+prefix+" heartbeat's schedule", hb.ScheduleGroup().ScheduleGroupName())
+		out(contract.OutHeartbeatSchedule, "The "+prefix+" heartbeat's schedule (disable it, with its alarm's actions, for planned maintenance)", hb.Schedule().ScheduleName())
+		out(contract.OutHeartbeatScheduleGroup, "The group of the "+prefix+" heartbeat's schedule", hb.ScheduleGroup().ScheduleGroupName())
 	}
 }

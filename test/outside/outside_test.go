@@ -7,6 +7,7 @@ package outside
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -61,7 +62,7 @@ func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
 	fmt.Printf("FIGURE outside module: the user's test function is %d lines\n", funcLines(t, filepath.Join(dir, "app", "local_test.go"), "TestInvoicesOnceLocally"))
 }
 
-// newModule copies testdata/name into a module of its own under parent, requiring this one
+// newModule copies testdata/name (or name, a path with a slash) into a module of its own under parent, requiring this one
 // (at root) at the versions this checkout pins (the module proxy here serves no version
 // lists, so nothing may be left for `go mod tidy` to look up), and returns its directory.
 // With tool, it adds pipelinectl as a tool of the module first, while go.sum still has every
@@ -70,8 +71,12 @@ func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
 // module replaces it with (go mod edit -tool, then go mod tidy).
 func newModule(t *testing.T, name, parent, root, tool string) string {
 	t.Helper()
+	src := filepath.Join("testdata", name)
+	if strings.Contains(name, "/") { // a directory of this repository's, e.g. one of its examples
+		src, name = name, filepath.Base(name)
+	}
 	dir := filepath.Join(parent, name)
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", name))); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
@@ -167,6 +172,26 @@ func funcLines(t *testing.T, path, name string) int {
 	}
 	t.Fatalf("no func %s in %s", name, path)
 	return 0
+}
+
+// localUp starts `go tool pipelinectl local up ARGS` in dir, as from a shell that cd'ed there
+// with env added, and waits up to limit for it to say it is up. The caller stops it
+// (stopWithCtrlC; proc.Stop at the latest).
+func localUp(t *testing.T, dir string, env []string, limit time.Duration, args ...string) (*exec.Cmd, *localproc.Process) {
+	t.Helper()
+	up := exec.Command("go", append([]string{"tool", "pipelinectl", "local", "up"}, args...)...)
+	up.Dir, up.Env = dir, append(append(os.Environ(), "PWD="+dir), env...)
+	proc, err := localproc.Start(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proc.Stop)
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	if err := proc.WaitOutput(ctx, "Ctrl-C stops everything."); err != nil {
+		t.Fatalf("go tool pipelinectl local up %s: %v\n%s", strings.Join(args, " "), err, proc.Output())
+	}
+	return up, proc
 }
 
 // stopWithCtrlC interrupts cmd (proc) as Ctrl-C at a terminal does, its whole process group,

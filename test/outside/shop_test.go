@@ -1,18 +1,14 @@
 package outside
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
 // testdata/shop is an app written as teams write them, with nothing changed for the kit: a
@@ -51,19 +47,8 @@ func TestAnOutsideAppRunsUnchanged(t *testing.T) {
 
 	// pipelinectl from the user's module (newModule added it with go get -tool), as the README
 	// says, with another value for the parameter.
-	cmd := exec.Command("go", "tool", "pipelinectl", "local", "up", "--assembly", "cdk.out", "--cron=false",
+	cmd, proc := localUp(t, dir, nil, 4*time.Minute, "--assembly", "cdk.out", "--cron=false",
 		"--parameter", "RefundsTableArn=arn:aws:dynamodb:eu-west-1:111122223333:table/refunds-cli")
-	cmd.Dir, cmd.Env = dir, append(os.Environ(), "PWD="+dir)
-	proc, err := localproc.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proc.Stop()
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
-	if err := proc.WaitOutput(ctx, "Ctrl-C stops everything."); err != nil {
-		t.Fatalf("go tool pipelinectl local up: %v", err)
-	}
 	b, err := os.ReadFile(filepath.Join(dir, "cdk.out", "local-outputs.json"))
 	if err != nil {
 		t.Fatal(err)

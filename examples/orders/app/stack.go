@@ -72,11 +72,11 @@ func NewOrdersStack(scope constructs.Construct, id string, props *OrdersStackPro
 	// The effect's one call, and nothing more.
 	orders.Grant(p.Consumer().Function(), jsii.String("dynamodb:UpdateItem"))
 	// The outputs pipelinectl finds the pipeline by (pipelinectl status --stack Orders, dlq
-	// inspect --pipeline Orders, record get): the queues, the consumer, the record TTL, the table.
+	// inspect --pipeline Orders, record get): the queues, the consumer, its key prefix and
+	// record TTL, the table, the composite alarm. The table's own output serves the record
+	// commands without --pipeline.
 	pipeline.Outputs(stack, "Orders", p)
-	awscdk.NewCfnOutput(stack, jsii.String("IdempotencyTableName"), &awscdk.CfnOutputProps{
-		Value: p.Table().Table().TableName(), Description: jsii.String("The existing DynamoDB idempotency table the consumer writes"),
-	})
+	table.Outputs(stack, p.Table())
 	return &OrdersStack{Stack: stack, Pipeline: p, Orders: orders}
 }
 

@@ -22,23 +22,54 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
-// Output names of the reference stack (constructs/pipeline.Outputs and stacks): per
-// pipeline <Pipeline>QueueUrl, <Pipeline>DeadLetterQueueUrl and the dispatcher's, one
-// table, and the composite alarm.
+// Output names (package contract): per pipeline <Pipeline>QueueUrl, <Pipeline>DeadLetterQueueUrl,
+// its consumer's, dispatcher's, table and composite alarm (pipeline.Outputs); a table or a
+// monitoring that pipelines share has its own (table.Outputs, monitoring.Outputs).
 const (
-	OutQueueURL      = "QueueUrl"
-	OutDLQURL        = "DeadLetterQueueUrl"
-	OutDispatcher    = "DispatcherFunctionName"
-	OutSchedule      = "ScheduleName"
-	OutScheduleGroup = "ScheduleGroupName"
-	OutTableName     = "IdempotencyTableName"
-	// OutUnhealthy names the composite "pipeline unhealthy" alarm (in ALARM while any
-	// paging alarm of the stack's monitoring is): verify reads its children.
-	OutUnhealthy = "UnhealthyAlarmName"
+	OutQueueURL      = contract.OutQueueURL
+	OutDLQURL        = contract.OutDLQURL
+	OutConsumer      = contract.OutConsumerFunction
+	OutKeyPrefix     = contract.OutKeyPrefix
+	OutDispatcher    = contract.OutDispatcherFunction
+	OutSchedule      = contract.OutSchedule
+	OutScheduleGroup = contract.OutScheduleGroup
+	OutTableName     = contract.OutTableName
+	// OutUnhealthy names a composite "pipeline unhealthy" alarm (in ALARM while any
+	// paging alarm of its monitoring is): status and verify read its children.
+	OutUnhealthy = contract.OutUnhealthy
 )
+
+// PipelineOutput is pipeline p's own output name (<p><name>) when the outputs have it, else
+// the stack's (name, from table.Outputs or monitoring.Outputs), else "".
+func PipelineOutput(outputs map[string]string, p, name string) string {
+	if v := outputs[p+name]; p != "" && v != "" {
+		return v
+	}
+	return outputs[name]
+}
+
+// KeyPrefix is pipeline p's consumer's key prefix: its output <p>KeyPrefix, else p (the
+// reference stack's consumers are keyed by their pipeline's name).
+func KeyPrefix(outputs map[string]string, p string) string {
+	return cmp.Or(outputs[p+OutKeyPrefix], p)
+}
+
+// Composites are the composite alarms the outputs name for the pipelines ps: the stack's
+// (monitoring.Outputs) and each pipeline's own (pipeline.Outputs), once each, sorted.
+func Composites(outputs map[string]string, ps []string) []string {
+	var names []string
+	for _, p := range append([]string{""}, ps...) {
+		if v := outputs[p+OutUnhealthy]; v != "" && !slices.Contains(names, v) {
+			names = append(names, v)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Common holds the flags every command takes: where the resources are and how to reach AWS.
 type Common struct {
@@ -350,11 +381,28 @@ func (c *Common) TableName(ctx context.Context, cl *Clients) (string, error) {
 	if outputs == nil {
 		return "", Usagef("which table? Give --stack or --outputs, or --table")
 	}
-	t, ok := outputs[OutTableName]
-	if !ok {
+	t := PipelineOutput(outputs, c.Pipeline, OutTableName)
+	if tables := pipelineTables(outputs); t == "" && c.Pipeline == "" && len(tables) == 1 {
+		t = tables[0] // every pipeline of the stack writes the one table
+	}
+	switch {
+	case t == "" && c.Pipeline != "":
+		return "", Usagef("%s has no output %s%s or %s: give --table", from, c.Pipeline, OutTableName, OutTableName)
+	case t == "":
 		return "", Usagef("%s has no output %s: give --table", from, OutTableName)
 	}
 	return t, nil
+}
+
+// pipelineTables are the distinct tables the stack's pipelines name (<Pipeline>IdempotencyTableName).
+func pipelineTables(outputs map[string]string) []string {
+	var ts []string
+	for _, p := range pipelines(outputs) {
+		if v := outputs[p+OutTableName]; v != "" && !slices.Contains(ts, v) {
+			ts = append(ts, v)
+		}
+	}
+	return ts
 }
 
 // TableConfig is the idempotency configuration of records with the key prefix in table,

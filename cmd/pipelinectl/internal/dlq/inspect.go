@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 // Limits of the dlq flags.
@@ -33,7 +34,7 @@ const (
 )
 
 // outRecordTTL is the output naming a pipeline's record TTL: <Pipeline>RecordTTL.
-const outRecordTTL = "RecordTTL"
+const outRecordTTL = contract.OutRecordTTL
 
 // recordTTL is --record-ttl: the consumer's record TTL, when given.
 type recordTTL struct {

@@ -44,10 +44,20 @@ func (a Alarm) runbook() string {
 // descriptions and metrics. CloudWatch's DescribeAlarms with ChildrenOfAlarmName answers only
 // each child's name, ARN and state, so a second DescribeAlarms by AlarmNames (100 a call)
 // reads the rest. Both are CloudWatch's query API, which every Region serves.
-func childAlarms(ctx context.Context, rc *cli.RESTClient, name string) ([]Alarm, error) {
-	children, err := describeAlarms(ctx, rc, url.Values{"ChildrenOfAlarmName": {name}})
-	if err != nil {
-		return nil, err
+func childAlarms(ctx context.Context, rc *cli.RESTClient, names ...string) ([]Alarm, error) {
+	var children []Alarm
+	seen := map[string]bool{}
+	for _, name := range names {
+		got, err := describeAlarms(ctx, rc, url.Values{"ChildrenOfAlarmName": {name}})
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range got {
+			if !seen[a.Name] { // an alarm two composites share is read once
+				seen[a.Name] = true
+				children = append(children, a)
+			}
+		}
 	}
 	var out []Alarm
 	for i := 0; i < len(children); i += 100 {
@@ -111,8 +121,8 @@ const heartbeatMetric = "ProbeCompleted"
 // whose probes just completed (no heartbeat yet after a first deploy, or one that has not come
 // round since the pipeline recovered: it clears within an interval). Alarms of pipelines other
 // than only (when given) are left out.
-func checkAlarms(ctx context.Context, rc *cli.RESTClient, composite, only string, passed map[string]bool) (checked int, failures, notes []Alarm, err error) {
-	alarms, err := childAlarms(ctx, rc, composite)
+func checkAlarms(ctx context.Context, rc *cli.RESTClient, composites []string, only string, passed map[string]bool) (checked int, failures, notes []Alarm, err error) {
+	alarms, err := childAlarms(ctx, rc, composites...)
 	if err != nil {
 		return 0, nil, nil, err
 	}

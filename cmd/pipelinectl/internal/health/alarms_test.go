@@ -38,7 +38,7 @@ func TestCheckAlarmsReadsTheCompositesChildren(t *testing.T) {
 	rc := &cli.RESTClient{Cfg: aws.Config{Region: "eu-west-1", HTTPClient: srv.Client(),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}, Endpoint: srv.URL}
 
-	checked, failures, notes, err := checkAlarms(t.Context(), rc, "stack-Unhealthy-1", "", map[string]bool{"Orders": true, "Refunds": false})
+	checked, failures, notes, err := checkAlarms(t.Context(), rc, []string{"stack-Unhealthy-1"}, "", map[string]bool{"Orders": true, "Refunds": false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +56,11 @@ func TestCheckAlarmsReadsTheCompositesChildren(t *testing.T) {
 	if failures[0].Reason == "" {
 		t.Errorf("the details were not read: %+v", failures[0])
 	}
-	checked, failures, notes, err = checkAlarms(t.Context(), rc, "stack-Unhealthy-1", "Orders", map[string]bool{"Orders": true})
+	checked, failures, notes, err = checkAlarms(t.Context(), rc, []string{"stack-Unhealthy-1"}, "Orders", map[string]bool{"Orders": true})
 	if err != nil || checked != 2 || len(failures) != 0 || len(notes) != 1 {
 		t.Errorf("--pipeline Orders: checked %d, failures %v, notes %v, %v", checked, names(failures), names(notes), err)
 	}
-	if _, _, _, err := checkAlarms(t.Context(), rc, "other", "", nil); err == nil || !strings.Contains(err.Error(), "monitoring DescribeAlarms: 400") {
+	if _, _, _, err := checkAlarms(t.Context(), rc, []string{"other"}, "", nil); err == nil || !strings.Contains(err.Error(), "monitoring DescribeAlarms: 400") {
 		t.Errorf("refused: err = %v", err)
 	}
 }

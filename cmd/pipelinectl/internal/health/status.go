@@ -20,7 +20,7 @@ const StatusUsage = `pipelinectl status: where each pipeline stands, in one read
   For each pipeline of the stack (or --pipeline): its queue's visible, in-flight and
   delayed messages and its DLQ's; the consumer's event source mappings (Lambda
   ListEventSourceMappings: State, LastProcessingResult, batch size, maximum concurrency
-  or provisioned pollers); and, when the outputs name the composite alarm (UnhealthyAlarmName), the pipeline's paging
+  or provisioned pollers); and, when the outputs name a composite alarm (UnhealthyAlarmName, or the pipeline's), the pipeline's paging
   alarms in ALARM with their reason and runbook. It changes nothing.
 
   It answers the first questions of most runbook sections without the AWS CLI. What it
@@ -152,9 +152,10 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 	// depths matter most when CloudWatch is what cannot be reached.
 	var alarms []Alarm
 	var alarmsErr error
-	composite := outputs[cli.OutUnhealthy]
+	composites := cli.Composites(outputs, names)
+	composite := strings.Join(composites, ", ")
 	if composite != "" {
-		all, err := childAlarms(ctx, cl.REST, composite)
+		all, err := childAlarms(ctx, cl.REST, composites...)
 		if err != nil {
 			alarmsErr = fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", composite, cli.Explain(err))
 		}
@@ -197,7 +198,7 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 		all = append(all, s)
 	}
 	if composite == "" {
-		fmt.Fprintf(out, "alarms: not read: the outputs name no composite alarm (%s, the reference stack's)\n", cli.OutUnhealthy)
+		fmt.Fprintf(out, "alarms: not read: the outputs name no composite alarm (%s or <Pipeline>%s: monitoring.Outputs and pipeline.Outputs add them)\n", cli.OutUnhealthy, cli.OutUnhealthy)
 	}
 	// A paging alarm of none of the stack's pipelines (another label on the same monitoring)
 	// is the stack's problem; with --pipeline only that pipeline's alarms count.
@@ -223,7 +224,7 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 // looks wrong in them, and in Unread what it could not read; where is the flags that found
 // the stack, for the commands it names.
 func pipelineStatusOf(ctx context.Context, cl *cli.Clients, outputs map[string]string, p, where string) PipelineStatus {
-	s := PipelineStatus{Pipeline: p, Consumer: outputs[p+"ConsumerFunctionName"]}
+	s := PipelineStatus{Pipeline: p, Consumer: outputs[p+cli.OutConsumer]}
 	s.Queue.URL, s.DeadLetterQueue.URL = outputs[p+cli.OutQueueURL], outputs[p+cli.OutDLQURL]
 	if s.Queue.URL != "" {
 		if q, err := cli.GetQueue(ctx, cl.SQS, s.Queue.URL); err != nil {

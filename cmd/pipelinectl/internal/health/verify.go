@@ -40,8 +40,8 @@ const VerifyUsage = `pipelinectl verify: prove after a deploy that each pipeline
   cannot write the table), the record was acquired but not completed, or the probes went to
   the DLQ.
 
-  Then it reads the stack's paging alarms (the children of the composite alarm its output
-  UnhealthyAlarmName names) and fails on any in ALARM, with its reason and runbook. A
+  Then it reads the stack's paging alarms (the children of the composite alarms its outputs
+  UnhealthyAlarmName and <Pipeline>UnhealthyAlarmName name) and fails on any in ALARM, with its reason and runbook. A
   heartbeat alarm in ALARM of a pipeline whose probes just completed is a note: right after
   the first deploy no heartbeat has completed yet. Exit 0 when every pipeline passed and no
   paging alarm is in ALARM, 1 otherwise, 3 when interrupted: for a CI/CD step after cdk
@@ -51,7 +51,7 @@ const VerifyUsage = `pipelinectl verify: prove after a deploy that each pipeline
   failure, the probes themselves, on the queue or in its DLQ (attribute PipelineProbe).
 
   --timeout D          how long to wait for each pipeline's probe (default 2m)
-  --key-prefix PREFIX  the consumer's IDEMPOTENCY_KEY_PREFIX (default: the pipeline name)
+  --key-prefix PREFIX  the consumer's IDEMPOTENCY_KEY_PREFIX (default: output <Pipeline>KeyPrefix, else the pipeline name)
 `
 
 type verifyResult struct {
@@ -72,7 +72,7 @@ type verifyResult struct {
 func Verify(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
 	fs, c := cli.NewFlags("verify", VerifyUsage, w.Out)
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for each probe")
-	keyPrefix := fs.String("key-prefix", "", "the consumer's key prefix (default: the pipeline name)")
+	keyPrefix := fs.String("key-prefix", "", "the consumer's key prefix (default: output <Pipeline>KeyPrefix, else the pipeline name)")
 	cli.OutputFlag(fs, c)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -98,7 +98,7 @@ func Verify(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 		if ctx.Err() != nil {
 			break
 		}
-		r := verifyPipeline(ctx, cl, outputs, p, cmp.Or(*keyPrefix, p), *timeout, out)
+		r := verifyPipeline(ctx, cl, outputs, p, cmp.Or(*keyPrefix, cli.KeyPrefix(outputs, p)), *timeout, out)
 		results = append(results, r)
 		if r.OK {
 			via := ""
@@ -138,16 +138,22 @@ func Verify(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 // the results, and returns how many are in ALARM, or why it could not read them. A heartbeat
 // alarm of a pipeline whose probes just completed is a note, not a failure.
 func verifyAlarms(ctx context.Context, cl *cli.Clients, outputs map[string]string, only string, results []verifyResult, out io.Writer) (int, error) {
-	composite := outputs[cli.OutUnhealthy]
-	if composite == "" {
-		fmt.Fprintf(out, "%-12s not checked: the outputs name no composite alarm (%s, the reference stack's); check the pipeline's alarms in CloudWatch\n", "alarms", cli.OutUnhealthy)
+	var ps []string
+	for _, r := range results {
+		ps = append(ps, r.Pipeline)
+	}
+	composites := cli.Composites(outputs, ps)
+	if len(composites) == 0 {
+		fmt.Fprintf(out, "%-12s not checked: the outputs name no composite alarm (%s or <Pipeline>%s: monitoring.Outputs and pipeline.Outputs add them); check the pipeline's alarms in CloudWatch\n",
+			"alarms", cli.OutUnhealthy, cli.OutUnhealthy)
 		return 0, nil
 	}
+	composite := strings.Join(composites, ", ")
 	passed := map[string]bool{}
 	for _, r := range results {
 		passed[r.Pipeline] = r.OK
 	}
-	checked, failures, notes, err := checkAlarms(ctx, cl.REST, composite, only, passed)
+	checked, failures, notes, err := checkAlarms(ctx, cl.REST, composites, only, passed)
 	if err != nil {
 		err = fmt.Errorf("cannot read the alarms of %s: %v (pipelinectl's cloudwatch:DescribeAlarms on *)", composite, cli.Explain(err))
 		fmt.Fprintf(out, "%-12s FAILED: %v\n", "alarms", err)
@@ -189,9 +195,9 @@ func verifyPipeline(ctx context.Context, cl *cli.Clients, outputs map[string]str
 		r.Failure = fmt.Sprintf(format, args...)
 		return r
 	}
-	src, dlqURL, table, fn := outputs[p+cli.OutQueueURL], outputs[p+cli.OutDLQURL], outputs[cli.OutTableName], outputs[p+"ConsumerFunctionName"]
+	src, dlqURL, table, fn := outputs[p+cli.OutQueueURL], outputs[p+cli.OutDLQURL], cli.PipelineOutput(outputs, p, cli.OutTableName), outputs[p+cli.OutConsumer]
 	if src == "" || table == "" {
-		return fail("the outputs lack %s%s or %s", p, cli.OutQueueURL, cli.OutTableName)
+		return fail("the outputs lack %s%s, or both %s%s and %s", p, cli.OutQueueURL, p, cli.OutTableName, cli.OutTableName)
 	}
 	srcQ, err := cli.GetQueue(ctx, cl.SQS, src)
 	if err != nil {

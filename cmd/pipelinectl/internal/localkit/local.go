@@ -282,11 +282,11 @@ func printCommands(out io.Writer, kit *local.Kit, outputs map[string]map[string]
 		}
 	}()
 	self := invokedAs(os.Args[0])
-	if _, ok := outputs[example.StackName][example.Name+cli.OutDLQURL]; ok {
+	if name, ok := outputsPipeline(outputs[example.StackName], example); ok {
 		fmt.Fprintf(out, "  %s status --stack %s\n", self, example.StackName)
-		fmt.Fprintf(out, "  %s verify --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+		fmt.Fprintf(out, "  %s verify --stack %s --pipeline %s\n", self, example.StackName, name)
 		if example.DLQURL != "" {
-			fmt.Fprintf(out, "  %s dlq inspect --stack %s --pipeline %s\n", self, example.StackName, example.Name)
+			fmt.Fprintf(out, "  %s dlq inspect --stack %s --pipeline %s\n", self, example.StackName, name)
 		}
 		return
 	}
@@ -295,6 +295,22 @@ func printCommands(out io.Writer, kit *local.Kit, outputs map[string]map[string]
 			kit.Endpoints().SQS, example.DLQURL)
 	}
 	notes = append(notes, fmt.Sprintf("%s status, verify and dlq read the stack outputs pipeline.Outputs adds; stack %s has none", self, example.StackName))
+}
+
+// outputsPipeline is the name pipelinectl knows pipeline p by in its stack's outputs (the
+// prefix pipeline.Outputs was given): its own name when an output is named for it, else the
+// prefix of the <Pipeline>DeadLetterQueueUrl output whose value is p's DLQ (a pipeline
+// construct "OrdersPipeline" whose outputs say "Orders").
+func outputsPipeline(outputs map[string]string, p local.Running) (string, bool) {
+	if _, ok := outputs[p.Name+cli.OutDLQURL]; ok {
+		return p.Name, true
+	}
+	for _, k := range slices.Sorted(maps.Keys(outputs)) {
+		if name, ok := strings.CutSuffix(k, cli.OutDLQURL); ok && name != "" && p.DLQURL != "" && outputs[k] == p.DLQURL {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // sampleBody is a body the filters let through when the kit can tell one (each field of

@@ -126,18 +126,18 @@ func Run(ctx context.Context, args []string, w cli.Streams, connect cli.Connecto
 			cmp.Or(outputs[c.Pipeline+cli.OutScheduleGroup], "default"), name))
 		add("InvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
 	}
-	if outputs[cli.OutUnhealthy] != "" {
+	if cli.PipelineOutput(outputs, c.Pipeline, cli.OutUnhealthy) != "" {
 		// status and verify read the composite alarm's children. CloudWatch answers
 		// DescribeAlarms about composite alarms only to a permission scoped to "*" (its API
 		// reference); the action reads alarm states and nothing else.
 		add("ReadAlarmStates", alarmsCheck, "*")
 	}
-	if outputs[c.Pipeline+"ConsumerFunctionName"] != "" {
+	if outputs[c.Pipeline+cli.OutConsumer] != "" {
 		// status lists the consumer's event source mappings; Lambda authorizes
 		// ListEventSourceMappings on no resource narrower than "*".
 		add("ReadEventSourceMappings", statusMappings, "*")
 	}
-	if table := outputs[cli.OutTableName]; table != "" {
+	if table := cli.PipelineOutput(outputs, c.Pipeline, cli.OutTableName); table != "" {
 		tableArn := fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", partition, region, account, table)
 		add("ReadIdempotencyRecords", readRecord, tableArn)
 		if *access == "operate" {

@@ -18,6 +18,7 @@ import (
 type recordFlags struct {
 	*cli.Common
 	id, sortKey, tenant, keyPrefix string
+	prefix                         string // the key prefix used: --key-prefix, the outputs' <Pipeline>KeyPrefix, or --pipeline
 }
 
 func newRecordFlags(name string, stdout io.Writer) (*flag.FlagSet, *recordFlags) {
@@ -26,7 +27,7 @@ func newRecordFlags(name string, stdout io.Writer) (*flag.FlagSet, *recordFlags)
 	fs.StringVar(&r.id, "id", "", "the record's partition key value")
 	fs.StringVar(&r.sortKey, "sort-key", "", "the record's sort key value (with --id)")
 	fs.StringVar(&r.tenant, "tenant", "", "the key's tenant (composite layout)")
-	fs.StringVar(&r.keyPrefix, "key-prefix", "", "the consumer's key prefix (default: the pipeline)")
+	fs.StringVar(&r.keyPrefix, "key-prefix", "", "the consumer's key prefix (default: the outputs' <Pipeline>KeyPrefix, else the pipeline)")
 	return fs, r
 }
 
@@ -45,12 +46,20 @@ func (r *recordFlags) admin(ctx context.Context, cmd string, pos []string, conne
 	}
 	prefix := cmp.Or(r.keyPrefix, r.Pipeline)
 	if r.id == "" && prefix == "" {
-		return nil, id, cli.Usagef("%s: whose KEY? Give --pipeline (the key prefix is the pipeline's name) or --key-prefix, or --id", cmd)
+		return nil, id, cli.Usagef("%s: whose KEY? Give --pipeline (the key prefix is its output <Pipeline>KeyPrefix, else the pipeline's name) or --key-prefix, or --id", cmd)
 	}
 	cl, err := connect(ctx, r.Common)
 	if err != nil {
 		return nil, id, err
 	}
+	if r.keyPrefix == "" && r.Pipeline != "" {
+		// The consumer's own prefix, when the outputs give it (pipeline.Outputs does): a
+		// library stack's pipeline may be named otherwise than its consumer's prefix.
+		if outputs, _, err := r.StackOutputs(ctx, cl); err == nil {
+			prefix = cli.KeyPrefix(outputs, r.Pipeline)
+		}
+	}
+	r.prefix = prefix
 	table, err := r.TableName(ctx, cl)
 	if err != nil {
 		return nil, id, err
@@ -109,7 +118,7 @@ func (r *recordFlags) noRecordHint(err error) error {
 	}
 	return fmt.Errorf("%w. Either no message with this key ran in this pipeline, or its record expired (the consumer's IDEMPOTENCY_RECORD_TTL), "+
 		"or the consumer's key prefix is not %q (give --key-prefix, its IDEMPOTENCY_KEY_PREFIX), or the key is another pipeline's (--pipeline)",
-		err, cmp.Or(r.keyPrefix, r.Pipeline))
+		err, r.prefix)
 }
 
 // Release is `pipelinectl record release ARGS`.

@@ -5,8 +5,9 @@ const Usage = `pipelinectl record get KEY: read the idempotency record of KEY.
 
   Status, owner (the fencing token of the last attempt), attempt, the lock's end and the
   TTL as times, the payload's sha256 and the stored result's size. The id is
-  <key prefix>#KEY; the key prefix is the pipeline's name unless --key-prefix says
-  otherwise. --id RAW_ID takes the id as the table holds it.
+  <key prefix>#KEY; the key prefix is the output <Pipeline>KeyPrefix (else the
+  pipeline's name) unless --key-prefix says otherwise. --id RAW_ID takes the id as the
+  table holds it.
 
 pipelinectl record release KEY: free a stuck INPROGRESS record so that the next delivery
 of KEY runs at once (as the next attempt).
@@ -20,7 +21,7 @@ of KEY runs at once (as the next attempt).
   --id RAW_ID          the record's partition key value, instead of KEY
   --sort-key VALUE     with --id on a table with a sort key: the sort key value
   --tenant TENANT      the tenant of KEY on a table with a sort key (composite layout)
-  --key-prefix PREFIX  the consumer's IDEMPOTENCY_KEY_PREFIX (default: the pipeline name)
+  --key-prefix PREFIX  the consumer's IDEMPOTENCY_KEY_PREFIX (default: output <Pipeline>KeyPrefix, else the pipeline name)
   --force              (release) release a live lock: its owner may still be running the
                        effect, and the next delivery runs it again concurrently; it prints
                        a WARNING naming the live owner and when its lock would have run out
