@@ -270,7 +270,7 @@ fuzz: ## run every fuzz target for its execution count (about 10 s each), or for
 	done
 
 .PHONY: lint
-lint: synth synth-hardened e2e-synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template (the default, the hardened and the e2e stage with its provisioned table); the diagram and the reviewer's reports are current; Markdown links resolve
+lint: synth synth-hardened e2e-synth $(VENV_STAMP) ## cfn-lint and checkov over every synthesized template (the default, the hardened and the e2e stage with its provisioned table); the diagram and the reviewer's reports are current; Markdown links resolve, to the file and the section
 	cfn-lint --non-zero-exit-code informational -- cdk.out/*.template.json
 	@# No global skip list: each skip is recorded on its resource with the reason
 	@# (constructs/internal/checkov), so checkov counts it as skipped and the line after says why.
@@ -375,7 +375,7 @@ bench-smoke: app $(DDB_STAMP) $(BENCH_TS_STAMP) $(BENCH_PY_STAMP) ## each benchm
 #   a synthesized cloud assembly, e.g. CDK_APP=cdk.out: what a reviewer read is what deploys).
 # REQUIRE_APPROVAL: broadening (default) stops before IAM or security-group changes that widen
 #   access and asks at the terminal; without a terminal (CI) it fails. CI approves in review
-#   instead and deploys with REQUIRE_APPROVAL=never (docs/review.md, "Deploying from CI").
+#   instead and deploys with REQUIRE_APPROVAL=never (docs/review.md, "Before you approve a deploy").
 # OUTPUTS_FILE: where deploy writes the stacks' outputs, which pipelinectl --outputs reads.
 # FORCE=true on the command line: destroy without asking (the CLI asks at a terminal and,
 #   without one, refuses); a FORCE in the environment is ignored.

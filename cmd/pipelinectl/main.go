@@ -63,8 +63,9 @@ Usage:
   pipelinectl record get     --stack STACK --pipeline NAME KEY   (or --id RAW_ID) [--output json]
   pipelinectl record release --stack STACK --pipeline NAME KEY [--force]
   pipelinectl status         --stack STACK [--pipeline NAME] [--output json]
-  pipelinectl verify         --stack STACK [--pipeline NAME] [--timeout D]
+  pipelinectl verify         --stack STACK [--pipeline NAME] [--timeout D] [--output json]
   pipelinectl backfill       --stack STACK --pipeline NAME --from TIME --to TIME [--yes]
+                             [--output json]
   pipelinectl policy         --stack STACK --pipeline NAME [--access read|operate]
   pipelinectl local up       --assembly DIR [--stack NAME] [--send FILE] [--fire NAME]
   pipelinectl local install

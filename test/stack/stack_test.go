@@ -717,3 +717,23 @@ func TestHardenedContext(t *testing.T) {
 		t.Errorf("hardened=yes: err %v", err)
 	}
 }
+
+// docs/design.md's count of the reference stack's alarms is the template's: a doc that says
+// another number fails here, so an alarm added or removed is counted where readers look.
+func TestDesignCountsTheAlarms(t *testing.T) {
+	counts := map[string]int{}
+	for _, r := range resources {
+		counts[r.Type]++
+	}
+	b, err := os.ReadFile("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(b)), " ")
+	want := fmt.Sprintf("The reference stack has %d alarms and %s composite alarm", counts["AWS::CloudWatch::Alarm"],
+		map[int]string{1: "one"}[counts["AWS::CloudWatch::CompositeAlarm"]])
+	t.Logf("the template: %d alarms, %d composite", counts["AWS::CloudWatch::Alarm"], counts["AWS::CloudWatch::CompositeAlarm"])
+	if !strings.Contains(text, want) {
+		t.Errorf("docs/design.md does not say %q", want)
+	}
+}

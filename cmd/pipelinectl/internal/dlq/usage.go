@@ -89,6 +89,8 @@ const RedriveUsage = `pipelinectl dlq redrive: move dead-lettered messages back 
                      WARNING: one whose effect had completed runs it again
   --record-ttl D     the consumer's IDEMPOTENCY_RECORD_TTL, e.g. 25d or 600h (default: the RecordTTL output)
   --to QUEUE         another destination of the same queue type: its URL, ARN or name
+  --max N            messages the plan scans at most (default 1000); the run still checks
+                     each message it moves, and the plan counts the rest as not seen
   --wait D           how long to wait for a move task (default 15m)
   --journal FILE     the journal of this DLQ's moves (default: in the cache directory);
                      the audit trails go in runs/ beside it

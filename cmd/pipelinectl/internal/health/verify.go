@@ -51,6 +51,8 @@ const VerifyUsage = `pipelinectl verify: prove after a deploy that each pipeline
   failure, the probes themselves, on the queue or in its DLQ (attribute PipelineProbe).
 
   --timeout D          how long to wait for each pipeline's probe (default 2m)
+  --output json        each pipeline's result (probe, time taken, alarms, failure) as one
+                       JSON document on stdout (the text goes to stderr)
   --key-prefix PREFIX  the consumer's IDEMPOTENCY_KEY_PREFIX (default: output <Pipeline>KeyPrefix, else the pipeline name)
 `
 
