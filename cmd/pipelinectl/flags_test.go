@@ -126,7 +126,7 @@ func TestEveryFlagIsInItsHelpAndTheDocs(t *testing.T) {
 	for _, c := range commands {
 		if strings.Contains(c.help, "--output json") && c.name != "record release" {
 			withJSON = append(withJSON, "`"+c.name+"`")
-			line := regexp.MustCompile(`(?m)^  pipelinectl `+c.name+` .*(\n {29}.*)*`).FindString(usage)
+			line := regexp.MustCompile(`(?m)^  pipelinectl ` + c.name + ` .*(\n {29}.*)*`).FindString(usage)
 			if !strings.Contains(line, "[--output json]") {
 				t.Errorf("pipelinectl's usage shows %s without [--output json]: %q", c.name, line)
 			}
