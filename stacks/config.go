@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
@@ -117,53 +118,92 @@ var (
 
 // ConfigFromContext reads Config from the app's context, reporting every bad value at once.
 func ConfigFromContext(app awscdk.App) (Config, error) {
-	node := app.Node()
-	str := func(key string) string {
-		v := node.TryGetContext(jsii.String(key))
-		if v == nil {
-			return ""
-		}
-		return strings.TrimSpace(fmt.Sprint(v))
-	}
+	c := &contextReader{node: app.Node()}
 	cfg := Config{
-		Stage:    str(ContextStage),
-		Schedule: str(ContextSchedule),
-		TimeZone: str(ContextTimeZone),
+		Stage:    c.str(ContextStage),
+		Schedule: c.str(ContextSchedule),
+		TimeZone: c.str(ContextTimeZone),
 		// Monitoring validates both (format, and both or neither).
-		SlackWorkspaceID: str(ContextSlackWorkspace),
-		SlackChannelID:   str(ContextSlackChannel),
-		Account:          str(ContextAccount),
-		Region:           str(ContextRegion),
+		SlackWorkspaceID: c.str(ContextSlackWorkspace),
+		SlackChannelID:   c.str(ContextSlackChannel),
+		Account:          c.str(ContextAccount),
+		Region:           c.str(ContextRegion),
+		AlarmEmails:      c.list(ContextAlarmEmail),
+		TicketEmails:     c.list(ContextTicketEmail),
 	}
-	var errs []string
-	list := func(key string) []string {
-		var out []string
-		for _, a := range strings.Split(str(key), ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				out = append(out, a)
-			}
+	c.readConsumer(&cfg)
+	c.readTable(&cfg)
+	c.readSwitches(&cfg)
+	cfg = cfg.withDefaults()
+	if !stagePattern.MatchString(cfg.Stage) {
+		c.bad("context stage: got %q; use a letter then up to 31 letters, digits or hyphens", cfg.Stage)
+	}
+	if cfg.Account != "" && !accountPattern.MatchString(cfg.Account) {
+		c.bad("context account: got %q; use the 12-digit AWS account id, or leave it out for an environment-agnostic stack", cfg.Account)
+	}
+	if cfg.Region != "" && !regionPattern.MatchString(cfg.Region) {
+		c.bad("context region: got %q; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack", cfg.Region)
+	}
+	if len(c.errs) > 0 {
+		sort.Strings(c.errs) // the readers' maps are iterated unordered
+		return cfg, errors.New("invalid CDK context:\n  - " + strings.Join(c.errs, "\n  - "))
+	}
+	return cfg, nil
+}
+
+// contextReader reads the app's context keys, collecting every problem. It checks only what
+// a key's text must be (a duration, a number); the ranges are the constructs' rules, which
+// name their props.
+type contextReader struct {
+	node constructs.Node
+	errs []string
+}
+
+func (c *contextReader) bad(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
+// str is the key's value as text, trimmed ("" when unset).
+func (c *contextReader) str(key string) string {
+	v := c.node.TryGetContext(jsii.String(key))
+	if v == nil {
+		return ""
+	}
+	return strings.TrimSpace(fmt.Sprint(v))
+}
+
+// list is the key's comma-separated values, blanks dropped.
+func (c *contextReader) list(key string) []string {
+	var out []string
+	for _, a := range strings.Split(c.str(key), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
 		}
-		return out
 	}
-	cfg.AlarmEmails, cfg.TicketEmails = list(ContextAlarmEmail), list(ContextTicketEmail)
+	return out
+}
+
+// readConsumer reads the consumer's and the queue's keys. The two combinations the consumer
+// construct would refuse by its props' names are named here by the context keys that make
+// them, which the construct cannot know.
+func (c *contextReader) readConsumer(cfg *Config) {
 	for key, dst := range map[string]*time.Duration{
 		ContextConsumerTimeout:   &cfg.ConsumerTimeout,
 		ContextVisibilityTimeout: &cfg.VisibilityTimeout,
 	} {
-		if s := str(key); s != "" {
+		if s := c.str(key); s != "" {
 			d, err := time.ParseDuration(s)
 			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Sprintf("context %s: got %q; use a positive Go duration such as 30s or 5m", key, s))
+				c.bad("context %s: got %q; use a positive Go duration such as 30s or 5m", key, s)
 				continue
 			}
 			*dst = d
 		}
 	}
-	if s := str(ContextBatchWindow); s != "" {
-		// The consumer construct checks the range, naming its prop; here only the syntax.
+	if s := c.str(ContextBatchWindow); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			errs = append(errs, fmt.Sprintf("context %s: got %q; use a Go duration of whole seconds up to 5m such as 1s, or leave it out for none", ContextBatchWindow, s))
+			c.bad("context %s: got %q; use a Go duration of whole seconds up to 5m such as 1s, or leave it out for none", ContextBatchWindow, s)
 		}
 		cfg.ConsumerBatchWindow = d
 	}
@@ -172,94 +212,80 @@ func ConfigFromContext(app awscdk.App) (Config, error) {
 		ContextConsumerMemory: &cfg.ConsumerMemoryMB,
 		ContextMaxConcurrency: &cfg.ConsumerMaxConcurrency,
 	} {
-		if s := str(key); s != "" {
-			// The consumer construct checks the ranges, naming its props.
+		if s := c.str(key); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 1 {
-				errs = append(errs, fmt.Sprintf("context %s: got %q; use a whole number, at least 1 (docs/capacity.md has a plan per load)", key, s))
+				c.bad("context %s: got %q; use a whole number, at least 1 (docs/capacity.md has a plan per load)", key, s)
 			}
 			*dst = n
 		}
 	}
-	if s := str(ContextMaxMessageSize); s != "" {
-		// The queue construct checks the range, naming the prop; here only that it is a number.
+	if s := c.str(ContextMaxMessageSize); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("context %s: got %q; use a whole number of bytes from 1024 to 1048576", ContextMaxMessageSize, s))
+			c.bad("context %s: got %q; use a whole number of bytes from 1024 to 1048576", ContextMaxMessageSize, s)
 		}
 		cfg.MaxMessageSize = n
 	}
-	if s := str(ContextTableCapacity); s != "" && s != "on-demand" {
-		c, err := parseTableCapacity(s)
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-		cfg.TableCapacity = c
-	}
-	if s := str(ContextTableMaxWrites); s != "" {
-		// The table construct checks the number against the rest, naming its prop.
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			errs = append(errs, fmt.Sprintf("context %s: got %q; use a whole number of write request units a second, at least 1 "+
-				"(about 2 per new message a second at your peak), or leave it out for no cap", ContextTableMaxWrites, s))
-		}
-		cfg.TableMaxWriteUnits = n
-	}
-	if s := str(ContextConsumerPollers); s != "" {
-		// The consumer construct checks the numbers, naming its props.
+	if s := c.str(ContextConsumerPollers); s != "" {
 		m := pollersPattern.FindStringSubmatch(s)
 		if m == nil {
-			errs = append(errs, fmt.Sprintf("context %s: got %q; use MIN-MAX event pollers, e.g. 2-20 (provisioned mode), or leave it out for the default mode", ContextConsumerPollers, s))
+			c.bad("context %s: got %q; use MIN-MAX event pollers, e.g. 2-20 (provisioned mode), or leave it out for the default mode", ContextConsumerPollers, s)
 		} else {
 			lo, _ := strconv.Atoi(m[1])
 			hi, _ := strconv.Atoi(m[2])
 			cfg.ConsumerPollers = &consumer.ProvisionedPollers{Minimum: lo, Maximum: hi}
 		}
 	}
-	// Combinations the consumer construct would refuse by its props' names, named here by the
-	// context keys that make them.
-	if cfg.ConsumerBatchSize > 10 && cfg.ConsumerBatchWindow == 0 && str(ContextBatchWindow) == "" {
-		errs = append(errs, fmt.Sprintf("context %s: got %d; above 10 records an SQS event source needs a batching window: add %s=1s (or more)",
-			ContextBatchSize, cfg.ConsumerBatchSize, ContextBatchWindow))
+	if cfg.ConsumerBatchSize > 10 && cfg.ConsumerBatchWindow == 0 && c.str(ContextBatchWindow) == "" {
+		c.bad("context %s: got %d; above 10 records an SQS event source needs a batching window: add %s=1s (or more)",
+			ContextBatchSize, cfg.ConsumerBatchSize, ContextBatchWindow)
 	}
 	if cfg.ConsumerMaxConcurrency > 0 && cfg.ConsumerPollers != nil {
-		errs = append(errs, fmt.Sprintf("context %s and %s: set one; in provisioned mode the pollers' maximum x 10 bounds the concurrency",
-			ContextMaxConcurrency, ContextConsumerPollers))
+		c.bad("context %s and %s: set one; in provisioned mode the pollers' maximum x 10 bounds the concurrency",
+			ContextMaxConcurrency, ContextConsumerPollers)
 	}
-	switch s := str(ContextHardened); s {
+}
+
+// readTable reads the table's capacity keys.
+func (c *contextReader) readTable(cfg *Config) {
+	if s := c.str(ContextTableCapacity); s != "" && s != "on-demand" {
+		tc, err := parseTableCapacity(s)
+		if err != nil {
+			c.errs = append(c.errs, err.Error())
+		}
+		cfg.TableCapacity = tc
+	}
+	if s := c.str(ContextTableMaxWrites); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			c.bad("context %s: got %q; use a whole number of write request units a second, at least 1 "+
+				"(about 2 per new message a second at your peak), or leave it out for no cap", ContextTableMaxWrites, s)
+		}
+		cfg.TableMaxWriteUnits = n
+	}
+}
+
+// readSwitches reads the hardening and the heartbeat.
+func (c *contextReader) readSwitches(cfg *Config) {
+	switch s := c.str(ContextHardened); s {
 	case "", "false":
 	case "true":
 		cfg.Hardened = true
 	default:
-		errs = append(errs, fmt.Sprintf("context %s: got %q; use true or false", ContextHardened, s))
+		c.bad("context %s: got %q; use true or false", ContextHardened, s)
 	}
-	switch s := str(ContextHeartbeat); s {
+	switch s := c.str(ContextHeartbeat); s {
 	case "":
 	case "off":
 		cfg.Heartbeat = HeartbeatOff
 	default:
-		// The heartbeat construct checks the range, naming its prop; here only the syntax.
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Sprintf("context %s: got %q; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)", ContextHeartbeat, s))
+			c.bad("context %s: got %q; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)", ContextHeartbeat, s)
 		}
 		cfg.Heartbeat = d
 	}
-	cfg = cfg.withDefaults()
-	if !stagePattern.MatchString(cfg.Stage) {
-		errs = append(errs, fmt.Sprintf("context stage: got %q; use a letter then up to 31 letters, digits or hyphens", cfg.Stage))
-	}
-	if cfg.Account != "" && !accountPattern.MatchString(cfg.Account) {
-		errs = append(errs, fmt.Sprintf("context account: got %q; use the 12-digit AWS account id, or leave it out for an environment-agnostic stack", cfg.Account))
-	}
-	if cfg.Region != "" && !regionPattern.MatchString(cfg.Region) {
-		errs = append(errs, fmt.Sprintf("context region: got %q; use a region code such as eu-west-1, or leave it out for an environment-agnostic stack", cfg.Region))
-	}
-	if len(errs) > 0 {
-		sort.Strings(errs) // map iteration above is unordered
-		return cfg, errors.New("invalid CDK context:\n  - " + strings.Join(errs, "\n  - "))
-	}
-	return cfg, nil
 }
 
 // DefaultHeartbeat is the reference stack's heartbeat interval; HeartbeatOff turns it off.

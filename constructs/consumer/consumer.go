@@ -484,7 +484,8 @@ func addExistingQueue(mapping awscdk.CfnResource, q Source) {
 	mapping.Node().AddMetadata(jsii.String(cfn.ExistingQueueMetadata), data, nil)
 }
 
-// resolve applies the defaults, runs every validation rule and panics once if any failed.
+// resolve applies the defaults, runs every validation rule and panics once if any failed:
+// one checker per concern, each adding its problems, so that all are reported at once.
 func resolve(scope constructs.Construct, id string, props *IdempotentConsumerProps) settings {
 	p := validate.NewIn("IdempotentConsumer", scope, id)
 	if props.Queue == nil {
@@ -496,7 +497,22 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	if props.Queue == nil || props.Table == nil {
 		p.Check()
 	}
+	s := defaults(id, props)
+	s.fn.Validate(p)
+	s.checkTimeout(p, props)
+	s.checkBatching(p)
+	s.checkConcurrency(p, props)
+	k := checkKeys(p, id, props)
+	s.checkRecordTTL(p, props)
+	batchConcurrency := checkRuntimeLimits(p, props)
+	s.env = gofn.Environment(p, s.owned(props, k, batchConcurrency), s.tunables(props), props.Environment)
+	s.fn.Environment = s.env
+	p.Check()
+	return s
+}
 
+// defaults is the settings props give, each zero value replaced by its default.
+func defaults(id string, props *IdempotentConsumerProps) settings {
 	s := settings{
 		fn: gofn.Props{
 			Kind:             "IdempotentConsumer",
@@ -527,16 +543,22 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 		s.pollers = &ProvisionedPollers{Minimum: cmp.Or(pp.Minimum, DefaultMinimumPollers), Maximum: pp.Maximum}
 		s.maxConcurrency = 0
 	}
-	s.fn.Validate(p)
-	timeout := s.fn.Timeout
+	return s
+}
 
+// checkTimeout holds the function's timeout to the queue's visibility timeout.
+func (s *settings) checkTimeout(p *validate.Problems, props *IdempotentConsumerProps) {
+	timeout := s.fn.Timeout
 	visibility := cmp.Or(props.Queue.VisibilityTimeout(), sqsDefaultVisibility)
 	// An invalid Timeout is reported above; measured against the queue it would only add noise.
 	if need := VisibilityFactor * timeout; gofn.ValidTimeout(timeout) && visibility < need {
 		p.Addf("Timeout", "%v needs a queue visibility timeout of at least %v (%dx, AWS's rule for SQS event sources), the queue has %v; "+
 			"lower Timeout or raise the queue's VisibilityTimeout/ConsumerTimeout", timeout, need, VisibilityFactor, visibility)
 	}
+}
 
+// checkBatching holds the batch size and window to Lambda's rules for the queue's type.
+func (s *settings) checkBatching(p *validate.Problems) {
 	if s.fifo {
 		if s.batchSize < 1 || s.batchSize > 10 {
 			p.Add("BatchSize", s.batchSize, "use 1 to 10 for a FIFO queue (AWS's limit)")
@@ -555,6 +577,11 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			p.Add("MaxBatchingWindow", s.maxBatchingWindow, "use whole seconds from 0s to 5m0s")
 		}
 	}
+}
+
+// checkConcurrency holds the maximum concurrency or the provisioned pollers to Lambda's
+// ranges, and the reserved concurrency to what they drive.
+func (s *settings) checkConcurrency(p *validate.Problems, props *IdempotentConsumerProps) {
 	if pp := s.pollers; pp != nil {
 		if props.MaxConcurrency != 0 {
 			p.Add("MaxConcurrency", props.MaxConcurrency, "Lambda takes provisioned mode or a maximum concurrency for an SQS event source, not both: "+
@@ -588,7 +615,14 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			"return to the queue with raised receive counts, towards the dead-letter queue; reserve at least %d or lower MaxConcurrency",
 			r, s.maxConcurrency, s.maxConcurrency)
 	}
+}
 
+// keys are the record keys' settings the environment carries.
+type keys struct{ prefix, source, partitionKey, sortKey string }
+
+// checkKeys resolves the key prefix, the key and tenant sources and the table's key names,
+// and checks each by the function's own rules.
+func checkKeys(p *validate.Problems, id string, props *IdempotentConsumerProps) keys {
 	// Every value the function parses at cold start is checked here by the function's own
 	// rules (package contract), so that a stack which synthesizes also starts.
 	keyPrefix := cmp.Or(props.KeyPrefix, id)
@@ -619,7 +653,13 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			p.Add("TenantSource", strconv.Quote(props.TenantSource), err)
 		}
 	}
+	return keys{prefix: keyPrefix, source: keySource, partitionKey: partitionKey, sortKey: sortKey}
+}
 
+// checkRecordTTL resolves the record TTL and holds it above the lock and, unless allowed
+// shorter, above how long a message can live.
+func (s *settings) checkRecordTTL(p *validate.Problems, props *IdempotentConsumerProps) {
+	timeout := s.fn.Timeout
 	retention := cmp.Or(props.Queue.RetentionPeriod(), sqsDefaultRetention)
 	life := retention + deadLetterRetention(props.Queue)
 	s.recordTTL = cmp.Or(props.RecordTTL, life+DefaultRedriveWindow)
@@ -633,6 +673,11 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 			"or set AllowShortRecordTTL and redrive only with pipelinectl, which refuses messages older than the record TTL",
 			s.recordTTL, retention, life-retention, life, life, life+DefaultRedriveWindow, DefaultRedriveWindow)
 	}
+}
+
+// checkRuntimeLimits holds the cache size and the batch concurrency to the function's bounds,
+// and returns the batch concurrency.
+func checkRuntimeLimits(p *validate.Problems, props *IdempotentConsumerProps) int {
 	if props.CacheSize < 0 || props.CacheSize > contract.MaxCacheSize {
 		p.Add("CacheSize", props.CacheSize, fmt.Sprintf("use 0 (off) up to %d records (the consumer refuses more)", contract.MaxCacheSize))
 	}
@@ -640,13 +685,19 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	if batchConcurrency < 1 || batchConcurrency > contract.MaxBatchConcurrency {
 		p.Add("BatchConcurrency", batchConcurrency, fmt.Sprintf("use 1 to %d (the largest SQS batch; the consumer refuses more)", contract.MaxBatchConcurrency))
 	}
+	return batchConcurrency
+}
 
+// owned are the variables the construct sets from its props (the environment contract), the
+// dead-letter queue's URL among them when the function dead-letters.
+func (s *settings) owned(props *IdempotentConsumerProps, k keys, batchConcurrency int) map[string]string {
+	timeout := s.fn.Timeout
 	owned := map[string]string{
 		contract.EnvTableName:        *props.Table.Table().TableName(),
-		contract.EnvPartitionKey:     partitionKey,
-		contract.EnvKeyPrefix:        keyPrefix,
-		contract.EnvKeySource:        keySource,
-		contract.EnvSortKey:          sortKey,
+		contract.EnvPartitionKey:     k.partitionKey,
+		contract.EnvKeyPrefix:        k.prefix,
+		contract.EnvKeySource:        k.source,
+		contract.EnvSortKey:          k.sortKey,
 		contract.EnvTenantSource:     props.TenantSource,
 		contract.EnvRecordTTL:        s.recordTTL.String(),
 		contract.EnvLockCap:          timeout.String(),
@@ -659,14 +710,16 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 		s.deadLetter = dl.DeadLetterQueue()
 		owned[contract.EnvDeadLetterQueue] = *s.deadLetter.QueueUrl()
 	}
+	return owned
+}
+
+// tunables are the variables a user's Environment may override, with their defaults.
+func (*settings) tunables(props *IdempotentConsumerProps) map[string]string {
 	tunables := maps.Clone(tunableDefaults)
 	if q, ok := props.Queue.(MessageSizeSource); ok && q.MaxMessageSize() > 0 {
 		tunables[contract.EnvMaxBodyBytes] = strconv.Itoa(q.MaxMessageSize())
 	}
-	s.env = gofn.Environment(p, owned, tunables, props.Environment)
-	s.fn.Environment = s.env
-	p.Check()
-	return s
+	return tunables
 }
 
 // checkSource returns why s is not a valid key source (or, allowGroup, tenant source), or "":

@@ -2,6 +2,7 @@ package standin
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -457,20 +458,40 @@ func LoadAssembly(dir string) (*Template, error) {
 	return LoadTemplate(files[0])
 }
 
+// resource is one resource of a template, as LoadTemplate reads it.
+type resource struct {
+	Type       string
+	Properties map[string]any
+	Metadata   map[string]any
+}
+
+// errNotHeld is a reader's answer for a resource the kit does not create after all.
+var errNotHeld = errors.New("not created locally")
+
+// reader reads one resource of its type into t; doc is the whole template's resources.
+type reader func(t *Template, id string, r resource, doc map[string]resource) error
+
+// readers are the resource types the kit creates or applies, each with its reader.
+var readers = map[string]reader{
+	typeQueue: readQueue, typeBucket: readBucket, typeBucketEvents: readBucketEvents, typeTopic: readTopic,
+	typeSubscription: readSubscription, typeTable: readTable, typeGlobalTable: readTable, typeFunction: readFunction,
+	typeMapping: readMapping, typeSchedule: readSchedule, typeInvokeConfig: readInvokeConfig, typeAlarm: readAlarm,
+	typeComposite: readComposite, typeNestedStack: readNestedStack,
+	"AWS::CDK::Metadata": func(*Template, string, resource, map[string]resource) error { return nil },
+}
+
 // LoadTemplate reads a synthesized template and checks that every part the kit needs is
 // there and understood: an unknown shape is an error, never a silently different topology.
+// Each resource is read by its type's reader (readers); a type without one is counted in
+// NotApplied as not created locally.
 func LoadTemplate(path string) (*Template, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var doc struct {
-		Resources map[string]struct {
-			Type       string
-			Properties map[string]any
-			Metadata   map[string]any
-		}
-		Outputs map[string]struct {
+		Resources map[string]resource
+		Outputs   map[string]struct {
 			Value  any
 			Export struct{ Name any }
 		}
@@ -508,181 +529,22 @@ func LoadTemplate(path string) (*Template, error) {
 	for id, r := range doc.Resources {
 		t.Types[id] = r.Type
 	}
-	ids := make([]string, 0, len(doc.Resources))
-	for id := range doc.Resources {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids) // deterministic mapping and schedule order
 	others := map[string]int{}
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(doc.Resources)) { // deterministic mapping and schedule order
 		r := doc.Resources[id]
-		p := r.Properties
-		switch r.Type {
-		case typeQueue:
-			t.Queues[id] = Queue{LogicalID: id, Props: p}
-		case typeBucket:
-			t.Buckets[id] = Bucket{LogicalID: id, Props: p}
-			for _, k := range slices.Sorted(maps.Keys(p)) {
-				if k != "BucketName" {
-					t.NotApplied = append(t.NotApplied, "bucket "+id+" "+k)
-				}
-			}
-		case typeBucketEvents:
-			config, _ := p["NotificationConfiguration"].(map[string]any)
-			t.BucketEvents = append(t.BucketEvents, BucketEvents{LogicalID: id, Bucket: p["BucketName"], Config: config})
-			if fns, _ := config["LambdaFunctionConfigurations"].([]any); len(fns) > 0 {
-				t.NotApplied = append(t.NotApplied, "bucket notifications "+id+": LambdaFunctionConfigurations (the kit delivers a bucket's events to topics and queues only)")
-			}
-			if handler := cfn.RefTarget(p["ServiceToken"]); handler != "" {
-				t.Applied[handler] = "CDK's handler of bucket notifications, which the kit applies itself"
-			}
-		case typeTopic:
-			t.Topics[id] = Topic{LogicalID: id, Props: p}
-			for _, k := range slices.Sorted(maps.Keys(p)) {
-				if k != "TopicName" && k != "FifoTopic" && k != "ContentBasedDeduplication" {
-					t.NotApplied = append(t.NotApplied, "topic "+id+" "+k)
-				}
-			}
-		case typeSubscription:
-			sub := Subscription{LogicalID: id, TopicArn: p["TopicArn"], Endpoint: p["Endpoint"]}
-			sub.Protocol, _ = p["Protocol"].(string)
-			sub.Raw = p["RawMessageDelivery"] == true || p["RawMessageDelivery"] == "true"
-			switch {
-			case sub.Protocol != "sqs":
-				t.NotApplied = append(t.NotApplied, fmt.Sprintf("subscription %s (protocol %s): the kit delivers a topic's messages to SQS queues only", id, sub.Protocol))
-				continue
-			case p["FilterPolicy"] != nil:
-				policy := p["FilterPolicy"]
-				if s, ok := policy.(string); ok { // CloudFormation takes the policy as JSON text too
-					if err := json.Unmarshal([]byte(s), &policy); err != nil {
-						return nil, fmt.Errorf("%s: subscription %s: FilterPolicy is not JSON: %w", path, id, err)
-					}
-				}
-				b, err := json.Marshal(policy)
-				if err == nil {
-					sub.Filter, err = eventfilter.Compile([]string{string(b)})
-				}
-				if err != nil {
-					return nil, fmt.Errorf("%s: subscription %s: FilterPolicy %s: %w (SNS would refuse the subscription)", path, id, b, err)
-				}
-				sub.FilterOnBody = p["FilterPolicyScope"] == "MessageBody"
-			}
-			t.Subscriptions = append(t.Subscriptions, sub)
-		case typeTable, typeGlobalTable:
-			t.Tables[id] = Table{LogicalID: id, Props: p, Global: r.Type == typeGlobalTable}
-		case typeFunction:
-			for _, k := range slices.Sorted(maps.Keys(p)) {
-				switch {
-				case k == "Layers":
-					t.NotApplied = append(t.NotApplied, "function "+id+" Layers: a layer's files are not under /opt locally, "+
-						"and an extension in one does not run; the function runs without them")
-				case !functionPropsNoEffect[k]:
-					t.NotApplied = append(t.NotApplied, "function "+id+" "+k)
-				}
-			}
-			env, _ := cfn.Dig(p, "Environment", "Variables").(map[string]any)
-			f := Function{LogicalID: id, Env: env, Timeout: intProp(p, "Timeout", 3), MemoryMB: intProp(p, "MemorySize", 128)}
-			f.Handler, _ = p["Handler"].(string)
-			f.Runtime, _ = p["Runtime"].(string)
-			f.Path, _ = r.Metadata["aws:cdk:path"].(string)
-			if prop, _ := r.Metadata["aws:asset:property"].(string); prop == "Code" {
-				f.Asset, _ = r.Metadata["aws:asset:path"].(string)
-			}
-			f.Image = p["PackageType"] == "Image"
-			t.Functions[id] = f
-		case typeMapping:
-			if what := notSQS(t, p["EventSourceArn"]); what != "" { // a stream, Kafka, MQ: not a pipeline
-				t.otherSources = append(t.otherSources, fmt.Sprintf("not run locally: mapping %s, whose source is %s, not an SQS queue", id, what))
-				continue
-			}
-			for _, k := range slices.Sorted(maps.Keys(p)) {
-				if why, ok := mappingPropsNotApplied[k]; ok {
-					t.NotApplied = append(t.NotApplied, "mapping "+id+" "+k+" ("+why+")")
-					continue
-				}
-				if !mappingPropsApplied[k] && !mappingPropsNoEffect[k] {
-					return nil, fmt.Errorf("%s: mapping %s: property %s is not applied by the local kit (package local): the consumer would see "+
-						"other records than in AWS; remove it, or report it to the project so the kit learns it", path, id, k)
-				}
-			}
-			m := Mapping{
-				LogicalID:      id,
-				Queue:          cfn.RefTarget(p["EventSourceArn"]),
-				BatchSize:      intProp(p, "BatchSize", 10),
-				WindowSeconds:  intProp(p, "MaximumBatchingWindowInSeconds", 0),
-				MaxConcurrency: int(asFloat(cfn.Dig(p, "ScalingConfig", "MaximumConcurrency"))),
-			}
-			if _, param := t.Parameters[m.Queue]; m.Queue == "" || param {
-				// A queue the stack does not create: imported, or given by a parameter (a
-				// nested stack's, from its parent: package local links it).
-				m.Queue, m.SourceArn = "", p["EventSourceArn"]
-			}
-			var err error
-			if m.Filters, err = filterPatterns(p["FilterCriteria"]); err != nil {
-				return nil, fmt.Errorf("%s: mapping %s: %w", path, id, err)
-			}
-			if m.Filters != nil { // Lambda refuses the mapping on an invalid pattern
-				if m.criteria, err = eventfilter.Compile(m.Filters); err != nil {
-					return nil, fmt.Errorf("%s: mapping %s: FilterCriteria, which Lambda would refuse: %w", path, id, err)
-				}
-			}
-			m.Function, m.External, m.Unrunnable = mappedFunction(p["FunctionName"], func(id string) (string, any) {
-				return doc.Resources[id].Type, doc.Resources[id].Properties["FunctionName"]
-			}, t.Parameters)
-			if enabled, ok := p["Enabled"].(bool); ok && !enabled {
-				m.Disabled = true
-				t.NotApplied = append(t.NotApplied, "mapping "+id+" is disabled (Enabled: false): its queue is not polled")
-			}
-			types, _ := p["FunctionResponseTypes"].([]any)
-			m.ReportFailures = slices.Contains(types, any("ReportBatchItemFailures"))
-			m.props = p
-			t.Mappings = append(t.Mappings, m)
-		case typeSchedule:
-			if strings.HasSuffix(cfn.JoinString(cfn.Dig(p, "Target", "Arn"), func(any) string { return "aws" }), sqsSendTarget) {
-				s, err := parseSendSchedule(id, p)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", path, err)
-				}
-				t.SendSchedules = append(t.SendSchedules, s)
-				continue
-			}
-			input, _ := cfn.Dig(p, "Target", "Input").(string)
-			s := Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input,
-				DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))}
-			s.props = p
-			s.resolve(t.withParameters)
-			t.Schedules = append(t.Schedules, s)
-		case typeInvokeConfig:
-			t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: intProp(p, "MaximumRetryAttempts", 2),
-				OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), MaxEventAgeSecs: intProp(p, "MaximumEventAgeInSeconds", 21600)}
-		case typeAlarm:
-			a, err := parseAlarm(id, p)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			t.Alarms = append(t.Alarms, a)
-		case typeComposite:
-			c, err := parseComposite(id, p)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			t.Composites = append(t.Composites, c)
-		case "AWS::CDK::Metadata":
-		case typeNestedStack:
-			file, _ := r.Metadata["aws:asset:path"].(string)
-			cdkPath, _ := r.Metadata["aws:cdk:path"].(string)
-			if file == "" || !strings.HasSuffix(file, ".json") {
-				others[r.Type]++ // a template the assembly does not hold (a TemplateURL of its own)
-				continue
-			}
-			params, _ := p["Parameters"].(map[string]any)
-			t.Nested = append(t.Nested, NestedStack{LogicalID: id, TemplateFile: file, Parameters: params,
-				Path: strings.TrimSuffix(cdkPath[:max(strings.LastIndex(cdkPath, "/"), 0)], ".NestedStack")})
-		default:
+		read, ok := readers[r.Type]
+		if !ok {
 			others[r.Type]++
+			continue
+		}
+		switch err := read(t, id, r, doc.Resources); {
+		case errors.Is(err, errNotHeld):
+			others[r.Type]++
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	if len(others) > 0 { // IAM, KMS, topics, log groups, dashboards, autoscaling, your own
+	if len(others) > 0 { // IAM, KMS, log groups, dashboards, autoscaling, your own
 		var parts []string
 		for _, typ := range slices.Sorted(maps.Keys(others)) {
 			parts = append(parts, fmt.Sprintf("%s x%d", typ, others[typ]))
@@ -690,6 +552,229 @@ func LoadTemplate(path string) (*Template, error) {
 		t.NotApplied = append(t.NotApplied, "not created locally: "+strings.Join(parts, ", "))
 	}
 	return t, t.check()
+}
+
+// readQueue reads a queue.
+func readQueue(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	t.Queues[id] = Queue{LogicalID: id, Props: p}
+	return nil
+}
+
+// readBucket reads a bucket, with the properties the kit does not apply.
+func readBucket(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	t.Buckets[id] = Bucket{LogicalID: id, Props: p}
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		if k != "BucketName" {
+			t.NotApplied = append(t.NotApplied, "bucket "+id+" "+k)
+		}
+	}
+	return nil
+}
+
+// readBucketEvents reads a bucket's event notifications (what bucket.AddEventNotification writes).
+func readBucketEvents(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	config, _ := p["NotificationConfiguration"].(map[string]any)
+	t.BucketEvents = append(t.BucketEvents, BucketEvents{LogicalID: id, Bucket: p["BucketName"], Config: config})
+	if fns, _ := config["LambdaFunctionConfigurations"].([]any); len(fns) > 0 {
+		t.NotApplied = append(t.NotApplied, "bucket notifications "+id+": LambdaFunctionConfigurations (the kit delivers a bucket's events to topics and queues only)")
+	}
+	if handler := cfn.RefTarget(p["ServiceToken"]); handler != "" {
+		t.Applied[handler] = "CDK's handler of bucket notifications, which the kit applies itself"
+	}
+	return nil
+}
+
+// readTopic reads a topic, with the properties the kit does not apply.
+func readTopic(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	t.Topics[id] = Topic{LogicalID: id, Props: p}
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		if k != "TopicName" && k != "FifoTopic" && k != "ContentBasedDeduplication" {
+			t.NotApplied = append(t.NotApplied, "topic "+id+" "+k)
+		}
+	}
+	return nil
+}
+
+// readSubscription reads a topic's subscription: an SQS one with its filter policy compiled, another listed as not applied.
+func readSubscription(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	sub := Subscription{LogicalID: id, TopicArn: p["TopicArn"], Endpoint: p["Endpoint"]}
+	sub.Protocol, _ = p["Protocol"].(string)
+	sub.Raw = p["RawMessageDelivery"] == true || p["RawMessageDelivery"] == "true"
+	switch {
+	case sub.Protocol != "sqs":
+		t.NotApplied = append(t.NotApplied, fmt.Sprintf("subscription %s (protocol %s): the kit delivers a topic's messages to SQS queues only", id, sub.Protocol))
+		return nil
+	case p["FilterPolicy"] != nil:
+		policy := p["FilterPolicy"]
+		if s, ok := policy.(string); ok { // CloudFormation takes the policy as JSON text too
+			if err := json.Unmarshal([]byte(s), &policy); err != nil {
+				return fmt.Errorf("subscription %s: FilterPolicy is not JSON: %w", id, err)
+			}
+		}
+		b, err := json.Marshal(policy)
+		if err == nil {
+			sub.Filter, err = eventfilter.Compile([]string{string(b)})
+		}
+		if err != nil {
+			return fmt.Errorf("subscription %s: FilterPolicy %s: %w (SNS would refuse the subscription)", id, b, err)
+		}
+		sub.FilterOnBody = p["FilterPolicyScope"] == "MessageBody"
+	}
+	t.Subscriptions = append(t.Subscriptions, sub)
+	return nil
+}
+
+// readTable reads a table (a TableV2's too).
+func readTable(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	t.Tables[id] = Table{LogicalID: id, Props: p, Global: r.Type == typeGlobalTable}
+	return nil
+}
+
+// readFunction reads a function: its environment, handler, runtime and code, and the properties the kit does not apply.
+func readFunction(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		switch {
+		case k == "Layers":
+			t.NotApplied = append(t.NotApplied, "function "+id+" Layers: a layer's files are not under /opt locally, "+
+				"and an extension in one does not run; the function runs without them")
+		case !functionPropsNoEffect[k]:
+			t.NotApplied = append(t.NotApplied, "function "+id+" "+k)
+		}
+	}
+	env, _ := cfn.Dig(p, "Environment", "Variables").(map[string]any)
+	f := Function{LogicalID: id, Env: env, Timeout: intProp(p, "Timeout", 3), MemoryMB: intProp(p, "MemorySize", 128)}
+	f.Handler, _ = p["Handler"].(string)
+	f.Runtime, _ = p["Runtime"].(string)
+	f.Path, _ = r.Metadata["aws:cdk:path"].(string)
+	if prop, _ := r.Metadata["aws:asset:property"].(string); prop == "Code" {
+		f.Asset, _ = r.Metadata["aws:asset:path"].(string)
+	}
+	f.Image = p["PackageType"] == "Image"
+	t.Functions[id] = f
+	return nil
+}
+
+// readMapping reads an event source mapping: an SQS one with its settings and filters, another listed as not run.
+func readMapping(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	if what := notSQS(t, p["EventSourceArn"]); what != "" { // a stream, Kafka, MQ: not a pipeline
+		t.otherSources = append(t.otherSources, fmt.Sprintf("not run locally: mapping %s, whose source is %s, not an SQS queue", id, what))
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		if why, ok := mappingPropsNotApplied[k]; ok {
+			t.NotApplied = append(t.NotApplied, "mapping "+id+" "+k+" ("+why+")")
+			continue
+		}
+		if !mappingPropsApplied[k] && !mappingPropsNoEffect[k] {
+			return fmt.Errorf("mapping %s: property %s is not applied by the local kit (package local): the consumer would see "+
+				"other records than in AWS; remove it, or report it to the project so the kit learns it", id, k)
+		}
+	}
+	m := Mapping{
+		LogicalID:      id,
+		Queue:          cfn.RefTarget(p["EventSourceArn"]),
+		BatchSize:      intProp(p, "BatchSize", 10),
+		WindowSeconds:  intProp(p, "MaximumBatchingWindowInSeconds", 0),
+		MaxConcurrency: int(asFloat(cfn.Dig(p, "ScalingConfig", "MaximumConcurrency"))),
+	}
+	if _, param := t.Parameters[m.Queue]; m.Queue == "" || param {
+		// A queue the stack does not create: imported, or given by a parameter (a
+		// nested stack's, from its parent: package local links it).
+		m.Queue, m.SourceArn = "", p["EventSourceArn"]
+	}
+	var err error
+	if m.Filters, err = filterPatterns(p["FilterCriteria"]); err != nil {
+		return fmt.Errorf("mapping %s: %w", id, err)
+	}
+	if m.Filters != nil { // Lambda refuses the mapping on an invalid pattern
+		if m.criteria, err = eventfilter.Compile(m.Filters); err != nil {
+			return fmt.Errorf("mapping %s: FilterCriteria, which Lambda would refuse: %w", id, err)
+		}
+	}
+	m.Function, m.External, m.Unrunnable = mappedFunction(p["FunctionName"], func(id string) (string, any) {
+		return doc[id].Type, doc[id].Properties["FunctionName"]
+	}, t.Parameters)
+	if enabled, ok := p["Enabled"].(bool); ok && !enabled {
+		m.Disabled = true
+		t.NotApplied = append(t.NotApplied, "mapping "+id+" is disabled (Enabled: false): its queue is not polled")
+	}
+	types, _ := p["FunctionResponseTypes"].([]any)
+	m.ReportFailures = slices.Contains(types, any("ReportBatchItemFailures"))
+	m.props = p
+	t.Mappings = append(t.Mappings, m)
+	return nil
+}
+
+// readSchedule reads a schedule: one that sends to a queue, or one that invokes a function.
+func readSchedule(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	if strings.HasSuffix(cfn.JoinString(cfn.Dig(p, "Target", "Arn"), func(any) string { return "aws" }), sqsSendTarget) {
+		s, err := parseSendSchedule(id, p)
+		if err != nil {
+			return err
+		}
+		t.SendSchedules = append(t.SendSchedules, s)
+		return nil
+	}
+	input, _ := cfn.Dig(p, "Target", "Input").(string)
+	s := Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input,
+		DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))}
+	s.props = p
+	s.resolve(t.withParameters)
+	t.Schedules = append(t.Schedules, s)
+	return nil
+}
+
+// readInvokeConfig reads a function's asynchronous invocation settings.
+func readInvokeConfig(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: intProp(p, "MaximumRetryAttempts", 2),
+		OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), MaxEventAgeSecs: intProp(p, "MaximumEventAgeInSeconds", 21600)}
+	return nil
+}
+
+// readAlarm reads a metric alarm.
+func readAlarm(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	a, err := parseAlarm(id, p)
+	if err != nil {
+		return err
+	}
+	t.Alarms = append(t.Alarms, a)
+	return nil
+}
+
+// readComposite reads a composite alarm.
+func readComposite(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	c, err := parseComposite(id, p)
+	if err != nil {
+		return err
+	}
+	t.Composites = append(t.Composites, c)
+	return nil
+}
+
+// readNestedStack reads a nested stack whose template the assembly holds (errNotHeld for one it does not).
+func readNestedStack(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	file, _ := r.Metadata["aws:asset:path"].(string)
+	cdkPath, _ := r.Metadata["aws:cdk:path"].(string)
+	if file == "" || !strings.HasSuffix(file, ".json") {
+		return errNotHeld // a template the assembly does not hold (a TemplateURL of its own)
+	}
+	params, _ := p["Parameters"].(map[string]any)
+	t.Nested = append(t.Nested, NestedStack{LogicalID: id, TemplateFile: file, Parameters: params,
+		Path: strings.TrimSuffix(cdkPath[:max(strings.LastIndex(cdkPath, "/"), 0)], ".NestedStack")})
+	return nil
 }
 
 func (t *Template) check() error {
