@@ -458,7 +458,28 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 		p.Check()
 	}
 	fifo := props.Queue.Fifo()
+	s := defaults(id, props)
+	s.fn.Description = "Scheduled dispatcher of job " + s.jobName
+	s.fn.Validate(p)
+	s.checkSchedule(p, props)
+	sendMaxAttempts := checkSendMaxAttempts(p, props)
+	defaultGroup := s.checkDefaultGroup(p, props, fifo)
+	items := checkItems(p, props.Items, fifo)
+	stack := awscdk.Stack_Of(scope)
+	if props.ScheduleGroup != nil {
+		checkEnv(p, "ScheduleGroup", deref(props.ScheduleGroup.ScheduleGroupArn()), stack, true, "a schedule can only be created in a group of its own account and region; use a group there, or leave ScheduleGroup nil")
+	}
+	if props.EncryptionKey != nil {
+		checkEnv(p, "EncryptionKey", deref(props.EncryptionKey.KeyArn()), stack, false, "SQS encrypts a queue only with a key in the queue's region; use a key there, or leave EncryptionKey nil for SSE-SQS")
+	}
+	s.checkInput(p, items)
+	s.fn.Environment = s.environment(p, props, defaultGroup, sendMaxAttempts)
+	p.Check()
+	return s
+}
 
+// defaults is the settings props give, each zero value replaced by its default.
+func defaults(id string, props *ScheduledDispatcherProps) settings {
 	s := settings{
 		fn: gofn.Props{
 			Kind:             "ScheduledDispatcher",
@@ -487,9 +508,12 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 		scheduleRetryAttempts: *orPtr(props.ScheduleRetryAttempts, DefaultScheduleRetryAttempts),
 		scheduleMaxEventAge:   cmp.Or(props.ScheduleMaxEventAge, DefaultScheduleMaxEventAge),
 	}
-	s.fn.Description = "Scheduled dispatcher of job " + s.jobName
-	s.fn.Validate(p)
+	return s
+}
 
+// checkSchedule holds the job name, the cron, the time zone and the schedule's retries to
+// Scheduler's rules.
+func (s *settings) checkSchedule(p *validate.Problems, props *ScheduledDispatcherProps) {
 	// A token (a deploy-time value) cannot be checked here; CloudFormation or Scheduler
 	// check it at deploy.
 	if !gofn.IsToken(s.jobName) && !jobNamePattern.MatchString(s.jobName) {
@@ -513,12 +537,21 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	if a := s.scheduleMaxEventAge; a < time.Minute || a > 24*time.Hour || a%time.Second != 0 {
 		p.Add("ScheduleMaxEventAge", a, "use whole seconds from 1m0s to 24h0m0s (Scheduler's limits)")
 	}
+}
+
+// checkSendMaxAttempts holds SendMaxAttempts to the function's bound and returns it.
+func checkSendMaxAttempts(p *validate.Problems, props *ScheduledDispatcherProps) int {
 	sendMaxAttempts := cmp.Or(props.SendMaxAttempts, DefaultSendMaxAttempts)
 	if sendMaxAttempts < 1 || sendMaxAttempts > contract.MaxSendMaxAttempts {
 		p.Add("SendMaxAttempts", sendMaxAttempts, fmt.Sprintf("use 1 to %d: the dispatcher function refuses %s above %d, so every run would fail",
 			contract.MaxSendMaxAttempts, contract.EnvSendMaxAttempts, contract.MaxSendMaxAttempts))
 	}
+	return sendMaxAttempts
+}
 
+// checkDefaultGroup returns the FIFO queue's default message group (the job name unless
+// given), checked by the function's own rule; a standard queue takes none.
+func (s *settings) checkDefaultGroup(p *validate.Problems, props *ScheduledDispatcherProps, fifo bool) string {
 	defaultGroup := props.DefaultGroup
 	switch {
 	case !fifo && defaultGroup != "":
@@ -528,15 +561,11 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	case fifo && !gofn.IsToken(defaultGroup) && msgkey.ValidateGroupID(defaultGroup) != nil: // the function's own rule
 		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
 	}
-	items := checkItems(p, props.Items, fifo)
-	stack := awscdk.Stack_Of(scope)
-	if props.ScheduleGroup != nil {
-		checkEnv(p, "ScheduleGroup", deref(props.ScheduleGroup.ScheduleGroupArn()), stack, true, "a schedule can only be created in a group of its own account and region; use a group there, or leave ScheduleGroup nil")
-	}
-	if props.EncryptionKey != nil {
-		checkEnv(p, "EncryptionKey", deref(props.EncryptionKey.KeyArn()), stack, false, "SQS encrypts a queue only with a key in the queue's region; use a key there, or leave EncryptionKey nil for SSE-SQS")
-	}
+	return defaultGroup
+}
 
+// checkInput sets the schedule's input and holds it, as Scheduler renders it, to its limit.
+func (s *settings) checkInput(p *validate.Problems, items []any) {
 	s.input = map[string]any{"job": s.jobName, "items": items}
 	rendered, err := json.Marshal(map[string]any{
 		"scheduledTime": *awsscheduler.ContextAttribute_ScheduledTime(),
@@ -547,7 +576,11 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 		p.Addf("Items", "the schedule input would be %d bytes, over the %d-byte limit; send fewer or smaller items "+
 			"(keep large payloads in a store the function reads)", len(rendered), MaxInputBytes)
 	}
+}
 
+// environment is the function's environment: the variables the construct owns, the
+// tunables' defaults, the user's Environment (without the removed PERIOD).
+func (s *settings) environment(p *validate.Problems, props *ScheduledDispatcherProps, defaultGroup string, sendMaxAttempts int) map[string]string {
 	owned := map[string]string{
 		contract.EnvQueueURL:        "", // set below, once the queue is known to be valid
 		contract.EnvJobName:         s.jobName,
@@ -565,9 +598,7 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 		extra = maps.Clone(extra)
 		delete(extra, removedPeriodVar)
 	}
-	s.fn.Environment = gofn.Environment(p, owned, tunableDefaults, extra)
-	p.Check()
-	return s
+	return gofn.Environment(p, owned, tunableDefaults, extra)
 }
 
 // checkEnv reports the resource with arn as prop when its ARN is known (not a token) and

@@ -101,7 +101,7 @@ var tableNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
 // *EnvError joined under ErrConfig). An optional variable set to "" counts as unset.
 func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	env := envconf.New(lookup)
-	bad, optional := env.Bad, env.Optional
+	bad := env.Bad
 	duration, integer, boolean := env.Duration, env.Int, env.Bool
 
 	cfg := Config{MaxBodyBytes: defaultMaxBodyBytes, Service: telemetry.ServiceFromEnv(lookup, serviceName)}
@@ -119,6 +119,39 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 		idem.TableName = v
 	}
 
+	readKeys(env, &cfg)
+
+	idem.LockCap = duration(envLockCap, defaultLockCap, idempotency.MinDuration, idempotency.MaxLockCap,
+		"a Go duration from 1s to 15m, normally the function timeout (e.g. 30s)")
+	idem.RecordTTL = duration(envRecordTTL, defaultRecordTTL, idempotency.MinDuration, 1<<63-1,
+		"a Go duration of at least 1s, e.g. 24h")
+	if idem.RecordTTL < idem.LockCap {
+		v, _ := lookup(envRecordTTL)
+		bad(envRecordTTL, v, true, fmt.Sprintf("a duration at least %s=%s: a record must outlive its lock", envLockCap, idem.LockCap))
+	}
+	idem.ValidatePayload = boolean(envValidatePayload, true)
+	idem.CacheSize = integer(envCacheSize, 0, 0, contract.MaxCacheSize)
+
+	cfg.Batch.Concurrency = integer(envBatchConcurrency, batch.DefaultConcurrency, 1, contract.MaxBatchConcurrency)
+	// 0 is refused, not passed on: batch.Options reads 0 as "the default", so "0s" used to
+	// become 2s without a word, and a margin of 0 honoured would start records the invocation
+	// cannot finish and answer only as Lambda ends it (see batch.MinDeadlineMargin).
+	cfg.Batch.DeadlineMargin = duration(envDeadlineMargin, batch.DefaultDeadlineMargin, batch.MinDeadlineMargin, batch.MaxDeadlineMargin,
+		fmt.Sprintf("a Go duration from %s to 15m, e.g. %s (unset for the default %s; a margin under %s leaves Lambda no time for the batch response, "+
+			"and 0 would start records up to the moment Lambda ends the invocation)",
+			batch.MinDeadlineMargin, batch.DefaultDeadlineMargin, batch.DefaultDeadlineMargin, batch.MinDeadlineMargin))
+	cfg.MaxBodyBytes = integer(envMaxBodyBytes, defaultMaxBodyBytes, 1, maxMaxBodyBytes)
+	cfg.DeadLetterQueueURL = env.QueueURL(envDeadLetterQueue, false)
+	cfg.MetricsNamespace = env.MetricsNamespace(envMetricsNamespace, defaultMetricsNamespace)
+	cfg.LogLevel = env.LogLevel(envLogLevel)
+	return cfg, env.Err(ErrConfig)
+}
+
+// readKeys reads where a message's key is and how its record is keyed: the key prefix, the
+// key and tenant sources, the table's key attributes, each by package contract's rules.
+func readKeys(env *envconf.Reader, cfg *Config) {
+	bad, optional := env.Bad, env.Optional
+	idem := &cfg.Idempotency
 	idem.KeyPrefix = defaultKeyPrefix
 	if v, ok := optional(envKeyPrefix); ok {
 		if err := contract.CheckKeyPrefix(v); err != nil {
@@ -176,29 +209,4 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 			cfg.Tenant = TenantSource{Source: src}
 		}
 	}
-
-	idem.LockCap = duration(envLockCap, defaultLockCap, idempotency.MinDuration, idempotency.MaxLockCap,
-		"a Go duration from 1s to 15m, normally the function timeout (e.g. 30s)")
-	idem.RecordTTL = duration(envRecordTTL, defaultRecordTTL, idempotency.MinDuration, 1<<63-1,
-		"a Go duration of at least 1s, e.g. 24h")
-	if idem.RecordTTL < idem.LockCap {
-		v, _ := lookup(envRecordTTL)
-		bad(envRecordTTL, v, true, fmt.Sprintf("a duration at least %s=%s: a record must outlive its lock", envLockCap, idem.LockCap))
-	}
-	idem.ValidatePayload = boolean(envValidatePayload, true)
-	idem.CacheSize = integer(envCacheSize, 0, 0, contract.MaxCacheSize)
-
-	cfg.Batch.Concurrency = integer(envBatchConcurrency, batch.DefaultConcurrency, 1, contract.MaxBatchConcurrency)
-	// 0 is refused, not passed on: batch.Options reads 0 as "the default", so "0s" used to
-	// become 2s without a word, and a margin of 0 honoured would start records the invocation
-	// cannot finish and answer only as Lambda ends it (see batch.MinDeadlineMargin).
-	cfg.Batch.DeadlineMargin = duration(envDeadlineMargin, batch.DefaultDeadlineMargin, batch.MinDeadlineMargin, batch.MaxDeadlineMargin,
-		fmt.Sprintf("a Go duration from %s to 15m, e.g. %s (unset for the default %s; a margin under %s leaves Lambda no time for the batch response, "+
-			"and 0 would start records up to the moment Lambda ends the invocation)",
-			batch.MinDeadlineMargin, batch.DefaultDeadlineMargin, batch.DefaultDeadlineMargin, batch.MinDeadlineMargin))
-	cfg.MaxBodyBytes = integer(envMaxBodyBytes, defaultMaxBodyBytes, 1, maxMaxBodyBytes)
-	cfg.DeadLetterQueueURL = env.QueueURL(envDeadLetterQueue, false)
-	cfg.MetricsNamespace = env.MetricsNamespace(envMetricsNamespace, defaultMetricsNamespace)
-	cfg.LogLevel = env.LogLevel(envLogLevel)
-	return cfg, env.Err(ErrConfig)
 }
