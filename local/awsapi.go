@@ -351,29 +351,10 @@ func (k *Kit) schedulerGet(w http.ResponseWriter, req *http.Request) {
 // composite alarms too when AlarmTypes names CompositeAlarm, with their reasons and
 // descriptions. States are the kit's evaluation now.
 func (k *Kit) cloudWatch(w http.ResponseWriter, req *http.Request) {
-	var q struct {
-		AlarmNames          []string
-		AlarmNamePrefix     string
-		ChildrenOfAlarmName string
-		AlarmTypes          []string
-		action              string
-		json                bool
-	}
-	if target := req.Header.Get("X-Amz-Target"); target != "" {
-		q.json = true
-		_, q.action, _ = strings.Cut(target, ".")
-		if err := json.NewDecoder(req.Body).Decode(&q); err != nil && err != io.EOF {
-			cloudWatchError(w, true, http.StatusBadRequest, "SerializationException", err.Error())
-			return
-		}
-	} else if err := req.ParseForm(); err == nil {
-		q.action, q.AlarmNamePrefix, q.ChildrenOfAlarmName = req.Form.Get("Action"), req.Form.Get("AlarmNamePrefix"), req.Form.Get("ChildrenOfAlarmName")
-		for i := 1; req.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)) != ""; i++ {
-			q.AlarmNames = append(q.AlarmNames, req.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)))
-		}
-		for i := 1; req.Form.Get(fmt.Sprintf("AlarmTypes.member.%d", i)) != ""; i++ {
-			q.AlarmTypes = append(q.AlarmTypes, req.Form.Get(fmt.Sprintf("AlarmTypes.member.%d", i)))
-		}
+	q, err := parseAlarmsQuery(req)
+	if err != nil {
+		cloudWatchError(w, true, http.StatusBadRequest, "SerializationException", err.Error())
+		return
 	}
 	if q.action != "DescribeAlarms" {
 		cloudWatchError(w, q.json, http.StatusBadRequest, "InvalidAction", fmt.Sprintf("the local kit answers CloudWatch's DescribeAlarms only, not %q", q.action))
@@ -384,18 +365,58 @@ func (k *Kit) cloudWatch(w http.ResponseWriter, req *http.Request) {
 		cloudWatchError(w, q.json, http.StatusInternalServerError, "InternalFailure", err.Error())
 		return
 	}
-	type alarm struct {
-		AlarmName, StateValue                     string
-		StateReason, AlarmDescription, MetricName string `json:",omitempty"`
-		composite                                 bool
+	metricAlarms, compositeAlarms := k.pickAlarms(q, k.describeAlarms(states))
+	writeAlarms(w, q.json, metricAlarms, compositeAlarms)
+}
+
+// alarmsQuery is a DescribeAlarms request, in the JSON protocol or the query one.
+type alarmsQuery struct {
+	AlarmNames          []string
+	AlarmNamePrefix     string
+	ChildrenOfAlarmName string
+	AlarmTypes          []string
+	action              string
+	json                bool
+}
+
+// cwAlarm is an alarm as DescribeAlarms answers it.
+type cwAlarm struct {
+	AlarmName, StateValue                     string
+	StateReason, AlarmDescription, MetricName string `json:",omitempty"`
+	composite                                 bool
+}
+
+// parseAlarmsQuery reads a CloudWatch request: JSON (X-Amz-Target) or a query form; an
+// error is a JSON body that does not decode.
+func parseAlarmsQuery(req *http.Request) (alarmsQuery, error) {
+	var q alarmsQuery
+	if target := req.Header.Get("X-Amz-Target"); target != "" {
+		q.json = true
+		_, q.action, _ = strings.Cut(target, ".")
+		if err := json.NewDecoder(req.Body).Decode(&q); err != nil && err != io.EOF {
+			return q, err
+		}
+	} else if err := req.ParseForm(); err == nil {
+		q.action, q.AlarmNamePrefix, q.ChildrenOfAlarmName = req.Form.Get("Action"), req.Form.Get("AlarmNamePrefix"), req.Form.Get("ChildrenOfAlarmName")
+		for i := 1; req.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)) != ""; i++ {
+			q.AlarmNames = append(q.AlarmNames, req.Form.Get(fmt.Sprintf("AlarmNames.member.%d", i)))
+		}
+		for i := 1; req.Form.Get(fmt.Sprintf("AlarmTypes.member.%d", i)) != ""; i++ {
+			q.AlarmTypes = append(q.AlarmTypes, req.Form.Get(fmt.Sprintf("AlarmTypes.member.%d", i)))
+		}
 	}
-	var all []alarm
+	return q, nil
+}
+
+// describeAlarms is every alarm of the kit's stacks, with its state.
+func (k *Kit) describeAlarms(states []AlarmState) []cwAlarm {
+	var all []cwAlarm
 	for _, st := range k.stacks {
 		for _, s := range states {
 			if s.Stack != st.ref.DisplayName {
 				continue
 			}
-			a := alarm{AlarmName: st.d.AlarmName(s.LogicalID), StateValue: s.State,
+			a := cwAlarm{AlarmName: st.d.AlarmName(s.LogicalID), StateValue: s.State,
 				StateReason: fmt.Sprintf("evaluated by the local kit on a clock %d times the wall clock", k.opts.AlarmTimeScale)}
 			for _, t := range st.d.Template.Alarms {
 				if t.LogicalID == s.LogicalID {
@@ -413,7 +434,13 @@ func (k *Kit) cloudWatch(w http.ResponseWriter, req *http.Request) {
 			all = append(all, a)
 		}
 	}
-	var pick func(alarm) bool
+	return all
+}
+
+// pickAlarms is what the query asks of all: by name, name prefix or composite parent, by
+// type; a composite's children are answered with their names and states only.
+func (k *Kit) pickAlarms(q alarmsQuery, all []cwAlarm) (metricAlarms, compositeAlarms []cwAlarm) {
+	var pick func(cwAlarm) bool
 	full := true
 	switch {
 	case q.ChildrenOfAlarmName != "":
@@ -428,21 +455,20 @@ func (k *Kit) cloudWatch(w http.ResponseWriter, req *http.Request) {
 				}
 			}
 		}
-		pick = func(a alarm) bool { return children[a.AlarmName] }
+		pick = func(a cwAlarm) bool { return children[a.AlarmName] }
 	case len(q.AlarmNames) > 0:
-		pick = func(a alarm) bool { return slices.Contains(q.AlarmNames, a.AlarmName) }
+		pick = func(a cwAlarm) bool { return slices.Contains(q.AlarmNames, a.AlarmName) }
 	default:
-		pick = func(a alarm) bool { return strings.HasPrefix(a.AlarmName, q.AlarmNamePrefix) }
+		pick = func(a cwAlarm) bool { return strings.HasPrefix(a.AlarmName, q.AlarmNamePrefix) }
 	}
 	composites := slices.Contains(q.AlarmTypes, "CompositeAlarm")
 	metrics := len(q.AlarmTypes) == 0 || slices.Contains(q.AlarmTypes, "MetricAlarm")
-	var metricAlarms, compositeAlarms []alarm
 	for _, a := range all {
 		if !pick(a) {
 			continue
 		}
 		if !full {
-			a = alarm{AlarmName: a.AlarmName, StateValue: a.StateValue, composite: a.composite}
+			a = cwAlarm{AlarmName: a.AlarmName, StateValue: a.StateValue, composite: a.composite}
 		}
 		switch {
 		case a.composite && (composites || !full):
@@ -451,7 +477,12 @@ func (k *Kit) cloudWatch(w http.ResponseWriter, req *http.Request) {
 			metricAlarms = append(metricAlarms, a)
 		}
 	}
-	if q.json {
+	return metricAlarms, compositeAlarms
+}
+
+// writeAlarms writes the answer in the request's protocol.
+func writeAlarms(w http.ResponseWriter, asJSON bool, metricAlarms, compositeAlarms []cwAlarm) {
+	if asJSON {
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		json.NewEncoder(w).Encode(map[string]any{"MetricAlarms": orEmpty(metricAlarms), "CompositeAlarms": orEmpty(compositeAlarms)})
 		return
@@ -460,7 +491,7 @@ func (k *Kit) cloudWatch(w http.ResponseWriter, req *http.Request) {
 	b.WriteString(`<DescribeAlarmsResponse xmlns="http://monitoring.amazonaws.com/doc/2010-08-01/"><DescribeAlarmsResult>`)
 	for _, list := range []struct {
 		tag    string
-		alarms []alarm
+		alarms []cwAlarm
 	}{{"MetricAlarms", metricAlarms}, {"CompositeAlarms", compositeAlarms}} {
 		b.WriteString("<" + list.tag + ">")
 		for _, a := range list.alarms {

@@ -139,13 +139,26 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 	if len(packsSeen) == 0 || len(rulesSeen) == 0 {
 		return "", nil, fmt.Errorf("found %d pack verdict rows and %d rule rows: the tables' form changed, so nothing would be checked", len(packsSeen), len(rulesSeen))
 	}
+	if err := everyRowHeld(vd, vh, sd, sh, packsSeen, rulesSeen); err != nil {
+		return "", nil, err
+	}
+	out, change, err := checkovFigures(strings.Join(lines, "\n"), def, hard)
+	if change != "" {
+		changed = append(changed, change)
+	}
+	return out, changed, err
+}
+
+// everyRowHeld fails when a pack of the reports has no row in the verdicts table, or a rule
+// suppressed in a compliance pack (NIST, PCI, HIPAA) none in the suppressions table.
+func everyRowHeld(vd, vh map[string][3]int, sd, sh map[string]map[string]int, packsSeen, rulesSeen map[string]bool) error {
 	// Every pack of the reports has its row, and every rule suppressed in a compliance pack
 	// (NIST, PCI, HIPAA) has one: a suppression added without its row fails here, since its
 	// reason is for a person to write.
 	for _, v := range []map[string][3]int{vd, vh} {
 		for p := range v {
 			if !packsSeen[p] {
-				return "", nil, fmt.Errorf("the reports hold verdicts of pack %s, which has no row in the verdicts table", p)
+				return fmt.Errorf("the reports hold verdicts of pack %s, which has no row in the verdicts table", p)
 			}
 		}
 	}
@@ -153,22 +166,27 @@ func complianceFigures(doc string, def, hard *assembly) (string, []string, error
 		for _, p := range []string{"NIST.800.53.R5", "PCI.DSS.321", "HIPAA.Security"} {
 			for rule, n := range s[p] {
 				if !rulesSeen[rule] {
-					return "", nil, fmt.Errorf("%s-%s is suppressed on %d resources and has no row in the suppressions table: add one with its reason", p, rule, n)
+					return fmt.Errorf("%s-%s is suppressed on %d resources and has no row in the suppressions table: add one with its reason", p, rule, n)
 				}
 			}
 		}
 	}
-	out := strings.Join(lines, "\n")
+	return nil
+}
+
+// checkovFigures holds the document's sentence of checkov skips to the assemblies' counts:
+// out is the document with the sentence made true, change what was changed ("" for none).
+func checkovFigures(out string, def, hard *assembly) (string, string, error) {
 	m := checkovSentence.FindStringSubmatchIndex(out)
 	if m == nil {
-		return "", nil, fmt.Errorf("no sentence %q: its form changed, so the checkov figures would not be checked", checkovSentence)
+		return "", "", fmt.Errorf("no sentence %q: its form changed, so the checkov figures would not be checked", checkovSentence)
 	}
 	nd, nh := checkovSkipCount(def), checkovSkipCount(hard)
-	if out[m[2]:m[3]] != strconv.Itoa(nd) || out[m[4]:m[5]] != strconv.Itoa(nh) {
-		changed = append(changed, fmt.Sprintf("checkov skips %d checks on the default stage and %d on the hardened one; the document says %s and %s", nd, nh, out[m[2]:m[3]], out[m[4]:m[5]]))
-		out = out[:m[2]] + strconv.Itoa(nd) + out[m[3]:m[4]] + strconv.Itoa(nh) + out[m[5]:]
+	if out[m[2]:m[3]] == strconv.Itoa(nd) && out[m[4]:m[5]] == strconv.Itoa(nh) {
+		return out, "", nil
 	}
-	return out, changed, nil
+	change := fmt.Sprintf("checkov skips %d checks on the default stage and %d on the hardened one; the document says %s and %s", nd, nh, out[m[2]:m[3]], out[m[4]:m[5]])
+	return out[:m[2]] + strconv.Itoa(nd) + out[m[3]:m[4]] + strconv.Itoa(nh) + out[m[5]:], change, nil
 }
 
 // looksLikeFigureRow reports whether line starts like a row of the verdicts table (a pack's

@@ -249,7 +249,15 @@ func (r stackReview) render(p printer) {
 		rows = append(rows, []string{t, fmt.Sprint(r.Types[t])})
 	}
 	table(p, "No resource.", []string{"Type", "Count"}, append(rows, []string{"**all**", fmt.Sprintf("**%d**", len(r.IDs))}))
+	r.renderIAM(p)
+	r.renderStores(p)
+	r.renderAlarms(p)
+	r.renderChecks(p)
+}
 
+// renderIAM writes every IAM statement, by kind of policy.
+func (r stackReview) renderIAM(p printer) {
+	var rows [][]string
 	p("### IAM statements\n\n")
 	p("Every statement as principal -> actions -> resources. A wildcard in an Allow is flagged with\n")
 	p("the cdk-nag suppression that accepts it, if any; Deny statements are not flagged.\n\n")
@@ -270,10 +278,13 @@ func (r stackReview) render(p printer) {
 			table(p, "", []string{"Principal", "Effect", "Actions", "Resources", "Condition", "Wildcard", "Policy"}, rows)
 		}
 	}
+}
 
+// renderStores writes who may use each data store, its encryption and its retention.
+func (r stackReview) renderStores(p printer) {
 	p("### Access to data stores\n\n")
 	p("Who may do what to each queue, table, topic, bucket and key: the Allow statements that name it.\n\n")
-	rows = nil
+	var rows [][]string
 	for _, g := range r.Grants {
 		rows = append(rows, []string{g.Store, g.Principal, code(g.Actions, ", "), g.Via})
 	}
@@ -306,9 +317,12 @@ func (r stackReview) render(p printer) {
 		p("\nDrain or redrive the queues first: a message still on a source queue or in a dead-letter\n")
 		p("queue when the stack is deleted is gone.\n\n")
 	}
+}
 
+// renderAlarms writes every alarm and who each topic notifies.
+func (r stackReview) renderAlarms(p printer) {
 	p("### Alarms\n\n")
-	rows = nil
+	var rows [][]string
 	for _, a := range r.Alarms {
 		name := a.ID
 		if a.Composite {
@@ -346,7 +360,10 @@ func (r stackReview) render(p printer) {
 		rows = append(rows, []string{t.ID, subs, orDefault(strings.Join(sev, ", "), "none")})
 	}
 	table(p, "No SNS topic.", []string{"Topic", "Subscriptions", "Alarms notifying it"}, rows)
+}
 
+// renderChecks writes cdk-nag's findings and suppressions, and the checkov and cfn-lint skips.
+func (r stackReview) renderChecks(p printer) {
 	p("### cdk-nag\n\n")
 	if !r.NagRan {
 		p("The assembly holds no cdk-nag report: cdk-nag did not run.\n\n")

@@ -114,7 +114,7 @@ type Store interface {
 
 // Defaults, in one place.
 const (
-	DefaultTimeout          = 30 * time.Second
+	DefaultTimeout          = contract.DefaultConsumerTimeout
 	DefaultMemorySize       = 256
 	DefaultBatchSize        = 10
 	DefaultMaxConcurrency   = 10
@@ -626,7 +626,7 @@ func checkKeys(p *validate.Problems, id string, props *IdempotentConsumerProps) 
 	// Every value the function parses at cold start is checked here by the function's own
 	// rules (package contract), so that a stack which synthesizes also starts.
 	keyPrefix := cmp.Or(props.KeyPrefix, id)
-	if err := contract.CheckKeyPrefix(keyPrefix); !gofn.IsToken(keyPrefix) && err != nil {
+	if err := contract.CheckKeyPrefix(keyPrefix); !validate.Unresolved(keyPrefix) && err != nil {
 		p.Add("KeyPrefix", strconv.Quote(keyPrefix), fmt.Sprintf(`use 1 to %d bytes of UTF-8 without "#" (it is the namespace before '#' in each record id): %v`,
 			contract.MaxKeyPrefixBytes, err))
 	}
@@ -726,7 +726,7 @@ func (*settings) tunables(props *IdempotentConsumerProps) map[string]string {
 // the function's own parser (package contract) decides, so a source that synthesizes is one
 // the function accepts at cold start.
 func checkSource(s string, allowGroup bool) string {
-	if gofn.IsToken(s) {
+	if validate.Unresolved(s) {
 		return "give the literal source: it cannot be a token, because the consumer's other props are checked against it at synth"
 	}
 	forms := `use "body:<json field>" or "attribute:<message attribute name>"`

@@ -516,13 +516,13 @@ func defaults(id string, props *ScheduledDispatcherProps) settings {
 func (s *settings) checkSchedule(p *validate.Problems, props *ScheduledDispatcherProps) {
 	// A token (a deploy-time value) cannot be checked here; CloudFormation or Scheduler
 	// check it at deploy.
-	if !gofn.IsToken(s.jobName) && !jobNamePattern.MatchString(s.jobName) {
+	if !validate.Unresolved(s.jobName) && !jobNamePattern.MatchString(s.jobName) {
 		p.Add("JobName", strconv.Quote(s.jobName), "use 1 to 64 letters, digits, '.', '_' or '-' (the default is the construct id)")
 	}
-	if problem := checkCron(s.cron, time.Now()); !gofn.IsToken(s.cron) && problem != "" {
+	if problem := checkCron(s.cron, time.Now()); !validate.Unresolved(s.cron) && problem != "" {
 		p.Add("Cron", strconv.Quote(s.cron), problem)
 	}
-	if _, err := time.LoadLocation(s.timeZone); !gofn.IsToken(s.timeZone) && (err != nil || s.timeZone == "Local") {
+	if _, err := time.LoadLocation(s.timeZone); !validate.Unresolved(s.timeZone) && (err != nil || s.timeZone == "Local") {
 		p.Add("TimeZone", strconv.Quote(s.timeZone), `use an IANA time zone name such as "UTC" or "Europe/Berlin"`)
 	}
 	// 1m is what every key is now (one per occurrence), so it may stay until the field goes.
@@ -558,7 +558,7 @@ func (s *settings) checkDefaultGroup(p *validate.Problems, props *ScheduledDispa
 		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "remove it: a default group applies to FIFO queues only; on a standard queue give each item its fair-queue tenant in Group")
 	case fifo && defaultGroup == "":
 		defaultGroup = s.jobName
-	case fifo && !gofn.IsToken(defaultGroup) && msgkey.ValidateGroupID(defaultGroup) != nil: // the function's own rule
+	case fifo && !validate.Unresolved(defaultGroup) && msgkey.ValidateGroupID(defaultGroup) != nil: // the function's own rule
 		p.Add("DefaultGroup", strconv.Quote(defaultGroup), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")
 	}
 	return defaultGroup
@@ -605,7 +605,7 @@ func (s *settings) environment(p *validate.Problems, props *ScheduledDispatcherP
 // names another region than stack, or with account set, another account. An imported
 // resource's Env is the stack's whatever its ARN says, so the ARN is what tells.
 func checkEnv(p *validate.Problems, prop, arn string, stack awscdk.Stack, account bool, fix string) {
-	if arn == "" || gofn.IsToken(arn) {
+	if arn == "" || validate.Unresolved(arn) {
 		return
 	}
 	parts := awscdk.Arn_Split(jsii.String(arn), awscdk.ArnFormat_SLASH_RESOURCE_NAME)
@@ -615,7 +615,7 @@ func checkEnv(p *validate.Problems, prop, arn string, stack awscdk.Stack, accoun
 		sides = append(sides, side{"account", deref(parts.Account), deref(stack.Account())})
 	}
 	for _, s := range sides {
-		if s.theirs != "" && s.ours != "" && !gofn.IsToken(s.theirs) && !gofn.IsToken(s.ours) && s.theirs != s.ours {
+		if s.theirs != "" && s.ours != "" && !validate.Unresolved(s.theirs) && !validate.Unresolved(s.ours) && s.theirs != s.ours {
 			p.Addf(prop, "is in %s %s, the stack in %s; %s", s.what, s.theirs, s.ours, fix)
 		}
 	}
@@ -635,7 +635,7 @@ func checkItems(p *validate.Problems, items []WorkItem, fifo bool) []any {
 	for i, it := range items {
 		prop := fmt.Sprintf("Items[%d]", i)
 		switch {
-		case gofn.IsToken(it.ID):
+		case validate.Unresolved(it.ID):
 			p.Add(prop+".ID", strconv.Quote(it.ID), "give a literal id: item ids cannot be tokens (their uniqueness, which keeps their keys apart, is checked at synth)")
 		case !itemIDPattern.MatchString(it.ID):
 			p.Add(prop+".ID", strconv.Quote(it.ID), "use 1 to 128 letters, digits or . _ - : @ /")
@@ -644,7 +644,7 @@ func checkItems(p *validate.Problems, items []WorkItem, fifo bool) []any {
 		}
 		seen[it.ID] = true
 		if it.Group != "" {
-			if gofn.IsToken(it.Group) {
+			if validate.Unresolved(it.Group) {
 				p.Add(prop+".Group", strconv.Quote(it.Group), "give a literal group: item groups cannot be tokens (use DefaultGroup for a deploy-time group)")
 			} else if msgkey.ValidateGroupID(it.Group) != nil {
 				p.Add(prop+".Group", strconv.Quote(it.Group), "use 1 to 128 letters, digits or punctuation (SQS MessageGroupId rules)")

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
@@ -309,6 +310,28 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 	dropped := scheduler(metricSchedulerDropped)
 	dlqFailed := scheduler(metricSchedulerDLQFailed)
 
+	w := dispatcherWatch{label: label, name: name, sched: sched, group: group, sdlq: sdlq, fq: fq, fn: fn, p: p, scheduler: scheduler,
+		sdlqVisible: sdlqVisible, fqVisible: fqVisible, targetErrors: targetErrors, dropped: dropped, dlqFailed: dlqFailed}
+	a := m.dispatcherAlarms(scope, w)
+	m.dispatcherRow(w, a)
+	m.remember(key, a)
+	return a
+}
+
+// dispatcherWatch is what a dispatcher's alarms and dashboard row read.
+type dispatcherWatch struct {
+	label, name, sched, group, sdlq, fq                      string
+	fn                                                       awslambda.IFunction
+	p                                                        time.Duration
+	scheduler                                                func(metricName string) awscloudwatch.Metric
+	sdlqVisible, fqVisible, targetErrors, dropped, dlqFailed awscloudwatch.Metric
+}
+
+// dispatcherAlarms makes the dispatcher's alarms: its function's errors and throttles, the
+// schedule's target errors, drops and dead letters, and the failed runs' two queues.
+func (m *pipelineMonitoring) dispatcherAlarms(scope constructs.Construct, w dispatcherWatch) DispatcherAlarms {
+	label, name, sched, group, sdlq, fq, fn, p := w.label, w.name, w.sched, w.group, w.sdlq, w.fq, w.fn, w.p
+	sdlqVisible, fqVisible, targetErrors, dropped, dlqFailed := w.sdlqVisible, w.fqVisible, w.targetErrors, w.dropped, w.dlqFailed
 	// Every Scheduler and Lambda count below is published only when it is non-zero or the
 	// function runs, and both queues go idle when empty: missing data is NOT_BREACHING.
 	a := DispatcherAlarms{
@@ -367,7 +390,13 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 				"Fix the cause, then re-invoke the dispatcher with that event and delete the message: items already sent are absorbed as duplicates by the consumer.", label, name, fq),
 		}),
 	}
+	return a
+}
 
+// dispatcherRow adds the dispatcher's row to the dashboard.
+func (m *pipelineMonitoring) dispatcherRow(w dispatcherWatch, a DispatcherAlarms) {
+	label, name, sched, group, sdlq, fq, fn, p, scheduler := w.label, w.name, w.sched, w.group, w.sdlq, w.fq, w.fn, w.p, w.scheduler
+	sdlqVisible, fqVisible, targetErrors, dropped, dlqFailed := w.sdlqVisible, w.fqVisible, w.targetErrors, w.dropped, w.dlqFailed
 	items := make([]awscloudwatch.IMetric, len(dispatcherMetrics))
 	for i, n := range dispatcherMetrics {
 		items[i] = m.emfMetric(n, name, p)
@@ -392,8 +421,6 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		alarmStatus("Alarms: dispatcher "+label, a.Errors, a.Throttles, a.ScheduleTargetErrors, a.ScheduleDropped,
 			a.ScheduleDeadLetterFailed, a.ScheduleDeadLetter, a.FailureDestination),
 	)
-	m.remember(key, a)
-	return a
 }
 
 // heartbeatPeriods is how many periods of the heartbeat's interval in a row must see no

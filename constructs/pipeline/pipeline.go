@@ -133,8 +133,42 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 
 	p := &pipeline{}
 	constructs.NewConstruct_Override(p, scope, jsii.String(id))
-
 	h := props.Hardening
+	logKey, fnSG := p.hardened(h, props)
+	p.buildStores(props, qp, cp)
+
+	cp.Queue, cp.Table = p.queue, p.table
+	if cp.KeyPrefix == "" {
+		// The consumer's own default (its construct id, "Consumer") would be the same in
+		// every pipeline; pipelines sharing a table need distinct namespaces.
+		cp.KeyPrefix = id
+	}
+	if h != nil {
+		hardenConsumer(h, &cp, fnSG, logKey)
+	}
+	p.consumer = consumer.NewIdempotentConsumer(p, "Consumer", &cp)
+
+	label := id
+	p.monitoring.WatchQueue(label, p.queue.Queue(), p.queue.DeadLetterQueue())
+	p.monitoring.WatchConsumer(label, p.consumer.Function(), p.queue.Queue())
+	// Always: a table is watched once per app however many pipelines share it and whoever
+	// created it (monitoring's Watch* return the first watch's alarms), and a table nobody
+	// else watches, such as an imported one, is not left without alarms.
+	p.monitoring.WatchTable(label, p.table.Table())
+	p.buildDispatcher(label, props, fnSG, logKey)
+	if props.Heartbeat != nil {
+		hp := *props.Heartbeat
+		hp.Queue = p.queue
+		p.heartbeat = heartbeat.NewHeartbeat(p, "Heartbeat", &hp)
+		p.monitoring.WatchHeartbeat(label, p.consumer.Function(), p.heartbeat.Schedule(), p.heartbeat.Every())
+	}
+	return p
+}
+
+// hardened returns, with Hardening, the log groups' key (Hardening.LogKey, the pipeline's
+// key, or a new one) and the functions' security group in the hardened VPC, one for both,
+// made when the first function that takes it is built; without, nil and an unused func.
+func (p *pipeline) hardened(h *Hardening, props *PipelineProps) (awskms.IKey, func() []awsec2.ISecurityGroup) {
 	var logKey awskms.IKey
 	// fnSG is the functions' security group in the hardened VPC, one for both, made when
 	// the first function that takes it is built.
@@ -154,7 +188,12 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 			})
 		}
 	}
+	return logKey, fnSG
+}
 
+// buildStores builds (or takes from props) the table, the monitoring and the queue.
+func (p *pipeline) buildStores(props *PipelineProps, qp queue.ProcessingQueueProps, cp consumer.IdempotentConsumerProps) {
+	h := props.Hardening
 	p.table = props.Table
 	if p.table == nil {
 		tp := props.tableProps()
@@ -188,36 +227,28 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		qp.EncryptionKey = keyFor(qp.EncryptionKey, props.EncryptionKey)
 		p.queue = queue.NewProcessingQueue(p, "Queue", &qp)
 	}
+}
 
-	cp.Queue, cp.Table = p.queue, p.table
-	if cp.KeyPrefix == "" {
-		// The consumer's own default (its construct id, "Consumer") would be the same in
-		// every pipeline; pipelines sharing a table need distinct namespaces.
-		cp.KeyPrefix = id
+// hardenConsumer places the consumer in the hardened VPC, encrypts its logs with logKey and
+// reserves the concurrency its event source drives, where its own props say nothing.
+func hardenConsumer(h *Hardening, cp *consumer.IdempotentConsumerProps, fnSG func() []awsec2.ISecurityGroup, logKey awskms.IKey) {
+	if cp.Vpc == nil && len(cp.SecurityGroups) == 0 {
+		cp.SecurityGroups = fnSG()
 	}
-	if h != nil {
-		if cp.Vpc == nil && len(cp.SecurityGroups) == 0 {
-			cp.SecurityGroups = fnSG()
-		}
-		cp.Vpc, cp.VpcSubnets = h.placement(cp.Vpc, cp.VpcSubnets)
-		cp.LogGroupEncryptionKey = keyFor(cp.LogGroupEncryptionKey, logKey)
-		if cp.ReservedConcurrentExecutions == 0 {
-			cp.ReservedConcurrentExecutions = cmp.Or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
-			if pp := cp.ProvisionedPollers; pp != nil { // what the pollers' maximum drives
-				cp.ReservedConcurrentExecutions = pp.Maximum * consumer.InvocationsPerPoller
-			}
+	cp.Vpc, cp.VpcSubnets = h.placement(cp.Vpc, cp.VpcSubnets)
+	cp.LogGroupEncryptionKey = keyFor(cp.LogGroupEncryptionKey, logKey)
+	if cp.ReservedConcurrentExecutions == 0 {
+		cp.ReservedConcurrentExecutions = cmp.Or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
+		if pp := cp.ProvisionedPollers; pp != nil { // what the pollers' maximum drives
+			cp.ReservedConcurrentExecutions = pp.Maximum * consumer.InvocationsPerPoller
 		}
 	}
-	p.consumer = consumer.NewIdempotentConsumer(p, "Consumer", &cp)
+}
 
-	label := id
-	p.monitoring.WatchQueue(label, p.queue.Queue(), p.queue.DeadLetterQueue())
-	p.monitoring.WatchConsumer(label, p.consumer.Function(), p.queue.Queue())
-	// Always: a table is watched once per app however many pipelines share it and whoever
-	// created it (monitoring's Watch* return the first watch's alarms), and a table nobody
-	// else watches, such as an imported one, is not left without alarms.
-	p.monitoring.WatchTable(label, p.table.Table())
-
+// buildDispatcher builds the dispatcher props ask for, hardened as the consumer is, and
+// watches it.
+func (p *pipeline) buildDispatcher(label string, props *PipelineProps, fnSG func() []awsec2.ISecurityGroup, logKey awskms.IKey) {
+	h := props.Hardening
 	if props.Dispatcher != nil {
 		dp := props.dispatcherProps()
 		dp.Queue = p.queue
@@ -236,13 +267,6 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 		p.monitoring.WatchDispatcher(label, p.dispatcher.Function(), p.dispatcher.Schedule(),
 			p.dispatcher.ScheduleDeadLetterQueue(), p.dispatcher.FailureQueue())
 	}
-	if props.Heartbeat != nil {
-		hp := *props.Heartbeat
-		hp.Queue = p.queue
-		p.heartbeat = heartbeat.NewHeartbeat(p, "Heartbeat", &hp)
-		p.monitoring.WatchHeartbeat(label, p.consumer.Function(), p.heartbeat.Schedule(), p.heartbeat.Every())
-	}
-	return p
 }
 
 // keyFor is the key a part is encrypted with: its own, else the pipeline's.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 // ProcessingQueueProps configures a ProcessingQueue. The zero value is a valid standard
@@ -95,7 +96,7 @@ type ProcessingQueueProps struct {
 
 // Defaults, in one place.
 const (
-	DefaultConsumerTimeout           = 30 * time.Second
+	DefaultConsumerTimeout           = contract.DefaultConsumerTimeout // the consumer's default Timeout
 	DefaultRetentionPeriod           = 4 * 24 * time.Hour
 	DefaultDeadLetterRetentionPeriod = 14 * 24 * time.Hour
 	DefaultMaxReceiveCount           = 5

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency/layout"
@@ -55,6 +56,10 @@ const (
 
 // Defaults and bounds both sides hold a value to.
 const (
+	// DefaultConsumerTimeout is the consumer function's timeout unless configured, which the
+	// queue's visibility timeout is derived from (constructs/consumer's DefaultTimeout and
+	// constructs/queue's DefaultConsumerTimeout are this one).
+	DefaultConsumerTimeout = 30 * time.Second
 	// DefaultKeySource is where a message carries its idempotency key unless configured.
 	DefaultKeySource = "body:idempotencyKey"
 	// TenantGroup is the tenant source that takes a message's MessageGroupId.

@@ -173,7 +173,7 @@ func (p *Props) Validate(problems *validate.Problems) {
 			p.ModuleDir = root
 		}
 	}
-	if IsToken(p.Entry) || IsToken(p.ModuleDir) {
+	if validate.Unresolved(p.Entry) || validate.Unresolved(p.ModuleDir) {
 		problems.Addf("Entry", "Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths")
 		return
 	}
@@ -226,15 +226,22 @@ func (o *Options) validate(problems *validate.Problems) {
 	}
 }
 
-// IsToken reports whether s holds an unresolved CDK token (a deploy-time value).
-func IsToken(s string) bool {
-	return s != "" && *awscdk.Token_IsUnresolved(jsii.String(s))
-}
-
 // New builds the log group, the role and the function in scope. The function's id is
 // "Resource" (the construct's primary child), the role "ServiceRole", the log group
 // "LogGroup". Call Validate first.
 func New(scope constructs.Construct, p Props) *Function {
+	logGroup, role := newLogGroupAndRole(scope, p)
+	fn := newGoFunction(scope, "Resource", functionProps(p, logGroup, role), &p)
+	addSource(fn, p)
+	awscdk.Annotations_Of(scope).AcknowledgeWarning(jsii.String(goBuildFlagsWarning),
+		jsii.String("the build flags are constants of constructs/internal/gofn, never user input"))
+	recordExceptions(p, fn, role, logGroup)
+	return &Function{Function: fn, Role: role, LogGroup: logGroup}
+}
+
+// newLogGroupAndRole makes the function's log group and its execution role, which may write
+// to that log group alone (and, in a VPC, manage the function's network interfaces).
+func newLogGroupAndRole(scope constructs.Construct, p Props) (awslogs.LogGroup, awsiam.Role) {
 	lgProps := &awslogs.LogGroupProps{
 		Retention:     p.LogRetention,
 		RemovalPolicy: p.LogRemovalPolicy,
@@ -270,7 +277,11 @@ func New(scope constructs.Construct, p Props) *Function {
 			AppliesTo: &[]any{"Resource::*"},
 		}}, jsii.Bool(true))
 	}
+	return logGroup, role
+}
 
+// functionProps are the GoFunction's props from p: runtime, build, environment, network.
+func functionProps(p Props, logGroup awslogs.LogGroup, role awsiam.Role) *awscdklambdagoalpha.GoFunctionProps {
 	tracing := awslambda.Tracing_ACTIVE
 	if p.DisableTracing {
 		tracing = awslambda.Tracing_DISABLED
@@ -325,11 +336,12 @@ func New(scope constructs.Construct, p Props) *Function {
 	if p.ReservedConcurrentExecutions > 0 {
 		props.ReservedConcurrentExecutions = jsii.Number(float64(p.ReservedConcurrentExecutions))
 	}
-	fn := newGoFunction(scope, "Resource", props, &p)
-	addSource(fn, p)
-	awscdk.Annotations_Of(scope).AcknowledgeWarning(jsii.String(goBuildFlagsWarning),
-		jsii.String("the build flags are constants of constructs/internal/gofn, never user input"))
+	return props
+}
 
+// recordExceptions records, for cdk-nag and checkov, each rule the function does not meet
+// and why, only where the reason holds.
+func recordExceptions(p Props, fn awslambda.Function, role awsiam.Role, logGroup awslogs.LogGroup) {
 	if !p.DisableTracing {
 		// Tracing adds xray:PutTraceSegments and xray:PutTelemetryRecords to the role's
 		// default policy. Both actions only support Resource "*" (X-Ray has no resource-level
@@ -365,7 +377,6 @@ func New(scope constructs.Construct, p Props) *Function {
 	if p.Vpc != nil {
 		checkov.Add(role.Node().FindChild(jsii.String("DefaultPolicy")), checkov.NetworkInterfaceActions)
 	}
-	return &Function{Function: fn, Role: role, LogGroup: logGroup}
 }
 
 // addSource records where the function's source is, as cloud assembly metadata on its

@@ -305,6 +305,17 @@ func (s *RedriveSummary) text() string {
 		fmt.Fprintf(&w, "HIDDEN       %s this run held could not be given back (%s): they stay hidden until %s, then a rerun sees them: %s\n",
 			messages(n), cause, clock(*s.NotGivenBackBy), strings.Join(s.NotGivenBack, ", "))
 	}
+	s.left(&w)
+	for i, l := range s.fails.lines() {
+		fmt.Fprintf(&w, "%-13s%s\n", map[bool]string{true: "failed calls", false: ""}[i == 0], l)
+	}
+	s.auditLine(&w)
+	s.closing(&w)
+	return w.String()
+}
+
+// left writes the lost and left lines: what the DLQ holds after the run, and what it kept.
+func (s *RedriveSummary) left(w *strings.Builder) {
 	var kept []string
 	for _, k := range []struct{ key, what string }{
 		{"badInput", "bad input (--include-invalid moves them)"},
@@ -317,74 +328,78 @@ func (s *RedriveSummary) text() string {
 		}
 	}
 	if s.LostReceives > 0 {
-		fmt.Fprintf(&w, "lost         %d receives got no answer (the network): each may have taken up to 10 messages that nobody can give back; "+
+		fmt.Fprintf(w, "lost         %d receives got no answer (the network): each may have taken up to 10 messages that nobody can give back; "+
 			"they stay hidden until %s at the latest, then a rerun sees them\n", s.LostReceives, clock(*s.LostReceivesVisibleBy))
 	}
 	switch {
 	case s.LeftVisible != nil && s.taskGoesOn:
-		fmt.Fprintf(&w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s while the move task still runs: they go on falling)",
+		fmt.Fprintf(w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s while the move task still runs: they go on falling)",
 			*s.LeftVisible, *s.LeftInFlight, clock(*s.LeftCountedAt))
 	case s.LeftVisible != nil:
-		fmt.Fprintf(&w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s after the run's last change",
+		fmt.Fprintf(w, "left         in the DLQ: %d visible, %d in flight (SQS's approximate counts, read at %s after the run's last change",
 			*s.LeftVisible, *s.LeftInFlight, clock(*s.LeftCountedAt))
 		if *s.LeftInFlight > 0 && s.Hidden == 0 && len(s.NotGivenBack) == 0 {
 			if s.LostReceives > 0 {
-				fmt.Fprint(&w, "; this run holds none of those in flight: the receives that got no answer (above) hide them, or another reader does")
+				fmt.Fprint(w, "; this run holds none of those in flight: the receives that got no answer (above) hide them, or another reader does")
 			} else if s.fails.byKind["receive"] != nil {
-				fmt.Fprintf(&w, "; this run holds none of those in flight: a receive of this run's whose answer was lost hides its messages until %s, or another reader holds them",
+				fmt.Fprintf(w, "; this run holds none of those in flight: a receive of this run's whose answer was lost hides its messages until %s, or another reader holds them",
 					clock(s.fails.byKind["receive"].Last.Add(s.hold)))
 			} else {
-				fmt.Fprintf(&w, "; this run holds none of those in flight: another reader does, a receive whose answer was lost hides its batch "+
+				fmt.Fprintf(w, "; this run holds none of those in flight: another reader does, a receive whose answer was lost hides its batch "+
 					"(it reappears within the hold, %s), or SQS's count lags", cmp.Or(s.hold, RedriveHold))
 			}
 		}
-		fmt.Fprint(&w, ")")
+		fmt.Fprint(w, ")")
 	default:
-		fmt.Fprintf(&w, "left         in the DLQ: unknown: %s", s.LeftUnknown)
+		fmt.Fprintf(w, "left         in the DLQ: unknown: %s", s.LeftUnknown)
 	}
 	if len(kept) > 0 {
-		fmt.Fprintf(&w, "; kept: %s", strings.Join(kept, ", "))
+		fmt.Fprintf(w, "; kept: %s", strings.Join(kept, ", "))
 	}
-	fmt.Fprintln(&w)
-	for i, l := range s.fails.lines() {
-		fmt.Fprintf(&w, "%-13s%s\n", map[bool]string{true: "failed calls", false: ""}[i == 0], l)
-	}
+	fmt.Fprintln(w)
+}
+
+// auditLine writes where the run's audit trail is, and what it holds.
+func (s *RedriveSummary) auditLine(w *strings.Builder) {
 	switch {
 	case s.Audit != "" && s.AuditIncomplete != "":
-		fmt.Fprintf(&w, "audit        %s is INCOMPLETE: a write failed (%s); this summary is what the run knows\n", s.Audit, s.AuditIncomplete)
+		fmt.Fprintf(w, "audit        %s is INCOMPLETE: a write failed (%s); this summary is what the run knows\n", s.Audit, s.AuditIncomplete)
 	case s.Audit != "" && s.taskThenMover:
-		fmt.Fprintf(&w, "audit        %s: the command, the move task's total, then every message the receive way sent (and as which copy), deleted, kept or could not give back; read it with: less %s\n",
+		fmt.Fprintf(w, "audit        %s: the command, the move task's total, then every message the receive way sent (and as which copy), deleted, kept or could not give back; read it with: less %s\n",
 			s.Audit, cli.ShellQuote(s.Audit))
 	case s.Audit != "" && s.byTask:
-		fmt.Fprintf(&w, "audit        %s: the command, the move task and this summary (a task keeps no per-message record); read it with: less %s\n",
+		fmt.Fprintf(w, "audit        %s: the command, the move task and this summary (a task keeps no per-message record); read it with: less %s\n",
 			s.Audit, cli.ShellQuote(s.Audit))
 	case s.Audit != "":
-		fmt.Fprintf(&w, "audit        %s: every message this run sent (and as which copy), deleted, kept or could not give back; read it with: less %s\n",
+		fmt.Fprintf(w, "audit        %s: every message this run sent (and as which copy), deleted, kept or could not give back; read it with: less %s\n",
 			s.Audit, cli.ShellQuote(s.Audit))
 	}
+}
+
+// closing writes the closing lines: failed, done, or not done with the command that resumes.
+func (s *RedriveSummary) closing(w *strings.Builder) {
 	if s.Status == "failed" && s.Moved == 0 && s.MovedEarlier == 0 {
-		fmt.Fprintf(&w, "FAILED       %s (exit %d): nothing moved; run the command again once the cause is fixed\n", s.Why, cli.ExitError)
-		return w.String()
+		fmt.Fprintf(w, "FAILED       %s (exit %d): nothing moved; run the command again once the cause is fixed\n", s.Why, cli.ExitError)
+		return
 	}
 	if s.Done {
 		switch n := s.keptTotal(); {
 		case n == 0:
-			fmt.Fprintln(&w, "done         everything to move has moved (exit 0)")
+			fmt.Fprintln(w, "done         everything to move has moved (exit 0)")
 		case s.Moved == 0 && s.MovedEarlier == 0:
-			fmt.Fprintf(&w, "done, left   nothing moved; %s: the %d kept above%s (exit %d)\n", s.staying(), n, s.behindThem(), cli.ExitLeft)
+			fmt.Fprintf(w, "done, left   nothing moved; %s: the %d kept above%s (exit %d)\n", s.staying(), n, s.behindThem(), cli.ExitLeft)
 		default:
-			fmt.Fprintf(&w, "done, left   everything to move has moved; %s: the %d kept above%s (exit %d)\n", s.staying(), n, s.behindThem(), cli.ExitLeft)
+			fmt.Fprintf(w, "done, left   everything to move has moved; %s: the %d kept above%s (exit %d)\n", s.staying(), n, s.behindThem(), cli.ExitLeft)
 		}
-		return w.String()
+		return
 	}
-	fmt.Fprintf(&w, "NOT DONE     %s (exit %d)\n", s.Why, cli.ExitNotDone)
+	fmt.Fprintf(w, "NOT DONE     %s (exit %d)\n", s.Why, cli.ExitNotDone)
 	if s.Resume != "" {
-		fmt.Fprintf(&w, "resume with  %s\n", s.Resume)
+		fmt.Fprintf(w, "resume with  %s\n", s.Resume)
 		if s.Journal != "" {
-			fmt.Fprintf(&w, "             (the journal %s keeps what was sent: the rerun sends none of it again)\n", s.Journal)
+			fmt.Fprintf(w, "             (the journal %s keeps what was sent: the rerun sends none of it again)\n", s.Journal)
 		}
 	}
-	return w.String()
 }
 
 // InspectReport is dlq inspect's --output json.

@@ -184,45 +184,63 @@ func localUp(ctx context.Context, args []string, w cli.Streams) error {
 		}
 		fmt.Fprintln(w.Err, "local: stopped; nothing is left running. The queues and tables were in memory and are gone: 'pipelinectl local up' starts afresh")
 	}()
-	fmt.Fprintf(w.Out, "Up in %v. Pipelines:\n", time.Since(started).Round(100*time.Millisecond))
+	if err := printUp(w.Out, kit, opts.Assembly, started); err != nil {
+		return err
+	}
+	if err := sendAndFire(ctx, kit, w.Out, send, pipeline, fire, bodies); err != nil {
+		return err
+	}
+	return watch(ctx, kit, every, w.Out)
+}
+
+// printUp prints what local up started: each pipeline with its queues and table, what is not
+// applied or not run, the outputs file it writes, and the exports and commands for another
+// shell.
+func printUp(out io.Writer, kit *local.Kit, assembly string, started time.Time) error {
+	fmt.Fprintf(out, "Up in %v. Pipelines:\n", time.Since(started).Round(100*time.Millisecond))
 	for _, p := range kit.Pipelines() {
 		indent := strings.Repeat(" ", len(p.Stack+p.Name)+1)
-		fmt.Fprintf(w.Out, "  %s/%s  queue %s\n", p.Stack, p.Name, p.QueueURL)
-		fmt.Fprintf(w.Out, "  %s  DLQ   %s\n", indent, cmp.Or(p.DLQURL, "none: the queue has no redrive policy"))
+		fmt.Fprintf(out, "  %s/%s  queue %s\n", p.Stack, p.Name, p.QueueURL)
+		fmt.Fprintf(out, "  %s  DLQ   %s\n", indent, cmp.Or(p.DLQURL, "none: the queue has no redrive policy"))
 		if p.Table != "" { // a function of the user's own keeps no idempotency table
-			fmt.Fprintf(w.Out, "  %s  table %s\n", indent, p.Table)
+			fmt.Fprintf(out, "  %s  table %s\n", indent, p.Table)
 		}
 	}
 	for stack, ignored := range kit.Ignored() {
 		if len(ignored) > 0 {
-			fmt.Fprintf(w.Out, "Not applied locally (%s): %s\n", stack, strings.Join(ignored, "; "))
+			fmt.Fprintf(out, "Not applied locally (%s): %s\n", stack, strings.Join(ignored, "; "))
 		}
 	}
 	for _, s := range kit.StandIns() {
-		fmt.Fprintf(w.Out, "Stand-in for an imported resource: %s\n", s)
+		fmt.Fprintf(out, "Stand-in for an imported resource: %s\n", s)
 	}
 	for _, s := range kit.NotRun() {
-		fmt.Fprintf(w.Out, "Not run locally: %s\n", strings.Replace(s, "not run locally: ", "", 1))
+		fmt.Fprintf(out, "Not run locally: %s\n", strings.Replace(s, "not run locally: ", "", 1))
 	}
-	outPath := filepath.Join(opts.Assembly, "local-outputs.json")
+	outPath := filepath.Join(assembly, "local-outputs.json")
 	outputs, skipped := kit.Outputs()
 	if b, err := json.MarshalIndent(outputs, "", "  "); err == nil {
 		if err := os.WriteFile(outPath, b, 0o644); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(w.Out, "\nIn another shell:\n")
+	fmt.Fprintf(out, "\nIn another shell:\n")
 	for _, e := range kit.Environ() {
-		fmt.Fprintf(w.Out, "  export %s\n", e)
+		fmt.Fprintf(out, "  export %s\n", e)
 	}
-	printCommands(w.Out, kit, outputs)
-	fmt.Fprintf(w.Out, "(The exports point that shell's AWS SDKs and CLI at the kit, CloudFormation included: deploy from another.\n"+
+	printCommands(out, kit, outputs)
+	fmt.Fprintf(out, "(The exports point that shell's AWS SDKs and CLI at the kit, CloudFormation included: deploy from another.\n"+
 		" Without them, pipelinectl reads the same outputs from --outputs %s.)\n", outPath)
 	if len(skipped) > 0 {
-		fmt.Fprintf(w.Out, "Outputs with no local value (left out of %s): %s\n", outPath, strings.Join(skipped, ", "))
+		fmt.Fprintf(out, "Outputs with no local value (left out of %s): %s\n", outPath, strings.Join(skipped, ", "))
 	}
-	fmt.Fprintln(w.Out, "\nCtrl-C stops everything.")
+	fmt.Fprintln(out, "\nCtrl-C stops everything.")
+	return nil
+}
 
+// sendAndFire sends --send's messages to the pipeline, ten at a time, and fires --fire's
+// dispatcher once.
+func sendAndFire(ctx context.Context, kit *local.Kit, out io.Writer, send, pipeline, fire string, bodies []string) error {
 	for sent := 0; sent < len(bodies); sent += 10 {
 		if err := kit.Send(ctx, pipeline, bodies[sent:min(sent+10, len(bodies))]...); err != nil {
 			if ctx.Err() != nil {
@@ -232,14 +250,14 @@ func localUp(ctx context.Context, args []string, w cli.Streams) error {
 			return fmt.Errorf("sending %s: %d of %d messages sent, then: %w", send, sent, len(bodies), err)
 		}
 		if sent+10 >= len(bodies) {
-			fmt.Fprintf(w.Out, "sent %d messages from %s\n", len(bodies), send)
+			fmt.Fprintf(out, "sent %d messages from %s\n", len(bodies), send)
 		}
 	}
 	if fire != "" {
 		n, err := kit.Fire(ctx, fire, time.Now().UTC().Truncate(time.Minute))
-		fmt.Fprintf(w.Out, "fired the dispatcher of %s: %d attempt(s), last error: %v\n", fire, n, err)
+		fmt.Fprintf(out, "fired the dispatcher of %s: %d attempt(s), last error: %v\n", fire, n, err)
 	}
-	return watch(ctx, kit, every, w.Out)
+	return nil
 }
 
 // printCommands prints, for a pipeline of the kit, a send of a message its consumer would
