@@ -136,7 +136,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	redrive := func(ctx context.Context, extra ...string) (int, dlq.RedriveSummary) {
 		var out, errOut bytes.Buffer
 		start := time.Now()
-		code := run(dlq.WithTimings(ctx, dlq.Timings{Hold: hold}), append(slices.Clip(args), extra...), &out, &errOut)
+		code := runWith(ctx, cli.Streams{Out: &out, Err: &errOut, Argv: append(slices.Clip(args), extra...), Redrive: cli.RedriveTimings{Hold: hold}})
 		var s dlq.RedriveSummary
 		if err := json.Unmarshal(out.Bytes(), &s); err != nil && code != cli.ExitNotDone {
 			t.Fatalf("exit %d, no summary: %v\n%s\n%s", code, err, out.String(), errOut.String())
@@ -569,9 +569,8 @@ func TestRedriveSummaryAfterNetworkCut(t *testing.T) {
 			}
 			args := append(p.args("dlq", "redrive", "--yes", "--output", "json"), "--endpoint-url", proxy.URL, "--journal", filepath.Join(t.TempDir(), "j"))
 			var out, errOut bytes.Buffer
-			ctx := dlq.WithTimings(t.Context(), dlq.Timings{Outage: 3 * time.Second})
 			start := time.Now()
-			code := run(ctx, args, &out, &errOut)
+			code := runWith(t.Context(), cli.Streams{Out: &out, Err: &errOut, Argv: args, Redrive: cli.RedriveTimings{Outage: 3 * time.Second}})
 			took := time.Since(start)
 			down.Store(false)
 			real := queueCounts(t, p.dlqURL)

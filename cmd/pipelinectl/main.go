@@ -37,18 +37,22 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cli.SecondSignalKills = stop
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runWith(ctx, cli.Streams{Out: os.Stdout, Err: os.Stderr, Argv: os.Args[1:], SecondSignalKills: stop}))
 }
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	code, line := cli.Outcome(ctx, dispatch(ctx, args, cli.Streams{Out: stdout, Err: stderr, Argv: args}, cli.NewAWS))
+	return runWith(ctx, cli.Streams{Out: stdout, Err: stderr, Argv: args})
+}
+
+// runWith is run with the streams, the hooks and the timings given (w.Argv the arguments).
+func runWith(ctx context.Context, w cli.Streams) int {
+	code, line := cli.Outcome(ctx, dispatch(ctx, w.Argv, w, cli.NewAWS))
 	if line != "" {
-		fmt.Fprintf(stderr, "pipelinectl: %s\n", line)
+		fmt.Fprintf(w.Err, "pipelinectl: %s\n", line)
 	}
 	if code == cli.ExitUsage {
-		fmt.Fprintln(stderr, usageHint(args))
+		fmt.Fprintln(w.Err, usageHint(w.Argv))
 	}
 	return code
 }

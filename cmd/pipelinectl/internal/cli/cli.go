@@ -8,12 +8,6 @@ import (
 	"time"
 )
 
-// SecondSignalKills, when set (by main), gives Ctrl-C back its default effect: a command
-// that is cleaning up after the first one (a redrive giving back what it holds) calls it, so
-// that a second Ctrl-C ends the process at once. Commands that must stop what they started
-// (local up) never call it.
-var SecondSignalKills func()
-
 // Exit codes: one table for every command (docs/operator-cli.md, and the usage text; a test
 // holds the three to each other).
 const (

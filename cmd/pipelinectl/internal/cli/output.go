@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"time"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -21,7 +22,20 @@ func Truncate(s string, n int) string {
 type Streams struct {
 	Out, Err io.Writer
 	Argv     []string
+	// SecondSignalKills, when set (main sets it), gives Ctrl-C back its default effect: a
+	// command that is cleaning up after the first one (a redrive giving back what it holds)
+	// calls it, so that a second Ctrl-C ends the process at once. Commands that must stop
+	// what they started (local up) never call it.
+	SecondSignalKills func()
+	// Redrive are shorter waits of dlq redrive, for tests; the command line sets none.
+	Redrive RedriveTimings
 }
+
+// RedriveTimings are dlq redrive's waits, each zero for its default: how long what a receive
+// took stays hidden (Hold, 30s), how long receives may keep failing before the run stops
+// (Outage, 2m), how long the summary retries counting the DLQ (Count, 30s). A test's
+// seconds let a lost receive or a network cut end a run in seconds.
+type RedriveTimings struct{ Hold, Outage, Count time.Duration }
 
 // Text is where a command's human-readable lines go: stdout, or stderr when stdout carries
 // JSON (--output json).

@@ -298,6 +298,9 @@ type mover struct {
 	next         time.Time
 	audit        *audit
 	outage       time.Duration // how long receives or counts may keep failing (maxOutage)
+	// secondSignalKills gives Ctrl-C back its default effect once the run gives back what
+	// it holds (cli.Streams.SecondSignalKills).
+	secondSignalKills func()
 
 	countFailingSince time.Time
 	// downSince is when the calls began to fail, when the run stopped because they failed
@@ -314,7 +317,6 @@ func (r *mover) run(ctx context.Context) {
 	r.held, r.undeleted, r.kept, r.mine, r.failed = map[string]types.Message{}, map[string]types.Message{}, map[string]verdict{}, map[string]bool{}, map[string]string{}
 	defer r.release(ctx)
 	var waitSince, failingSince time.Time
-	r.outage = timing(ctx, func(t Timings) time.Duration { return t.Outage }, maxOutage)
 	lastReport := time.Now()
 	for {
 		if ctx.Err() != nil {
@@ -622,8 +624,8 @@ func (r *mover) release(ctx context.Context) {
 		msgs = append(msgs, r.undeleted[id])
 	}
 	switch {
-	case len(msgs) > 0 && ctx.Err() != nil && cli.SecondSignalKills != nil:
-		cli.SecondSignalKills()
+	case len(msgs) > 0 && ctx.Err() != nil && r.secondSignalKills != nil:
+		r.secondSignalKills()
 		fmt.Fprintf(r.out, "interrupted: giving back the %d messages this run holds (Ctrl-C again leaves them hidden until %s at the latest; the journal keeps what was sent)\n",
 			len(msgs), clock(time.Now().Add(r.hold)))
 	case len(msgs) > 0 && !r.downSince.IsZero():

@@ -51,26 +51,6 @@ const defaultMaxScan = 1000
 // it says unknown, and why.
 const countWait = 30 * time.Second
 
-// Timings are shorter waits for a test, carried in the context by WithTimings: a run with
-// a lost receive then waits seconds for what it hid, a network cut ends a run in seconds.
-// The command line sets none; a zero field keeps its constant.
-type Timings struct{ Hold, Outage, Count time.Duration }
-
-type timingsKey struct{}
-
-// WithTimings is ctx carrying t for the redrive run under it.
-func WithTimings(ctx context.Context, t Timings) context.Context {
-	return context.WithValue(ctx, timingsKey{}, t)
-}
-
-// timing is the test's override of def from the context, or def.
-func timing(ctx context.Context, field func(Timings) time.Duration, def time.Duration) time.Duration {
-	if t, ok := ctx.Value(timingsKey{}).(Timings); ok && field(t) > 0 {
-		return field(t)
-	}
-	return def
-}
-
 // settled returns a context for one call that runs to its end even when ctx is cancelled.
 func settled(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
@@ -97,7 +77,8 @@ func Redrive(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	if err != nil {
 		return err
 	}
-	s := &RedriveSummary{DLQ: dlq.URL, Destination: dest.URL, DryRun: !o.yes, Resume: cli.ResumeCommand(w.Argv, o.yes), lost: lost}
+	s := &RedriveSummary{DLQ: dlq.URL, Destination: dest.URL, DryRun: !o.yes, Resume: cli.ResumeCommand(w.Argv, o.yes), lost: lost,
+		countWait: w.Redrive.Count}
 
 	// A move task from an earlier run (interrupted, or past its --wait) is waited for first:
 	// SQS runs one per queue, and what it moves is not to be planned again.
@@ -359,7 +340,8 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 	}
 	s.Journal = j.path
 	fmt.Fprintf(out, "journal      %s (what this run sent: a rerun from this account on this machine sends none of it again)\n", j.path)
-	r := &mover{api: api, dlq: dlq, dest: dest, plan: p.newPlanner(), rate: o.rate, hold: holdFor(ctx, o.rate), journal: j, out: out, audit: s.audit}
+	r := &mover{api: api, dlq: dlq, dest: dest, plan: p.newPlanner(), rate: o.rate, hold: holdFor(w.Redrive.Hold, o.rate), journal: j, out: out, audit: s.audit,
+		outage: cmp.Or(w.Redrive.Outage, maxOutage), secondSignalKills: w.SecondSignalKills}
 	moverRan = true
 	r.run(ctx)
 	s.fromMover(r)
@@ -380,10 +362,10 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return found
 }
 
-// holdFor is the visibility timeout of the receive path at a rate: a batch of 10 is sent
-// well within it.
-func holdFor(ctx context.Context, rate int) time.Duration {
-	hold := timing(ctx, func(t Timings) time.Duration { return t.Hold }, RedriveHold)
+// holdFor is the visibility timeout of the receive path at a rate (hold, RedriveHold unless a
+// test shortens it): a batch of 10 is sent well within it.
+func holdFor(hold time.Duration, rate int) time.Duration {
+	hold = cmp.Or(hold, RedriveHold)
 	if rate > 0 {
 		return max(hold, 20*time.Second/time.Duration(rate))
 	}

@@ -85,6 +85,8 @@ type RedriveSummary struct {
 	// downSince: the run stopped because its calls failed for the whole outage, since then;
 	// the count is tried once.
 	downSince time.Time
+	// countWait is how long the count is retried (countWait unless a test shortens it).
+	countWait time.Duration
 }
 
 // fromMover takes the receive path's counts.
@@ -234,7 +236,7 @@ func leftBehind(staying string) error {
 // after Ctrl-C or after an outage that stopped the run. Then the counts are unknown, with why. When SQS still counts messages in flight that the run
 // holds none of, it reads again, twice, a second apart: SQS's counts lag its changes.
 func (s *RedriveSummary) countLeft(ctx context.Context, api *sqs.Client, url string, out io.Writer) {
-	wait := timing(ctx, func(t Timings) time.Duration { return t.Count }, countWait)
+	wait := cmp.Or(s.countWait, countWait)
 	var opts []func(*sqs.Options)
 	if !s.downSince.IsZero() {
 		wait, opts = 0, []func(*sqs.Options){oneAttempt}
