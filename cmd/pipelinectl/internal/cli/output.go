@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"time"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Truncate cuts s to n bytes, marking the cut.
