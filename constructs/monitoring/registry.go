@@ -3,7 +3,6 @@ package monitoring
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -16,36 +15,53 @@ import (
 // nothing and returns the first call's alarms. So a table shared by several pipelines, each
 // of which watches its table, has one set of table alarms.
 //
-// The record lives in this process, keyed by a marker construct at the app root (registryID,
-// with one child whose id names the app's entry). Plain constructs outside any stack's
-// resources add nothing to a template.
+// The record is a watches construct at the app root (registryID): a plain construct outside
+// any stack's resources, which adds nothing to a template, and holds the first call's alarms
+// by kind and watch key.
 const registryID = "IdempotentSqsMonitoringWatches"
 
-var registry = struct {
-	sync.Mutex
-	apps    int
-	watches map[string]map[string]any // app entry -> watch key -> the first call's alarms
-}{watches: map[string]map[string]any{}}
+// watches is an app's record of watched resources: each kind's alarms by watch key.
+type watches struct {
+	constructs.Construct
+	queues      map[string]QueueAlarms
+	consumers   map[string]ConsumerAlarms
+	dispatchers map[string]DispatcherAlarms
+	heartbeats  map[string]HeartbeatAlarms
+	tables      map[string]TableAlarms
+	// consumerOf is the consumer WatchConsumer was called with for a queue (queueKey), and
+	// redescribe the function that names it in that queue's DLQ alarm, when WatchQueue came
+	// first.
+	consumerOf map[string]consumerName
+	redescribe map[string]func(consumerName)
+}
+
+// Watched is how many Watch calls of the app created alarms (jsii requires a construct
+// defined in Go to have a method of its own).
+func (w *watches) Watched() int {
+	return len(w.queues) + len(w.consumers) + len(w.dispatchers) + len(w.heartbeats) + len(w.tables)
+}
 
 // watchesOf returns the record of watched resources of c's app, creating it on first use.
-func watchesOf(c constructs.IConstruct) map[string]any {
-	registry.Lock()
-	defer registry.Unlock()
+func watchesOf(c constructs.IConstruct) *watches {
 	root := c.Node().Root()
-	marker := root.Node().TryFindChild(jsii.String(registryID))
-	if marker == nil {
+	found := root.Node().TryFindChild(jsii.String(registryID))
+	if found == nil {
 		scope, ok := root.(constructs.Construct)
 		if !ok {
 			panic(fmt.Sprintf("monitoring: the app root %T is not a constructs.Construct", root))
 		}
-		registry.apps++
-		entry := fmt.Sprintf("app%d", registry.apps)
-		marker = constructs.NewConstruct(scope, jsii.String(registryID))
-		constructs.NewConstruct(marker.(constructs.Construct), jsii.String(entry))
-		registry.watches[entry] = map[string]any{}
+		w := &watches{queues: map[string]QueueAlarms{}, consumers: map[string]ConsumerAlarms{}, dispatchers: map[string]DispatcherAlarms{},
+			heartbeats: map[string]HeartbeatAlarms{}, tables: map[string]TableAlarms{},
+			consumerOf: map[string]consumerName{}, redescribe: map[string]func(consumerName){}}
+		constructs.NewConstruct_Override(w, scope, jsii.String(registryID))
+		return w
 	}
-	entry := *(*marker.Node().Children())[0].Node().Id()
-	return registry.watches[entry]
+	w, ok := found.(*watches)
+	if !ok {
+		panic(fmt.Sprintf("monitoring: the app root's child %s is a %T, not this package's record of watched resources: "+
+			"give your construct another id", registryID, found))
+	}
+	return w
 }
 
 // watchKey identifies a Watch call by its kind and resources. A resource is its ARN when
@@ -66,15 +82,4 @@ func watchKey(kind string, resources ...watchedResource) string {
 type watchedResource struct {
 	c   constructs.IConstruct
 	arn *string
-}
-
-// watched returns the alarms of an earlier Watch call for key, if there was one.
-func (m *pipelineMonitoring) watched(key string) (any, bool) {
-	a, ok := watchesOf(m)[key]
-	return a, ok
-}
-
-// remember records the alarms of the Watch call for key.
-func (m *pipelineMonitoring) remember(key string, alarms any) {
-	watchesOf(m)[key] = alarms
 }

@@ -50,8 +50,8 @@ const (
 func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.IQueue) QueueAlarms {
 	m.check("Queue", label, required{"source", source == nil}, required{"deadLetter", deadLetter == nil})
 	key := watchKey("Queue", watchedResource{source, source.QueueArn()}, watchedResource{deadLetter, deadLetter.QueueArn()})
-	if prior, ok := m.watched(key); ok {
-		return prior.(QueueAlarms)
+	if prior, ok := watchesOf(m).queues[key]; ok {
+		return prior
 	}
 	scope := m.begin("Queue", label)
 	src, dlq := *source.QueueName(), *deadLetter.QueueName()
@@ -121,13 +121,13 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 		graph("Dead-letter queue", []awscloudwatch.IMetric{labelled(dlqVisible, "visible")}, nil),
 		alarmStatus("Alarms: queue "+label, a.DeadLetterMessages, a.OldestMessage, a.Backlog),
 	)
-	watchesOf(m)[redescribeKey(source)] = func(c consumerName) {
+	watchesOf(m).redescribe[queueKey(source)] = func(c consumerName) {
 		if name := c.in(m); name != "" {
 			a.DeadLetterMessages.Node().DefaultChild().(awscloudwatch.CfnAlarm).SetAlarmDescription(
 				jsii.String(m.describe(dlqDescription(name), sevPage, anchorDLQ)))
 		}
 	}
-	m.remember(key, a)
+	watchesOf(m).queues[key] = a
 	return a
 }
 
@@ -150,26 +150,25 @@ func (c consumerName) in(m *pipelineMonitoring) string {
 // consumerOf is the consumer function WatchConsumer was called with for source (in any
 // monitoring of the app), or none before that.
 func consumerOf(m *pipelineMonitoring, source awssqs.IQueue) consumerName {
-	c, _ := watchesOf(m)[watchKey("ConsumerOf", watchedResource{source, source.QueueArn()})].(consumerName)
-	return c
+	return watchesOf(m).consumerOf[queueKey(source)]
 }
 
-// redescribeKey is the registry key of the function that names a consumer in the DLQ alarm of
-// source, when WatchConsumer comes after WatchQueue.
-func redescribeKey(source awssqs.IQueue) string {
-	return watchKey("RedescribeDLQ", watchedResource{source, source.QueueArn()})
+// queueKey is source's key in the record of the consumers watched and of the DLQ alarms to
+// describe again.
+func queueKey(source awssqs.IQueue) string {
+	return watchKey("Queue", watchedResource{source, source.QueueArn()})
 }
 
 func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction, source awssqs.IQueue) ConsumerAlarms {
 	m.check("Consumer", label, required{"fn", fn == nil}, required{"source", source == nil})
 	key := watchKey("Consumer", watchedResource{fn, fn.FunctionArn()}, watchedResource{source, source.QueueArn()})
-	if prior, ok := m.watched(key); ok {
-		return prior.(ConsumerAlarms)
+	if prior, ok := watchesOf(m).consumers[key]; ok {
+		return prior
 	}
 	scope := m.begin("Consumer", label)
 	name, src := *fn.FunctionName(), *source.QueueName()
-	watchesOf(m)[watchKey("ConsumerOf", watchedResource{source, source.QueueArn()})] = consumerName{name, fn}
-	if redescribe, ok := watchesOf(m)[redescribeKey(source)].(func(consumerName)); ok {
+	watchesOf(m).consumerOf[queueKey(source)] = consumerName{name, fn}
+	if redescribe, ok := watchesOf(m).redescribe[queueKey(source)]; ok {
 		redescribe(consumerName{name, fn})
 	}
 	p := m.s.period
@@ -255,7 +254,7 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		}, nil))
 	}
 	m.dashboard.AddWidgets(widgets...)
-	m.remember(key, a)
+	watchesOf(m).consumers[key] = a
 	return a
 }
 
@@ -284,8 +283,8 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		required{"scheduleDeadLetter", scheduleDeadLetter == nil}, required{"failureQueue", failureQueue == nil})
 	key := watchKey("Dispatcher", watchedResource{fn, fn.FunctionArn()}, watchedResource{schedule, schedule.ScheduleArn()},
 		watchedResource{scheduleDeadLetter, scheduleDeadLetter.QueueArn()}, watchedResource{failureQueue, failureQueue.QueueArn()})
-	if prior, ok := m.watched(key); ok {
-		return prior.(DispatcherAlarms)
+	if prior, ok := watchesOf(m).dispatchers[key]; ok {
+		return prior
 	}
 	scope := m.begin("Dispatcher", label)
 	name, sched := *fn.FunctionName(), *schedule.ScheduleName()
@@ -314,7 +313,7 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 		sdlqVisible: sdlqVisible, fqVisible: fqVisible, targetErrors: targetErrors, dropped: dropped, dlqFailed: dlqFailed}
 	a := m.dispatcherAlarms(scope, w)
 	m.dispatcherRow(w, a)
-	m.remember(key, a)
+	watchesOf(m).dispatchers[key] = a
 	return a
 }
 
@@ -437,8 +436,8 @@ func (m *pipelineMonitoring) WatchHeartbeat(label string, fn awslambda.IFunction
 		p.Check()
 	}
 	key := watchKey("Heartbeat", watchedResource{fn, fn.FunctionArn()}, watchedResource{schedule, schedule.ScheduleArn()})
-	if prior, ok := m.watched(key); ok {
-		return prior.(HeartbeatAlarms)
+	if prior, ok := watchesOf(m).heartbeats[key]; ok {
+		return prior
 	}
 	scope := m.begin("Heartbeat", label)
 	name := *fn.FunctionName()
@@ -472,7 +471,7 @@ func (m *pipelineMonitoring) WatchHeartbeat(label string, fn awslambda.IFunction
 		graph("Heartbeats completed", []awscloudwatch.IMetric{completed}, nil),
 		alarmStatus("Alarms: heartbeat "+label, a.Missing),
 	)
-	m.remember(key, a)
+	watchesOf(m).heartbeats[key] = a
 	return a
 }
 
@@ -485,8 +484,8 @@ var tableOperations = []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
 func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) TableAlarms {
 	m.check("Table", label, required{"table", table == nil})
 	key := watchKey("Table", watchedResource{table, table.TableArn()})
-	if prior, ok := m.watched(key); ok {
-		return prior.(TableAlarms)
+	if prior, ok := watchesOf(m).tables[key]; ok {
+		return prior
 	}
 	scope := m.begin("Table", label)
 	name := *table.TableName()
@@ -568,7 +567,7 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 		}, nil),
 		alarmStatus("Alarms: table "+label, a.ReadThrottles, a.WriteThrottles, a.SystemErrors),
 	)
-	m.remember(key, a)
+	watchesOf(m).tables[key] = a
 	return a
 }
 

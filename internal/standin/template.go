@@ -994,23 +994,3 @@ type Pipeline struct {
 	Mapping                          Mapping
 	Fifo                             bool
 }
-
-func intProp(p map[string]any, key string, def int) int {
-	if v, ok := p[key]; ok {
-		return int(asFloat(v))
-	}
-	return def
-}
-
-func asFloat(v any) float64 {
-	switch n := v.(type) {
-	case float64:
-		return n
-	case string: // CloudFormation accepts numbers as strings
-		var f float64
-		if _, err := fmt.Sscan(n, &f); err == nil {
-			return f
-		}
-	}
-	return 0
-}
