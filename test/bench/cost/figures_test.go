@@ -34,6 +34,13 @@ func TestHeartbeatCostAsQuoted(t *testing.T) {
 	t.Logf("heartbeat at 5 minutes: $%.4f a month idle ($%.2f quoted), $%.4f with traffic ($%.2f quoted); %d counters",
 		heartbeatCost(5*time.Minute, counters), idle, heartbeatCost(5*time.Minute, 0), busy, counters)
 	quoted := fmt.Sprintf("about $%.2f a month a pipeline at 5 minutes on an otherwise idle pipeline, $%.2f on one with traffic", idle, busy)
+	// README's breakdown: the metric and its alarm, and the counters an idle pipeline's probes publish.
+	number := map[int]string{5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}[counters]
+	parts := fmt.Sprintf("the custom metric `ProbeCompleted` ($%.2f) and its alarm ($%.2f), and, with no other traffic, the consumer's %s counters "+
+		"that each probe's invocation publishes as 0 ($%.2f)", metricMonth.USD, alarmMonth.USD, number, float64(counters)*metricMonth.USD)
+	if text := docText(t, "README.md"); !strings.Contains(text, parts) {
+		t.Errorf("README.md does not say %q", parts)
+	}
 	for _, path := range []string{"README.md", "CHANGELOG.md", "constructs/heartbeat/heartbeat.go", "constructs/pipeline/pipeline.go"} {
 		text := docText(t, path)
 		if !strings.Contains(text, quoted) {
@@ -112,6 +119,36 @@ func TestQuotasAsTheTableSays(t *testing.T) {
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("docs/capacity.md does not say %q", want)
+		}
+	}
+}
+
+// README's cost paragraph is the model's: the blended cost per million messages as the last
+// make bench wrote it to docs/benchmarks.md (to the nearest 5 cents), DynamoDB's share of it
+// (its writes: 2 a new message, 1 a duplicate), and what a provisioned table's write costs
+// at the default 70% target utilization against an on-demand write (to the nearest 10%).
+func TestREADMECostsAsModelled(t *testing.T) {
+	m := regexp.MustCompile(`Blended \(([0-9]+)% duplicates\): standard \*\*\$([0-9.]+)\*\*`).FindStringSubmatch(docText(t, "docs/benchmarks.md"))
+	if m == nil {
+		t.Fatal(`docs/benchmarks.md has no "Blended (N% duplicates): standard **$X**" line: make bench writes it`)
+	}
+	var dupPercent, blended float64
+	fmt.Sscan(m[1], &dupPercent)
+	fmt.Sscan(m[2], &blended)
+	f := dupPercent / 100
+	dynamo := (1-f)*2*ddbWRU.USD*1e6 + f*1*ddbWRU.USD*1e6
+	tenths := map[int]string{7: "seven tenths", 8: "eight tenths", 9: "nine tenths"}[int(math.Round(dynamo/blended*10))]
+	provisioned := ddbWCUHour.USD / 3600 / 0.70 / ddbWRU.USD
+	t.Logf("blended $%.4f per million (%v%% duplicates), DynamoDB $%.4f of it (%.0f%%); a provisioned write at 70%% is %.0f%% of an on-demand one",
+		blended, dupPercent, dynamo, 100*dynamo/blended, 100*provisioned)
+	text := docText(t, "README.md")
+	for _, want := range []string{
+		fmt.Sprintf("About **$%.2f per million messages** on an on-demand table (%.0f%% of them duplicates), and %s of that is DynamoDB",
+			nearest(blended, 0.05), dupPercent, tenths),
+		fmt.Sprintf("costs about %.0f%% of what on-demand writes cost", 100*nearest(provisioned, 0.1)),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("README.md does not say %q", want)
 		}
 	}
 }
