@@ -77,7 +77,15 @@ type Common struct {
 	queueURL, table          string
 	Region, profile          string
 	endpoint                 string
-	Output                   string // text or json (commands with --output)
+	Output                   string        // text or json (commands with --output)
+	read                     *stackOutputs // StackOutputs' answer, read once a command
+}
+
+// stackOutputs is what StackOutputs read.
+type stackOutputs struct {
+	outputs map[string]string
+	from    string
+	err     error
 }
 
 // NewFlags returns a flag set with the common flags; help is what -h prints.
@@ -210,8 +218,18 @@ func checkEndpoints(flagValue string, getenv func(string) string) error {
 }
 
 // StackOutputs returns the outputs of the stack the flags name, and a description of where
-// they came from; nil when neither --stack nor --outputs is set.
+// they came from; nil when neither --stack nor --outputs is set. They are read once: a
+// command that asks again (record: the key prefix, then the table) gets the same answer.
 func (c *Common) StackOutputs(ctx context.Context, cl *Clients) (map[string]string, string, error) {
+	if c.read == nil {
+		outputs, from, err := c.readStackOutputs(ctx, cl)
+		c.read = &stackOutputs{outputs, from, err}
+	}
+	return c.read.outputs, c.read.from, c.read.err
+}
+
+// readStackOutputs reads the outputs: the --outputs file, else CloudFormation's DescribeStacks.
+func (c *Common) readStackOutputs(ctx context.Context, cl *Clients) (map[string]string, string, error) {
 	if c.Outputs != "" {
 		b, err := os.ReadFile(c.Outputs)
 		if errors.Is(err, os.ErrNotExist) {
