@@ -37,6 +37,10 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
+// DefaultEnvironments is Options.Environments unless set: the execution environments each
+// consumer runs.
+const DefaultEnvironments = 2
+
 // Options configure Start. Only Assembly is required.
 type Options struct {
 	// Assembly is the cloud assembly directory `cdk synth` wrote (cdk.out, or -o DIR).
@@ -269,7 +273,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("local: Options.Assembly is empty: set it to the directory `cdk synth` wrote (cdk.out)")
 	}
 	if o.Environments <= 0 {
-		o.Environments = 2
+		o.Environments = DefaultEnvironments
 	}
 	if v := o.VisibilityTimeout; v != 0 && (v < time.Second || v > 12*time.Hour || v%time.Second != 0) {
 		return o, fmt.Errorf("local: Options.VisibilityTimeout %v: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout", v)

@@ -122,8 +122,9 @@ const (
 	DefaultBatchConcurrency = 10
 	// VisibilityFactor is how many function timeouts the queue's visibility timeout must
 	// cover: AWS's guidance for SQS event sources, so a batch retried after throttling
-	// or a slow poll is not redelivered while an attempt may still run.
-	VisibilityFactor = 6
+	// or a slow poll is not redelivered while an attempt may still run (the queue's own
+	// check uses the same one).
+	VisibilityFactor = contract.VisibilityFactor
 	// DefaultRedriveWindow is what the default RecordTTL keeps beyond a message's life in
 	// the queue and its DLQ: time for a message redriven on the DLQ's last day to be
 	// consumed, or to fail and be redriven again, while its record still answers.

@@ -1,10 +1,11 @@
 package monitoring
 
 import (
-	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"

@@ -102,8 +102,9 @@ const (
 	DefaultMaxReceiveCount           = 5
 	DefaultMaxMessageSize            = 256 * 1024
 	// VisibilityFactor is how many consumer timeouts the visibility timeout covers by
-	// default and at least: AWS's rule for a Lambda SQS event source.
-	VisibilityFactor = 6
+	// default and at least: AWS's rule for a Lambda SQS event source (the consumer checks
+	// the same one).
+	VisibilityFactor = contract.VisibilityFactor
 )
 
 // SQS limits the validation checks against.

@@ -46,7 +46,8 @@ const (
 	AttrDeadLetterReason = "DeadLetterReason"
 	AttrSourceMessageID  = "SourceMessageId"
 	maxMessageAttributes = 10
-	maxReasonBytes       = 1024
+	// MaxReasonBytes bounds the reason in DeadLetterReason; a longer one is cut there.
+	MaxReasonBytes = 1024
 )
 
 // Send implements DeadLetter.
@@ -62,8 +63,8 @@ func (d SQSDeadLetter) Send(ctx context.Context, rec events.SQSMessage, code, re
 		}
 		in.MessageAttributes[name] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 	}
-	if len(reason) > maxReasonBytes {
-		reason = strings.ToValidUTF8(reason[:maxReasonBytes], "") // no half character at the cut
+	if len(reason) > MaxReasonBytes {
+		reason = strings.ToValidUTF8(reason[:MaxReasonBytes], "") // no half character at the cut
 	}
 	why := code + ": " + reason
 	switch maxMessageAttributes - len(in.MessageAttributes) {

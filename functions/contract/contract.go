@@ -60,6 +60,11 @@ const (
 	// queue's visibility timeout is derived from (constructs/consumer's DefaultTimeout and
 	// constructs/queue's DefaultConsumerTimeout are this one).
 	DefaultConsumerTimeout = 30 * time.Second
+	// VisibilityFactor is how many consumer timeouts a source queue's visibility timeout
+	// covers at least (AWS's guidance for SQS event sources), so a batch is not delivered
+	// again while an attempt may still run (constructs/queue and constructs/consumer check it
+	// with this one).
+	VisibilityFactor = 6
 	// DefaultKeySource is where a message carries its idempotency key unless configured.
 	DefaultKeySource = "body:idempotencyKey"
 	// TenantGroup is the tenant source that takes a message's MessageGroupId.

@@ -58,6 +58,13 @@ type Summary struct {
 	Sent       int    `json:"sent"`
 }
 
+// The send's retry backoff: full jitter, the wait before retry n uniform in
+// [0, min(SendBackoffCap, SendBackoffBase x 2^(n-1))].
+const (
+	SendBackoffBase = 100 * time.Millisecond
+	SendBackoffCap  = 2 * time.Second
+)
+
 // Limits applied to every message.
 const (
 	// maxMessageBytes is the consumer's default MAX_BODY_BYTES (and the classic SQS message
@@ -96,8 +103,8 @@ func NewHandler(cfg Config, api SQSAPI, items ItemSource, log *slog.Logger, metr
 	m.Register(telemetry.DispatcherMetrics()...)
 	return &Handler{
 		cfg: cfg, sqs: api, items: items, log: log, metrics: m, out: metricsOut,
-		backoffBase: 100 * time.Millisecond,
-		backoffCap:  2 * time.Second,
+		backoffBase: SendBackoffBase,
+		backoffCap:  SendBackoffCap,
 		sleep:       backoff.Sleep,
 		jitter:      func(max time.Duration) time.Duration { return rand.N(max + 1) },
 	}

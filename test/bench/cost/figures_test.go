@@ -152,3 +152,52 @@ func TestREADMECostsAsModelled(t *testing.T) {
 		}
 	}
 }
+
+// capacity.md's arithmetic is the model's prices worked through: what a provisioned write
+// unit and the same writes on-demand cost a month, the utilization where provisioned pays, an
+// event poller's standing cost, an on-demand cap's bill, a mapping's metrics, and the record
+// storage of a year-round load kept for the reference stack's record TTL (its hours as
+// capacity.md says them, which test/stack holds to the synthesized stack).
+func TestCapacityArithmetic(t *testing.T) {
+	text := docText(t, "docs/capacity.md")
+	m := regexp.MustCompile(`Records of ([0-9]+) bytes`).FindStringSubmatch(docText(t, "docs/benchmarks.md"))
+	if m == nil {
+		t.Fatal("docs/benchmarks.md names no record size (\"Records of N bytes\")")
+	}
+	var size float64
+	fmt.Sscan(m[1], &size)
+	h := regexp.MustCompile(`to redrive \(([0-9]+) h in the reference stack\)`).FindStringSubmatch(text)
+	if h == nil {
+		t.Fatal("docs/capacity.md does not say the reference stack's record TTL (\"to redrive (N h in the reference stack)\")")
+	}
+	var ttlHours float64
+	fmt.Sscan(h[1], &ttlHours)
+
+	const hours = secondsPerMonth / 3600
+	wcuMonth := hours * ddbWCUHour.USD
+	onDemandMonth := secondsPerMonth * ddbWRU.USD
+	pollers := 2 * hours * eventPollerHour.USD
+	capWrites := 2000.0
+	capMonth := capWrites * 2.6e6 * ddbWRU.USD
+	records := 1000 * ttlHours * 3600
+	storage := records / 1e6 * storagePerMillionRecords(size)
+	t.Logf("WCU-month $%.4f, on-demand $%.4f (%.1f%%); pollers $%.3f; cap $%.0f; %.3g records of %v bytes: $%.1f a month",
+		wcuMonth, onDemandMonth, 100*wcuMonth/onDemandMonth, pollers, capMonth, records, size, storage)
+	for _, want := range []string{
+		fmt.Sprintf("record with the reference stack's keys is %v bytes", size),
+		fmt.Sprintf("one WCU held for a month: %d × $%.5f = **$%.2f**", hours, ddbWCUHour.USD, wcuMonth),
+		fmt.Sprintf("one per second all month: %.2f M × $%.3f per million = **$%.2f**", secondsPerMonth/1e6, ddbWRU.USD*1e6, onDemandMonth),
+		fmt.Sprintf("more than %.0f%% used on average over the month** (%.2f ÷ %.2f)", 100*wcuMonth/onDemandMonth, wcuMonth, onDemandMonth),
+		fmt.Sprintf("the table costs about %.0f%% of what on-demand writes cost", 100*ddbWCUHour.USD/3600/0.70/ddbWRU.USD),
+		fmt.Sprintf("$%.5f an hour in us-east-1, so the minimum of 2 costs $%.2f a month", eventPollerHour.USD, nearest(pollers, 0.5)),
+		fmt.Sprintf("about $%s a month of writes at most in us-east-1 (%s × 2.6 M seconds × $%.3f per million)",
+			commas(nearest(capMonth, 100)), commas(capWrites), ddbWRU.USD*1e6),
+		fmt.Sprintf("at most %s a mapping at $%.2f a metric-month (us-east-1), $%.2f a month",
+			map[int]string{6: "six"}[mappingMetrics], metricMonth.USD, mappingMetrics*metricMonth.USD),
+		fmt.Sprintf("At 1,000 messages/s that is about %.0f billion records, $%.0f a month", nearest(records/1e9, 1), nearest(storage, 10)),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("docs/capacity.md does not say %q", want)
+		}
+	}
+}
