@@ -18,7 +18,10 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 )
 
@@ -30,6 +33,9 @@ type awsClients struct {
 	cfn  *cloudformation.Client
 	sqs  *sqs.Client
 	ddb  *dynamodb.Client
+	iam  *iam.Client
+	sts  *sts.Client
+	s3   *s3.Client
 	http *http.Client
 }
 
@@ -46,6 +52,9 @@ func newClients(endpoint, region string) *awsClients {
 		cfn:  cloudformation.NewFromConfig(cfg),
 		sqs:  sqs.NewFromConfig(cfg),
 		ddb:  dynamodb.NewFromConfig(cfg),
+		iam:  iam.NewFromConfig(cfg),
+		sts:  sts.NewFromConfig(cfg),
+		s3:   s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),
 		http: &http.Client{Timeout: 60 * time.Second},
 	}
 }

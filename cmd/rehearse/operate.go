@@ -139,14 +139,7 @@ func (r *rehearsal) operate(ctx context.Context, fromFile bool) (string, error) 
 		return "no pipeline to operate", nil
 	}
 	var ran []string
-	byStack := map[string][]seed{}
-	var order []string
-	for _, sd := range r.seeds {
-		if _, ok := byStack[sd.stack]; !ok {
-			order = append(order, sd.stack)
-		}
-		byStack[sd.stack] = append(byStack[sd.stack], sd)
-	}
+	byStack, order := seedsByStack(r.seeds)
 	for _, st := range order {
 		where := []string{"--stack", st}
 		if fromFile {
@@ -298,4 +291,17 @@ func (r *rehearsal) operatePipeline(ctx context.Context, where []string, sd seed
 		return fmt.Errorf("%s: the policy does not name the table %s", line, sd.table)
 	}
 	return nil
+}
+
+// seedsByStack groups seeds by their stack, the stacks in the order they first appear.
+func seedsByStack(seeds []seed) (map[string][]seed, []string) {
+	byStack := map[string][]seed{}
+	var order []string
+	for _, sd := range seeds {
+		if _, ok := byStack[sd.stack]; !ok {
+			order = append(order, sd.stack)
+		}
+		byStack[sd.stack] = append(byStack[sd.stack], sd)
+	}
+	return byStack, order
 }

@@ -42,6 +42,9 @@ func (r *rehearsal) commandIn(ctx context.Context, dir, log string, stdin io.Rea
 	var stdout bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = r.env
+	if name == r.ctl && r.ctlEnv != nil {
+		cmd.Env = r.ctlEnv
+	}
 	cmd.Dir = dir
 	cmd.Stdin = stdin
 	cmd.Stdout = io.MultiWriter(&stdout, f)
@@ -110,7 +113,12 @@ func (r *rehearsal) startEmulator(ctx context.Context, bin, account, region stri
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	// Not CommandContext: the emulator outlives each step; stop() ends it.
-	cmd := exec.Command(bin, "--addr", addr, "--account-id", account, "--region", region)
+	// --iam strict: every SQS, DynamoDB, Lambda, KMS and STS call is checked against the
+	// caller's identity policies. The rehearsal's own calls and the CDK CLI's use fakecloud's
+	// root identity (test/test), which bypasses the checks, as an administrator would; the
+	// operators' pipelinectl runs under roles holding only what `pipelinectl policy` prints
+	// (step "operate as the operators", iam.go).
+	cmd := exec.Command(bin, "--addr", addr, "--account-id", account, "--region", region, "--iam", "strict")
 	cmd.Env = r.env
 	p, err := localproc.Start(cmd)
 	if err != nil {

@@ -40,6 +40,10 @@ type rehearsal struct {
 	physical            map[string]map[string]deployed // stack -> logical id -> what the last deploy made
 	physicalV1          map[string]map[string]deployed // what the first deploy made, which the update must keep
 	offline             []string                       // the environment before the emulator: synths run with it
+	// ctlEnv, when set, is the environment pipelinectl runs with instead of env: an
+	// operator role's credentials (iam.go).
+	ctlEnv []string
+	roles  int // operator roles created so far, for unique names
 }
 
 type deployed struct{ Type, Physical string }
@@ -66,6 +70,7 @@ func (r *rehearsal) run(ctx context.Context) error {
 		{"update change set", r.changeSet},
 		{"update deploy", func(ctx context.Context) (string, error) { return r.deploy(ctx, "v2", r.v2) }},
 		{"update kept", r.kept},
+		{"operate as the operators", r.operateAsOperators},
 		{"destroy", r.destroy},
 		{"leftovers", r.leftovers},
 	}
@@ -313,7 +318,11 @@ func (r *rehearsal) bootstrap(ctx context.Context) (string, error) {
 	if _, err := r.command(ctx, "bootstrap", nil, r.cdk, "bootstrap", "--app", filepath.Join(r.work, "v1"), target); err != nil {
 		return "", err
 	}
-	return target, nil
+	bucket := "cdk-hnb659fds-assets-" + r.account + "-" + r.region
+	if err := r.allowPlainHTTPToBucket(ctx, bucket); err != nil {
+		return "", err
+	}
+	return target + "; for fakecloud's plain HTTP, " + bucket + " without its insecure-transport Deny (iam.go)", nil
 }
 
 // checkout writes the repository's tree at --from into the work directory (git archive: the

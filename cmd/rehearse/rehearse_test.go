@@ -284,3 +284,38 @@ func TestFindToolGiven(t *testing.T) {
 		t.Errorf("from PATH: %q, %v", p, err)
 	}
 }
+
+// The harness's two fakecloud workarounds change only what they say: the insecure-transport
+// Deny goes and every other statement stays; a single-message SQS action gains its batch name
+// and nothing else is added.
+func TestFakecloudPolicyWorkarounds(t *testing.T) {
+	doc := `{"Version":"2012-10-17","Statement":[` +
+		`{"Effect":"Deny","Principal":"*","Action":"sqs:*","Resource":"arn:q","Condition":{"Bool":{"aws:SecureTransport":"false"}}},` +
+		`{"Effect":"Deny","Principal":"*","Action":"sqs:*","Resource":"arn:q","Condition":{"Bool":{"aws:SecureTransport":"true"}}},` +
+		`{"Effect":"Allow","Principal":{"Service":"events.amazonaws.com"},"Action":"sqs:SendMessage","Resource":"arn:q"}]}`
+	out, dropped, err := insecureTransportDenied(doc)
+	if err != nil || dropped != 1 {
+		t.Fatalf("insecureTransportDenied: dropped %d, %v; want 1", dropped, err)
+	}
+	if strings.Contains(out, `"false"`) || !strings.Contains(out, `"true"`) || !strings.Contains(out, "events.amazonaws.com") {
+		t.Errorf("insecureTransportDenied kept the wrong statements: %s", out)
+	}
+	if _, dropped, _ := insecureTransportDenied(out); dropped != 0 {
+		t.Errorf("a second pass dropped %d", dropped)
+	}
+
+	got, err := withBatchActions([]byte(`{"Version":"2012-10-17","Statement":[` +
+		`{"Effect":"Allow","Action":["sqs:ReceiveMessage","sqs:ChangeMessageVisibility"],"Resource":"arn:dlq"},` +
+		`{"Effect":"Allow","Action":"sqs:SendMessage","Resource":"arn:q"},` +
+		`{"Effect":"Allow","Action":["dynamodb:GetItem"],"Resource":"arn:t"}]}`))
+	want := `{"Statement":[` +
+		`{"Action":["sqs:ReceiveMessage","sqs:ChangeMessageVisibility","sqs:ChangeMessageVisibilityBatch"],"Effect":"Allow","Resource":"arn:dlq"},` +
+		`{"Action":["sqs:SendMessage","sqs:SendMessageBatch"],"Effect":"Allow","Resource":"arn:q"},` +
+		`{"Action":["dynamodb:GetItem"],"Effect":"Allow","Resource":"arn:t"}],"Version":"2012-10-17"}`
+	if err != nil || got != want {
+		t.Errorf("withBatchActions:\n got %s (%v)\nwant %s", got, err, want)
+	}
+	if _, err := withBatchActions([]byte(`{"Version":"2012-10-17"}`)); err == nil || err.Error() != "no statements" {
+		t.Errorf("a policy without statements: %v, want \"no statements\"", err)
+	}
+}

@@ -8,12 +8,18 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/aws/smithy-go"
 
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
+
+// deniedAction reads the action and resource from AWS's AccessDenied message ("User: ... is
+// not authorized to perform: sqs:SendMessage on resource: arn:... because ..."): what the
+// operator's policy lacks.
+var deniedAction = regexp.MustCompile(`not authorized to perform: ([A-Za-z0-9-]+:[A-Za-z0-9*]+) on resource: (\S+)`)
 
 // InWords is a failed AWS call's cause in words, without the SDK's chain: who did not
 // answer, or what the service refused and why. It names the endpoint where the call got no
@@ -35,7 +41,11 @@ func InWords(err error) string {
 		case strings.Contains(code, "Throttl") || status == 429:
 			return fmt.Sprintf("throttled (%s): the service is busy or the account's limit is reached; slow down with --rate", code)
 		case strings.Contains(code, "AccessDenied") || strings.Contains(code, "NotAuthorized") || strings.Contains(code, "Unauthorized"):
-			return fmt.Sprintf("access denied (%s): the credentials may not make this call; 'pipelinectl policy --access operate' prints what they need", code)
+			what := ""
+			if m := deniedAction.FindStringSubmatch(ae.ErrorMessage()); m != nil {
+				what = fmt.Sprintf(" (%s on %s)", m[1], strings.TrimRight(m[2], ".,;"))
+			}
+			return fmt.Sprintf("access denied (%s): the credentials may not make this call%s; 'pipelinectl policy --access operate' prints what they need", code, what)
 		case strings.HasSuffix(code, "QueueDoesNotExist") || strings.HasSuffix(code, "NonExistentQueue"):
 			return fmt.Sprintf("the queue does not exist (%s): was it deleted, or the stack deployed again under new names?", code)
 		case status >= 500:

@@ -34,6 +34,12 @@ func TestInWords(t *testing.T) {
 		{api("ThrottlingException", 400), "throttled (ThrottlingException): the service is busy or the account's limit is reached; slow down with --rate"},
 		{api("RequestThrottled", 429), "throttled (RequestThrottled)"},
 		{api("AccessDenied", 403), "access denied (AccessDenied): the credentials may not make this call; 'pipelinectl policy --access operate' prints what they need"},
+		// AWS's message names the action and the resource: the operator sees what the policy lacks.
+		{&smithy.OperationError{ServiceID: "SQS", OperationName: "SendMessage", Err: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 403}},
+			Err: &smithy.GenericAPIError{Code: "AccessDenied", Message: "User: arn:aws:sts::123456789012:assumed-role/ops/alice is not authorized to perform: " +
+				"sqs:sendmessage on resource: arn:aws:sqs:eu-west-1:123456789012:orders because no identity-based policy allows the sqs:sendmessage action"}}},
+			"access denied (AccessDenied): the credentials may not make this call (sqs:sendmessage on arn:aws:sqs:eu-west-1:123456789012:orders); 'pipelinectl policy --access operate' prints what they need"},
 		{api("ServiceUnavailable", 503), "the service failed (HTTP 503, ServiceUnavailable): a fault on its side; a later run retries"},
 		{api("InvalidParameterValue", 400), "refused (InvalidParameterValue): the service's words"},
 		{net(errors.New("dial tcp 10.0.0.1:443: connect: connection refused")), "no answer from https://sqs.eu-west-1.amazonaws.com (connection refused): is the endpoint up, and the URL right?"},
