@@ -229,8 +229,8 @@ check: check-tools $(TEST_STEPS) fuzz lint e2e bench-smoke rehearse rehearse-exa
 
 .PHONY: vet
 vet: $(GOMOD_STAMP)
-	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/e2e/
+	@$(STEP) "go vet" "seconds; about 1 min the first time" -- sh -c '$(GO) vet ./... && $(GO) vet -tags e2e ./test/e2e/'
+
 
 .PHONY: unit
 # -parallel 8: the tests marked parallel wait on servers and processes, not on the CPU (the
@@ -322,6 +322,11 @@ e2e-synth: app
 E2E_TEST := $(GO) test -tags e2e -count=1 -p 1 -parallel 8 -v
 E2E_CORE_TEST := E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(E2E_TEST) -short -timeout 15m ./test/e2e/
 
+# Not in CI: make test once, timed step by step, its figures written into docs/development.md.
+.PHONY: test-times
+test-times: ## make test once, each step timed and every process's CPU sampled; writes the figures into docs/development.md (where make test's time goes)
+	@bash scripts/test-times.sh
+
 # Not in CI: make test's Go tests N times over, each time with two CPU hogs beside them.
 .PHONY: test-stress
 N ?= 20
@@ -334,9 +339,8 @@ e2e: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ
 	  || { grep -v '^=== ' .cache/e2e.log | tail -80; exit 1; }
 	@grep -E '^(FIGURE|ALARMTABLE|--- |ok|PASS)' .cache/e2e.log
 e2e-core: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the core e2e scenarios (go test -short: scheduler fired twice, duplicates, a consumer killed holding a lock, FIFO poison, DynamoDB faults, large messages, backfill) (make test)
-	@echo "--> the core e2e scenarios (about 1 min; full output in .cache/e2e-core.log)"
-	@mkdir -p .cache && $(E2E_CORE_TEST) > .cache/e2e-core.log 2>&1 \
-	  || { grep -v '^=== ' .cache/e2e-core.log | tail -80; exit 1; }
+	@mkdir -p .cache && $(STEP) "the core e2e scenarios (full output in .cache/e2e-core.log)" "about 2 min" -- \
+	  sh -c '$(E2E_CORE_TEST) > .cache/e2e-core.log 2>&1 || { grep -v "^=== " .cache/e2e-core.log | tail -80; exit 1; }'
 	@grep -E '^(FIGURE|--- (PASS|FAIL)|ok)' .cache/e2e-core.log
 
 .PHONY: soak

@@ -5,7 +5,9 @@
 # starts, one line says what it does and how long it takes; while it runs, a line a minute says
 # it is still going, so a first run never looks hung. With --log FILE the command's output goes
 # to FILE and is shown (its last 60 lines) only if the command fails: for tools whose console
-# output is noise when they succeed. The exit status is the command's.
+# output is noise when they succeed. The exit status is the command's. At the end one line
+# says how long it took; with STEP_TIMES=FILE, the step's name, seconds and exit status are
+# also appended to FILE, tab-separated (scripts/test-times.sh reads them).
 set -euo pipefail
 log=
 if [ "${1:-}" = --log ]; then log=$2; shift 2; fi
@@ -27,16 +29,28 @@ tick=${STEP_TICK_SECONDS:-60}
 ticker=$!
 trap 'kill "$ticker" 2>/dev/null || true' EXIT
 
+start=$SECONDS
+took() {
+  local rc=$1 s=$((SECONDS - start))
+  echo "<-- $what: $((s / 60)) min $((s % 60)) s"
+  if [ -n "${STEP_TIMES:-}" ]; then
+    printf '%s\t%d\t%d\n' "$what" "$s" "$rc" >>"$STEP_TIMES"
+  fi
+}
 if [ -z "$log" ]; then
-  "$@"
-  exit
+  rc=0
+  "$@" || rc=$?
+  took "$rc"
+  exit "$rc"
 fi
 mkdir -p "$(dirname "$log")"
 if "$@" >"$log" 2>&1; then
+  took 0
   exit 0
 else
   rc=$?
   tail -n 60 "$log"
   echo "($what failed with exit status $rc; full output in $log)"
+  took "$rc"
   exit "$rc"
 fi
