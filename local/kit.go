@@ -437,6 +437,7 @@ func clashes(refs []cfn.StackRef, templates []*standin.Template) {
 // removing those of kits that are gone.
 func (k *Kit) buildAll(ctx context.Context, plans []*stackPlan) (map[string]string, error) {
 	sweepStale()
+	sweepKeptBuilds(time.Now().Add(-keptBuildsFor))
 	var err error
 	if k.binDir, err = os.MkdirTemp("", binDirPrefix); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
@@ -534,7 +535,7 @@ func (k *Kit) build(ctx context.Context, plans []*stackPlan) (map[string]string,
 			if src.ModuleDir != "" {
 				dir, pkg = src.ModuleDir, src.Entry
 			}
-			if err := lambdart.BuildIn(ctx, dir, pkg, out); err != nil {
+			if err := buildKept(ctx, dir, pkg, out); err != nil {
 				return nil, fmt.Errorf("local: stack %s: function %s: %w", sp.ref.DisplayName, id, err)
 			}
 			built[src.Entry+"\x00"+src.ModuleDir], bins[sp.ref.ID+"/"+id] = out, out

@@ -8,6 +8,9 @@ import "context"
 // a directory of their own, and the first to finish is kept.
 func lockFile(context.Context, string) (func(), error) { return func() {}, nil }
 
+// sharedBuilds is false where flock is not available: each kit builds into its own directory.
+const sharedBuilds = false
+
 // holdLock marks nothing where flock is not available.
 func holdLock(string, string) (func(), error) { return func() {}, nil }
 

@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// sharedBuilds says kits may share kept builds (buildKept), each built under lockFile.
+const sharedBuilds = true
+
 // lockFile takes an exclusive lock on path (created if need be), waiting for another process
 // that holds it, until ctx ends; unlock releases it.
 func lockFile(ctx context.Context, path string) (unlock func(), err error) {
