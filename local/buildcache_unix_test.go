@@ -23,6 +23,13 @@ func TestBuildsAreKeptAndSwept(t *testing.T) {
 	}
 	t.Setenv("GOCACHE", string(bytes.TrimSpace(gocache)))
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	// The temporary directory moves to one of the test's own, so the checkout counts as a
+	// module outside it even where the checkout itself is in /tmp (CI's fresh clone).
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmp)
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +58,10 @@ func TestBuildsAreKeptAndSwept(t *testing.T) {
 	}
 
 	// A module in the temporary directory: built, not kept.
-	mod := t.TempDir()
+	mod, err := os.MkdirTemp("", "module-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, body := range map[string]string{"go.mod": "module tmpfn\n\ngo 1.22\n", "main.go": "package main\n\nfunc main() {}\n"} {
 		if err := os.WriteFile(filepath.Join(mod, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
