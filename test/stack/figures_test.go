@@ -52,11 +52,17 @@ func spoken(d time.Duration) string {
 	}
 }
 
-// short writes a duration as the functions' environment takes it: "100ms", "15m", "2s".
+// short writes a duration as the functions' environment takes it: "100ms", "15m", "2h",
+// "1h10m" (Go writes 15m0s and 2h0m0s).
 func short(d time.Duration) string {
 	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	return strings.TrimSuffix(s, "0m")
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // withCommas writes n as the docs do: 6291456 as "6,291,456".
@@ -322,6 +328,22 @@ func TestREADMEDefaultsAsCoded(t *testing.T) {
 	for _, want := range wants {
 		if !strings.Contains(text, want) {
 			t.Errorf("README.md does not say %q", want)
+		}
+	}
+}
+
+// The duration writers the figure tests build sentences with.
+func TestDurationWriters(t *testing.T) {
+	for d, want := range map[time.Duration]string{100 * time.Millisecond: "100ms", 2 * time.Second: "2s", 15 * time.Minute: "15m",
+		10 * time.Minute: "10m", 90 * time.Second: "1m30s", 2 * time.Hour: "2h", 70 * time.Minute: "1h10m"} {
+		if got := short(d); got != want {
+			t.Errorf("short(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{25 * time.Millisecond: "25 ms", time.Second: "1 s", 15 * time.Minute: "15 min",
+		6 * time.Hour: "6 h", 7 * 24 * time.Hour: "7 days", 24 * time.Hour: "24 h"} {
+		if got := spoken(d); got != want {
+			t.Errorf("spoken(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
