@@ -415,17 +415,19 @@ fakecloud: ## build fakecloud 0.51.0 from crates.io into .cache/fakecloud unless
 	    cargo install fakecloud --version $(FAKECLOUD_VERSION) --locked --root $(ROOT)/.cache/fakecloud; \
 	  [ -x "$(FAKECLOUD)" ] || { echo "fakecloud: cargo built no $(FAKECLOUD); set FAKECLOUD=/path/to/fakecloud"; exit 1; }; fi
 
-.PHONY: rehearse rehearse-examples rehearse-test
+.PHONY: rehearse rehearse-examples rehearse-test rehearse-times
 # REHEARSE_FROM: the commit deployed first, which the update then upgrades to the working tree
 # (a change that would replace the table fails here before it is committed); on a branch,
 # REHEARSE_FROM=main rehearses the upgrade its merge makes.
 REHEARSE_FROM ?= HEAD
 # The rehearsal runs as a built binary, not under go run, which passes no SIGTERM on.
 REHEARSE := $(ROOT)/.cache/bin/rehearse
-rehearse: app fakecloud ## the README's deploy on fakecloud, no account: bootstrap, make diff, make deploy of REHEARSE_FROM (HEAD), pipelinectl --stack/--outputs, an update to the working tree that must keep the data, make destroy, what is left (about 45 s)
+rehearse: app fakecloud ## the README's deploy on fakecloud with strict IAM, no account: bootstrap, make diff, make deploy of REHEARSE_FROM (HEAD), the deployed functions run under their roles (verify, a message, a bad one, the dispatchers, a heartbeat), pipelinectl --stack/--outputs, an update to the working tree that must keep the data and runs again, pipelinectl under operator roles, make destroy, what is left (about 2.5 min)
 	$(GO) build -o $(REHEARSE) ./cmd/rehearse
 	$(REHEARSE) --make --from $(REHEARSE_FROM) --update consumerTimeout=20s
-rehearse-test: app fakecloud ## the rehearsal's own tests on fakecloud: Ctrl-C or SIGTERM in four steps leaves no process; a renamed table fails it
+rehearse-times: app fakecloud $(AWSCLI_STAMP) ## the three rehearsals once each, every step's time written into docs/development.md (about 10 min; not in CI)
+	@bash scripts/rehearse-times.sh
+rehearse-test: app fakecloud ## the rehearsal's own tests on fakecloud: Ctrl-C or SIGTERM in five steps (the run step included) leaves no process; a renamed table fails it; a consumer without dynamodb:UpdateItem fails the run step with the AccessDenied
 	$(GO) test -tags rehearse -count=1 ./cmd/rehearse/
 # The orders example imports an idempotency table and an alarm topic the account already has:
 # --setup creates them on the emulator first, as a user's rehearsal would.
@@ -439,7 +441,8 @@ rehearse-examples: app fakecloud $(AWSCLI_STAMP) ## the same rehearsal for users
 	  --setup '$(REHEARSE_AWS) dynamodb update-time-to-live --table-name orders-idempotency \
 	    --time-to-live-specification Enabled=true,AttributeName=expiration' \
 	  --setup '$(REHEARSE_AWS) sns create-topic --name on-call' --setup '$(REHEARSE_AWS) sns create-topic --name on-call-2' \
-	  --update alarmTopicArn=arn:aws:sns:us-east-1:123456789012:on-call-2
+	  --message 'Orders={"idempotencyKey":"$$KEY","customer":"rehearsal"}' \
+  --update alarmTopicArn=arn:aws:sns:us-east-1:123456789012:on-call-2
 	$(REHEARSE) --dir examples/platform --work .cache/rehearse-platform
 
 .PHONY: clean

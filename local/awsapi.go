@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
-	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
@@ -308,7 +307,7 @@ func (k *Kit) lambdaMappings(w http.ResponseWriter, req *http.Request) {
 	for _, r := range runs {
 		m := map[string]any{
 			"UUID": r.p.Mapping.LogicalID, "EventSourceArn": r.st.d.QueueARN[r.p.Queue], "State": "Enabled", "LastProcessingResult": "OK",
-			"FunctionArn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, r.st.d.Account(), r.st.functionName(r.Consumer)),
+			"FunctionArn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", k.region, r.st.d.Account(), r.st.functionName(r.Consumer)),
 			"BatchSize":   r.p.Mapping.BatchSize,
 		}
 		if r.p.Mapping.Disabled {
@@ -337,7 +336,7 @@ func (k *Kit) schedulerGet(w http.ResponseWriter, req *http.Request) {
 			}
 			json.NewEncoder(w).Encode(map[string]any{"Name": name, "GroupName": group, "State": "ENABLED",
 				"ScheduleExpression": s.Expression, "ScheduleExpressionTimezone": s.Timezone,
-				"Target": map[string]any{"Arn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", sqslocal.Region, st.d.Account(), st.functionName(s.Function)), "Input": s.Input}})
+				"Target": map[string]any{"Arn": fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", k.region, st.d.Account(), st.functionName(s.Function)), "Input": s.Input}})
 			return
 		}
 	}

@@ -95,6 +95,10 @@ type Options struct {
 	// With them on, as deployed, they send a probe every rate on the alarm clock, which the
 	// consumer records under a "pipelinectl-probe-" key.
 	NoHeartbeats bool
+	// Attach runs the functions against the stacks as they are deployed at an endpoint (an
+	// emulator such as fakecloud), with their roles' credentials, instead of on local
+	// backends: see Attach. Nil: the kit's own backends.
+	Attach *Attach
 
 	// clock is what Cron reads as the wall clock: time.Now, or a test's clock shifted to
 	// just before a minute (export_test.go), so that a test of an every-minute schedule
@@ -119,6 +123,8 @@ func (o *Options) now() time.Time {
 type Kit struct {
 	opts    Options
 	started time.Time // the stacks' CreationTime, as DescribeStacks answers it
+	region  string
+	at      *attached // Options.Attach's deployment, nil for the kit's own backends
 	sqsd    *sqslocal.Server
 	ddb     *dynamolocal.Server
 	proxy   *ddbproxy.Proxy // the functions' DynamoDB endpoint: counts calls, injects faults
@@ -150,6 +156,7 @@ type Kit struct {
 
 type stackRun struct {
 	ref       cfn.StackRef
+	physical  map[string]string // attached: logical id -> physical id, as deployed
 	d         *standin.Deployment
 	obs       *standin.Observer
 	pipelines []*run
@@ -175,6 +182,9 @@ type Running struct {
 	// Filters are the patterns of the mapping's filter criteria, nil for none: a record
 	// that matches none of them is deleted undelivered, as Lambda does.
 	Filters []string
+	// Heartbeats reports a schedule of the stack that sends heartbeats to the queue
+	// (constructs/heartbeat), which the kit sends too unless Options.NoHeartbeats.
+	Heartbeats bool
 }
 
 // run is a Running pipeline and what drives it.
@@ -205,7 +215,7 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kit{opts: opts, started: time.Now()}
+	k := &Kit{opts: opts, started: time.Now(), region: sqslocal.Region}
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -227,6 +237,13 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	plans, err := k.plan(refs, templates, sources)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Attach != nil {
+		if err := k.startAttached(ctx, plans, sources); err != nil {
+			return nil, err
+		}
+		ok = true
+		return k, nil
 	}
 	if err := checkNames(plans, opts); err != nil {
 		return nil, err
@@ -265,6 +282,34 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	}
 	ok = true
 	return k, nil
+}
+
+// startAttached runs the plans' functions against their deployed stacks (Options.Attach):
+// no backend, nothing created.
+func (k *Kit) startAttached(ctx context.Context, plans []*stackPlan, sources []map[string]cfn.Source) error {
+	if err := k.connect(ctx); err != nil {
+		return err
+	}
+	bins, err := k.buildAll(ctx, plans)
+	if err != nil {
+		return err
+	}
+	for _, sp := range plans {
+		if err := k.attachStack(ctx, sp); err != nil {
+			return err
+		}
+	}
+	sts := slices.Clone(k.stacks)
+	k.observed.Store(&sts)
+	if err := k.listenAWS(); err != nil {
+		return err
+	}
+	for i, sp := range plans {
+		if err := k.run(ctx, k.stacks[i], sp, sources[i], bins); err != nil {
+			return err
+		}
+	}
+	return k.serveAWS()
 }
 
 // withDefaults checks o and fills in its defaults.
@@ -608,24 +653,29 @@ func (k *Kit) create(ctx context.Context, sp *stackPlan) error {
 func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[string]cfn.Source, bins map[string]string) error {
 	ref, t, d, ps := sp.ref, sp.t, st.d, sp.pipelines
 	for _, p := range ps {
+		if k.at != nil {
+			// The stack's own mapping would take the messages (fakecloud's, with no
+			// function runtime, deletes them); the kit's poller is the mapping.
+			if err := k.at.disableMappings(ctx, d.FunctionName(p.Consumer), d.QueueARN[p.Queue]); err != nil {
+				return fmt.Errorf("local: attach: stack %s: %w", ref.DisplayName, err)
+			}
+			continue // the queues and the table as deployed: the poller asks for visibility
+		}
 		if err := k.standIn(ctx, st, p.Consumer); err != nil {
 			return err
 		}
-		// The consumer's timeout, and the batching window a record may wait through first.
-		visibility := k.opts.VisibilityTimeout
-		held := time.Duration(t.Functions[p.Consumer].Timeout+p.Mapping.WindowSeconds) * time.Second
-		if visibility == 0 && t.Queues[p.Queue].VisibilityTimeout() > held {
-			visibility = held
-		}
-		if visibility > 0 {
+		if visibility := k.visibility(t, p); visibility > 0 {
 			if _, err := k.sq.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(d.QueueURL[p.Queue]),
 				Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(visibility.Seconds()))}}); err != nil {
 				return fmt.Errorf("local: stack %s: queue %s VisibilityTimeout: %w", ref.DisplayName, p.Queue, err)
 			}
 		}
 	}
-	pollSQ := k.sqsd.Client(func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, st.obs.Middleware) })
 	for _, p := range ps {
+		pollSQ, err := k.pollClient(ctx, st, p.Consumer)
+		if err != nil {
+			return err
+		}
 		env, err := d.Env(p.Consumer)
 		if err != nil {
 			return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
@@ -638,20 +688,21 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 		if p.Dispatcher != "" {
 			r.DispatcherName = d.FunctionName(p.Dispatcher)
 		}
+		r.Heartbeats = slices.ContainsFunc(t.SendSchedules, func(s standin.SendSchedule) bool { return s.Queue == p.Queue })
 		n := k.opts.Environments
 		if p.Mapping.MaxConcurrency > 0 {
 			n = min(n, p.Mapping.MaxConcurrency)
 		}
 		envs := make([]standin.Invoker, n)
 		for i := range envs {
-			e, err := k.env(st, p.Consumer, bins[ref.ID+"/"+p.Consumer], r.ledger.Line)
+			e, err := k.env(ctx, st, p.Consumer, bins[ref.ID+"/"+p.Consumer], r.ledger.Line)
 			if err != nil {
 				return err
 			}
 			envs[i] = k.invoker(st, p.Consumer, e, r)
 		}
 		if p.Dispatcher != "" {
-			if r.disp, err = k.env(st, p.Dispatcher, bins[ref.ID+"/"+p.Dispatcher], nil); err != nil {
+			if r.disp, err = k.env(ctx, st, p.Dispatcher, bins[ref.ID+"/"+p.Dispatcher], nil); err != nil {
 				return err
 			}
 			if k.opts.Cron {
@@ -660,7 +711,10 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 				}
 			}
 		}
-		r.poller = &standin.Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: sqslocal.Region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
+		r.poller = &standin.Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: k.region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
+		if k.at != nil { // the deployed queue unchanged: each receive asks for it
+			r.poller.VisibilityTimeout = int32(k.visibility(t, p).Seconds())
+		}
 		k.wg.Go(func() {
 			if p.Mapping.Disabled {
 				return
@@ -675,6 +729,18 @@ func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[
 		st.pipelines = append(st.pipelines, r)
 	}
 	return nil
+}
+
+// visibility is the visibility timeout a pipeline's queue gets here (Options.VisibilityTimeout):
+// the consumer's timeout and the batching window a record may wait through first, when the
+// template's is longer; 0 keeps the template's.
+func (k *Kit) visibility(t *standin.Template, p standin.Pipeline) time.Duration {
+	visibility := k.opts.VisibilityTimeout
+	held := time.Duration(t.Functions[p.Consumer].Timeout+p.Mapping.WindowSeconds) * time.Second
+	if visibility == 0 && t.Queues[p.Queue].VisibilityTimeout() > held {
+		visibility = held
+	}
+	return visibility
 }
 
 // standIn creates, for a consumer whose idempotency table the stack imports (an existing
@@ -747,18 +813,24 @@ type DynamoDBCall struct {
 // "AccessDeniedException" (as while a new IAM grant propagates; the SDK does not retry it),
 // "ProvisionedThroughputExceededException" or "ThrottlingException" (retried by the SDK),
 // or "InternalServerError" (a 500). nil stops injecting. It returns how many calls were
-// failed so far.
+// failed so far. A kit attached to a deployment (Options.Attach) injects nothing: the
+// functions call the deployment directly.
 func (k *Kit) InjectDynamoDB(fail func(DynamoDBCall) string) int64 {
 	if fail == nil {
 		k.inject.Store(nil)
 	} else {
 		k.inject.Store(&fail)
 	}
-	return k.proxy.Injected.Load()
+	return k.Injected()
 }
 
 // Injected is how many DynamoDB calls InjectDynamoDB failed so far.
-func (k *Kit) Injected() int64 { return k.proxy.Injected.Load() }
+func (k *Kit) Injected() int64 {
+	if k.proxy == nil {
+		return 0
+	}
+	return k.proxy.Injected.Load()
+}
 
 // Env is a pipeline's consumer environment as it runs here: the template's variables with
 // every reference resolved to the local resources (a table of yours passed as
@@ -784,10 +856,16 @@ func (st *stackRun) functionName(id string) string { return st.d.FunctionName(id
 
 // env starts one execution environment of a function (lazily: the process starts at the
 // first invocation) with the template's environment and the local endpoints.
-func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.Env, error) {
+func (k *Kit) env(ctx context.Context, st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.Env, error) {
 	vars, err := st.d.Env(id)
 	if err != nil {
 		return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
+	}
+	if k.at != nil {
+		if err := k.attachedEnv(ctx, st, id, vars); err != nil {
+			return nil, err
+		}
+		return k.startEnv(st, id, bin, vars, ledger)
 	}
 	// Every service at the kit: SQS and DynamoDB at their servers, any other at the
 	// stand-ins, which answer what they do not serve with an error naming it. Nothing a
@@ -797,10 +875,15 @@ func (k *Kit) env(st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.
 			vars[name] = v
 		}
 	}
+	return k.startEnv(st, id, bin, vars, ledger)
+}
+
+// startEnv makes one execution environment of a function with the environment vars.
+func (k *Kit) startEnv(st *stackRun, id, bin string, vars map[string]string, ledger func([]byte)) (*lambdart.Env, error) {
 	f := st.d.Template.Functions[id]
 	e, err := lambdart.New(lambdart.Config{
 		Binary: bin, Env: vars, FunctionName: st.functionName(id),
-		Timeout: time.Duration(f.Timeout) * time.Second, MemoryMB: f.MemoryMB, Region: sqslocal.Region,
+		Timeout: time.Duration(f.Timeout) * time.Second, MemoryMB: f.MemoryMB, Region: k.region,
 		Output: func(line []byte) {
 			st.obs.Line(line)
 			if ledger != nil {
@@ -911,8 +994,11 @@ func (k *Kit) Close() error {
 		k.ddb.Stop()
 	}
 	var err error
+	if k.at != nil {
+		err = k.at.enableMappings()
+	}
 	if k.binDir != "" {
-		err = os.RemoveAll(k.binDir) // the lock held until it is gone, so no sweep races it
+		err = errors.Join(err, os.RemoveAll(k.binDir)) // the lock held until it is gone, so no sweep races it
 	}
 	if k.binLock != nil {
 		k.binLock()

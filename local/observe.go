@@ -31,23 +31,47 @@ type Endpoints struct {
 
 // Endpoints returns where the servers listen.
 func (k *Kit) Endpoints() Endpoints {
+	if k.at != nil { // attached: the deployment's own
+		return Endpoints{SQS: k.at.endpoint, DynamoDB: k.at.endpoint, Region: k.region, AWS: k.at.endpoint}
+	}
 	return Endpoints{SQS: k.sqsd.Endpoint(), DynamoDB: k.ddb.Endpoint(), Region: sqslocal.Region, AWS: k.apiURL}
 }
 
 // Environ is the environment for a program (the AWS CLI, an SDK, pipelinectl) to reach the
 // local servers: their endpoints, the region (AWS_REGION, and AWS_DEFAULT_REGION for the
-// AWS CLI v1) and dummy credentials.
+// AWS CLI v1) and dummy credentials. Attached (Options.Attach), it is the deployment's
+// endpoint and region, and Lambda at the kit (its functions run here); the program brings
+// its own credentials.
 func (k *Kit) Environ() []string {
 	e := k.Endpoints()
+	if k.at != nil {
+		env := []string{"AWS_REGION=" + e.Region, "AWS_DEFAULT_REGION=" + e.Region, "AWS_ENDPOINT_URL_LAMBDA=" + k.apiURL}
+		if e.AWS != "" {
+			env = append(env, "AWS_ENDPOINT_URL="+e.AWS)
+		}
+		return env
+	}
 	return []string{"AWS_ENDPOINT_URL_SQS=" + e.SQS, "AWS_ENDPOINT_URL_DYNAMODB=" + e.DynamoDB,
 		"AWS_ENDPOINT_URL_LAMBDA=" + e.AWS, "AWS_ENDPOINT_URL_CLOUDWATCH=" + e.AWS, "AWS_ENDPOINT_URL_SCHEDULER=" + e.AWS,
 		"AWS_ENDPOINT_URL_CLOUDFORMATION=" + e.AWS, "AWS_ENDPOINT_URL=" + e.AWS,
 		"AWS_REGION=" + e.Region, "AWS_DEFAULT_REGION=" + e.Region, "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
 }
 
-// SQS and DynamoDB return clients of the local servers.
-func (k *Kit) SQS() *sqs.Client           { return k.sqsd.Client() }
-func (k *Kit) DynamoDB() *dynamodb.Client { return k.ddb.Client() }
+// SQS and DynamoDB return clients of the local servers (attached, of the deployment, with the
+// caller's credentials).
+func (k *Kit) SQS() *sqs.Client {
+	if k.at != nil {
+		return k.sq
+	}
+	return k.sqsd.Client()
+}
+
+func (k *Kit) DynamoDB() *dynamodb.Client {
+	if k.at != nil {
+		return k.db
+	}
+	return k.ddb.Client()
+}
 
 // Ignored lists, per stack, the template properties that have no local meaning and were
 // not applied (encryption, tags, backups, provisioned capacity).

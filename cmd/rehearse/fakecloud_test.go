@@ -8,17 +8,25 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/idempotent-sqs/pipeline/internal/localproc"
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
 var (
@@ -150,7 +158,8 @@ func TestInterrupt(t *testing.T) {
 	}{
 		{"tools", "synth", syscall.SIGINT, false},
 		{"fakecloud", "bootstrap", syscall.SIGINT, false},
-		{"deploy", "", syscall.SIGINT, true}, // seed, operate or update synth: the output is not read
+		{"deploy", "run", syscall.SIGINT, false}, // the functions run: the kit's processes, pipelinectl verify
+		{"deploy", "", syscall.SIGINT, true},     // run or a later step: the output is not read
 		{"update change set", "update deploy", syscall.SIGTERM, false},
 	} {
 		t.Run(tc.after+" then "+tc.sig.String(), func(t *testing.T) {
@@ -197,9 +206,10 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
-// An update that renames the idempotency table's logical id (CloudFormation would create a new,
-// empty table) fails the rehearsal, naming the table, before anything is deployed twice.
-func TestTableLogicalIDChangeFails(t *testing.T) {
+// synthReference synthesizes this repository's app, as the CDK CLI does, into a temporary
+// directory, offline.
+func synthReference(t *testing.T) string {
+	t.Helper()
 	asm := filepath.Join(t.TempDir(), "asm")
 	synth := exec.Command(filepath.Join(root, "node_modules", ".bin", "cdk"), "synth", "--quiet", "-o", asm)
 	synth.Dir = root
@@ -207,6 +217,13 @@ func TestTableLogicalIDChangeFails(t *testing.T) {
 	if out, err := synth.CombinedOutput(); err != nil {
 		t.Fatalf("cdk synth: %v\n%s", err, out)
 	}
+	return asm
+}
+
+// An update that renames the idempotency table's logical id (CloudFormation would create a new,
+// empty table) fails the rehearsal, naming the table, before anything is deployed twice.
+func TestTableLogicalIDChangeFails(t *testing.T) {
+	asm := synthReference(t)
 	renamed := filepath.Join(t.TempDir(), "renamed")
 	if err := os.CopyFS(renamed, os.DirFS(asm)); err != nil {
 		t.Fatal(err)
@@ -245,5 +262,116 @@ func TestTableLogicalIDChangeFails(t *testing.T) {
 	}
 	if left := marked(r.work); len(left) > 0 {
 		t.Errorf("processes of the run left after it failed:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// A consumer whose role lacks a grant it needs (here dynamodb:UpdateItem on the idempotency
+// table, as when a grant is dropped from the constructs) deploys, as it would on AWS, and then
+// fails the run step with the AccessDenied that names the action and the table: the
+// "works locally, AccessDenied in AWS" failure, caught before a real deploy.
+func TestMissingGrantFails(t *testing.T) {
+	asm := synthReference(t)
+	stacks, err := readAssembly(asm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for _, s := range stacks {
+		path := filepath.Join(s.Dir, s.Template)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tmpl map[string]any
+		if err := json.Unmarshal(raw, &tmpl); err != nil {
+			t.Fatal(err)
+		}
+		for id, res := range tmpl["Resources"].(map[string]any) {
+			r := res.(map[string]any)
+			if r["Type"] != "AWS::IAM::Policy" || !strings.Contains(id, "Consumer") {
+				continue
+			}
+			doc := r["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)
+			statements := doc["Statement"].([]any)
+			doc["Statement"] = slices.DeleteFunc(statements, func(st any) bool {
+				drop := strings.Contains(fmt.Sprint(st.(map[string]any)["Action"]), "dynamodb:UpdateItem")
+				if drop {
+					removed++
+				}
+				return drop
+			})
+		}
+		out, err := json.MarshalIndent(tmpl, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The template is published under its sha256: point the manifests at the new one.
+		for _, f := range []string{filepath.Join(s.Dir, s.Name+".assets.json"), filepath.Join(s.Dir, "manifest.json")} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			if err := os.WriteFile(f, []byte(strings.ReplaceAll(string(b), sha256hex(raw), sha256hex(out))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if removed == 0 {
+		t.Fatal("no consumer policy statement grants dynamodb:UpdateItem: the test would prove nothing")
+	}
+	t.Logf("removed %d statements granting dynamodb:UpdateItem", removed)
+	attachToNothing(t, asm)
+	r := start(t, "--assembly", asm)
+	code, out := r.wait(t)
+	want := regexp.MustCompile(`run +FAIL .*AccessDenied: \S+ is not authorized to perform: dynamodb:UpdateItem on resource: arn:aws:dynamodb:[^:]+:\d+:table/\S+`)
+	if code != exitFailed || !want.MatchString(out) {
+		t.Errorf("exit %d; want %d with the run step failed by %s:\n%s", code, exitFailed, want, out)
+	}
+	t.Logf("%s", want.FindString(out))
+	if left := marked(r.work); len(left) > 0 {
+		t.Errorf("processes of the run left after it failed:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// attachToNothing attaches the kit to an emulator where the assembly's stacks are not
+// deployed: it fails naming the stack and the way out, and leaves nothing running.
+func attachToNothing(t *testing.T, asm string) {
+	t.Helper()
+	fc := os.Getenv("FAKECLOUD")
+	if fc == "" {
+		fc = "fakecloud"
+	}
+	port, err := localproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	emu := exec.Command(fc, "--addr", addr, "--account-id", "123456789012", "--region", "us-east-1", "--iam", "strict")
+	if err := emu.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { emu.Process.Kill(); emu.Wait() }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/_fakecloud/health"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fakecloud at %s did not answer in a minute", addr)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kit, err := local.Start(ctx, local.Options{Assembly: asm, Attach: &local.Attach{Endpoint: "http://" + addr, Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}})
+	if err == nil {
+		kit.Close()
+	}
+	want := regexp.MustCompile(`^local: attach: stack IdempotentSqsPipeline-dev \(IdempotentSqsPipeline-dev\): .*; deploy it first \(cdk deploy\)$`)
+	if err == nil || !want.MatchString(err.Error()) {
+		t.Errorf("the kit attached to an emulator without the stack: %v, want %s", err, want)
 	}
 }

@@ -1,9 +1,12 @@
 // Command rehearse deploys a CDK app the way the README deploys the reference stack, on
 // fakecloud (a local AWS emulator with a CloudFormation engine), without an account:
 //
-//	synth, bootstrap, diff, deploy, the operator commands (pipelinectl with --stack and with
-//	--outputs), an update with a changed setting that must keep every stateful resource and
-//	what is in it, destroy, and a check of what destroy kept and deleted.
+//	synth, bootstrap, diff, deploy, the deployed functions run under their roles (the local
+//	kit attached to the stacks: verify, a message, a bad one, the dispatchers, a heartbeat),
+//	the operator commands (pipelinectl with --stack and with --outputs), an update with a
+//	changed setting that must keep every stateful resource and what is in it, the functions
+//	run again, pipelinectl under the roles it prints, destroy, and a check of what destroy
+//	kept and deleted. The emulator checks every call against IAM (--iam strict).
 //
 // Each step prints one line with its result and how long it took; any mismatch fails the
 // run (exit 1). Ctrl-C stops every process it started and exits 3. The emulator keeps its
@@ -15,9 +18,9 @@
 //	go run ./cmd/rehearse --assembly cdk.out               # a synthesized cloud assembly
 //
 // It needs the fakecloud binary (--fakecloud, $FAKECLOUD, or on PATH) and the CDK CLI (--cdk,
-// node_modules/.bin/cdk, or on PATH). What an emulator cannot prove (IAM enforcement, quotas,
-// the functions running: fakecloud runs Lambda functions only in Docker) is in the README,
-// "Rehearse a deploy without an account".
+// node_modules/.bin/cdk, or on PATH). What an emulator cannot prove (SSE-KMS on queues,
+// quotas, the deployed arm64 code itself) is in docs/development.md, "Rehearse a deploy
+// without an account".
 package main
 
 import (
@@ -55,7 +58,8 @@ type options struct {
 	pipelinectl   string // a built pipelinectl; default: built from this module
 	viaMake       bool   // diff, deploy and destroy as the README's make targets
 	work          string
-	keep          bool // leave the emulator running at the end, for a look around
+	keep          bool              // leave the emulator running at the end, for a look around
+	messages      map[string]string // pipeline -> the body of the run step's good message ($KEY its key)
 }
 
 type listFlag []string
@@ -67,8 +71,11 @@ const usage = `rehearse: deploy a CDK app on fakecloud, without an AWS account, 
 
   rehearse [--app CMD | --assembly DIR] [--update KEY=VALUE ...] [flags]
 
-Steps (one line each): synth, fakecloud, bootstrap, diff, deploy, seed, operate --stack,
-operate --outputs, update (synth, diff, stateful check, deploy, data kept), destroy, leftovers.
+Steps (one line each): synth, fakecloud, bootstrap, diff, deploy, run, seed, operate --stack,
+operate --outputs, update (synth, diff, stateful check, deploy, data kept, run), operate as the
+operators, destroy, leftovers. "run" runs the deployed functions with their roles' credentials
+(pipelinectl local's kit attached to the stacks): verify --stack, a message and a bad one to
+each pipeline, each dispatcher fired, a heartbeat.
 
   --dir DIR            where the CDK CLI runs: the app's directory, with its cdk.json (default .)
   --app CMD            the CDK app to synthesize (default: cdk.json's "app" in --dir)
@@ -83,6 +90,9 @@ operate --outputs, update (synth, diff, stateful check, deploy, data kept), dest
   --setup CMD          a shell command run against the emulator after bootstrap, before the
                        deploy (repeatable): create what the app imports, as your account has it
                        (AWS_ENDPOINT_URL and test credentials are set; e.g. aws dynamodb create-table)
+  --message PIPELINE=BODY  the body of the message the run step sends to that pipeline, with
+                       $KEY where its idempotency key goes (repeatable; default
+                       {"idempotencyKey":"$KEY"}): what your consumer accepts
   --fakecloud PATH     the emulator (default $FAKECLOUD, else fakecloud on PATH)
   --cdk PATH           the CDK CLI (default node_modules/.bin/cdk, else cdk on PATH)
   --pipelinectl PATH   the operator CLI to run (default: go build of it in the current module;
@@ -117,6 +127,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.viaMake, "make", false, "")
 	fs.StringVar(&o.work, "work", filepath.Join(".cache", "rehearse"), "")
 	fs.BoolVar(&o.keep, "keep", false, "")
+	var messages []string
+	fs.Var((*listFlag)(&messages), "message", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -125,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rehearse: %v (rehearse -h lists the flags)\n", err)
 		return exitUsage
 	}
-	if err := o.check(fs.Args()); err != nil {
+	if err := o.check(fs.Args(), messages); err != nil {
 		fmt.Fprintf(stderr, "rehearse: %v\n", err)
 		return exitUsage
 	}
@@ -153,9 +165,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func (o *options) check(rest []string) error {
+func (o *options) check(rest, messages []string) error {
 	if len(rest) > 0 {
 		return fmt.Errorf("unexpected argument %q (rehearse -h lists the flags)", rest[0])
+	}
+	o.messages = map[string]string{}
+	for _, m := range messages {
+		name, body, ok := strings.Cut(m, "=")
+		if !ok || name == "" || !strings.Contains(body, "$KEY") {
+			return fmt.Errorf("--message %q: want PIPELINE=BODY, the body with $KEY where the message's idempotency key goes", m)
+		}
+		o.messages[name] = body
 	}
 	if o.app != "" && o.assembly != "" {
 		return errors.New("--app and --assembly both given: give one (an app is synthesized; an assembly is deployed as it is)")

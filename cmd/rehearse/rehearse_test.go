@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +28,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--assembly", filepath.Join(dir, "missing")}, "missing: no such directory"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--nope"}, "flag provided but not defined: -nope (rehearse -h lists the flags)"},
+		{[]string{"--message", `Orders={"idempotencyKey":"k"}`}, `--message "Orders={\"idempotencyKey\":\"k\"}": want PIPELINE=BODY, the body with $KEY where the message's idempotency key goes`},
+		{[]string{"--message", `={"idempotencyKey":"$KEY"}`}, "want PIPELINE=BODY"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(tc.args, &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), tc.want) {
@@ -317,5 +321,46 @@ func TestFakecloudPolicyWorkarounds(t *testing.T) {
 	}
 	if _, err := withBatchActions([]byte(`{"Version":"2012-10-17"}`)); err == nil || err.Error() != "no statements" {
 		t.Errorf("a policy without statements: %v, want \"no statements\"", err)
+	}
+}
+
+// denied quotes a refusal in AWS's words from a function's log line (a JSON string, its quotes
+// escaped) or an SDK error, and nothing else.
+func TestDenied(t *testing.T) {
+	line := `{"level":"ERROR","reason":"operation error DynamoDB: UpdateItem, https response error StatusCode: 400, api error AccessDeniedException: ` +
+		`User: arn:aws:sts::123456789012:assumed-role/R/S is not authorized to perform: dynamodb:UpdateItem on resource: arn:aws:dynamodb:us-east-1:123456789012:table/T; no identity-based policy allows it\"}`
+	want := "AccessDenied: arn:aws:sts::123456789012:assumed-role/R/S is not authorized to perform: dynamodb:UpdateItem on resource: arn:aws:dynamodb:us-east-1:123456789012:table/T"
+	if got := denied(line); got != want {
+		t.Errorf("denied(line) = %q, want %q", got, want)
+	}
+	if got := denied(`{"outcome":"processed","reason":"not authorized"}`); got != "" {
+		t.Errorf("denied of a line without a refusal = %q, want \"\"", got)
+	}
+}
+
+// A role made for Lambda gets the account as a second principal; one that trusts the account
+// already, or is not Lambda's, is left alone.
+func TestTrustsLambda(t *testing.T) {
+	lambda := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
+	got, err := trustsLambda(lambda, "123456789012")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ Statement []map[string]any }
+	if err := json.Unmarshal([]byte(got), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Statement) != 2 || fmt.Sprint(doc.Statement[1]["Principal"]) != "map[AWS:arn:aws:iam::123456789012:root]" {
+		t.Errorf("trust of a Lambda role = %s, want its statement and the account's", got)
+	}
+	if again, _ := trustsLambda(got, "123456789012"); again != trusted {
+		t.Errorf("a role that trusts the account already: %q, want %q", again, trusted)
+	}
+	scheduler := strings.ReplaceAll(lambda, "lambda.amazonaws.com", "scheduler.amazonaws.com")
+	if other, _ := trustsLambda(url.PathEscape(scheduler), "123456789012"); other != "" {
+		t.Errorf("a Scheduler role (URL-encoded, as IAM returns it): %q, want it left alone", other)
+	}
+	if _, err := trustsLambda("{", "1"); err == nil {
+		t.Error("a trust policy that is not JSON: no error")
 	}
 }

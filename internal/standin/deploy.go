@@ -47,6 +47,9 @@ type Deployment struct {
 	// (Options.Env): "VAR" in every function's, "FUNCTION.VAR" in the function of that
 	// logical id's. An overridden variable's template value is not resolved.
 	Overrides map[string]string
+	// Functions are the functions' names where they are not the kit's own (logical id ->
+	// physical name): a deployment the kit attached to (Attached).
+	Functions map[string]string
 
 	byName  map[string]string // template QueueName -> logical id
 	region  string
@@ -166,6 +169,39 @@ func Planned(t *Template, suffix string) *Deployment {
 	}
 	for id, tb := range t.Tables {
 		d.TableName[id] = d.localTableName(tb)
+	}
+	d.nameTopics()
+	return d
+}
+
+// Attached is a Deployment of t that the kit did not create: the stack as CloudFormation
+// deployed it, each resource under its physical name (logical id -> physical id, as
+// DescribeStackResources answers: a queue's URL, a table's or function's name), its queues'
+// ARNs in region and account. Nothing is created.
+func Attached(t *Template, suffix, region, account string, physical map[string]string) *Deployment {
+	d := newDeployment(t, suffix)
+	d.region, d.account, d.Functions = region, account, map[string]string{}
+	for id, q := range t.Queues {
+		url, ok := physical[id]
+		if !ok {
+			continue
+		}
+		name := url[strings.LastIndex(url, "/")+1:]
+		d.QueueURL[id], d.QueueName[id] = url, name
+		d.QueueARN[id] = "arn:aws:sqs:" + region + ":" + account + ":" + name
+		if orig, ok := q.Props["QueueName"].(string); ok {
+			d.byName[orig] = id
+		}
+	}
+	for id := range t.Tables {
+		if name, ok := physical[id]; ok {
+			d.TableName[id] = name
+		}
+	}
+	for id := range t.Functions {
+		if name, ok := physical[id]; ok {
+			d.Functions[id] = name
+		}
 	}
 	d.nameTopics()
 	return d
@@ -452,8 +488,14 @@ func (d *Deployment) notLocal(id, attr string) error {
 }
 
 // FunctionName is the name a function of the template has locally: its logical id and the
-// deployment's suffix (what Ref of it and the Lambda stand-in's names are).
-func (d *Deployment) FunctionName(id string) string { return id + "-" + d.Suffix }
+// deployment's suffix (what Ref of it and the Lambda stand-in's names are); in an Attached
+// deployment, its deployed name.
+func (d *Deployment) FunctionName(id string) string {
+	if name, ok := d.Functions[id]; ok {
+		return name
+	}
+	return id + "-" + d.Suffix
+}
 
 // Account is the account id the deployment's ARNs carry (the SQS server's).
 func (d *Deployment) Account() string { return d.account }

@@ -48,6 +48,9 @@ type Poller struct {
 	Mapping  Mapping
 	Fifo     bool      // the queue is a FIFO queue: no batching window
 	Envs     []Invoker // one concurrent poller each; at most Mapping.MaxConcurrency are used
+	// VisibilityTimeout, when set (whole seconds), is asked for on each receive instead of
+	// the queue's own: a shorter one for a queue the poller may not change (a deployed one).
+	VisibilityTimeout int32
 
 	Stats PollerStats
 
@@ -196,6 +199,7 @@ func (p *Poller) receive(ctx context.Context, held []sqstypes.Message) (batch, r
 			QueueUrl:                    aws.String(p.QueueURL),
 			MaxNumberOfMessages:         int32(min(size-len(batch), 10)),
 			WaitTimeSeconds:             wait,
+			VisibilityTimeout:           p.VisibilityTimeout,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		})
