@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -36,6 +37,7 @@ type awsClients struct {
 	iam  *iam.Client
 	sts  *sts.Client
 	s3   *s3.Client
+	fn   *lambda.Client
 	http *http.Client
 }
 
@@ -55,6 +57,7 @@ func newClients(endpoint, region string) *awsClients {
 		iam:  iam.NewFromConfig(cfg),
 		sts:  sts.NewFromConfig(cfg),
 		s3:   s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),
+		fn:   lambda.NewFromConfig(cfg),
 		http: &http.Client{Timeout: 60 * time.Second},
 	}
 }

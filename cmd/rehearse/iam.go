@@ -21,7 +21,9 @@ import (
 // and nothing else:
 //   - --access read: status, dlq inspect and record get pass, and a redrive is stopped by an
 //     AccessDenied that names the action, with the DLQ's message still there;
-//   - --access operate: the redrive moves the DLQ's message back to its queue.
+//   - --access operate: the redrive runs: on a FIFO pipeline (preferred when the stack has
+//     one) it moves the DLQ's message back to its queue; on a standard one it starts and
+//     follows SQS's message move task, which fakecloud 0.51.0 completes with nothing moved.
 //
 // So the printed policies are enough for what they promise, and read-only cannot move
 // anything. It runs after the update's checks, since the redrive empties a DLQ.

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-sqs/pipeline/functions/contract"
@@ -44,36 +45,21 @@ func (r *rehearsal) runFunctions(ctx context.Context, version string, stacks []s
 	if _, err := r.allowPlainHTTPToQueues(ctx); err != nil {
 		return "", err
 	}
+	before, err := r.mappingStates(ctx)
+	if err != nil {
+		return "", err
+	}
 	logPath := filepath.Join(r.work, "logs", "run-"+version+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return "", err
 	}
 	defer logf.Close()
-	var names []string
-	for _, s := range stacks {
-		names = append(names, s.Name)
-	}
 	// The first call a role refuses ends the step at once, with fakecloud's words: a
 	// function's log line, or the kit's poller (its role reads the queue).
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var logMu sync.Mutex
-	kit, err := local.Start(ctx, local.Options{
-		Assembly: filepath.Join(r.work, version), Stacks: names, Progress: logf,
-		// The functions' processes carry the run's marker too, as every process it starts.
-		Env: map[string]string{markerVar: r.work},
-		StackLogs: func(stack, function string, line []byte) {
-			logMu.Lock()
-			fmt.Fprintf(logf, "%s/%s: %s\n", stack, function, line)
-			logMu.Unlock()
-			if d := denied(string(line)); d != "" {
-				cancel(fmt.Errorf("function %s/%s was refused a call: %s; its output is in %s", stack, function, d, rel(logPath)))
-			}
-		},
-		Attach: &local.Attach{Endpoint: r.emu.url, Region: r.region,
-			Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
-	})
+	kit, err := r.attachKit(ctx, cancel, version, stacks, logf, logPath)
 	if err != nil {
 		return "", fmt.Errorf("attaching the kit to the deployed stacks: %w", err)
 	}
@@ -83,21 +69,7 @@ func (r *rehearsal) runFunctions(ctx context.Context, version string, stacks []s
 			kit.Close()
 		}
 	}()
-	go func() {
-		for ctx.Err() == nil {
-			if err := kit.Err(); err != nil {
-				if d := denied(err.Error()); d != "" {
-					err = fmt.Errorf("the kit's poller was refused a call: %s", d)
-				}
-				cancel(err)
-				return
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}()
+	go watchPollers(ctx, cancel, kit)
 	// refused is the reason the step stopped early, over the error a wait returned for it.
 	refused := func(err error) error {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && !errors.Is(cause, context.Canceled) {
@@ -126,10 +98,96 @@ func (r *rehearsal) runFunctions(ctx context.Context, version string, stacks []s
 	if err := kit.Close(); err != nil {
 		return "", err
 	}
+	restored, err := r.mappingsRestored(ctx, before)
+	if err != nil {
+		return "", err
+	}
+	said = append(said, restored)
 	if err := kit.Err(); err != nil {
 		return "", fmt.Errorf("the kit's pollers: %w; the functions' output is in %s", err, rel(logPath))
 	}
 	return strings.Join(said, "; "), nil
+}
+
+// attachKit starts the kit attached to the deployed stacks of version: each function's
+// output goes to logf, and a line that reports a refused call cancels ctx with it.
+func (r *rehearsal) attachKit(ctx context.Context, cancel context.CancelCauseFunc, version string, stacks []stack, logf *os.File, logPath string) (*local.Kit, error) {
+	var names []string
+	for _, s := range stacks {
+		names = append(names, s.Name)
+	}
+	var logMu sync.Mutex
+	return local.Start(ctx, local.Options{
+		Assembly: filepath.Join(r.work, version), Stacks: names, Progress: logf,
+		// The functions' processes carry the run's marker too, as every process it starts.
+		Env: map[string]string{markerVar: r.work},
+		StackLogs: func(stack, function string, line []byte) {
+			logMu.Lock()
+			fmt.Fprintf(logf, "%s/%s: %s\n", stack, function, line)
+			logMu.Unlock()
+			if d := denied(string(line)); d != "" {
+				cancel(fmt.Errorf("function %s/%s was refused a call: %s; its output is in %s", stack, function, d, rel(logPath)))
+			}
+		},
+		Attach: &local.Attach{Endpoint: r.emu.url, Region: r.region,
+			Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")},
+	})
+}
+
+// watchPollers cancels ctx with the first error of the kit's pollers (a refused
+// ReceiveMessage, in AWS's words), until ctx ends.
+func watchPollers(ctx context.Context, cancel context.CancelCauseFunc, kit *local.Kit) {
+	for ctx.Err() == nil {
+		if err := kit.Err(); err != nil {
+			if d := denied(err.Error()); d != "" {
+				err = fmt.Errorf("the kit's poller was refused a call: %s", d)
+			}
+			cancel(err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// mappingsRestored checks that Close enabled again the stacks' mappings the kit disabled:
+// each is as it was before the step.
+func (r *rehearsal) mappingsRestored(ctx context.Context, before map[string]string) (string, error) {
+	after, err := r.mappingStates(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, uuid := range sortedKeys(before) {
+		if after[uuid] != before[uuid] {
+			return "", fmt.Errorf("the kit left the event source mapping %s %s; it was %s before the step", uuid, after[uuid], before[uuid])
+		}
+	}
+	return fmt.Sprintf("%s as before the step", plural(len(before), "mapping")), nil
+}
+
+// mappingStates is the State of every event source mapping the stacks deployed, by UUID.
+func (r *rehearsal) mappingStates(ctx context.Context) (map[string]string, error) {
+	states := map[string]string{}
+	for _, st := range sortedKeys(r.physical) {
+		for _, id := range sortedKeys(r.physical[st]) {
+			d := r.physical[st][id]
+			if d.Type != "AWS::Lambda::EventSourceMapping" {
+				continue
+			}
+			m, err := r.aws.fn.GetEventSourceMapping(ctx, &lambda.GetEventSourceMappingInput{UUID: aws.String(d.Physical)})
+			if err != nil {
+				return nil, fmt.Errorf("stack %s: event source mapping %s (%s): %w", st, id, d.Physical, err)
+			}
+			state := aws.ToString(m.State)
+			if state == "Enabling" { // on its way back: Close asked for it
+				state = "Enabled"
+			}
+			states[d.Physical] = state
+		}
+	}
+	return states, nil
 }
 
 // runPipeline sends one good and one bad message to a pipeline, fires its dispatcher, waits
