@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/idempotent-sqs/pipeline/local"
 )
 
 // Every usage error names what is wrong and what to give instead.
@@ -362,5 +364,19 @@ func TestTrustsLambda(t *testing.T) {
 	}
 	if _, err := trustsLambda("{", "1"); err == nil {
 		t.Error("a trust policy that is not JSON: no error")
+	}
+}
+
+// A --message for a pipeline that does not run is an error naming it and the pipelines that
+// do, not a body silently never sent.
+func TestUnknownMessages(t *testing.T) {
+	ps := []local.Running{{Name: "Orders"}, {Name: "Invoices"}}
+	if err := unknownMessages(map[string]string{"Orders": `{"idempotencyKey":"$KEY"}`}, ps); err != nil {
+		t.Errorf("a message for a pipeline that runs: %v", err)
+	}
+	err := unknownMessages(map[string]string{"Order": "x $KEY", "Orders": "y $KEY"}, ps)
+	want := "--message names no pipeline that runs: Order; the pipelines are Orders, Invoices"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +82,9 @@ func (r *rehearsal) runFunctions(ctx context.Context, version string, stacks []s
 	ps := kit.Pipelines()
 	if len(ps) == 0 {
 		return "", errors.New("the kit runs no pipeline of the deployed stacks")
+	}
+	if err := unknownMessages(r.opts.messages, ps); err != nil {
+		return "", err
 	}
 	v, err := r.verify(ctx, kit, stacks)
 	if err != nil {
@@ -279,6 +283,24 @@ func denied(s string) string {
 		return ""
 	}
 	return fmt.Sprintf("AccessDenied: %s is not authorized to perform: %s on resource: %s", m[1], m[2], m[3])
+}
+
+// unknownMessages names each --message whose pipeline is none of those that run, which would
+// otherwise be dropped without a word.
+func unknownMessages(messages map[string]string, ps []local.Running) error {
+	var names, unknown []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	for _, name := range sortedKeys(messages) {
+		if !slices.Contains(names, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--message names no pipeline that runs: %s; the pipelines are %s", strings.Join(unknown, ", "), strings.Join(names, ", "))
 }
 
 // defaultMessage is the run step's message to a pipeline without --message: what the
