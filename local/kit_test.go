@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
 	"github.com/idempotent-sqs/pipeline/local"
 	"github.com/idempotent-sqs/pipeline/stacks"
@@ -214,7 +215,7 @@ func TestMain(m *testing.M) {
 		runKilledHelper()
 		return
 	}
-	code := m.Run()
+	code := jsiitest.Run(m)
 	if reference.dir != "" {
 		os.RemoveAll(reference.dir)
 	}

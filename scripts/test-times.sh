@@ -3,7 +3,8 @@
 # sampling every process's CPU time every 2 s, then writes what it measured into
 # docs/development.md between its "test-times" markers: each step's time, the slowest
 # packages, and where the CPU went by kind of process (node: the jsii kernels and the CDK CLI;
-# java: DynamoDB Local and ElasticMQ; link and compile: Go's toolchain). A process that lives
+# java: DynamoDB Local and ElasticMQ; link and compile: Go's toolchain) and by test package
+# (each process counted to the outermost test binary it runs under). A process that lives
 # less than the 2 s between samples is missed, and the sampler itself costs a few percent of a
 # core. The figures are written only when make test passes. Run by `make test-times`; not in CI.
 set -euo pipefail
@@ -22,8 +23,9 @@ sampler() {
       rest=${line##*) }
       # shellcheck disable=SC2086
       set -- $rest
-      # utime and stime are the stat file's fields 14 and 15: 12 and 13 after the name.
-      echo "$pid ${comm// /_} $((${12} + ${13}))"
+      # utime and stime are the stat file's fields 14 and 15: 12 and 13 after the name; the
+      # parent's pid is field 4, 2 after the name (for CPU by test package).
+      echo "$pid ${comm// /_} $((${12} + ${13})) $2"
     done
     echo "--"
     sleep 2

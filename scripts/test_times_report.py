@@ -8,13 +8,15 @@ wall, rc = int(wall), int(rc)
 hz = 100  # USER_HZ: /proc's clock ticks
 
 steps = [l.rstrip("\n").split("\t") for l in open(f"{out}/steps.tsv")]
-first, peak = set(), {}
+first, peak, parent, name = set(), {}, {}, {}
 seen_first = False
 for line in open(f"{out}/samples.txt"):
     if line.startswith("--"):
         seen_first = True
         continue
-    pid, comm, ticks = line.split()
+    pid, comm, ticks, ppid = line.split()
+    parent.setdefault(pid, ppid)  # the first parent seen: an orphan is adopted by init later
+    name[pid] = comm
     if not seen_first:
         first.add(pid)  # running before make test: not its work
         continue
@@ -27,6 +29,26 @@ for (pid, comm), ticks in peak.items():
     kinds[kind] += ticks / hz
     counts[kind] += 1
 total = sum(kinds.values())
+
+def is_test(comm):
+    return comm.endswith(".test") or comm.endswith(".tes")
+
+def package(pid):
+    """The outermost test binary pid runs under (a module's own tests, run by a test of this
+    repository, count to the latter), or None for make's own steps (builds, synths)."""
+    found, seen = None, set()
+    while pid in name and pid not in seen:
+        seen.add(pid)
+        if is_test(name[pid]):
+            found = re.sub(r"\.tes?t?$", "", name[pid])
+        pid = parent.get(pid)
+    return found
+
+by_pkg, by_pkg_kind = collections.Counter(), collections.defaultdict(collections.Counter)
+for (pid, comm), ticks in peak.items():
+    pkg = package(pid) or "(none: go build, link and vet, the synths of make's steps)"
+    by_pkg[pkg] += ticks / hz
+    by_pkg_kind[pkg]["java" if comm == "java" else "node" if comm == "node" else "other"] += ticks / hz
 
 pkgs = []
 for line in open(f"{out}/make-test.log"):
@@ -52,6 +74,11 @@ lines += ["", f"CPU by kind of process, {total:.0f} s in all (sampled every 2 s;
           "| process | CPU | processes |", "|---|---|---|"]
 for kind, secs in kinds.most_common(8):
     lines.append(f"| {kind} | {secs:.0f} s ({100 * secs / total:.0f}%) | {counts[kind]} |")
+lines += ["", "CPU by test package (each process counted to the outermost test binary it runs under; the name is the binary's, as the kernel keeps it):", "",
+          "| package | CPU | java | node | other |", "|---|---|---|---|---|"]
+for pkg, secs in by_pkg.most_common(12):
+    k = by_pkg_kind[pkg]
+    lines.append(f"| {pkg} | {secs:.0f} s ({100 * secs / total:.0f}%) | {k['java']:.0f} s | {k['node']:.0f} s | {k['other']:.0f} s |")
 block = "\n".join(lines)
 print(block)
 if rc != 0:

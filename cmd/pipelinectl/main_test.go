@@ -28,6 +28,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 )
 
@@ -79,7 +80,7 @@ func TestMain(m *testing.M) {
 	} {
 		os.Setenv(k, v)
 	}
-	code := m.Run()
+	code := jsiitest.Run(m)
 	sqsSrv.Stop()
 	ddbSrv.Stop()
 	if reference.dir != "" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
 
 // The fixture: one app with cdk-nag attached, one stack, synthesized once in TestMain.
@@ -80,7 +81,7 @@ func TestMain(m *testing.M) {
 	})
 
 	template = assertions.Template_FromStack(stack, nil)
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 func getAtt(c constructs.IConstruct, attr string) map[string]any {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
 
 var (
@@ -62,7 +63,7 @@ func TestMain(m *testing.M) {
 		Queue: standardQueue, Entry: "testdata/shards", EncryptionKey: key, ScheduleGroup: sharedGroup,
 	})
 	template = assertions.Template_FromStack(stack, nil)
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 func getAtt(c constructs.IConstruct, attr string) map[string]any {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
 
 // fixture is one stack with a processing queue and a heartbeat on it, and its template.
@@ -51,5 +52,5 @@ func TestMain(m *testing.M) {
 	standard.tmpl = assertions.Template_FromStack(standard.stack, nil)
 	fifo.tmpl = assertions.Template_FromStack(fifo.stack, nil)
 	scratch = cdktest.NewStack(cdktest.NewApp(), "Scratch")
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
 
 // pipelineFixture is one stack with a small pipeline (plain CDK resources, not this
@@ -133,7 +134,7 @@ func TestMain(m *testing.M) {
 	scratch.otherTable = awsdynamodb.Table_FromTableName(scratch.stack, jsii.String("OtherTable"), jsii.String("other"))
 	scratch.otherSchedule = awsscheduler.Schedule_FromScheduleArn(scratch.stack, jsii.String("OtherSchedule"), jsii.String("arn:aws:scheduler:eu-west-1:123456789012:schedule/default/weekly"))
 
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 func buildPipeline(app awscdk.App, id string, props func(awscdk.Stack) *PipelineMonitoringProps) pipelineFixture {

@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/table"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
 
 var (
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	app = cdktest.NewApp()
 	stack = cdktest.NewStack(app, "PipelineTest")
 	buildNagApp()
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 // The pipeline checks its own combinations before creating anything, so these cases need

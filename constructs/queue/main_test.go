@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
 
 // fixture is one stack holding one ProcessingQueue, and that stack's template.
@@ -99,7 +100,7 @@ func TestMain(m *testing.M) {
 	}
 
 	scratch = cdktest.NewStack(cdktest.NewApp(), "Scratch")
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 func newFixture(app awscdk.App, name, id string, props func(awscdk.Stack) *ProcessingQueueProps) fixture {

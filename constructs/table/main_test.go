@@ -14,6 +14,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
 
 // fixture is one stack with one IdempotencyTable and a role (the stand-in for a consumer
@@ -105,7 +106,7 @@ func TestMain(m *testing.M) {
 	}
 
 	scratch = cdktest.NewStack(cdktest.NewApp(), "Scratch")
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 func newFixture(app awscdk.App, name string, props func(awscdk.Stack, *fixture) *IdempotencyTableProps) fixture {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 	"github.com/idempotent-sqs/pipeline/stacks"
 )
 
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		templates[stage.id] = *assertions.Template_FromStack(stack, nil).ToJSON()
 		stages[stage.id] = stack
 	}
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 // resources returns the stage's resources of one type, by logical id.

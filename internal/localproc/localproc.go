@@ -182,6 +182,9 @@ func (p *Process) WaitErr() error {
 // PID is the process's id, which is also its process group's id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
+// Args is the command line the process was started with.
+func (p *Process) Args() []string { return p.cmd.Args }
+
 // Output is what the process printed so far on stdout and stderr (the last OutputLimit bytes).
 func (p *Process) Output() string { return p.out.String() }
 

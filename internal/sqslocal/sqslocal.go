@@ -103,6 +103,7 @@ type Server struct {
 	endpoint string
 	proc     *localproc.Process
 	tmp      string // removed on Stop
+	stopped  func(waitErr error)
 	stopOnce sync.Once
 }
 
@@ -175,6 +176,8 @@ type spec struct {
 	env  []string // added to the environment
 	dir  string   // working directory
 	tmp  string   // a temporary directory to remove on Stop, or ""
+	// stopped, when set, is called by Stop with the process's exit (cmd.Wait's error).
+	stopped func(waitErr error)
 }
 
 var launchers = map[Kind]func(port int) (spec, error){
@@ -219,8 +222,10 @@ func elasticMQ(port int) (spec, error) {
 	if v, ok := os.LookupEnv(EnvJavaOpts); ok {
 		opts = v
 	}
-	args := append(strings.Fields(opts), "-Dconfig.file="+conf, "-cp", filepath.Join(dir, "*"), "org.elasticmq.server.Main")
-	return spec{path: java, args: args, dir: tmp, tmp: tmp}, nil
+	archive := elasticMQArchive(java, opts, dir)
+	args := append(strings.Fields(opts), archive.args()...)
+	args = append(args, "-Dconfig.file="+conf, "-cp", filepath.Join(dir, "*"), "org.elasticmq.server.Main")
+	return spec{path: java, args: args, dir: tmp, tmp: tmp, stopped: archive.stopped}, nil
 }
 
 func moto(port int) (spec, error) {
@@ -301,6 +306,7 @@ func launch(ctx context.Context, kind Kind, sp spec, port int) (*Server, error) 
 		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
 		proc:     proc,
 		tmp:      sp.tmp,
+		stopped:  sp.stopped,
 	}
 	if err := s.waitReady(ctx, sp.dir); err != nil {
 		s.Stop()
@@ -325,6 +331,9 @@ func (s *Server) waitReady(ctx context.Context, dir string) error {
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
 		s.proc.Stop()
+		if s.stopped != nil {
+			s.stopped(s.proc.WaitErr())
+		}
 		if s.tmp != "" {
 			os.RemoveAll(s.tmp)
 		}

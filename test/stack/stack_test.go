@@ -23,6 +23,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/table"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 	"github.com/idempotent-sqs/pipeline/stacks"
 )
 
@@ -68,7 +69,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 // All five cdk-nag packs (AwsSolutions, Serverless, NIST 800-53 R5, PCI DSS 3.2.1, HIPAA

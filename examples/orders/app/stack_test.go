@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/idempotent-sqs/pipeline/stacks"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
+	"github.com/idempotent-sqs/pipeline/stacks"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 	})
 	stacks.AddNagPacks(app, false) // every pack the reference app runs
 	tmpl = *assertions.Template_FromStack(stack.Stack, nil).ToJSON()
-	os.Exit(m.Run())
+	os.Exit(jsiitest.Run(m))
 }
 
 func resources(typ string) map[string]map[string]any {
