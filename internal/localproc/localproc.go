@@ -153,13 +153,17 @@ var errNotYet = errors.New("not yet")
 
 // Stop sends SIGTERM to the process group, SIGKILL after StopGrace if the process still
 // runs, and returns once the process has exited. It is safe to call more than once.
-func (p *Process) Stop() {
+func (p *Process) Stop() { p.StopWithin(stopGrace) }
+
+// StopWithin is Stop with its own grace between SIGTERM and SIGKILL, for a process with
+// work to finish on its way out (a JVM writing its class-data archive).
+func (p *Process) StopWithin(grace time.Duration) {
 	p.stopOnce.Do(func() {
 		SignalGroup(p.cmd, false)
 		select {
 		case <-p.exited:
 			return
-		case <-time.After(stopGrace):
+		case <-time.After(grace):
 		}
 		SignalGroup(p.cmd, true)
 		<-p.exited

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // EnvCDSDir names the environment variable holding the directory of ElasticMQ's class-data
@@ -18,8 +19,8 @@ const EnvCDSDir = "SQSLOCAL_CDS_DIR"
 // classArchive is the JVM's class-data sharing for ElasticMQ, which halves its start: it
 // loads some 9,000 classes (Scala, Pekko, its own), about 2 of the 4 CPU seconds the JVM
 // spends before it answers on a 2-core machine. The first server of a machine dumps the
-// classes it loaded into an archive when it stops (-XX:ArchiveClassesAtExit); every later
-// one maps that archive (-XX:SharedArchiveFile). The JVM checks an archive against its own
+// classes it loaded into an archive when it stops (-XX:ArchiveClassesAtExit; one at a time,
+// the others start as before); every later one maps that archive (-XX:SharedArchiveFile). The JVM checks an archive against its own
 // build and the class path, and runs without it, as before, when they differ.
 //
 // DynamoDB Local cannot have one: its jar's manifest puts its own directory on the class
@@ -27,6 +28,7 @@ const EnvCDSDir = "SQSLOCAL_CDS_DIR"
 type classArchive struct {
 	path string // the archive, complete: mapped when it exists
 	dump string // where a JVM that found no archive dumps one; renamed to path when it stops cleanly
+	lock string // held while dump is written, removed when the JVM has stopped
 }
 
 // elasticMQArchive is the archive for java with opts over the jars in dir, in $SQSLOCAL_CDS_DIR
@@ -64,14 +66,27 @@ func elasticMQArchive(java, opts, dir string) classArchive {
 	if _, err := os.Stat(path); err == nil {
 		return classArchive{path: path}
 	}
-	f, err := os.CreateTemp(base, "elasticmq-*.jsa.dumping")
-	if err != nil {
-		return classArchive{}
+	// One JVM dumps at a time, the one holding the lock; the others run without an archive.
+	// A lock older than a dump can take was left by a process that was killed: taken over.
+	lock := path + ".lock"
+	for range 2 {
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			f.Close()
+			return classArchive{path: path, dump: path + ".dumping", lock: lock}
+		}
+		fi, err := os.Stat(lock)
+		if err != nil || time.Since(fi.ModTime()) < staleLock {
+			return classArchive{}
+		}
+		os.Remove(lock)
 	}
-	f.Close()
-	os.Remove(f.Name()) // the JVM creates it; the name is only reserved against other dumps
-	return classArchive{path: path, dump: f.Name()}
+	return classArchive{}
 }
+
+// staleLock is the age after which a dump's lock is taken to be left by a killed process:
+// well over DumpGrace and a JVM's life in a test.
+const staleLock = 30 * time.Minute
 
 // args are the JVM options that use or dump the archive.
 func (a classArchive) args() []string {
@@ -84,6 +99,20 @@ func (a classArchive) args() []string {
 	return nil
 }
 
+// DumpGrace is how long Stop lets a JVM that dumps the archive finish before it kills it.
+// The dump takes 2-4 CPU seconds once per machine: under a second to stop on an idle machine,
+// 22 s measured on a 2-core one at load 10. A JVM killed mid-dump leaves no archive; a later
+// one dumps again.
+const DumpGrace = 2 * time.Minute
+
+// grace is the time Stop gives the JVM to exit: DumpGrace when it dumps, else the default.
+func (a classArchive) grace() time.Duration {
+	if a.dump != "" {
+		return DumpGrace
+	}
+	return 0
+}
+
 // stopped keeps the dump of a JVM that stopped as Stop asks, with SIGTERM (the JVM dumps on
 // its way out, then exits 143), and removes any other: a JVM killed mid-dump leaves a partial
 // file. Two servers that both dumped race to the same name with complete archives.
@@ -91,6 +120,7 @@ func (a classArchive) stopped(waitErr error) {
 	if a.dump == "" {
 		return
 	}
+	defer os.Remove(a.lock)
 	var exit *exec.ExitError
 	clean := waitErr == nil || errors.As(waitErr, &exit) && exit.ExitCode() == 143
 	if fi, err := os.Stat(a.dump); clean && err == nil && fi.Size() > 0 {

@@ -31,7 +31,27 @@ func TestClassArchive(t *testing.T) {
 	if first.dump == "" || !slices.Contains(first.args(), "-XX:ArchiveClassesAtExit="+first.dump) {
 		t.Fatalf("with no archive yet: %+v, args %v, want a dump", first, first.args())
 	}
-	os.Remove(first.dump)
+	// A second start while the first holds the lock runs as before: no archive, no dump.
+	if second := elasticMQArchive(java, DefaultJavaOpts, install); second.args() != nil {
+		t.Errorf("while %s is held: args %v, want none", first.lock, second.args())
+	}
+	first.stopped(errors.New("not started")) // gives the lock up
+	if _, err := os.Stat(first.lock); !os.IsNotExist(err) {
+		t.Fatalf("the lock %s after stopped: %v, want it removed", first.lock, err)
+	}
+	// A lock left by a killed process is taken over once it is older than any dump.
+	if err := os.WriteFile(first.lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-staleLock - time.Minute)
+	if err := os.Chtimes(first.lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if stale := elasticMQArchive(java, DefaultJavaOpts, install); stale.dump == "" {
+		t.Errorf("with a lock from %v: %+v, want the lock taken over and a dump", old, stale)
+	} else {
+		stale.stopped(errors.New("not started"))
+	}
 
 	for i, want := range []string{"-XX:ArchiveClassesAtExit=", "-XX:SharedArchiveFile="} {
 		start := time.Now()
@@ -46,14 +66,16 @@ func TestClassArchive(t *testing.T) {
 		if _, err := s.Client().ListQueues(t.Context(), &sqs.ListQueuesInput{}); err != nil {
 			t.Errorf("server %d: ListQueues: %v", i+1, err)
 		}
+		stop := time.Now()
 		s.Stop()
-		t.Logf("server %d (%s): answered ListQueues %v after it was started", i+1, want, answered.Round(10*time.Millisecond))
+		t.Logf("server %d (%s): answered ListQueues %v after it was started, stopped in %v (DumpGrace %v)",
+			i+1, want, answered.Round(10*time.Millisecond), time.Since(stop).Round(10*time.Millisecond), DumpGrace)
 		archives, _ := filepath.Glob(filepath.Join(dir, "elasticmq-*.jsa"))
 		if len(archives) != 1 || archives[0] != first.path {
 			t.Fatalf("after server %d stopped: archives %v, want %s", i+1, archives, first.path)
 		}
-		if left, _ := filepath.Glob(filepath.Join(dir, "*.dumping")); len(left) > 0 {
-			t.Errorf("after server %d stopped: dumps left %v", i+1, left)
+		if left, _ := filepath.Glob(filepath.Join(dir, "*.jsa.*")); len(left) > 0 {
+			t.Errorf("after server %d stopped: dumps or locks left %v", i+1, left)
 		}
 	}
 
@@ -66,7 +88,8 @@ func TestClassArchive(t *testing.T) {
 }
 
 // TestClassArchiveKeepsOnlyACleanDump: a JVM killed mid-dump (SIGKILL: exit 137) leaves a
-// partial file, which is removed, never renamed to the archive the next JVM maps.
+// partial file, which is removed, never renamed to the archive the next JVM maps; the lock
+// goes either way.
 func TestClassArchiveKeepsOnlyACleanDump(t *testing.T) {
 	dir := t.TempDir()
 	killed := exec.Command("sh", "-c", "kill -KILL $$")
@@ -80,17 +103,21 @@ func TestClassArchiveKeepsOnlyACleanDump(t *testing.T) {
 		waitErr error
 		kept    bool
 	}{{"SIGTERM", exec.Command("sh", "-c", "exit 143").Run(), true}, {"SIGKILL", waitErr, false}} {
-		a := classArchive{path: filepath.Join(dir, tc.name+".jsa"), dump: filepath.Join(dir, tc.name+".jsa.dumping")}
-		if err := os.WriteFile(a.dump, []byte("classes"), 0o644); err != nil {
-			t.Fatal(err)
+		a := classArchive{path: filepath.Join(dir, tc.name+".jsa"), dump: filepath.Join(dir, tc.name+".jsa.dumping"), lock: filepath.Join(dir, tc.name+".jsa.lock")}
+		for _, f := range []string{a.dump, a.lock} {
+			if err := os.WriteFile(f, []byte("classes"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		a.stopped(tc.waitErr)
 		_, err := os.Stat(a.path)
 		if kept := err == nil; kept != tc.kept {
 			t.Errorf("%s (%v): archive kept %v, want %v", tc.name, tc.waitErr, kept, tc.kept)
 		}
-		if _, err := os.Stat(a.dump); err == nil {
-			t.Errorf("%s: the dump %s is left", tc.name, a.dump)
+		for _, f := range []string{a.dump, a.lock} {
+			if _, err := os.Stat(f); err == nil {
+				t.Errorf("%s: %s is left", tc.name, f)
+			}
 		}
 	}
 }

@@ -99,12 +99,13 @@ const DefaultJavaOpts = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m -Xmx256
 
 // Server is a running SQS-compatible server. Its methods are safe for concurrent use.
 type Server struct {
-	kind     Kind
-	endpoint string
-	proc     *localproc.Process
-	tmp      string // removed on Stop
-	stopped  func(waitErr error)
-	stopOnce sync.Once
+	kind      Kind
+	endpoint  string
+	proc      *localproc.Process
+	tmp       string // removed on Stop
+	stopped   func(waitErr error)
+	stopGrace time.Duration // between SIGTERM and SIGKILL; 0 for localproc's
+	stopOnce  sync.Once
 }
 
 // KindFromEnv is $SQSLOCAL_KIND, or Default when it is unset or empty.
@@ -178,6 +179,8 @@ type spec struct {
 	tmp  string   // a temporary directory to remove on Stop, or ""
 	// stopped, when set, is called by Stop with the process's exit (cmd.Wait's error).
 	stopped func(waitErr error)
+	// stopGrace, when set, replaces localproc.StopGrace between Stop's SIGTERM and SIGKILL.
+	stopGrace time.Duration
 }
 
 var launchers = map[Kind]func(port int) (spec, error){
@@ -225,7 +228,7 @@ func elasticMQ(port int) (spec, error) {
 	archive := elasticMQArchive(java, opts, dir)
 	args := append(strings.Fields(opts), archive.args()...)
 	args = append(args, "-Dconfig.file="+conf, "-cp", filepath.Join(dir, "*"), "org.elasticmq.server.Main")
-	return spec{path: java, args: args, dir: tmp, tmp: tmp, stopped: archive.stopped}, nil
+	return spec{path: java, args: args, dir: tmp, tmp: tmp, stopped: archive.stopped, stopGrace: archive.grace()}, nil
 }
 
 func moto(port int) (spec, error) {
@@ -299,14 +302,18 @@ func launch(ctx context.Context, kind Kind, sp spec, port int) (*Server, error) 
 		if sp.tmp != "" {
 			os.RemoveAll(sp.tmp)
 		}
+		if sp.stopped != nil {
+			sp.stopped(err)
+		}
 		return nil, fmt.Errorf("sqslocal: start %s: %w (run `make tools`)", sp.path, err)
 	}
 	s := &Server{
-		kind:     kind,
-		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-		proc:     proc,
-		tmp:      sp.tmp,
-		stopped:  sp.stopped,
+		kind:      kind,
+		endpoint:  "http://127.0.0.1:" + strconv.Itoa(port),
+		proc:      proc,
+		tmp:       sp.tmp,
+		stopped:   sp.stopped,
+		stopGrace: sp.stopGrace,
 	}
 	if err := s.waitReady(ctx, sp.dir); err != nil {
 		s.Stop()
@@ -330,7 +337,11 @@ func (s *Server) waitReady(ctx context.Context, dir string) error {
 // for it to exit and removes its temporary files. It is safe to call more than once.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
-		s.proc.Stop()
+		if s.stopGrace > 0 {
+			s.proc.StopWithin(s.stopGrace)
+		} else {
+			s.proc.Stop()
+		}
 		if s.stopped != nil {
 			s.stopped(s.proc.WaitErr())
 		}
