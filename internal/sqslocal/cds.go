@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,21 +34,29 @@ type classArchive struct {
 
 // elasticMQArchive is the archive for java with opts over the jars in dir, in $SQSLOCAL_CDS_DIR
 // or the user cache. The zero classArchive (no archive, no dump) when it is turned off, when
-// opts choose their own sharing, or when there is nowhere to keep it.
-func elasticMQArchive(java, opts, dir string) classArchive {
+// opts choose their own sharing, or when the user cache cannot hold it. A $SQSLOCAL_CDS_DIR
+// that cannot hold it is an error naming the variable: it was set on purpose.
+func elasticMQArchive(java, opts, dir string) (classArchive, error) {
 	base := os.Getenv(EnvCDSDir)
 	if base == "off" || strings.Contains(opts, "Xshare") || strings.Contains(opts, "Archive") {
-		return classArchive{}
+		return classArchive{}, nil
 	}
-	if base == "" {
+	explicit := base != ""
+	fail := func(err error) (classArchive, error) {
+		if !explicit {
+			return classArchive{}, nil
+		}
+		return classArchive{}, fmt.Errorf("sqslocal: %s=%q: %w: name a directory this user can write, or \"off\" to run ElasticMQ without a class-data archive", EnvCDSDir, base, err)
+	}
+	if !explicit {
 		cache, err := os.UserCacheDir()
 		if err != nil {
-			return classArchive{}
+			return classArchive{}, nil
 		}
 		base = filepath.Join(cache, "idempotent-sqs-pipeline", "jvm-cds")
 	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
-		return classArchive{}
+		return fail(err)
 	}
 	// One archive per JVM, options and installation: a JDK upgrade or another ElasticMQ gets
 	// its own instead of failing the JVM's check on every start.
@@ -64,7 +73,7 @@ func elasticMQArchive(java, opts, dir string) classArchive {
 	}
 	path := filepath.Join(base, "elasticmq-"+hex.EncodeToString(h.Sum(nil))[:16]+".jsa")
 	if _, err := os.Stat(path); err == nil {
-		return classArchive{path: path}
+		return classArchive{path: path}, nil
 	}
 	// One JVM dumps at a time, the one holding the lock; the others run without an archive.
 	// A lock older than a dump can take was left by a process that was killed: taken over.
@@ -73,15 +82,18 @@ func elasticMQArchive(java, opts, dir string) classArchive {
 		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err == nil {
 			f.Close()
-			return classArchive{path: path, dump: path + ".dumping", lock: lock}
+			return classArchive{path: path, dump: path + ".dumping", lock: lock}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return fail(err)
 		}
 		fi, err := os.Stat(lock)
 		if err != nil || time.Since(fi.ModTime()) < staleLock {
-			return classArchive{}
+			return classArchive{}, nil
 		}
 		os.Remove(lock)
 	}
-	return classArchive{}
+	return classArchive{}, nil
 }
 
 // staleLock is the age after which a dump's lock is taken to be left by a killed process:

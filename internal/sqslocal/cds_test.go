@@ -27,13 +27,16 @@ func TestClassArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := elasticMQArchive(java, DefaultJavaOpts, install)
+	first, err := elasticMQArchive(java, DefaultJavaOpts, install)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if first.dump == "" || !slices.Contains(first.args(), "-XX:ArchiveClassesAtExit="+first.dump) {
 		t.Fatalf("with no archive yet: %+v, args %v, want a dump", first, first.args())
 	}
 	// A second start while the first holds the lock runs as before: no archive, no dump.
-	if second := elasticMQArchive(java, DefaultJavaOpts, install); second.args() != nil {
-		t.Errorf("while %s is held: args %v, want none", first.lock, second.args())
+	if second, err := elasticMQArchive(java, DefaultJavaOpts, install); err != nil || second.args() != nil {
+		t.Errorf("while %s is held: args %v (%v), want none", first.lock, second.args(), err)
 	}
 	first.stopped(errors.New("not started")) // gives the lock up
 	if _, err := os.Stat(first.lock); !os.IsNotExist(err) {
@@ -47,7 +50,7 @@ func TestClassArchive(t *testing.T) {
 	if err := os.Chtimes(first.lock, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if stale := elasticMQArchive(java, DefaultJavaOpts, install); stale.dump == "" {
+	if stale, _ := elasticMQArchive(java, DefaultJavaOpts, install); stale.dump == "" {
 		t.Errorf("with a lock from %v: %+v, want the lock taken over and a dump", old, stale)
 	} else {
 		stale.stopped(errors.New("not started"))
@@ -81,8 +84,8 @@ func TestClassArchive(t *testing.T) {
 
 	for _, tc := range []struct{ env, opts string }{{"off", DefaultJavaOpts}, {dir, DefaultJavaOpts + " -Xshare:off"}} {
 		t.Setenv(EnvCDSDir, tc.env)
-		if a := elasticMQArchive(java, tc.opts, install); a.args() != nil {
-			t.Errorf("%s=%s, options %q: args %v, want none", EnvCDSDir, tc.env, tc.opts, a.args())
+		if a, err := elasticMQArchive(java, tc.opts, install); err != nil || a.args() != nil {
+			t.Errorf("%s=%s, options %q: args %v (%v), want none", EnvCDSDir, tc.env, tc.opts, a.args(), err)
 		}
 	}
 }
@@ -119,5 +122,20 @@ func TestClassArchiveKeepsOnlyACleanDump(t *testing.T) {
 				t.Errorf("%s: %s is left", tc.name, f)
 			}
 		}
+	}
+}
+
+// TestClassArchiveDirMustBeWritable: a $SQSLOCAL_CDS_DIR that cannot hold the archive (here
+// under a plain file) fails the start, naming the variable and the ways out.
+func TestClassArchiveDirMustBeWritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvCDSDir, filepath.Join(file, "cds"))
+	_, err := StartKind(t.Context(), ElasticMQ)
+	want := `sqslocal: SQSLOCAL_CDS_DIR="` + filepath.Join(file, "cds") + `": `
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), `: name a directory this user can write, or "off" to run ElasticMQ without a class-data archive`) {
+		t.Fatalf("StartKind with %s under a file: %v, want %s...: name a directory this user can write, or \"off\"...", EnvCDSDir, err, want)
 	}
 }

@@ -225,7 +225,11 @@ func elasticMQ(port int) (spec, error) {
 	if v, ok := os.LookupEnv(EnvJavaOpts); ok {
 		opts = v
 	}
-	archive := elasticMQArchive(java, opts, dir)
+	archive, err := elasticMQArchive(java, opts, dir)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return spec{}, err
+	}
 	args := append(strings.Fields(opts), archive.args()...)
 	args = append(args, "-Dconfig.file="+conf, "-cp", filepath.Join(dir, "*"), "org.elasticmq.server.Main")
 	return spec{path: java, args: args, dir: tmp, tmp: tmp, stopped: archive.stopped, stopGrace: archive.grace()}, nil
