@@ -20,7 +20,7 @@ for _ in 1 2; do
   yes >/dev/null &
   hogs+=($!)
 done
-declare -A failed   # test (or step) -> runs it failed in
+declare -A failed=()   # test (or step) -> runs it failed in; =() so that set -u takes it for empty, not unset
 runs_done=0
 summary() {
   echo
