@@ -23,15 +23,15 @@ for line in open(f"{out}/samples.txt"):
     if pid in first:
         continue
     peak[(pid, comm)] = max(peak.get((pid, comm), 0), int(ticks))
+def is_test(comm):
+    return comm.endswith(".test") or comm.endswith(".tes")  # the kernel keeps 15 characters
+
 kinds, counts = collections.Counter(), collections.Counter()
 for (pid, comm), ticks in peak.items():
-    kind = "Go test binaries" if comm.endswith(".test") or comm.endswith(".tes") else comm
+    kind = "Go test binaries" if is_test(comm) else comm
     kinds[kind] += ticks / hz
     counts[kind] += 1
 total = sum(kinds.values())
-
-def is_test(comm):
-    return comm.endswith(".test") or comm.endswith(".tes")
 
 def package(pid):
     """The outermost test binary pid runs under (a module's own tests, run by a test of this

@@ -21,8 +21,9 @@ const EnvCDSDir = "SQSLOCAL_CDS_DIR"
 // loads some 9,000 classes (Scala, Pekko, its own), about 2 of the 4 CPU seconds the JVM
 // spends before it answers on a 2-core machine. The first server of a machine dumps the
 // classes it loaded into an archive when it stops (-XX:ArchiveClassesAtExit; one at a time,
-// the others start as before); every later one maps that archive (-XX:SharedArchiveFile). The JVM checks an archive against its own
-// build and the class path, and runs without it, as before, when they differ.
+// the others start as before); every later one maps that archive (-XX:SharedArchiveFile).
+// The JVM checks an archive against its own build and the class path, and runs without it,
+// as before, when they differ.
 //
 // DynamoDB Local cannot have one: its jar's manifest puts its own directory on the class
 // path, and the JVM archives no class path that holds a directory.
@@ -127,7 +128,7 @@ func (a classArchive) grace() time.Duration {
 
 // stopped keeps the dump of a JVM that stopped as Stop asks, with SIGTERM (the JVM dumps on
 // its way out, then exits 143), and removes any other: a JVM killed mid-dump leaves a partial
-// file. Two servers that both dumped race to the same name with complete archives.
+// file. The lock goes either way.
 func (a classArchive) stopped(waitErr error) {
 	if a.dump == "" {
 		return
