@@ -3,7 +3,6 @@ package local_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +27,6 @@ import (
 // names, the outputs are keyed by the CloudFormation stack name, the other stack is only
 // created.
 func TestKitStandsInForImportedQueues(t *testing.T) {
-	os.Setenv("CDK_VALIDATION", "false") // not t.Setenv: the test goes on in parallel after the synth
 	out := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
 	stage := awscdk.NewStage(app, jsii.String("Dev"), nil)
@@ -51,7 +49,6 @@ func TestKitStandsInForImportedQueues(t *testing.T) {
 		ExistingQueue: byArn, Consumer: &consumer.IdempotentConsumerProps{Timeout: 3 * time.Second},
 	})
 	app.Synth(nil)
-	os.Unsetenv("CDK_VALIDATION")
 	t.Parallel() // after the synth: one test at a time drives the jsii kernel
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)

@@ -196,8 +196,6 @@ func referenceAssembly(t *testing.T) string {
 		if reference.dir, reference.err = os.MkdirTemp("", "kit-assembly-"); reference.err != nil {
 			return
 		}
-		os.Setenv("CDK_VALIDATION", "false")
-		defer os.Unsetenv("CDK_VALIDATION")
 		start := time.Now()
 		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(reference.dir)})
 		stacks.Build(app, stacks.Config{Stage: "kit", ConsumerTimeout: 3 * time.Second, Schedule: "* * * * ? *"})

@@ -32,8 +32,6 @@ func referenceAssembly(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.Setenv("CDK_VALIDATION", "false")
-		defer os.Unsetenv("CDK_VALIDATION")
 		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(dir), Context: &map[string]any{"aws:cdk:bundling-stacks": []string{}}})
 		stacks.Build(app, stacks.Config{Stage: "ctrlc", ConsumerTimeout: 3 * time.Second})
 		app.Synth(nil)

@@ -6,7 +6,6 @@ package cdktest
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -23,11 +22,9 @@ import (
 var Env = &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")}
 
 // NewApp returns an app for assertion tests: no Lambda bundling (app context
-// aws:cdk:bundling-stacks = []) and no built-in template validation. Call it before any
-// other jsii call in the test binary (from TestMain) so the validator switch reaches the
-// jsii kernel process when it starts.
+// aws:cdk:bundling-stacks = []). The tests' kernels run without CDK's template validator:
+// internal/jsiitest, which every test package that makes constructs imports, turns it off.
 func NewApp() awscdk.App {
-	os.Setenv("CDK_VALIDATION", "false")
 	return awscdk.NewApp(&awscdk.AppProps{
 		Context: &map[string]any{"aws:cdk:bundling-stacks": []string{}},
 	})

@@ -161,7 +161,6 @@ func TestBundling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("bundling compiles both Lambda mains")
 	}
-	os.Setenv("CDK_VALIDATION", "false")
 	out := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
 	stack := awscdk.NewStack(app, jsii.String("Bundled"), &awscdk.StackProps{Env: cdktest.Env})
