@@ -242,7 +242,11 @@ vet: $(GOMOD_STAMP)
 # two at a time on 2 cores, so the long ones run beside the many short ones instead of last,
 # alone (./... adds the others; a package named twice runs once).
 SLOW_TEST_PACKAGES := ./test/outside ./local ./cmd/pipelinectl ./stacks/app ./test/stack ./constructs/monitoring
-UNIT_TEST := $(GO) test -count=1 -parallel 8 $(SLOW_TEST_PACKAGES) ./...
+# -ldflags=-w: test binaries without DWARF, which only a debugger reads (a panic's stack trace
+# comes from the symbol table, which stays). A CDK test binary is over 100 MB, and its link
+# takes about a third less CPU without it.
+TEST_LDFLAGS := -ldflags=-w
+UNIT_TEST := $(GO) test $(TEST_LDFLAGS) -count=1 -parallel 8 $(SLOW_TEST_PACKAGES) ./...
 unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
 	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 9 min on 2 cores" -- \
 	  $(UNIT_TEST)
@@ -253,7 +257,7 @@ unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAM
 examples: examples-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the worked examples (examples/): vet and test their own module with -trimpath (the orders pipeline end to end on the local kit), synthesize orders with the CDK CLI
 	@$(STEP) "examples/: go vet and go test (both stages and the orders stack synthesized with assertions and cdk-nag; the orders pipeline on the local kit)" "about 2 min" -- \
 	  sh -c 'cd examples && GOFLAGS=-trimpath $(GO) vet ./... && $(EXAMPLES_TEST)'
-EXAMPLES_TEST := GOFLAGS=-trimpath $(GO) test -count=1 ./...
+EXAMPLES_TEST := GOFLAGS=-trimpath $(GO) test $(TEST_LDFLAGS) -count=1 ./...
 examples-synth: app
 	@$(STEP) "synthesizing examples/orders with GOFLAGS=-trimpath (bundles its own consumer)" "about 40 s" -- \
 	  sh -c 'cd examples/orders && GOFLAGS=-trimpath $(CDK_FIXTURE) synth --quiet -o $(EXAMPLES_ORDERS_ASSEMBLY) >/dev/null'
@@ -326,7 +330,7 @@ e2e-synth: app
 # The scenarios wait on visibility timeouts and the alarm clock, not on the CPU, and each has
 # its own queues and table: -parallel 8 runs them side by side (the soak runs alone first).
 # Their verdicts come from what SQS and the consumer did, never from how fast.
-E2E_TEST := $(GO) test -tags e2e -count=1 -p 1 -parallel 8 -v
+E2E_TEST := $(GO) test $(TEST_LDFLAGS) -tags e2e -count=1 -p 1 -parallel 8 -v
 E2E_CORE_TEST := E2E_ASSEMBLY=$(E2E_ASSEMBLY) $(E2E_TEST) -short -timeout 15m ./test/e2e/
 
 # Not in CI: make test once, timed step by step, its figures written into docs/development.md.
