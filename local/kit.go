@@ -985,6 +985,9 @@ func (k *Kit) Close() error {
 		e.Close()
 	}
 	if k.sqsd != nil {
+		if k.sqsd.DumpsClassArchive() {
+			fmt.Fprintf(k.opts.Progress, "local: ElasticMQ writes its class-data archive as it stops, once per machine, so that later starts take half the time (at most %d minutes on a busy machine)\n", int(sqslocal.DumpGrace.Minutes()))
+		}
 		k.sqsd.Stop()
 	}
 	if k.proxy != nil {

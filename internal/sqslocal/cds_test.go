@@ -69,6 +69,9 @@ func TestClassArchive(t *testing.T) {
 		if _, err := s.Client().ListQueues(t.Context(), &sqs.ListQueuesInput{}); err != nil {
 			t.Errorf("server %d: ListQueues: %v", i+1, err)
 		}
+		if got, dumps := s.DumpsClassArchive(), i == 0; got != dumps {
+			t.Errorf("server %d: DumpsClassArchive() = %v, want %v (the kit says so before a stop that writes it)", i+1, got, dumps)
+		}
 		stop := time.Now()
 		s.Stop()
 		t.Logf("server %d (%s): answered ListQueues %v after it was started, stopped in %v (DumpGrace %v)",

@@ -105,6 +105,7 @@ type Server struct {
 	tmp       string // removed on Stop
 	stopped   func(waitErr error)
 	stopGrace time.Duration // between SIGTERM and SIGKILL; 0 for localproc's
+	dumps     bool          // writes ElasticMQ's class-data archive when it stops
 	stopOnce  sync.Once
 }
 
@@ -181,6 +182,7 @@ type spec struct {
 	stopped func(waitErr error)
 	// stopGrace, when set, replaces localproc.StopGrace between Stop's SIGTERM and SIGKILL.
 	stopGrace time.Duration
+	dumps     bool // the JVM writes the class-data archive on its way out
 }
 
 var launchers = map[Kind]func(port int) (spec, error){
@@ -232,7 +234,7 @@ func elasticMQ(port int) (spec, error) {
 	}
 	args := append(strings.Fields(opts), archive.args()...)
 	args = append(args, "-Dconfig.file="+conf, "-cp", filepath.Join(dir, "*"), "org.elasticmq.server.Main")
-	return spec{path: java, args: args, dir: tmp, tmp: tmp, stopped: archive.stopped, stopGrace: archive.grace()}, nil
+	return spec{path: java, args: args, dir: tmp, tmp: tmp, stopped: archive.stopped, stopGrace: archive.grace(), dumps: archive.dump != ""}, nil
 }
 
 func moto(port int) (spec, error) {
@@ -318,6 +320,7 @@ func launch(ctx context.Context, kind Kind, sp spec, port int) (*Server, error) 
 		tmp:       sp.tmp,
 		stopped:   sp.stopped,
 		stopGrace: sp.stopGrace,
+		dumps:     sp.dumps,
 	}
 	if err := s.waitReady(ctx, sp.dir); err != nil {
 		s.Stop()
@@ -354,6 +357,11 @@ func (s *Server) Stop() {
 		}
 	})
 }
+
+// DumpsClassArchive says whether Stop waits for the server to write ElasticMQ's class-data
+// archive (the first ElasticMQ of a machine does, once; up to DumpGrace), so that a caller can
+// say why its stop takes longer.
+func (s *Server) DumpsClassArchive() bool { return s.dumps }
 
 // Close is Stop, for an io.Closer.
 func (s *Server) Close() error {
