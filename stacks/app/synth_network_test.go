@@ -176,7 +176,9 @@ func (s *standIn) Requests() []string {
 
 // synthEnv is the test's environment for a synth: the caller's, without its own AWS, CDK and
 // proxy settings, plus fake credentials that only the stand-in at url hears, and a fresh
-// CDK_HOME (the CLI caches the account per access key there; a cached one hides the call).
+// CDK_HOME (the CLI caches the account per access key there; a cached one hides the call),
+// which is the temporary directory too: the app, as users run it, leaves its jsii runtime
+// there (2 MB), removed with the test's.
 func synthEnv(root, url, cdkHome string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -199,7 +201,7 @@ func synthEnv(root, url, cdkHome string) []string {
 		"AWS_ENDPOINT_URL="+url,
 		"HTTP_PROXY="+url, "HTTPS_PROXY="+url, "http_proxy="+url, "https_proxy="+url,
 		"NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1",
-		"CDK_HOME="+cdkHome,
+		"CDK_HOME="+cdkHome, "TMPDIR="+cdkHome,
 		// The app and its functions compile from the module cache (make unit fills it first).
 		"GOPROXY=off",
 	)
