@@ -208,7 +208,7 @@ CDK_OFFLINE := env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_
   CDK_DISABLE_VERSION_CHECK=1 CDK_DISABLE_CLI_TELEMETRY=true $(CDK)
 # The synths of assemblies that only tests read (e2e, examples/orders) skip CDK's template
 # validator, 5-10 CPU seconds a synth that only reports: make synth and make lint run it.
-CDK_FIXTURE := CDK_VALIDATION=false $(CDK_OFFLINE)
+CDK_FIXTURE := env CDK_VALIDATION=false $(CDK_OFFLINE)
 
 .PHONY: synth
 synth: app ## synthesize the app into cdk.out/ (templates and cdk-nag reports); needs Go and Node only; contacts no AWS endpoint
