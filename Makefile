@@ -248,7 +248,7 @@ SLOW_TEST_PACKAGES := ./test/outside ./local ./cmd/pipelinectl ./stacks/app ./te
 TEST_LDFLAGS := -ldflags=-w
 UNIT_TEST := $(GO) test $(TEST_LDFLAGS) -count=1 -parallel 8 $(SLOW_TEST_PACKAGES) ./...
 unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
-	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 9 min on 2 cores" -- \
+	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 8 min on 2 cores" -- \
 	  $(UNIT_TEST)
 
 # The examples build as a user's app does: their own module, GOFLAGS=-trimpath (no source
