@@ -28,7 +28,8 @@ const ValidationEnv = "CDK_VALIDATION"
 // WebAssembly rule engine) in this test binary's jsii kernel. It costs 5-10 CPU seconds on
 // the first synth of a kernel and more on every later one (test/stack: about a quarter of
 // its node time), it only reports, and no test reads its report: the templates are the
-// same. make lint runs it on every stage's templates, as a user's cdk synth does.
+// same. make synth and make lint run it (the default and the hardened stage), as a user's
+// cdk synth does.
 //
 // A variable set in TestMain would come too late: the kernel process takes its environment
 // when it is prepared, and jsii-runtime-go prepares it while the CDK packages register their
