@@ -32,6 +32,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
+	"github.com/idempotent-sqs/pipeline/internal/jvmcds"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
@@ -984,17 +985,9 @@ func (k *Kit) Close() error {
 	for _, e := range envs {
 		e.Close()
 	}
-	if k.sqsd != nil {
-		if k.sqsd.DumpsClassArchive() {
-			fmt.Fprintf(k.opts.Progress, "local: ElasticMQ writes its class-data archive as it stops, once per machine, so that later starts take half the time (at most %d minutes on a busy machine)\n", int(sqslocal.DumpGrace.Minutes()))
-		}
-		k.sqsd.Stop()
-	}
+	k.stopServers()
 	if k.proxy != nil {
 		k.proxy.Close()
-	}
-	if k.ddb != nil {
-		k.ddb.Stop()
 	}
 	var err error
 	if k.at != nil {
@@ -1028,4 +1021,32 @@ func sweepStale() {
 			release()
 		}
 	}
+}
+
+// stopServers stops ElasticMQ and DynamoDB Local side by side, first saying so when either
+// writes its class-data archive on the way (the first of each on a machine does, once).
+func (k *Kit) stopServers() {
+	var dumping []string
+	if k.sqsd != nil && k.sqsd.DumpsClassArchive() {
+		dumping = append(dumping, "ElasticMQ")
+	}
+	if k.ddb != nil && k.ddb.DumpsClassArchive() {
+		dumping = append(dumping, "DynamoDB Local")
+	}
+	if len(dumping) > 0 {
+		verb := "writes its class-data archive"
+		if len(dumping) > 1 {
+			verb = "write their class-data archives"
+		}
+		fmt.Fprintf(k.opts.Progress, "local: %s %s as they stop, once per machine, so that later starts take half the time (at most %d minutes on a busy machine)\n",
+			strings.Join(dumping, " and "), verb, int(jvmcds.DumpGrace.Minutes()))
+	}
+	var wg sync.WaitGroup
+	if k.sqsd != nil {
+		wg.Go(k.sqsd.Stop)
+	}
+	if k.ddb != nil {
+		wg.Go(k.ddb.Stop)
+	}
+	wg.Wait()
 }

@@ -27,14 +27,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idempotent-sqs/pipeline/internal/jvmcds"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
@@ -69,6 +72,8 @@ const mainClass = "software.amazon.dynamodb.services.local.main.ServerRunner"
 type Server struct {
 	endpoint string
 	proc     *localproc.Process
+	archive  jvmcds.Archive
+	stopOnce sync.Once
 }
 
 // Start launches DynamoDB Local in memory on a free port (it listens on every interface: it has
@@ -112,21 +117,28 @@ func StartContext(ctx context.Context) (*Server, error) {
 }
 
 func launch(ctx context.Context, java, dir string, port int) (*Server, error) {
-	args := javaOpts()
+	opts := javaOpts()
+	cp, archive, err := classPath(java, strings.Join(opts, " "), dir)
+	if err != nil {
+		return nil, err
+	}
+	args := append(opts, archive.Args()...)
 	// -sharedDb: one database for every access key and region, as one account's region is for
 	// its callers; otherwise a Lambda binary under test (its own dummy credentials) would not
 	// see the tables the test created.
 	args = append(args,
 		"-Djava.library.path="+dir,
-		"-cp", filepath.Join(dir, "*"),
+		"-cp", cp,
 		mainClass, "-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
 	cmd := exec.Command(java, args...)
 	cmd.Dir = dir
 	proc, err := localproc.Start(cmd)
 	if err != nil {
+		archive.Stopped(err)
 		return nil, fmt.Errorf("dynamolocal: start %s: %w (run `make tools`)", java, err)
 	}
 	s := &Server{
+		archive: archive,
 		// DynamoDB Local has no bind-address flag (it listens on every interface); clients
 		// use the loopback address only.
 		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
@@ -150,9 +162,54 @@ func (s *Server) waitReady(ctx context.Context, dir string) error {
 		})
 }
 
-// Stop ends the JVM and its whole process group (SIGTERM, then SIGKILL after 5 s) and waits
-// for it to exit. It is safe to call more than once.
-func (s *Server) Stop() { s.proc.Stop() }
+// Stop ends the JVM and its whole process group (SIGTERM, then SIGKILL after 5 s, or
+// jvmcds.DumpGrace for the JVM that writes the class-data archive) and waits for it to exit.
+// It is safe to call more than once.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		if g := s.archive.Grace(); g > 0 {
+			s.proc.StopWithin(g)
+		} else {
+			s.proc.Stop()
+		}
+		s.archive.Stopped(s.proc.WaitErr())
+	})
+}
+
+// DumpsClassArchive says whether Stop waits for the server to write DynamoDB Local's
+// class-data archive (the first one of a machine does, once; up to jvmcds.DumpGrace), so that
+// a caller can say why its stop takes longer.
+func (s *Server) DumpsClassArchive() bool { return s.archive.Dumps() }
+
+var archiveServer = jvmcds.Server{File: "dynamodb-local", Name: "DynamoDB Local"}
+
+// classPath is the JVM's class path for the jars in dir, and the class-data archive to map or
+// dump with it (package jvmcds). With archives on: DynamoDB Local's own jar as a copy in the
+// archives' directory without its manifest's Class-Path (which puts "." on the class path, and
+// the JVM archives no class path that holds a directory; the jars it names are all in dir),
+// then dir's other jars in name order. With archives off: dir/*, every jar of dir.
+func classPath(java, opts, dir string) (string, jvmcds.Archive, error) {
+	all := filepath.Join(dir, "*")
+	base, ok, err := jvmcds.Dir(archiveServer, opts)
+	if err != nil {
+		return "", jvmcds.Archive{}, fmt.Errorf("dynamolocal: %w", err)
+	}
+	jars, _ := filepath.Glob(filepath.Join(dir, "*.jar")) // sorted
+	own := slices.IndexFunc(jars, func(j string) bool { return strings.HasPrefix(filepath.Base(j), "DynamoDBLocal") })
+	if !ok || own < 0 {
+		return all, jvmcds.Archive{}, nil
+	}
+	copied, err := jvmcds.JarWithoutClassPath(base, jars[own])
+	if err != nil { // the archive is a saving, not a need: run as before
+		return all, jvmcds.Archive{}, nil
+	}
+	cp := append([]string{copied}, slices.Delete(jars, own, own+1)...)
+	a, err := jvmcds.For(base, archiveServer, java, opts, cp)
+	if err != nil {
+		return "", jvmcds.Archive{}, fmt.Errorf("dynamolocal: %w", err)
+	}
+	return strings.Join(cp, string(filepath.ListSeparator)), a, nil
+}
 
 // Endpoint is the server's base URL, http://127.0.0.1:<port>.
 func (s *Server) Endpoint() string { return s.endpoint }

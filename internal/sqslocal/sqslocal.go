@@ -40,6 +40,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idempotent-sqs/pipeline/internal/jvmcds"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
 
@@ -232,9 +233,30 @@ func elasticMQ(port int) (spec, error) {
 		os.RemoveAll(tmp)
 		return spec{}, err
 	}
-	args := append(strings.Fields(opts), archive.args()...)
+	args := append(strings.Fields(opts), archive.Args()...)
 	args = append(args, "-Dconfig.file="+conf, "-cp", filepath.Join(dir, "*"), "org.elasticmq.server.Main")
-	return spec{path: java, args: args, dir: tmp, tmp: tmp, stopped: archive.stopped, stopGrace: archive.grace(), dumps: archive.dump != ""}, nil
+	return spec{path: java, args: args, dir: tmp, tmp: tmp, stopped: archive.Stopped, stopGrace: archive.Grace(), dumps: archive.Dumps()}, nil
+}
+
+var elasticMQServer = jvmcds.Server{File: "elasticmq", Name: "ElasticMQ"}
+
+// elasticMQArchive is ElasticMQ's class-data archive for java with opts over the jars in dir
+// (package jvmcds): the zero Archive when archives are off.
+func elasticMQArchive(java, opts, dir string) (jvmcds.Archive, error) {
+	base, ok, err := jvmcds.Dir(elasticMQServer, opts)
+	if err != nil || !ok {
+		return jvmcds.Archive{}, prefixed(err)
+	}
+	jars, _ := filepath.Glob(filepath.Join(dir, "*.jar"))
+	a, err := jvmcds.For(base, elasticMQServer, java, opts, jars)
+	return a, prefixed(err)
+}
+
+func prefixed(err error) error {
+	if err != nil {
+		return fmt.Errorf("sqslocal: %w", err)
+	}
+	return nil
 }
 
 func moto(port int) (spec, error) {
@@ -359,8 +381,8 @@ func (s *Server) Stop() {
 }
 
 // DumpsClassArchive says whether Stop waits for the server to write ElasticMQ's class-data
-// archive (the first ElasticMQ of a machine does, once; up to DumpGrace), so that a caller can
-// say why its stop takes longer.
+// archive (the first ElasticMQ of a machine does, once; up to jvmcds.DumpGrace), so that a
+// caller can say why its stop takes longer.
 func (s *Server) DumpsClassArchive() bool { return s.dumps }
 
 // Close is Stop, for an io.Closer.
