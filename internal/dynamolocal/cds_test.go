@@ -105,3 +105,42 @@ func cpuSeconds(t *testing.T, pid int) float64 {
 	stime, _ := strconv.Atoi(f[12])
 	return float64(utime+stime) / 100 // USER_HZ
 }
+
+// TestClassArchiveAWSLayout: with the jars laid out as AWS's download has them (DynamoDB
+// Local's jar on its own, the others and the native libraries in DynamoDBLocal_lib/), the
+// class path for the archive names the library's jars too, and the server serves a table.
+func TestClassArchiveAWSLayout(t *testing.T) {
+	from, err := jarDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "DynamoDBLocal_lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		to := filepath.Join(dir, "DynamoDBLocal_lib", f.Name())
+		if strings.HasPrefix(f.Name(), "DynamoDBLocal") {
+			to = filepath.Join(dir, f.Name())
+		}
+		if err := os.Symlink(filepath.Join(from, f.Name()), to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(EnvDir, dir)
+	t.Setenv(jvmcds.EnvDir, t.TempDir())
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	args := s.proc.Args()
+	if cp := args[slices.Index(args, "-cp")+1]; !strings.Contains(cp, filepath.Join(dir, "DynamoDBLocal_lib")+"/") {
+		t.Errorf("class path %s, want the jars of DynamoDBLocal_lib on it", cp)
+	}
+	useTable(t, s)
+}

@@ -187,7 +187,9 @@ var archiveServer = jvmcds.Server{File: "dynamodb-local", Name: "DynamoDB Local"
 // dump with it (package jvmcds). With archives on: DynamoDB Local's own jar as a copy in the
 // archives' directory without its manifest's Class-Path (which puts "." on the class path, and
 // the JVM archives no class path that holds a directory; the jars it names are all in dir),
-// then dir's other jars in name order. With archives off: dir/*, every jar of dir.
+// then dir's other jars in name order, then those in dir/DynamoDBLocal_lib (where AWS's
+// download keeps them, and the manifest's Class-Path names them). With archives off: dir/*,
+// every jar of dir, and the manifest's Class-Path.
 func classPath(java, opts, dir string) (string, jvmcds.Archive, error) {
 	all := filepath.Join(dir, "*")
 	base, ok, err := jvmcds.Dir(archiveServer, opts)
@@ -203,7 +205,8 @@ func classPath(java, opts, dir string) (string, jvmcds.Archive, error) {
 	if err != nil { // the archive is a saving, not a need: run as before
 		return all, jvmcds.Archive{}, nil
 	}
-	cp := append([]string{copied}, slices.Delete(jars, own, own+1)...)
+	lib, _ := filepath.Glob(filepath.Join(dir, "DynamoDBLocal_lib", "*.jar"))
+	cp := append(append([]string{copied}, slices.Delete(jars, own, own+1)...), lib...)
 	a, err := jvmcds.For(base, archiveServer, java, opts, cp)
 	if err != nil {
 		return "", jvmcds.Archive{}, fmt.Errorf("dynamolocal: %w", err)
