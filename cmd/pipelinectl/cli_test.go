@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/localkit"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/policy"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/record"
+	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -459,10 +460,30 @@ func TestInspectInterrupted(t *testing.T) {
 	for i := range 30 {
 		fillDLQ(t, p, "", fmt.Sprint("m", i))
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond) // the scan's last, empty receive waits 1 s
+	// Ctrl-C (a cancelled context, as the signal handler's) while the scan waits on its last,
+	// empty receive: the receive that follows the one that handed out the 30th message. An
+	// event, not a time: a deadline could fall on a slow first call instead, on a busy machine.
+	proxy, err := ddbproxy.New(sqsSrv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	var handed atomic.Int64
+	proxy.Observe = func(c ddbproxy.Call, r ddbproxy.Reply) {
+		if c.Op == "ReceiveMessage" {
+			handed.Add(int64(bytes.Count(r.Body, []byte(`"MessageId"`))))
+		}
+	}
+	proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+		if c.Op == "ReceiveMessage" && handed.Load() >= 30 {
+			cancel()
+		}
+		return ddbproxy.Fault{}
+	}
 	var out, errOut bytes.Buffer
-	code := run(ctx, p.args("dlq", "inspect"), &out, &errOut)
+	code := run(ctx, append(p.args("dlq", "inspect"), "--endpoint-url", proxy.URL), &out, &errOut)
 	if code != cli.ExitNotDone || !strings.Contains(errOut.String(), "not done: interrupted after scanning ") || !strings.Contains(errOut.String(), "all of them are visible again") {
 		t.Errorf("interrupted inspect: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
