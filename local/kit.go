@@ -1034,11 +1034,11 @@ func (k *Kit) stopServers() {
 		dumping = append(dumping, "DynamoDB Local")
 	}
 	if len(dumping) > 0 {
-		verb := "writes its class-data archive"
+		verb := "writes its class-data archive as it stops"
 		if len(dumping) > 1 {
-			verb = "write their class-data archives"
+			verb = "write their class-data archives as they stop"
 		}
-		fmt.Fprintf(k.opts.Progress, "local: %s %s as they stop, once per machine, so that later starts take half the time (at most %d minutes on a busy machine)\n",
+		fmt.Fprintf(k.opts.Progress, "local: %s %s, once per machine, so that later starts take half the time (at most %d minutes on a busy machine)\n",
 			strings.Join(dumping, " and "), verb, int(jvmcds.DumpGrace.Minutes()))
 	}
 	var wg sync.WaitGroup

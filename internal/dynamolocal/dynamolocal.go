@@ -186,10 +186,10 @@ var archiveServer = jvmcds.Server{File: "dynamodb-local", Name: "DynamoDB Local"
 // classPath is the JVM's class path for the jars in dir, and the class-data archive to map or
 // dump with it (package jvmcds). With archives on: DynamoDB Local's own jar as a copy in the
 // archives' directory without its manifest's Class-Path (which puts "." on the class path, and
-// the JVM archives no class path that holds a directory; the jars it names are all in dir),
-// then dir's other jars in name order, then those in dir/DynamoDBLocal_lib (where AWS's
-// download keeps them, and the manifest's Class-Path names them). With archives off: dir/*,
-// every jar of dir, and the manifest's Class-Path.
+// the JVM archives no class path that holds a directory), then dir's other jars in name
+// order, then those in dir/DynamoDBLocal_lib (where AWS's download keeps the jars that
+// Class-Path names; make tools puts them in dir). With archives off: dir/*, every jar of dir,
+// and the manifest's Class-Path.
 func classPath(java, opts, dir string) (string, jvmcds.Archive, error) {
 	all := filepath.Join(dir, "*")
 	base, ok, err := jvmcds.Dir(archiveServer, opts)
