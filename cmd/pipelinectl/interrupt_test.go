@@ -109,7 +109,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 			return ddbproxy.Fault{}
 		}
 		switch c.Op {
-		case "SendMessage": // 3 responses lost after the send landed, then 2 connections cut before it
+		case "SendMessage": // 5 responses lost after the send landed, and 3 connections cut before it
 			switch k := sends.Add(1); {
 			case k%40 == 5 && k < 200:
 				return ddbproxy.Fault{Drop: true}
@@ -155,9 +155,9 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 	}
 
 	// The Ctrl-C storm: 12 runs, each interrupted after 0.3 to 3.5 s, in the plan's scan
-	// (its first second or two) or in the move. At --rate 10 they move at most 12 x 3.5 s x
-	// 10/s = 420 messages: none finishes the 497 before its interrupt, however fast the
-	// machine.
+	// (its first second or two) or in the move. The delays are seeded: 21.6 s in all, so at
+	// --rate 10 they move at most 215 messages, however fast the machine. None finishes the
+	// 497, and the cut run below has enough left (over 200) to take each of its faults.
 	rng := rand.New(rand.NewPCG(1, 2))
 	interrupts := 0
 	for range 12 {
@@ -207,6 +207,9 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 		t.Errorf("the run with a lost receive: lostReceives %d (visible by %v), want %s", lost, s.LostReceivesVisibleBy, map[bool]string{true: "0 (FIFO)", false: "at least 1, with a time"}[fifo])
 	}
 	t.Logf("network cut: exit %d, %d faults injected (%d sends, %d deletes, %d receives seen)", code, proxy.Injected.Load(), sends.Load(), deletes.Load(), receives.Load())
+	if got := proxy.Injected.Load(); got != 13 { // 5 sends lost, 3 cut, 4 deletes lost, 1 receive lost
+		t.Errorf("the network cut injected %d faults, want 13: the run had too few messages left to take them all", got)
+	}
 	// And the rerun that finishes the job.
 	code, s = redrive(t.Context())
 	if code != cli.ExitLeft || !s.Done { // done, the bad input (and on FIFO its groups) left
