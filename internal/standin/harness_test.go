@@ -24,6 +24,7 @@ func TestLedgerCheck(t *testing.T) {
 		`{"message":"effect applied","idempotencyKey":"x"}`,
 		`{"message":"record outcome","outcome":"invalid_input","deadLettered":true}`,
 		`{"message":"record outcome","outcome":"processed"}`,
+		`{"message":"record outcome","outcome":"invalid_input","groupId":"g","deadLetterError":"dead-letter message m: context deadline exceeded"}`,
 		`{"DeadLettered":0,"Processed":2,"_aws":{}}`, // EMF: JSON, not an outcome
 		`panic: boom`,
 	} {
@@ -37,8 +38,12 @@ func TestLedgerCheck(t *testing.T) {
 		t.Errorf("Order = %v", got)
 	}
 	oc := l.Outcomes()
-	if oc["invalid_input"] != 1 || oc["processed"] != 1 || oc["dead_lettered"] != 1 || len(oc) != 3 {
+	if oc["invalid_input"] != 2 || oc["processed"] != 1 || oc["dead_lettered"] != 1 || len(oc) != 3 {
 		t.Errorf("Outcomes = %v", oc)
+	}
+	recs := l.Records()
+	if len(recs) != 3 || recs[0].DeadLetterError != "" || recs[2].DeadLetterError != "dead-letter message m: context deadline exceeded" || recs[2].Group != "g" {
+		t.Errorf("Records = %+v, want the failed dead-letter send's error on the third only", recs)
 	}
 	if n, last := l.NonJSON(); n != 1 || last[0] != "panic: boom" {
 		t.Errorf("NonJSON = %d %v, want the one panic line", n, last)

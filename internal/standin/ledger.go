@@ -38,6 +38,9 @@ type logLine struct {
 	// Dead is raw: json matches keys case-insensitively, so the EMF line's numeric
 	// "DeadLettered" lands here too.
 	Dead json.RawMessage `json:"deadLettered"`
+	// DeadLetterError is why the consumer could not move a rejected record to the DLQ itself
+	// (the record then failed as a whole and comes back).
+	DeadLetterError string `json:"deadLetterError"`
 }
 
 // Line records one output line.
@@ -61,7 +64,8 @@ func (l *Ledger) Line(b []byte) {
 		l.order = append(l.order, ln.Key)
 	case "record outcome":
 		l.outcomes[ln.Outcome]++
-		l.records = append(l.records, Outcome{MessageID: ln.ID, Key: ln.Key, Group: ln.Group, Outcome: ln.Outcome, Reason: ln.Reason})
+		l.records = append(l.records, Outcome{MessageID: ln.ID, Key: ln.Key, Group: ln.Group, Outcome: ln.Outcome, Reason: ln.Reason,
+			DeadLetterError: ln.DeadLetterError})
 		if string(ln.Dead) == "true" {
 			l.outcomes["dead_lettered"]++
 		}
@@ -91,9 +95,10 @@ func (l *Ledger) Outcomes() map[string]int {
 }
 
 // Outcome is one "record outcome" line: the record's SQS message id, its idempotency key
-// (empty when the consumer did not read it), its message group, what became of it and why.
+// (empty when the consumer did not read it), its message group, what became of it and why,
+// and, for a record the consumer rejected but could not dead-letter, why the send failed.
 type Outcome struct {
-	MessageID, Key, Group, Outcome, Reason string
+	MessageID, Key, Group, Outcome, Reason, DeadLetterError string
 }
 
 // Records returns every record outcome line so far, in the order the consumers wrote them.
