@@ -32,8 +32,6 @@ func kind(fifo bool) string {
 	return "standard"
 }
 
-// checkOnce fails the test unless every wanted key's effect ran exactly once and nothing
-// else ran.
 // deadLetterSendsFailed counts the records the consumer rejected but could not move to the
 // DLQ, and fails the test for any such send that failed for another reason than the
 // invocation's time running out (a loaded machine): the record then fails as a whole and
@@ -56,6 +54,8 @@ func deadLetterSendsFailed(t *testing.T, l *standin.Ledger) int {
 	return n
 }
 
+// checkOnce fails the test unless every wanted key's effect ran exactly once and nothing
+// else ran.
 func checkOnce(t *testing.T, l *standin.Ledger, want []string) {
 	t.Helper()
 	lost, twice, unexpected := l.Check(want)
