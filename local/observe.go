@@ -57,21 +57,12 @@ func (k *Kit) Environ() []string {
 		"AWS_REGION=" + e.Region, "AWS_DEFAULT_REGION=" + e.Region, "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
 }
 
-// SQS and DynamoDB return clients of the local servers (attached, of the deployment, with the
-// caller's credentials).
-func (k *Kit) SQS() *sqs.Client {
-	if k.at != nil {
-		return k.sq
-	}
-	return k.sqsd.Client()
-}
+// SQS and DynamoDB return the kit's clients of the local servers (attached, of the
+// deployment, with the caller's credentials): the same two each time, safe for concurrent
+// use, so a test may call them per request without opening a connection each time.
+func (k *Kit) SQS() *sqs.Client { return k.sq }
 
-func (k *Kit) DynamoDB() *dynamodb.Client {
-	if k.at != nil {
-		return k.db
-	}
-	return k.ddb.Client()
-}
+func (k *Kit) DynamoDB() *dynamodb.Client { return k.db }
 
 // Ignored lists, per stack, the template properties that have no local meaning and were
 // not applied (encryption, tags, backups, provisioned capacity).

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,7 @@ type Server struct {
 	proc     *localproc.Process
 	archive  jvmcds.Archive
 	stopOnce sync.Once
+	conns    *http.Transport // one connection pool for every Client
 }
 
 // Start launches DynamoDB Local in memory on a free port (it listens on every interface: it has
@@ -143,6 +145,7 @@ func launch(ctx context.Context, java, dir string, port int) (*Server, error) {
 		// use the loopback address only.
 		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
 		proc:     proc,
+		conns:    newTransport(),
 	}
 	if err := s.waitReady(ctx, dir); err != nil {
 		s.Stop()
@@ -173,7 +176,17 @@ func (s *Server) Stop() {
 			s.proc.Stop()
 		}
 		s.archive.Stopped(s.proc.WaitErr())
+		s.conns.CloseIdleConnections()
 	})
+}
+
+// newTransport is a connection pool with room for as many idle connections to the one server
+// as a test package's parallel callers use (Go keeps 2 per host by default: a caller beyond
+// them opens a connection per call and closes it).
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 64, 64
+	return t
 }
 
 // DumpsClassArchive says whether Stop waits for the server to write DynamoDB Local's
@@ -222,10 +235,13 @@ func (s *Server) Output() string { return s.proc.Output() }
 
 // Client returns a DynamoDB client for the server: static dummy credentials, region
 // us-east-1, BaseEndpoint set. SDK retries keep the SDK's default unless optFns change them.
+// Every client of a Server shares one connection pool, so a caller may make one per call (an
+// SDK client made without an HTTP client gets a pool of its own, whose connection stays open).
 func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(s.endpoint),
+		HTTPClient:   &http.Client{Transport: s.conns},
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "dynamolocal"}, nil
 		}),

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,7 @@ type Server struct {
 	stopGrace time.Duration // between SIGTERM and SIGKILL; 0 for localproc's
 	dumps     bool          // writes ElasticMQ's class-data archive when it stops
 	stopOnce  sync.Once
+	conns     *http.Transport // one connection pool for every Client
 }
 
 // KindFromEnv is $SQSLOCAL_KIND, or Default when it is unset or empty.
@@ -195,13 +197,25 @@ var launchers = map[Kind]func(port int) (spec, error){
 // elasticMQConfig binds the REST SQS API to the loopback port, turns the statistics port off,
 // makes queue URLs http://127.0.0.1:<port>/<account>/<name> and ARNs
 // arn:aws:sqs:<region>:<account>:<name>.
+//
+// It also lifts Pekko HTTP's cap of 1,024 open connections (and its listen backlog of 100).
+// At the cap the server stops accepting: a new connection waits in the kernel's queue until
+// an idle one reaches its 60 s idle timeout, and its call goes unanswered for seconds (13.8 s
+// measured, 20 s and more in CI). SQS has no such cap for a client, and code that makes an
+// SDK client per call (each with its own connection pool, kept alive) reaches it within a
+// minute. MaxConnections is the new cap; TestManyConnections checks it.
 const elasticMQConfig = `include classpath("application.conf")
 node-address { protocol = http, host = "127.0.0.1", port = %[1]d, context-path = "" }
 rest-sqs { enabled = true, bind-port = %[1]d, bind-hostname = "127.0.0.1", sqs-limits = strict }
 rest-stats { enabled = false }
 generate-node-address = false
 aws { region = %[2]s, accountId = "%[3]s" }
+pekko.http.server { max-connections = %[4]d, backlog = 1024 }
 `
+
+// MaxConnections is how many connections ElasticMQ keeps open at once (Pekko HTTP's
+// max-connections; its default is 1,024). The process's open-file limit bounds it too.
+const MaxConnections = 16384
 
 func elasticMQ(port int) (spec, error) {
 	dir, err := InstallDir(ElasticMQ)
@@ -220,7 +234,7 @@ func elasticMQ(port int) (spec, error) {
 		return spec{}, fmt.Errorf("sqslocal: %w", err)
 	}
 	conf := filepath.Join(tmp, "elasticmq.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, elasticMQConfig, port, Region, AccountID), 0o600); err != nil {
+	if err := os.WriteFile(conf, fmt.Appendf(nil, elasticMQConfig, port, Region, AccountID, MaxConnections), 0o600); err != nil {
 		os.RemoveAll(tmp)
 		return spec{}, fmt.Errorf("sqslocal: write ElasticMQ config: %w", err)
 	}
@@ -343,6 +357,7 @@ func launch(ctx context.Context, kind Kind, sp spec, port int) (*Server, error) 
 		stopped:   sp.stopped,
 		stopGrace: sp.stopGrace,
 		dumps:     sp.dumps,
+		conns:     newTransport(),
 	}
 	if err := s.waitReady(ctx, sp.dir); err != nil {
 		s.Stop()
@@ -377,7 +392,17 @@ func (s *Server) Stop() {
 		if s.tmp != "" {
 			os.RemoveAll(s.tmp)
 		}
+		s.conns.CloseIdleConnections()
 	})
+}
+
+// newTransport is a connection pool with room for as many idle connections to the one server
+// as a test package's parallel callers use (Go keeps 2 per host by default: a caller beyond
+// them opens a connection per call and closes it).
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 64, 64
+	return t
 }
 
 // DumpsClassArchive says whether Stop waits for the server to write ElasticMQ's class-data
@@ -404,11 +429,15 @@ func (s *Server) PID() int { return s.proc.PID() }
 func (s *Server) Output() string { return s.proc.Output() }
 
 // Client returns an SQS client for the server: static dummy credentials, Region, BaseEndpoint
-// set. SDK retries keep the SDK's default unless optFns change them.
+// set. SDK retries keep the SDK's default unless optFns change them. Every client of a Server
+// shares one connection pool, so a caller may make one per call: an SDK client made without
+// an HTTP client gets a pool of its own, and its connection stays open, idle, until the
+// server's idle timeout (60 s).
 func (s *Server) Client(optFns ...func(*sqs.Options)) *sqs.Client {
 	return sqs.New(sqs.Options{
 		Region:       Region,
 		BaseEndpoint: aws.String(s.endpoint),
+		HTTPClient:   &http.Client{Transport: s.conns},
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "sqslocal"}, nil
 		}),
