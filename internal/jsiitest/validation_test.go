@@ -10,6 +10,11 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
+// TestMain is the package's own Run: TestKernelRunsWithoutTheValidator starts a kernel after
+// TestCloseRemovesTheRuntime closed the first, and without Run it stayed in the temporary
+// directory after every run (one a make test, found by watching which test started each).
+func TestMain(m *testing.M) { os.Exit(Run(m)) }
+
 // TestKernelRunsWithoutTheValidator: a synth in a binary that imports this package writes
 // no validation report, which CDK's template validator writes beside the templates on
 // every synth it checks (with or without findings).
