@@ -238,21 +238,23 @@ vet: $(GOMOD_STAMP)
 .PHONY: unit
 # -parallel 8: the tests marked parallel wait on servers and processes, not on the CPU (the
 # CLI's and the kit's); each has its own queues, tables or kit.
-# Not -p 3: three test packages at a time took make test from 5 min 3 s to 4 min 34 s warm
-# on one machine (the CPU was a third idle with two), but CI's run of it then failed once in
-# two (TestRedriveSIGINT: an ElasticMQ call unanswered for 20 s), so it waits for that stall
-# to be understood.
+# -p 3: three test packages at a time on 2 cores. The three longest (test/outside, local,
+# cmd/pipelinectl) spend much of their time waiting on servers and processes they started;
+# with -p 2 (go's default here) the CPU was a third idle. It was turned off once: CI failed
+# in TestRedriveSIGINT, an ElasticMQ call unanswered for 20 s. The cause was the tests' SDK
+# clients, one connection pool each, whose idle connections reached ElasticMQ's cap of 1,024
+# (internal/sqslocal: one pool per server, and a higher cap).
 # The longest packages are named first: go test starts packages in the order it is given them,
-# two at a time on 2 cores, so the long ones run beside the many short ones instead of last,
-# alone (./... adds the others; a package named twice runs once).
-SLOW_TEST_PACKAGES := ./test/outside ./local ./cmd/pipelinectl ./stacks/app ./test/stack ./constructs/monitoring
+# so the long ones run beside the many short ones instead of last, alone (./... adds the
+# others; a package named twice runs once).
+SLOW_TEST_PACKAGES := ./test/outside ./local ./cmd/pipelinectl ./stacks/app ./test/sqsfidelity ./test/stack ./functions/idempotency ./internal/dynamolocal ./constructs/monitoring
 # -ldflags=-w: test binaries without DWARF, which only a debugger reads (a panic's stack trace
 # comes from the symbol table, which stays). A CDK test binary is over 100 MB, and its link
 # takes about a third less CPU without it.
 TEST_LDFLAGS := -ldflags=-w
-UNIT_TEST := $(GO) test $(TEST_LDFLAGS) -count=1 -parallel 8 $(SLOW_TEST_PACKAGES) ./...
+UNIT_TEST := $(GO) test $(TEST_LDFLAGS) -count=1 -p 3 -parallel 8 $(SLOW_TEST_PACKAGES) ./...
 unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
-	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 5 min on 2 cores, 9 on a slow or busy one" -- \
+	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 4 min on 2 cores, 8 on a slow or busy one" -- \
 	  $(UNIT_TEST)
 
 # The examples build as a user's app does: their own module, GOFLAGS=-trimpath (no source
