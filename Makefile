@@ -238,12 +238,13 @@ vet: $(GOMOD_STAMP)
 .PHONY: unit
 # -parallel 8: the tests marked parallel wait on servers and processes, not on the CPU (the
 # CLI's and the kit's); each has its own queues, tables or kit.
-# -p 3: three test packages at a time on 2 cores. The three longest (test/outside, local,
-# cmd/pipelinectl) spend much of their time waiting on servers and processes they started;
-# with -p 2 (go's default here) the CPU was a third idle. It was turned off once: CI failed
-# in TestRedriveSIGINT, an ElasticMQ call unanswered for 20 s. The cause was the tests' SDK
-# clients, one connection pool each, whose idle connections reached ElasticMQ's cap of 1,024
-# (internal/sqslocal: one pool per server, and a higher cap).
+# Not -p 3 (three test packages at a time; go's default here is 2, GOMAXPROCS). With -p 2 the
+# CPU was a third idle, and -p 3 once took make test from 5 min 3 s to 4 min 34 s, but CI then
+# failed with it: an ElasticMQ call unanswered for 20 s, which was the tests' idle connections
+# at ElasticMQ's cap (fixed in internal/sqslocal). After that fix, back to back on one machine
+# (make test-times): -p 2 4 min 35 s, -p 3 5 min 21 s and 5 min 52 s. The stalls had been
+# the idle time; a third package now only adds contention (linking and the outside apps'
+# builds took twice the CPU).
 # The longest packages are named first: go test starts packages in the order it is given them,
 # so the long ones run beside the many short ones instead of last, alone (./... adds the
 # others; a package named twice runs once).
@@ -252,7 +253,7 @@ SLOW_TEST_PACKAGES := ./test/outside ./local ./cmd/pipelinectl ./stacks/app ./te
 # comes from the symbol table, which stays). A CDK test binary is over 100 MB, and its link
 # takes about a third less CPU without it.
 TEST_LDFLAGS := -ldflags=-w
-UNIT_TEST := $(GO) test $(TEST_LDFLAGS) -count=1 -p 3 -parallel 8 $(SLOW_TEST_PACKAGES) ./...
+UNIT_TEST := $(GO) test $(TEST_LDFLAGS) -count=1 -parallel 8 $(SLOW_TEST_PACKAGES) ./...
 unit: $(NODE_STAMP) $(GOMOD_STAMP) $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## go test ./... (unit, DynamoDB Local integration, stack assertions, cdk-nag, the local kit on the reference stack)
 	@$(STEP) "go test ./...: unit, DynamoDB Local and ElasticMQ integration, stack assertions, cdk-nag, the local kit" "about 4 min on 2 cores, 8 on a slow or busy one" -- \
 	  $(UNIT_TEST)
@@ -347,7 +348,7 @@ test-times: ## make test once, each step timed and every process's CPU sampled; 
 # Not in CI: make test's Go tests N times over, each time with two CPU hogs beside them.
 .PHONY: test-stress
 N ?= 20
-test-stress: tools examples-synth e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## make test's Go tests N times (default 20) with two CPU hogs beside them, as CI shares its 2 cores; prints each failing test with its count (about 20 min a run)
+test-stress: tools examples-synth e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## make test's Go tests N times (default 20) with two CPU hogs beside them, as CI shares its 2 cores; prints each failing test with its count (7-20 min a run, by machine)
 	@N=$(N) UNIT='$(UNIT_TEST)' EXAMPLES='cd examples && $(EXAMPLES_TEST)' E2E_CORE='$(E2E_CORE_TEST)' bash scripts/test-stress.sh
 .PHONY: e2e e2e-core
 e2e: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template (package local): every scenario with its alarms, a short soak (make check)
