@@ -15,9 +15,12 @@ type Doer interface {
 	Do(*http.Request) (*http.Response, error)
 }
 
-// Shared fails t unless 200 calls, one after another, each through a new client, open one
-// connection at most (two if the server closed the first): the clients share a pool. call
-// makes the client, wraps its HTTP client with wrap, and makes one call.
+// Shared fails t unless 200 calls, one after another, each through a new client, open fewer
+// than 50 connections: the clients share a pool. Clients with a pool each open 200. A shared
+// pool still opens a few: the transport puts a connection back in the pool from its read
+// loop, after the caller already has its response, and a call that comes first dials a new
+// one (up to 13 of 200 with two CPU hogs beside the test, 0-13 over 60 runs). call makes the
+// client, wraps its HTTP client with wrap, and makes one call.
 func Shared(t *testing.T, call func(wrap func(Doer) Doer) error) {
 	t.Helper()
 	n, err := Opened(200, call)
@@ -25,7 +28,7 @@ func Shared(t *testing.T, call func(wrap func(Doer) Doer) error) {
 		t.Fatal(err)
 	}
 	t.Logf("200 calls, one new client each: %d connections opened", n)
-	if n > 2 {
+	if n >= 50 {
 		t.Errorf("200 calls, one new client each, opened %d connections: want the clients to share them", n)
 	}
 }
