@@ -348,7 +348,7 @@ test-times: ## make test once, each step timed and every process's CPU sampled; 
 # Not in CI: make test's Go tests N times over, each time with two CPU hogs beside them.
 .PHONY: test-stress
 N ?= 20
-test-stress: tools examples-synth e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## make test's Go tests N times (default 20) with two CPU hogs beside them, as CI shares its 2 cores; prints each failing test with its count (7-20 min a run, by machine)
+test-stress: tools examples-synth e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) $(AWSCLI_STAMP) ## make test's Go tests N times (default 20) with two CPU hogs beside them, as CI shares its 2 cores; prints each failing test with its count (6-20 min a run, by machine)
 	@N=$(N) UNIT='$(UNIT_TEST)' EXAMPLES='cd examples && $(EXAMPLES_TEST)' E2E_CORE='$(E2E_CORE_TEST)' bash scripts/test-stress.sh
 .PHONY: e2e e2e-core
 e2e: e2e-synth $(DDB_STAMP) $(ELASTICMQ_STAMP) ## the real binaries on ElasticMQ + DynamoDB Local, configured from the template (package local): every scenario with its alarms, a short soak (make check)
