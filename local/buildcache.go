@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,22 +18,23 @@ import (
 // keptBuildsFor is how long a function's build is kept in the user's cache unused.
 const keptBuildsFor = 7 * 24 * time.Hour
 
-// buildKept builds the main package pkg (in dir) into out, as lambdart.BuildIn does. Most of
-// a build whose source has not changed is the link, and go build skips it when its output is
-// already up to date: so the output is kept in the user's cache (CacheDir()/builds/<key>),
-// built there under a lock (another kit may build the same source at the same time), and
-// copied to out, which is what runs (a running executable cannot be rewritten). A module in
-// the temporary directory, whose next run is another directory, is built straight into out,
-// as is every build where there is no cache directory or no file lock.
-func buildKept(ctx context.Context, dir, pkg, out string) error {
+// buildKept builds s into out, as lambdart.BuildSpec does. Most of a build whose source
+// has not changed is the link, and go build skips it when its output is already up to date:
+// so the output is kept in the user's cache (CacheDir()/builds/<key>), built there under a
+// lock (another kit may build the same source at the same time), and copied to out, which
+// is what runs (a running executable cannot be rewritten). A module in the temporary
+// directory, whose next run is another directory, is built straight into out, as is every
+// build where there is no cache directory or no file lock.
+func buildKept(ctx context.Context, s lambdart.Spec, out string) error {
 	cache, err := CacheDir()
-	if err != nil || !sharedBuilds || isTemp(dir) || isTemp(pkg) {
-		return lambdart.BuildIn(ctx, dir, pkg, out)
+	if err != nil || !sharedBuilds || isTemp(s.Dir) || slices.ContainsFunc(s.Pkgs, isTemp) {
+		return lambdart.BuildSpec(ctx, s, out)
 	}
-	sum := sha256.Sum256([]byte(strings.Join(append([]string{dir, pkg, runtime.GOOS, runtime.GOARCH}, lambdart.BuildFlags...), "\x00")))
+	key := slices.Concat([]string{s.Dir, runtime.GOOS, runtime.GOARCH}, s.Pkgs, []string{"\x01"}, s.Flags, []string{"\x01"}, s.Env)
+	sum := sha256.Sum256([]byte(strings.Join(key, "\x00")))
 	kept := filepath.Join(cache, "builds", hex.EncodeToString(sum[:12]))
 	if err := os.MkdirAll(kept, 0o755); err != nil {
-		return lambdart.BuildIn(ctx, dir, pkg, out)
+		return lambdart.BuildSpec(ctx, s, out)
 	}
 	unlock, err := lockFile(ctx, filepath.Join(kept, "lock"))
 	if err != nil {
@@ -40,7 +42,7 @@ func buildKept(ctx context.Context, dir, pkg, out string) error {
 	}
 	defer unlock()
 	bin := filepath.Join(kept, "bootstrap")
-	if err := lambdart.BuildIn(ctx, dir, pkg, bin); err != nil {
+	if err := lambdart.BuildSpec(ctx, s, bin); err != nil {
 		return err
 	}
 	now := time.Now()

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 )
 
 // A function's build is kept in the user's cache and copied to where the kit runs it: two
@@ -37,7 +39,7 @@ func TestBuildsAreKeptAndSwept(t *testing.T) {
 	ctx := context.Background()
 	outs := []string{filepath.Join(t.TempDir(), "a", "bootstrap"), filepath.Join(t.TempDir(), "b", "bootstrap")}
 	for _, out := range outs {
-		if err := buildKept(ctx, root, "./internal/lambdart/testdata/fn", out); err != nil {
+		if err := buildKept(ctx, lambdart.Deployed(root, "./internal/lambdart/testdata/fn"), out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +69,7 @@ func TestBuildsAreKeptAndSwept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := buildKept(ctx, mod, ".", filepath.Join(t.TempDir(), "bootstrap")); err != nil {
+	if err := buildKept(ctx, lambdart.Deployed(mod, "."), filepath.Join(t.TempDir(), "bootstrap")); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := filepath.Glob(filepath.Join(cache, "builds", "*", "bootstrap")); len(again) != 1 {

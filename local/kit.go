@@ -44,7 +44,8 @@ const DefaultEnvironments = 2
 
 // Options configure Start. Only Assembly is required.
 type Options struct {
-	// Assembly is the cloud assembly directory `cdk synth` wrote (cdk.out, or -o DIR).
+	// Assembly is the cloud assembly directory `cdk synth` wrote (cdk.out, or -o DIR),
+	// absolute or relative to the working directory.
 	Assembly string
 	// Stacks to bring up, by the name `cdk ls` prints (or artifact id). Default: every
 	// stack of the assembly, those of its Stages included.
@@ -318,6 +319,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Assembly == "" {
 		return o, errors.New("local: Options.Assembly is empty: set it to the directory `cdk synth` wrote (cdk.out)")
 	}
+	// Every path the kit reads of the assembly (its templates, assets, the module above it)
+	// is from here on absolute: a relative one would end its walk up at ".".
+	abs, err := filepath.Abs(o.Assembly)
+	if err != nil {
+		return o, fmt.Errorf("local: Options.Assembly %s: %w", o.Assembly, err)
+	}
+	o.Assembly = abs
 	if o.Environments <= 0 {
 		o.Environments = DefaultEnvironments
 	}
@@ -553,7 +561,7 @@ var nameSafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 // machine; a function whose code is a bootstrap executable in the assembly runs as it is.
 func (k *Kit) build(ctx context.Context, plans []*stackPlan) (map[string]string, error) {
 	bins := map[string]string{}  // "<stack id>/<function>" -> bootstrap
-	built := map[string]string{} // entry and module dir -> bootstrap
+	built := map[string]string{} // go build's directory and command line -> bootstrap
 	for _, sp := range plans {
 		for _, id := range slices.Sorted(maps.Keys(sp.code)) {
 			c := sp.code[id]
@@ -565,26 +573,22 @@ func (k *Kit) build(ctx context.Context, plans []*stackPlan) (map[string]string,
 				bins[sp.ref.ID+"/"+id] = out
 				continue
 			}
-			if c.src == nil {
+			if c.src == nil && c.rebuilt == nil {
 				bins[sp.ref.ID+"/"+id] = c.bootstrap
 				continue
 			}
-			src := *c.src
-			if out, ok := built[src.Entry+"\x00"+src.ModuleDir]; ok {
+			spec, what, alt := c.spec()
+			key := strings.Join(slices.Concat(spec.Env, spec.Args(), []string{spec.Dir}), "\x00")
+			if out, ok := built[key]; ok {
 				bins[sp.ref.ID+"/"+id] = out
 				continue
 			}
-			sum := sha256.Sum256([]byte(src.Entry + "\x00" + src.ModuleDir))
+			sum := sha256.Sum256([]byte(key))
 			out := filepath.Join(k.binDir, hex.EncodeToString(sum[:8]), "bootstrap")
-			fmt.Fprintf(k.opts.Progress, "local: building %s (%s) for this machine\n", src.Entry, src.Role)
-			dir, pkg := src.Entry, "."
-			if src.ModuleDir != "" {
-				dir, pkg = src.ModuleDir, src.Entry
-			}
-			if err := buildKept(ctx, dir, pkg, out); err != nil {
+			if err := buildCode(ctx, spec, what, alt, out, k.opts.Progress); err != nil {
 				return nil, fmt.Errorf("local: stack %s: function %s: %w", sp.ref.DisplayName, id, err)
 			}
-			built[src.Entry+"\x00"+src.ModuleDir], bins[sp.ref.ID+"/"+id] = out, out
+			built[key], bins[sp.ref.ID+"/"+id] = out, out
 		}
 	}
 	return bins, nil

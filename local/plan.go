@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"cmp"
-	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -35,11 +34,13 @@ type stackPlan struct {
 }
 
 // code is where a function's program comes from: its Go source, which the kit builds for
-// this machine, or an executable in the cloud assembly, which it runs as it is: a file of
+// this machine (src, the constructs' record; rebuilt, an executable for another machine
+// built again), or an executable in the cloud assembly, which it runs as it is: a file of
 // an asset directory (bootstrap), or a member of a zip asset (zip, member), which the kit
 // extracts first.
 type code struct {
 	src         *cfn.Source
+	rebuilt     *rebuild
 	bootstrap   string
 	zip, member string
 }
@@ -119,6 +120,9 @@ func codeFor(ref cfn.StackRef, t *standin.Template, sources map[string]cfn.Sourc
 	}
 	if why == "" {
 		if c, why = assetCode(ref, f.Asset, exe); why == "" {
+			if c.rebuilt != nil {
+				t.NotApplied = append(t.NotApplied, "function "+id+": "+c.rebuilt.say())
+			}
 			if f.Runtime == "go1.x" {
 				t.NotApplied = append(t.NotApplied, "function "+id+": runtime go1.x, which Lambda no longer accepts for new functions "+
 					"(creation disabled since 2024-02-08): run here as it is; move it to provided.al2023 with the binary named bootstrap")
@@ -196,29 +200,6 @@ func zipMember(path, name string) ([]byte, fs.FileMode, error) {
 	info, _ := f.Stat()
 	b, err := io.ReadAll(f)
 	return b, info.Mode(), err
-}
-
-// buildFor finds, for a Go executable built for another machine (arch), the main package it
-// was built from (go version -m) in the app's module, the module whose go.mod is in the
-// assembly's directory or one above it, and has the kit build it for this machine. why is
-// what to say when it cannot.
-func buildFor(ref cfn.StackRef, exe []byte, arch, why string) (code, string) {
-	info, err := buildinfo.Read(bytes.NewReader(exe))
-	if err != nil || runtime.GOOS != "linux" { // not Go: nothing to build again
-		return code{}, why + ": " + archFix()
-	}
-	for dir := ref.Dir; ; {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modfilePath(b) == info.Main.Path {
-			return code{src: &cfn.Source{Entry: info.Path, ModuleDir: dir, Role: "the main package of its " + lambdaArch[arch] + " executable"}}, ""
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return code{}, fmt.Sprintf("%s; its main package %s (module %s %s) is in no module at or above %s, where the kit would build it for this machine: "+
-		"run the kit on an assembly synthesized inside that module, or %s", why, info.Path, info.Main.Path, info.Main.Version, ref.Dir, archFix())
 }
 
 // modfilePath is the module path a go.mod declares.

@@ -1,0 +1,5 @@
+//go:build !rooted
+
+package flavor
+
+const Name = "plain"
