@@ -197,15 +197,18 @@ func TestEnvironmentErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	for args, want := range map[string]string{
-		"help":               "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
-		"--help":             "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
-		"help dlq":           "pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.",
-		"help record":        "pipelinectl record release KEY: free a stuck INPROGRESS record",
-		"dlq inspect -h":     "Read-only, best effort",
-		"record release -h":  "--force              (release) release a live lock",
-		"dlq redrive --help": "pipelinectl dlq redrive: move dead-lettered messages back",
-		"help policy":        "pipelinectl policy: the least-privilege IAM policy",
-		"policy -h":          "--access read|operate",
+		"help":                 "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
+		"--help":               "pipelinectl operates the idempotent SQS pipelines of a deployed stack.",
+		"help dlq":             "pipelinectl dlq redrive: move dead-lettered messages back once their cause is fixed.",
+		"help record":          "pipelinectl record release KEY: free a stuck INPROGRESS record",
+		"dlq inspect -h":       "Read-only, best effort",
+		"record release -h":    "--force              (release) release a live lock",
+		"dlq redrive --help":   "pipelinectl dlq redrive: move dead-lettered messages back",
+		"help policy":          "pipelinectl policy: the least-privilege IAM policy",
+		"policy -h":            "--access read|operate",
+		"local install --help": "pipelinectl local install\n",
+		"local -h":             "pipelinectl local install\n",
+		"local up -h":          "pipelinectl local install\n",
 	} {
 		code, out, errOut := ctl(t, strings.Fields(args)...)
 		if code != cli.ExitOK || !strings.Contains(out, want) || errOut != "" {

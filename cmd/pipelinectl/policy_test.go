@@ -119,7 +119,7 @@ func TestOperatorPolicyCoversEveryCall(t *testing.T) {
 	if code, out, _ := ctl(t, append(p.args("policy"), "--access", "read")...); code != cli.ExitOK || strings.Contains(out, "sqs:SendMessage") || strings.Contains(out, "dynamodb:UpdateItem") {
 		t.Errorf("--access read: exit %d, grants writes:\n%s", code, out)
 	}
-	if code, _, errOut := ctl(t, append(p.args("policy"), "--access", "all")...); code != cli.ExitUsage || !strings.Contains(errOut, "--access all: use read (status, inspect, record get) or operate") {
+	if code, _, errOut := ctl(t, append(p.args("policy"), "--access", "all")...); code != cli.ExitUsage || !strings.Contains(errOut, "--access all: use read (status, inspect, record get) or operate (also redrive, record release, backfill and verify)") {
 		t.Errorf("--access all: exit %d, %q", code, errOut)
 	}
 }

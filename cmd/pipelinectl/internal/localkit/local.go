@@ -74,8 +74,16 @@ func Run(ctx context.Context, args []string, w cli.Streams) error {
 	if len(args) == 0 {
 		return cli.Usagef("local needs a subcommand: install or up")
 	}
+	help := func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(w.Out, Usage)
+		return nil
 	case "install":
+		if len(args) == 2 && help(args[1]) {
+			fmt.Fprint(w.Out, Usage)
+			return nil
+		}
 		if len(args) > 1 {
 			return cli.Usagef("local install takes no arguments, got %q", args[1:])
 		}

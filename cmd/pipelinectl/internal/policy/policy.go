@@ -74,7 +74,7 @@ func Run(ctx context.Context, args []string, w cli.Streams, connect cli.Connecto
 		return err
 	}
 	if *access != "read" && *access != "operate" {
-		return cli.Usagef("--access %s: use read (status, inspect, record get) or operate (also redrive, record release)", *access)
+		return cli.Usagef("--access %s: use read (status, inspect, record get) or operate (also redrive, record release, backfill and verify)", *access)
 	}
 	if c.Stack == "" && c.Outputs == "" {
 		return cli.Usagef("policy needs the pipeline's outputs: give --stack or --outputs, with --pipeline")
