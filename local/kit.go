@@ -152,6 +152,8 @@ type Kit struct {
 	s3       *s3mem.Backend // the stacks' buckets (s3.go)
 	s3h      http.Handler
 	apiURL   string
+	egress   *egress                   // the functions' HTTP and HTTPS proxy
+	refusals map[string]map[string]int // calls egress refused: by caller, then host
 	stopped  atomic.Bool
 	fires    atomic.Int64
 }
@@ -524,6 +526,9 @@ func (k *Kit) startBackends(ctx context.Context) error {
 		return err
 	}
 	var err error
+	if k.egress, err = listenEgress(k.refusedCall); err != nil {
+		return err
+	}
 	if k.proxy, err = ddbproxy.New(k.ddb.Endpoint()); err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
@@ -875,8 +880,12 @@ func (k *Kit) env(ctx context.Context, st *stackRun, id, bin string, ledger func
 	// Every service at the kit: SQS and DynamoDB at their servers, any other at the
 	// stand-ins, which answer what they do not serve with an error naming it. Nothing a
 	// function calls reaches AWS.
-	for name, v := range map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": k.proxy.URL, "AWS_ENDPOINT_URL_SQS": k.sqsd.Endpoint(), "AWS_ENDPOINT_URL": k.apiURL} {
-		if _, set := st.d.Override(id, name); !set {
+	// And every HTTP and HTTPS call through the kit's proxy, whatever the client: an SDK
+	// that ignores the endpoints, a plain HTTP client (egress refuses what leaves the machine).
+	set := map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": k.proxy.URL, "AWS_ENDPOINT_URL_SQS": k.sqsd.Endpoint(), "AWS_ENDPOINT_URL": k.apiURL}
+	maps.Copy(set, k.egress.environ(st.ref.ID+"|"+id))
+	for name, v := range set {
+		if _, over := st.d.Override(id, name); !over {
 			vars[name] = v
 		}
 	}
@@ -993,6 +1002,7 @@ func (k *Kit) Close() error {
 	if k.proxy != nil {
 		k.proxy.Close()
 	}
+	k.egress.Close()
 	var err error
 	if k.at != nil {
 		err = k.at.enableMappings()

@@ -178,6 +178,11 @@ type Status struct {
 	// the mapping's filter criteria deleted undelivered.
 	Invocations, Failed, Filtered int64
 	LastError                     string
+	// Refused is the calls of the pipeline's functions that the kit refused because they
+	// would have left this machine (a client that ignores AWS_ENDPOINT_URL, a call to
+	// another host): each host, with its AWS service, and how many times ("ssm.us-east-2.amazonaws.com:443 (ssm) x3").
+	// Kit.Err says each once, with the fix.
+	Refused []string
 }
 
 // Status reads every pipeline's queue depths and outcomes.
@@ -200,6 +205,7 @@ func (k *Kit) Status(ctx context.Context) ([]Status, error) {
 			if e := r.lastErr.Load(); e != nil {
 				s.LastError = *e
 			}
+			s.Refused = k.refusedOf(st.ref.ID, r.Consumer, r.Dispatcher)
 			out = append(out, s)
 		}
 	}

@@ -85,6 +85,13 @@ func newModule(t *testing.T, name, parent, root, tool string) string {
 	}
 	_, requires, _ := strings.Cut(string(mod), "\nrequire ")
 	requires, _, _ = strings.Cut(requires, "\ntool ")
+	// An app's own requirements beyond this module's, at the exact versions it names (the
+	// module proxy here lists no versions): testdata/NAME/go.mod.require, a line each.
+	if extra, err := os.ReadFile(filepath.Join(src, "go.mod.require")); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(extra)), "\n") {
+			requires = "(\n\t" + strings.TrimSpace(line) + strings.TrimPrefix(requires, "(")
+		}
+	}
 	gomod := "module example.com/" + name + "\n\ngo 1.26\n\nrequire github.com/idempotent-sqs/pipeline v0.0.0\n\nrequire " + requires +
 		"\nreplace github.com/idempotent-sqs/pipeline => " + root + "\n"
 	write(t, filepath.Join(dir, "go.mod"), gomod)

@@ -22,7 +22,9 @@ import (
 // function runs: an executable for the other architecture is built again for this machine
 // from the source its line table names, with its tags and its -X version (what it logs
 // says so); the -trimpath one for the other architecture, whose source cannot be found, is
-// listed as not run, naming the file and the command that builds it here.
+// listed as not run, naming the file and the command that builds it here. A function on
+// aws-sdk-go v1 and a plain HTTP client reach nothing: the kit's proxy refuses each call at
+// once and says so.
 func TestRootedAppRunsFromItsCdkDir(t *testing.T) {
 	t.Parallel() // a kit of its own: it waits on builds and servers, not on the others
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
@@ -100,6 +102,45 @@ func TestRootedAppRunsFromItsCdkDir(t *testing.T) {
 	for p, line := range want {
 		if err := proc.WaitOutput(ctx, line); err != nil {
 			t.Errorf("%s logged no %s after %v: %v", p, line, time.Since(start).Round(time.Second), err)
+		}
+	}
+
+	// The function on aws-sdk-go v1 (which reads no AWS_ENDPOINT_URL) and a plain HTTP
+	// client: each call is refused at once by the kit's proxy, and the error the function
+	// gets, its pipeline's status line and the kit's problem line name the host, the
+	// service and the fix. Nothing reached AWS or the partner.
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues["Legacy"]), MessageBody: aws.String("legacy-1")}); err != nil {
+		t.Fatalf("send to Legacy (%q): %v", queues["Legacy"], err)
+	}
+	for _, w := range []string{
+		`"http":"Get \"https://partner.example.com/ping\": the local kit refused a call to partner.example.com:443: nothing a function calls under the kit leaves this machine; ` +
+			`point the function at a stand-in on this machine (pipelinectl local up --env FUNCTION.VAR=VALUE, Options.Env)"`,
+		`Post \"https://secretsmanager.us-east-1.amazonaws.com/\": the local kit refused a call to secretsmanager.us-east-1.amazonaws.com:443 (AWS service secretsmanager): nothing a function calls under the kit reaches AWS; ` +
+			`the kit does not serve secretsmanager: give the function the value it reads with pipelinectl local up --env FUNCTION.VAR=VALUE (Options.Env), or, if it must call secretsmanager, ` +
+			`its client does not read AWS_ENDPOINT_URL (aws-sdk-go v1 is one): give it the endpoint the kit gives the function in AWS_ENDPOINT_URL"`,
+		`"seen":"legacy-1","ssm":"RequestError: send request failed\ncaused by: Post \"https://ssm.us-east-1.amazonaws.com/\": the local kit refused a call to ssm.us-east-1.amazonaws.com:443 (AWS service ssm)`,
+		"problem: local: function Legacy",
+	} {
+		if err := proc.WaitOutput(ctx, w); err != nil {
+			t.Errorf("no %s after %v: %v", w, time.Since(start).Round(time.Second), err)
+		}
+	}
+	status := regexp.MustCompile(`Rooted/Legacy: queue 0 visible, 0 in flight · DLQ 0 · 1 invocations, 0 failed · calls refused \(they would leave this machine\): ` +
+		`partner\.example\.com:443 x1, secretsmanager\.us-east-1\.amazonaws\.com:443 \(secretsmanager\) x\d+, ssm\.us-east-1\.amazonaws\.com:443 \(ssm\) x\d+\n`)
+	for !status.MatchString(proc.Output()) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("no status line %s:\n%s", status, proc.Output())
+	}
+	for _, host := range []string{"ssm.us-east-1.amazonaws.com:443", "secretsmanager.us-east-1.amazonaws.com:443", "partner.example.com:443"} {
+		if !regexp.MustCompile(`local: function Legacy[0-9A-F]{8} of stack Rooted called ` + regexp.QuoteMeta(host) + `: the local kit refused`).MatchString(proc.Output()) {
+			t.Errorf("no problem line names %s:\n%s", host, proc.Output())
+		}
+	}
+	for _, l := range strings.Split(proc.Output(), "\n") { // what the note of a run quotes
+		if strings.Contains(l, "legacy-1") || strings.Contains(l, "Rooted/Legacy:") || strings.Contains(l, "problem:") {
+			t.Log(l)
 		}
 	}
 	stopWithCtrlC(t, up, proc, 2)

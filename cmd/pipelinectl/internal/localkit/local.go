@@ -483,6 +483,9 @@ func statusLine(s local.Status, records, hasDLQ bool) string {
 	if s.LastError != "" {
 		parts = append(parts, "last failure: "+failureLine(s.LastError))
 	}
+	if len(s.Refused) > 0 { // the reason and the fix are in the problem line Kit.Err gives
+		parts = append(parts, "calls refused (they would leave this machine): "+strings.Join(s.Refused, ", "))
+	}
 	return strings.Join(parts, " · ")
 }
 

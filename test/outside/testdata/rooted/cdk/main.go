@@ -3,7 +3,9 @@
 // cdk synth). Each function is fed by a queue of its own:
 //   - Graviton: a GoFunction for arm64 (CDK's bundling builds it);
 //   - SenderArm64, SenderX86: the Makefile's zips, one per architecture (make first);
-//   - TrimmedArm64, TrimmedX86: the same built with -trimpath, which keeps no directory.
+//   - TrimmedArm64, TrimmedX86: the same built with -trimpath, which keeps no directory;
+//   - Legacy: a GoFunction on aws-sdk-go v1 that reads a parameter and a secret, and calls
+//     a partner's API over HTTPS.
 package main
 
 import (
@@ -24,6 +26,15 @@ func main() {
 		Architecture: awslambda.Architecture_ARM_64(),
 	})
 	feed(stack, "GravitonQueue", graviton)
+
+	legacy := awscdklambdagoalpha.NewGoFunction(stack, jsii.String("Legacy"), &awscdklambdagoalpha.GoFunctionProps{
+		Entry: jsii.String("../functions/legacy"),
+		Environment: &map[string]*string{
+			"GREETING_PARAMETER": jsii.String("/rooted/greeting"),
+			"API_KEY_SECRET":     jsii.String("rooted/api-key"),
+		},
+	})
+	feed(stack, "LegacyQueue", legacy)
 
 	for _, fn := range []struct {
 		id, zip string
