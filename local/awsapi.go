@@ -40,7 +40,7 @@ func (k *Kit) listenAWS() error {
 
 // servedServices are the services the stand-ins answer, by the name a request's signature
 // scopes it to; any other service gets notServed's error.
-var servedServices = []string{"lambda", "monitoring", "scheduler", "cloudformation", "sns", "s3"}
+var servedServices = []string{"lambda", "monitoring", "scheduler", "cloudformation", "sns", "s3", "ssm", "secretsmanager"}
 
 // serveAWS starts the stand-in server for the running stacks on listenAWS's address.
 func (k *Kit) serveAWS() error {
@@ -71,6 +71,12 @@ func (k *Kit) serveAWS() error {
 			return
 		case service == "s3":
 			k.s3API(w, r)
+			return
+		case service == "ssm":
+			k.ssmAPI(w, r)
+			return
+		case service == "secretsmanager":
+			k.secretsAPI(w, r)
 			return
 		case !slices.Contains(servedServices, service):
 			notServed(w, r, service)

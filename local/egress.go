@@ -2,14 +2,24 @@ package local
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"maps"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +40,15 @@ type egress struct {
 	srv     *http.Server
 	refused func(caller string, r refusal)
 	pass    *http.Transport // to loopback, never through a proxy of the kit's own environment
+	// answer is the kit's endpoint for an AWS service (the base URL of the server that
+	// answers it: SQS's, DynamoDB's, the stand-ins'). A call to an AWS host is answered
+	// there: a CONNECT to port 443 is met with TLS by a certificate of the kit's own
+	// authority (ca, which the functions are told to trust), its requests passed on.
+	answer func(service string) string
+	ca     *authority
+	inner  *http.Server  // serves the requests of the CONNECTs the kit answers
+	conns  chan net.Conn // to inner
+	done   chan struct{}
 }
 
 // refusal is a call egress refused: its host (with the port), the AWS service the host
@@ -38,15 +57,24 @@ type refusal struct {
 	Host, Service, Why string
 }
 
-// listenEgress starts the proxy on a free loopback port; refused hears every refusal.
-func listenEgress(refused func(caller string, r refusal)) (*egress, error) {
+// listenEgress starts the proxy on a free loopback port, with its certificate authority
+// written to dir/kit-ca.pem; refused hears every refusal, answer names the endpoint of each
+// AWS service the kit answers (nil: none, every call refused).
+func listenEgress(dir string, refused func(caller string, r refusal), answer func(service string) string) (*egress, error) {
+	ca, err := newAuthority(filepath.Join(dir, "kit-ca.pem"))
+	if err != nil {
+		return nil, fmt.Errorf("local: the functions' proxy: %w", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("local: the functions' proxy: %w", err)
 	}
-	e := &egress{ln: ln, refused: refused, pass: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}}
+	e := &egress{ln: ln, refused: refused, answer: answer, ca: ca, conns: make(chan net.Conn), done: make(chan struct{}),
+		pass: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}}
 	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}
+	e.inner = &http.Server{Handler: http.HandlerFunc(e.serveAWS), ReadHeaderTimeout: 30 * time.Second}
 	go e.srv.Serve(ln)
+	go e.inner.Serve(chanListener{e.conns, e.done, ln.Addr()})
 	return e, nil
 }
 
@@ -59,6 +87,10 @@ func (e *egress) environ(caller string) map[string]string {
 		vars[name], vars[strings.ToLower(name)] = u, u
 	}
 	vars["NO_PROXY"], vars["no_proxy"] = noProxy, noProxy
+	// The kit's authority, for the AWS hosts it answers over TLS: Go's crypto/x509, OpenSSL
+	// and rustls-native-certs read SSL_CERT_FILE as the roots to trust. (Not AWS_CA_BUNDLE:
+	// a client that does not load it, as these constructs' functions do not, refuses it.)
+	vars["SSL_CERT_FILE"] = e.ca.file
 	return vars
 }
 
@@ -74,6 +106,9 @@ func (e *egress) Close() {
 	defer cancel()
 	e.srv.Shutdown(ctx)
 	e.srv.Close()
+	close(e.done)
+	e.inner.Shutdown(ctx)
+	e.inner.Close()
 	e.pass.CloseIdleConnections()
 }
 
@@ -88,6 +123,14 @@ func (e *egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if loopback(name) {
 		e.forward(w, r, host)
+		return
+	}
+	if svc := awsService(name); svc != "" && e.answer != nil && e.answer(svc) != "" {
+		if r.Method != http.MethodConnect {
+			e.serveAWS(w, r)
+			return
+		}
+		e.intercept(w, r, host, name)
 		return
 	}
 	ref := refuseReason(host, name)
@@ -127,6 +170,68 @@ func (e *egress) forward(w http.ResponseWriter, r *http.Request, host string) {
 	wg.Wait()
 	conn.Close()
 	up.Close()
+}
+
+// intercept answers a CONNECT to an AWS host as that host: TLS with a certificate of the
+// kit's authority for its name, then each request to inner, which passes it to the kit's
+// endpoint for the service. A client that does not trust the authority fails its handshake:
+// that is reported as a refusal, with the variables that would make it trust the kit.
+func (e *egress) intercept(w http.ResponseWriter, r *http.Request, host, name string) {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		conn.Close()
+		return
+	}
+	caller := proxyUser(r)
+	tc := tls.Server(bufferedConn{conn, buf.Reader}, &tls.Config{
+		NextProtos:     []string{"http/1.1"},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return e.ca.leaf(name) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		if e.refused != nil {
+			e.refused(caller, refusal{Host: host, Service: awsService(name), Why: fmt.Sprintf(
+				"the local kit answers %s (AWS service %s) with a certificate of its own authority, which the function's TLS client does not trust (%v): "+
+					"the kit gives every function SSL_CERT_FILE naming it; "+
+					"a client with its own roots (rustls's webpki-roots) must be given the endpoint the kit gives the function in AWS_ENDPOINT_URL", host, awsService(name), err)})
+		}
+		return
+	}
+	select {
+	case e.conns <- tc:
+	case <-e.done:
+		tc.Close()
+	}
+}
+
+// serveAWS passes a request to an AWS host to the kit's endpoint for its service, as if
+// it had been sent there: with the endpoint's own host, so that a server that checks it
+// (the stand-ins do) takes it.
+func (e *egress) serveAWS(w http.ResponseWriter, r *http.Request) {
+	svc := awsService(hostOnly(r.Host))
+	target, err := url.Parse(e.answer(svc))
+	if svc == "" || err != nil || target.Host == "" {
+		refuse(w, refuseReason(r.Host, hostOnly(r.Host)).Why)
+		return
+	}
+	bucket := ""
+	if svc == "s3" { // bucket.s3.REGION.amazonaws.com: the kit's S3 is addressed by path
+		if b, _, ok := strings.Cut(hostOnly(r.Host), ".s3"); ok && b != "s3" && !strings.HasPrefix(hostOnly(r.Host), "s3") {
+			bucket = "/" + b
+		}
+	}
+	(&httputil.ReverseProxy{Transport: e.pass, Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		if bucket != "" {
+			pr.Out.URL.Path, pr.Out.URL.RawPath = bucket+pr.Out.URL.Path, ""
+		}
+		pr.Out.Header.Del("Proxy-Authorization")
+	}}).ServeHTTP(w, r)
 }
 
 // refuse answers a call with 403 and why as the status text, which Go's HTTP client makes
@@ -220,6 +325,19 @@ func awsService(host string) string {
 	return strings.TrimSuffix(labels[0], "-fips")
 }
 
+// answerFor is the endpoint that answers an AWS service for a function whose client sent
+// the call to AWS's own host (through egress): SQS's and DynamoDB's servers, and the
+// stand-ins for every other, which answer what they serve and say what they do not.
+func (k *Kit) answerFor(service string) string {
+	switch service {
+	case "sqs":
+		return k.sqsd.Endpoint()
+	case "dynamodb":
+		return k.proxy.URL
+	}
+	return k.apiURL
+}
+
 // refusedCall records a call egress refused, for Status, and says it once per function and
 // host in Kit.Err.
 func (k *Kit) refusedCall(caller string, r refusal) {
@@ -270,4 +388,109 @@ func hostOnly(host string) string {
 		return h
 	}
 	return host
+}
+
+// chanListener hands inner the connections intercept answers.
+type chanListener struct {
+	conns <-chan net.Conn
+	done  <-chan struct{}
+	addr  net.Addr
+}
+
+func (l chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+func (l chanListener) Close() error   { return nil }
+func (l chanListener) Addr() net.Addr { return l.addr }
+
+// bufferedConn reads what the hijacked connection's reader holds before the connection.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// authority is the kit's own certificate authority, made at each start (its key never
+// leaves the kit's memory), whose certificate file the functions are told to trust; it
+// signs a certificate for each AWS host the kit answers.
+type authority struct {
+	file   string
+	cert   *x509.Certificate
+	key    *ecdsa.PrivateKey
+	mu     sync.Mutex
+	leaves map[string]*tls.Certificate
+}
+
+func newAuthority(file string) (*authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "idempotent-sqs-pipeline local kit " + now.UTC().Format(time.RFC3339)},
+		NotBefore:    now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return nil, err
+	}
+	return &authority{file: file, cert: cert, key: key, leaves: map[string]*tls.Certificate{}}, nil
+}
+
+// leaf is the certificate the kit answers host with, made once.
+func (a *authority) leaf(host string) (*tls.Certificate, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.leaves[host]; ok {
+		return c, nil
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: host},
+		DNSNames:     []string{host},
+		NotBefore:    now.Add(-time.Hour), NotAfter: a.cert.NotAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
+	if err != nil {
+		return nil, err
+	}
+	c := &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	a.leaves[host] = c
+	return c, nil
+}
+
+// serial is a random certificate serial number (RFC 5280: positive, at most 20 octets).
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n.Add(n, big.NewInt(1))
 }

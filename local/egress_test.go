@@ -1,11 +1,15 @@
 package local
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +22,11 @@ import (
 func TestEgressRefusesWhatLeavesTheMachine(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]refusal{}
-	e, err := listenEgress(func(caller string, r refusal) {
+	e, err := listenEgress(t.TempDir(), func(caller string, r refusal) {
 		mu.Lock()
 		defer mu.Unlock()
 		got[caller+" "+r.Host] = r
-	})
+	}, nil) // answers no AWS service: every call that leaves is refused
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +44,9 @@ func TestEgressRefusesWhatLeavesTheMachine(t *testing.T) {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}
 	start := time.Now()
 	for _, tc := range []struct{ url, caller, want string }{
-		{"https://ssm.us-east-2.amazonaws.com/", "Dev/Orders|Consumer1234", `Get "https://ssm.us-east-2.amazonaws.com/": the local kit refused a call to ssm.us-east-2.amazonaws.com:443 (AWS service ssm): ` +
-			`nothing a function calls under the kit reaches AWS; the kit does not serve ssm: give the function the value it reads with pipelinectl local up --env FUNCTION.VAR=VALUE (Options.Env), ` +
-			`or, if it must call ssm, its client does not read AWS_ENDPOINT_URL (aws-sdk-go v1 is one): give it the endpoint the kit gives the function in AWS_ENDPOINT_URL`},
+		{"https://sts.us-east-2.amazonaws.com/", "Dev/Orders|Consumer1234", `Get "https://sts.us-east-2.amazonaws.com/": the local kit refused a call to sts.us-east-2.amazonaws.com:443 (AWS service sts): ` +
+			`nothing a function calls under the kit reaches AWS; the kit does not serve sts: give the function the value it reads with pipelinectl local up --env FUNCTION.VAR=VALUE (Options.Env), ` +
+			`or, if it must call sts, its client does not read AWS_ENDPOINT_URL (aws-sdk-go v1 is one): give it the endpoint the kit gives the function in AWS_ENDPOINT_URL`},
 		{"https://sqs.eu-west-1.amazonaws.com/", "Dev/Orders|Consumer1234", `Get "https://sqs.eu-west-1.amazonaws.com/": the local kit refused a call to sqs.eu-west-1.amazonaws.com:443 (AWS service sqs): ` +
 			`nothing a function calls under the kit reaches AWS; its client does not read AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL (aws-sdk-go v1 is one): give it the endpoint the kit gives the function in AWS_ENDPOINT_URL_SQS`},
 		{"https://example.com/path", "Dev/Orders|Consumer1234", `Get "https://example.com/path": the local kit refused a call to example.com:443: nothing a function calls under the kit leaves this machine; ` +
@@ -65,7 +69,7 @@ func TestEgressRefusesWhatLeavesTheMachine(t *testing.T) {
 	}
 	fmt.Printf("FIGURE egress: 4 calls refused in %v\n", time.Since(start).Round(time.Millisecond))
 	mu.Lock()
-	if len(got) != 4 || got["Dev/Orders|Consumer1234 ssm.us-east-2.amazonaws.com:443"].Service != "ssm" || got["Dev/Orders|Consumer1234 example.com:443"].Service != "" {
+	if len(got) != 4 || got["Dev/Orders|Consumer1234 sts.us-east-2.amazonaws.com:443"].Service != "sts" || got["Dev/Orders|Consumer1234 example.com:443"].Service != "" {
 		t.Errorf("the kit heard %v", got)
 	}
 	mu.Unlock()
@@ -87,5 +91,88 @@ func TestEgressRefusesWhatLeavesTheMachine(t *testing.T) {
 		if want := "here " + strings.TrimPrefix(strings.TrimPrefix(srv.URL, "http://"), "https://"); string(b) != want {
 			t.Errorf("%s through the proxy: %q, want %q", srv.URL, b, want)
 		}
+	}
+}
+
+// A call to an AWS host is answered by the kit's endpoint for its service, over TLS with a
+// certificate of the kit's authority (whose file the functions get), the request as the
+// client sent it; a client that does not trust the authority fails its handshake, and the
+// kit says why. A service the kit does not answer is refused.
+func TestEgressAnswersAWSHosts(t *testing.T) {
+	seen := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Method + " " + r.Host + r.URL.Path + " " + r.Header.Get("X-Amz-Target") + " " + r.Header.Get("Proxy-Authorization")
+		io.WriteString(w, `{"Parameter":{"Value":"hello"}}`)
+	}))
+	defer srv.Close()
+	var mu sync.Mutex
+	var refused []refusal
+	e, err := listenEgress(t.TempDir(), func(caller string, r refusal) {
+		mu.Lock()
+		defer mu.Unlock()
+		refused = append(refused, r)
+	}, func(svc string) string {
+		if svc == "ssm" || svc == "s3" {
+			return srv.URL
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	vars := e.environ("S|F")
+	pemBytes, err := os.ReadFile(vars["SSL_CERT_FILE"])
+	if err != nil {
+		t.Fatalf("the authority's file %q: %v", vars["SSL_CERT_FILE"], err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pemBytes) {
+		t.Fatalf("no certificate in %s", pemBytes)
+	}
+	proxy, _ := url.Parse(vars["HTTPS_PROXY"])
+	trusting := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxy), TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	for _, tc := range []struct{ url, want string }{
+		{"https://ssm.us-east-1.amazonaws.com/", "POST " + strings.TrimPrefix(srv.URL, "http://") + "/ AmazonSSM.GetParameter "},
+		{"http://ssm.us-east-1.amazonaws.com/", "POST " + strings.TrimPrefix(srv.URL, "http://") + "/ AmazonSSM.GetParameter "},
+		{"https://my-bucket.s3.us-east-1.amazonaws.com/a/b.txt", "POST " + strings.TrimPrefix(srv.URL, "http://") + "/my-bucket/a/b.txt AmazonSSM.GetParameter "},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, tc.url, strings.NewReader(`{"Name":"/app/greeting"}`))
+		req.Header.Set("X-Amz-Target", "AmazonSSM.GetParameter")
+		resp, err := trusting.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := <-seen; got != tc.want || string(b) != `{"Parameter":{"Value":"hello"}}` {
+			t.Errorf("%s reached the endpoint as %q (want %q) and answered %s %s", tc.url, got, tc.want, resp.Status, b)
+		}
+	}
+	// A client with other roots: its handshake fails, and the kit says why.
+	_, err = (&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}).Get("https://ssm.eu-west-1.amazonaws.com/")
+	if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Errorf("a client that does not trust the kit: %v", err)
+	}
+	// A service the kit does not answer is refused.
+	if _, err := trusting.Get("https://sts.amazonaws.com/"); err == nil || !strings.Contains(err.Error(), "the local kit refused a call to sts.amazonaws.com:443 (AWS service sts)") {
+		t.Errorf("sts: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(refused)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(refused, func(a, b refusal) int { return strings.Compare(a.Service, b.Service) }) // the handshake's may come second
+	if len(refused) != 2 || !strings.Contains(refused[0].Why, "the local kit answers ssm.eu-west-1.amazonaws.com:443 (AWS service ssm) with a certificate of its own authority, which the function's TLS client does not trust") ||
+		refused[1].Service != "sts" {
+		t.Errorf("the kit heard %+v", refused)
 	}
 }

@@ -63,8 +63,15 @@ type Options struct {
 	// Parameters give the stacks' parameters (CfnParameter) their values, by name, in every
 	// stack that has the parameter; a parameter not given takes its Default. One without
 	// either is an error when a function's environment refers to it (pipelinectl local up
-	// --parameter).
+	// --parameter). A name that starts with "/" ("/app/greeting") is a Systems Manager
+	// parameter's: the kit answers SSM's GetParameter and GetParameters for it with the
+	// value, as it does for the parameter a stack's SSM-typed CfnParameter names by its
+	// Default when that CfnParameter is given here.
 	Parameters map[string]string
+	// Secrets are the values the kit answers Secrets Manager's GetSecretValue with, by the
+	// secret's name or ARN (pipelinectl local up --secret NAME=VALUE). A secret not given is
+	// answered with ResourceNotFoundException naming the way to give it.
+	Secrets map[string]string
 	// Logs receives every line a function writes, with the function's logical id. Default:
 	// the lines are dropped (the kit still reads them for outcomes and metrics).
 	Logs func(function string, line []byte)
@@ -154,6 +161,7 @@ type Kit struct {
 	apiURL   string
 	egress   *egress                   // the functions' HTTP and HTTPS proxy
 	refusals map[string]map[string]int // calls egress refused: by caller, then host
+	said     map[string]bool           // what sayOnce said in Kit.Err
 	stopped  atomic.Bool
 	fires    atomic.Int64
 }
@@ -526,7 +534,7 @@ func (k *Kit) startBackends(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if k.egress, err = listenEgress(k.refusedCall); err != nil {
+	if k.egress, err = listenEgress(k.binDir, k.refusedCall, k.answerFor); err != nil {
 		return err
 	}
 	if k.proxy, err = ddbproxy.New(k.ddb.Endpoint()); err != nil {

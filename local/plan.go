@@ -503,7 +503,7 @@ func checkNames(plans []*stackPlan, opts Options) error {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(opts.Parameters)) {
-		if !params[k] {
+		if !params[k] && !strings.HasPrefix(k, "/") { // "/app/x": a Systems Manager parameter (ssmValues)
 			have := slices.Sorted(maps.Keys(params))
 			return fmt.Errorf("local: Options.Parameters[%q]: no stack has a parameter %s; they have %s", k, k, cmp.Or(strings.Join(have, ", "), "none"))
 		}

@@ -26,7 +26,8 @@ const Usage = `pipelinectl local: run a cloud assembly's pipelines on this machi
   pipelinectl local install
   pipelinectl local up --assembly DIR [--stack NAME]... [--send FILE --pipeline NAME]
                        [--fire NAME] [--cron=false] [--environments N] [--visibility-timeout D]
-                       [--parameter NAME=VALUE]... [--env [FUNCTION.]VAR=VALUE]...
+                       [--parameter NAME=VALUE]... [--secret NAME=VALUE]...
+                       [--env [FUNCTION.]VAR=VALUE]...
                        [--logs] [--every D]
 
   install fetches DynamoDB Local and ElasticMQ (pinned versions, with Maven, checksums
@@ -59,7 +60,10 @@ const Usage = `pipelinectl local: run a cloud assembly's pipelines on this machi
                        duplicate comes back after it)
   --parameter NAME=VALUE
                        a value for the stacks' parameter NAME (repeatable); a parameter not
-                       given takes its Default
+                       given takes its Default. A NAME that starts with / is a Systems
+                       Manager parameter's, which the kit answers SSM's GetParameter(s) with
+  --secret NAME=VALUE  the value the kit answers Secrets Manager's GetSecretValue with for
+                       the secret NAME (its name or ARN; repeatable)
   --env [FUNCTION.]VAR=VALUE
                        set VAR in every function's environment, or with FUNCTION. (a logical
                        id) in that function's, over the template's value (repeatable): for a
@@ -148,8 +152,9 @@ func localUp(ctx context.Context, args []string, w cli.Streams) error {
 	fs.IntVar(&opts.Environments, "environments", 2, "")
 	fs.DurationVar(&opts.VisibilityTimeout, "visibility-timeout", 0, "")
 	fs.BoolVar(&logs, "logs", false, "")
-	var params, env assignments
+	var params, env, secrets assignments
 	fs.Var(&params, "parameter", "")
+	fs.Var(&secrets, "secret", "")
 	fs.Var(&env, "env", "")
 	fs.DurationVar(&every, "every", every, "")
 	pos, err := cli.Parse(fs, args)
@@ -172,7 +177,7 @@ func localUp(ctx context.Context, args []string, w cli.Streams) error {
 		}
 	}
 	opts.Stacks = stacks
-	opts.Parameters, opts.Env = params.m, env.m
+	opts.Parameters, opts.Env, opts.Secrets = params.m, env.m, secrets.m
 	opts.Progress = w.Err
 	if logs {
 		opts.StackLogs = func(stack, fn string, line []byte) { fmt.Fprintf(w.Out, "%s/%s | %s\n", stack, fn, line) }
