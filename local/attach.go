@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
@@ -59,7 +60,16 @@ type Attach struct {
 	// Credentials are the caller's: the kit reads the stacks, sends messages, disables the
 	// mappings and assumes the functions' roles with them. Default: the SDK's default chain.
 	Credentials aws.CredentialsProvider
+	// SessionDuration is how long each assumed role session lasts (STS's DurationSeconds,
+	// whole seconds; AWS takes 15 minutes to the role's maximum session duration). The kit
+	// renews a session before it ends and gives a function's new execution environments
+	// the new one, so a run may last longer than any session. Default DefaultSessionDuration.
+	SessionDuration time.Duration
 }
+
+// DefaultSessionDuration is Attach.SessionDuration unless set: STS's minimum, as stscreds
+// asks by default.
+const DefaultSessionDuration = 15 * time.Minute
 
 // attached is what a kit attached to deployed stacks (Options.Attach) holds.
 type attached struct {
@@ -69,6 +79,7 @@ type attached struct {
 	lambda   *lambda.Client
 	sts      *sts.Client
 	account  string
+	session  time.Duration // of each role the kit assumes
 
 	mu       sync.Mutex
 	disabled []string // the stack's own mappings the kit disabled, by UUID: Close enables them again
@@ -96,7 +107,11 @@ func (k *Kit) connect(ctx context.Context) error {
 	if cfg.Region == "" {
 		return errors.New("local: attach: no region: set Options.Attach.Region or AWS_REGION")
 	}
-	at := &attached{endpoint: a.Endpoint, cfg: cfg, cfn: cloudformation.NewFromConfig(cfg), lambda: lambda.NewFromConfig(cfg),
+	session := cmp.Or(a.SessionDuration, DefaultSessionDuration)
+	if session < 0 || session%time.Second != 0 {
+		return fmt.Errorf("local: Options.Attach.SessionDuration %v: want whole seconds (AWS takes 15m to the role's maximum session duration), or 0 for %v", a.SessionDuration, DefaultSessionDuration)
+	}
+	at := &attached{endpoint: a.Endpoint, cfg: cfg, session: session, cfn: cloudformation.NewFromConfig(cfg), lambda: lambda.NewFromConfig(cfg),
 		sts: sts.NewFromConfig(cfg), roles: map[string]aws.CredentialsProvider{}, config: map[string]*lambda.GetFunctionConfigurationOutput{}}
 	who, err := at.sts.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
@@ -210,9 +225,11 @@ func (at *attached) role(ctx context.Context, function string) (aws.CredentialsP
 	at.mu.Lock()
 	p, ok := at.roles[arn]
 	if !ok {
+		// A session is renewed a third of its length (5 minutes at most) before it ends, so
+		// that a process started then gets one that outlasts its invocations.
 		p = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(at.sts, arn, func(o *stscreds.AssumeRoleOptions) {
-			o.RoleSessionName = sessionName(function)
-		}))
+			o.RoleSessionName, o.Duration = sessionName(function), at.session
+		}), func(o *aws.CredentialsCacheOptions) { o.ExpiryWindow = min(5*time.Minute, at.session/3) })
 		at.roles[arn] = p
 	}
 	at.mu.Unlock()
@@ -279,20 +296,27 @@ func (at *attached) enableMappings() error {
 		len(left), errors.Join(errs...), strings.Join(left, ", "))
 }
 
-// attachedEnv sets a function environment's endpoint and credentials: the deployment's
-// endpoint for every service, and the function's role.
-func (k *Kit) attachedEnv(ctx context.Context, st *stackRun, id string, vars map[string]string) error {
-	_, c, err := k.at.role(ctx, st.functionName(id))
+// attachedEnv sets a function environment's endpoint, the deployment's for every service,
+// and returns its credentials: the function's role's, assumed as each process starts (a
+// process whose session would end during an invocation is replaced by a new one, as
+// Lambda replaces an environment; lambdart.Config.Credentials).
+func (k *Kit) attachedEnv(ctx context.Context, st *stackRun, id string, vars map[string]string) (func(context.Context) (lambdart.Credentials, error), error) {
+	p, _, err := k.at.role(ctx, st.functionName(id))
 	if err != nil {
-		return fmt.Errorf("local: attach: stack %s: %w", st.ref.DisplayName, err)
+		return nil, fmt.Errorf("local: attach: stack %s: %w", st.ref.DisplayName, err)
 	}
 	if k.at.endpoint != "" {
 		if _, set := st.d.Override(id, "AWS_ENDPOINT_URL"); !set || st.d.Overrides[id+".AWS_ENDPOINT_URL"] == "" {
 			vars["AWS_ENDPOINT_URL"] = k.at.endpoint
 		}
 	}
-	vars["AWS_ACCESS_KEY_ID"], vars["AWS_SECRET_ACCESS_KEY"], vars["AWS_SESSION_TOKEN"] = c.AccessKeyID, c.SecretAccessKey, c.SessionToken
-	return nil
+	return func(ctx context.Context) (lambdart.Credentials, error) {
+		c, err := p.Retrieve(ctx)
+		if err != nil {
+			return lambdart.Credentials{}, fmt.Errorf("local: attach: function %s's role: %w", st.functionName(id), err)
+		}
+		return lambdart.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken, Expires: c.Expires}, nil
+	}, nil
 }
 
 // pollClient is the SQS client a consumer's poller reads its queue with: the kit's own

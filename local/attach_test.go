@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Attached, the kit says what it needs before it calls anything: a region; and, when the
@@ -28,6 +29,10 @@ func TestAttachNeedsARegionAndAnEndpoint(t *testing.T) {
 		want   string
 	}{
 		{"no region", Attach{Endpoint: "http://127.0.0.1:1"}, "local: attach: no region: set Options.Attach.Region or AWS_REGION"},
+		{"a session of part of a second", Attach{Endpoint: "http://127.0.0.1:1", Region: "eu-west-1", SessionDuration: 1500 * time.Millisecond},
+			"local: Options.Attach.SessionDuration 1.5s: want whole seconds (AWS takes 15m to the role's maximum session duration), or 0 for 15m0s"},
+		{"a negative session", Attach{Endpoint: "http://127.0.0.1:1", Region: "eu-west-1", SessionDuration: -time.Hour},
+			"local: Options.Attach.SessionDuration -1h0m0s: want whole seconds"},
 		{"no endpoint there", Attach{Endpoint: "http://127.0.0.1:1", Region: "eu-west-1"},
 			"local: attach: who is calling (sts:GetCallerIdentity at http://127.0.0.1:1): "},
 	} {

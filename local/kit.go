@@ -880,10 +880,11 @@ func (k *Kit) env(ctx context.Context, st *stackRun, id, bin string, ledger func
 		return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
 	}
 	if k.at != nil {
-		if err := k.attachedEnv(ctx, st, id, vars); err != nil {
+		creds, err := k.attachedEnv(ctx, st, id, vars)
+		if err != nil {
 			return nil, err
 		}
-		return k.startEnv(st, id, bin, vars, ledger)
+		return k.startEnv(st, id, bin, vars, ledger, creds)
 	}
 	// Every service at the kit: SQS and DynamoDB at their servers, any other at the
 	// stand-ins, which answer what they do not serve with an error naming it. Nothing a
@@ -897,14 +898,15 @@ func (k *Kit) env(ctx context.Context, st *stackRun, id, bin string, ledger func
 			vars[name] = v
 		}
 	}
-	return k.startEnv(st, id, bin, vars, ledger)
+	return k.startEnv(st, id, bin, vars, ledger, nil)
 }
 
-// startEnv makes one execution environment of a function with the environment vars.
-func (k *Kit) startEnv(st *stackRun, id, bin string, vars map[string]string, ledger func([]byte)) (*lambdart.Env, error) {
+// startEnv makes one execution environment of a function with the environment vars and,
+// attached, the credentials of its role (each process gets them as it starts).
+func (k *Kit) startEnv(st *stackRun, id, bin string, vars map[string]string, ledger func([]byte), creds func(context.Context) (lambdart.Credentials, error)) (*lambdart.Env, error) {
 	f := st.d.Template.Functions[id]
 	e, err := lambdart.New(lambdart.Config{
-		Binary: bin, Env: vars, FunctionName: st.functionName(id),
+		Binary: bin, Env: vars, FunctionName: st.functionName(id), Credentials: creds,
 		Timeout: time.Duration(f.Timeout) * time.Second, MemoryMB: f.MemoryMB, Region: k.region,
 		Output: func(line []byte) {
 			st.obs.Line(line)

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -92,11 +93,24 @@ type Config struct {
 	MemoryMB int
 	// Region sets AWS_REGION and AWS_DEFAULT_REGION. Default DefaultRegion.
 	Region string
+	// Credentials, when set, gives each process its AWS credentials as it starts
+	// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, over Env's), as Lambda
+	// gives an execution environment its role's. When they expire, the process is replaced
+	// as Lambda replaces an environment: before an invocation that could outlast them (less
+	// than 1.5 Timeouts left), the process is ended and a new one (a cold start) gets new
+	// credentials. An error fails the invocation with ErrInit.
+	Credentials func(ctx context.Context) (Credentials, error)
 	// Output receives each line the process writes to stdout or stderr, without the line
 	// break. Calls never overlap, and line is the callee's to keep. Lines arrive through
 	// pipes, so one written just before a response may arrive just after Invoke returns.
 	// Default: lines are dropped (the last few still appear in ErrCrashed messages).
 	Output func(line []byte)
+}
+
+// Credentials are AWS credentials for a process, and when they expire (zero: never).
+type Credentials struct {
+	AccessKeyID, SecretAccessKey, SessionToken string
+	Expires                                    time.Time
 }
 
 // Result is the outcome of one invocation. With an error, it holds what was known by then
@@ -138,9 +152,10 @@ type Env struct {
 	slot    chan struct{}
 	outMu   sync.Mutex // serializes cfg.Output
 
-	mu     sync.Mutex
-	proc   *process
-	closed bool
+	mu      sync.Mutex
+	proc    *process
+	expires time.Time // proc's credentials' (Config.Credentials), zero when they do not expire
+	closed  bool
 }
 
 // New checks cfg and returns an Env with no process yet; the first Invoke starts one.
@@ -231,7 +246,7 @@ func (e *Env) Invoke(ctx context.Context, payload []byte) (Result, error) {
 	// A warm process that exits between invocations (say after reporting a panic) never
 	// got this event: start another once, as Lambda would.
 	for attempt := 0; ; attempt++ {
-		p, err := e.process()
+		p, err := e.process(ctx)
 		if err != nil {
 			return res, err
 		}
@@ -253,23 +268,44 @@ func (e *Env) Invoke(ctx context.Context, payload []byte) (Result, error) {
 // errNotDelivered: the process exited before it took the event.
 var errNotDelivered = errors.New("process exited before taking the event")
 
-// process returns the running process, starting one when there is none.
-func (e *Env) process() (*process, error) {
+// process returns the running process, starting one when there is none, or when the
+// running one's credentials could expire before an invocation ends (Config.Credentials).
+// It is called between invocations (Invoke holds the slot).
+func (e *Env) process(ctx context.Context) (*process, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return nil, ErrClosed
 	}
 	if e.proc != nil && !e.proc.hasExited() {
-		return e.proc, nil
+		if e.expires.IsZero() || time.Until(e.expires) >= e.cfg.Timeout*3/2 {
+			return e.proc, nil
+		}
+		e.proc.kill(errRetired)
+		<-e.proc.exited
 	}
-	p, err := e.start()
+	env := e.environ
+	e.expires = time.Time{}
+	if e.cfg.Credentials != nil {
+		c, err := e.cfg.Credentials(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the function's credentials: %w", ErrInit, err)
+		}
+		env = append(slices.DeleteFunc(slices.Clone(env), func(v string) bool {
+			return strings.HasPrefix(v, "AWS_ACCESS_KEY_ID=") || strings.HasPrefix(v, "AWS_SECRET_ACCESS_KEY=") || strings.HasPrefix(v, "AWS_SESSION_TOKEN=")
+		}), "AWS_ACCESS_KEY_ID="+c.AccessKeyID, "AWS_SECRET_ACCESS_KEY="+c.SecretAccessKey, "AWS_SESSION_TOKEN="+c.SessionToken)
+		e.expires = c.Expires
+	}
+	p, err := e.start(env)
 	if err != nil {
 		return nil, err
 	}
 	e.proc = p
 	return p, nil
 }
+
+// errRetired ends a process whose credentials are about to expire.
+var errRetired = errors.New("lambdart: its credentials expire: replaced by a new process")
 
 // awaitInit waits for p's first /next.
 func (e *Env) awaitInit(ctx context.Context, p *process) error {

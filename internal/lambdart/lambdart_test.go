@@ -483,3 +483,54 @@ func TestNewRejectsAMissingBinary(t *testing.T) {
 		}
 	}
 }
+
+// Credentials that expire are replaced as Lambda replaces an environment: before an
+// invocation that could outlast them, the process ends and a new one (a cold start) gets new
+// ones; no invocation runs with credentials that expire before it ends. A failure to get
+// them fails the invocation as an init failure.
+func TestCredentialsAreReplacedBeforeTheyExpire(t *testing.T) {
+	var mu sync.Mutex
+	expires := map[string]time.Time{}
+	const lifetime = 6 * time.Second // with Timeout 2 s: replaced with 3 s left
+	env := newEnv(t, lambdart.Config{Timeout: 2 * time.Second, Credentials: func(ctx context.Context) (lambdart.Credentials, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		token := fmt.Sprintf("token-%d", len(expires)+1)
+		expires[token] = time.Now().Add(lifetime)
+		return lambdart.Credentials{AccessKeyID: "AKID" + token, SecretAccessKey: "secret", SessionToken: token, Expires: expires[token]}, nil
+	}})
+	var seen []string
+	least := lifetime
+	start := time.Now()
+	for time.Since(start) < 8*time.Second {
+		res, out := mustInvoke(t, env, map[string]any{"action": "env", "env": []string{"AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"}})
+		token := deref(out.Env["AWS_SESSION_TOKEN"])
+		mu.Lock()
+		left := time.Until(expires[strings.Trim(token, `"`)])
+		mu.Unlock()
+		least = min(least, left)
+		if left <= 0 || deref(out.Env["AWS_ACCESS_KEY_ID"]) != `"AKID`+strings.Trim(token, `"`)+`"` {
+			t.Errorf("an invocation ran with %s (key %s), %v from its expiry", token, deref(out.Env["AWS_ACCESS_KEY_ID"]), left)
+		}
+		if n := len(seen); n == 0 || seen[n-1] != token {
+			if !res.ColdStart {
+				t.Errorf("credentials %s without a cold start", token)
+			}
+			seen = append(seen, token)
+		} else if res.ColdStart {
+			t.Errorf("a cold start that kept the credentials %s", token)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	fmt.Printf("FIGURE lambdart credentials: %d sets in %v (lifetime %v), the least left at an invocation's end %v\n", len(seen), time.Since(start).Round(100*time.Millisecond), lifetime, least.Round(10*time.Millisecond))
+	if len(seen) < 2 {
+		t.Errorf("credentials used: %v; want them replaced as they expire", seen)
+	}
+
+	failing := newEnv(t, lambdart.Config{Credentials: func(context.Context) (lambdart.Credentials, error) {
+		return lambdart.Credentials{}, errors.New("AccessDenied: not allowed to assume the role")
+	}})
+	if _, err := failing.Invoke(context.Background(), []byte(`{}`)); !errors.Is(err, lambdart.ErrInit) || !strings.Contains(err.Error(), "the function's credentials: AccessDenied") {
+		t.Errorf("credentials that fail: %v", err)
+	}
+}

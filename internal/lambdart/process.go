@@ -81,8 +81,8 @@ type process struct {
 	tail    []string    // last output lines
 }
 
-// start launches the binary with a server of its own. Called with e.mu held.
-func (e *Env) start() (*process, error) {
+// start launches the binary with a server of its own, in environ. Called with e.mu held.
+func (e *Env) start(environ []string) (*process, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("lambdart: listen for the Runtime API: %w", err)
@@ -107,7 +107,7 @@ func (e *Env) start() (*process, error) {
 	p.stdout, p.stderr = &lineWriter{p: p}, &lineWriter{p: p}
 	cmd := exec.Command(e.cfg.Binary)
 	cmd.Dir = filepath.Dir(e.cfg.Binary)
-	cmd.Env = append(e.environ[:len(e.environ):len(e.environ)], "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String())
+	cmd.Env = append(environ[:len(environ):len(environ)], "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String())
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	// Bounds Wait when a child the function started still holds the output pipes.
 	cmd.WaitDelay = time.Second
