@@ -157,6 +157,9 @@ func assetCode(ref cfn.StackRef, asset, exe string) (code, string) {
 	case info.IsDir():
 		info, err := os.Stat(c.bootstrap)
 		if errors.Is(err, fs.ErrNotExist) {
+			if src, _ := filepath.Glob(filepath.Join(path, "*.go")); len(src) > 0 && exe == "bootstrap" {
+				return code{}, sourceOnly(src)
+			}
 			return code{}, missing
 		}
 		if err == nil {
@@ -177,6 +180,18 @@ func assetCode(ref cfn.StackRef, asset, exe string) (code, string) {
 		return c, why
 	}
 	return buildFor(ref, b, arch, why)
+}
+
+// sourceOnly says why a code asset holding Go source (files) and no bootstrap cannot run:
+// Lambda would not run it either, and the build that makes the bootstrap.
+func sourceOnly(files []string) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	return fmt.Sprintf("its code asset holds Go source (%s) and no bootstrap, which Lambda's provided runtimes run, so Lambda would not run it either: "+
+		"build it before cdk synth in the directory Code.fromAsset names, with `GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap .` "+
+		"(GOARCH=arm64 for an arm64 function), or make it a GoFunction, whose bundling builds it", strings.Join(names, ", "))
 }
 
 // archFix is the way out for an executable built for another architecture than this machine's.

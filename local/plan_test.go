@@ -187,11 +187,27 @@ func TestStartListsWhatItCannotRun(t *testing.T) {
 				"(runtime provided.al2023 or provided.al2: Go, Rust; go1.x); the queue is created"},
 		{"no bootstrap", `{"Resources":{` + fn + `}}`, "",
 			"not run locally: function F, mapped to queue Q: its code asset has no file named bootstrap, which Lambda's provided runtimes run; the queue is created"},
+		{"Go source and no bootstrap", `{"Resources":{` + fn + `}}`, "main.go",
+			"not run locally: function F, mapped to queue Q: its code asset holds Go source (main.go) and no bootstrap, which Lambda's provided runtimes run, so Lambda would not run it either: " +
+				"build it before cdk synth in the directory Code.fromAsset names, with `GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap .` " +
+				"(GOARCH=arm64 for an arm64 function), or make it a GoFunction, whose bundling builds it; the queue is created"},
 	} {
 		if runtime.GOOS != "linux" && tc.name == "another architecture" {
 			continue // the message is about the OS there
 		}
-		kit, err := Start(context.Background(), Options{Assembly: writeAssembly(t, tc.doc, tc.bootstrap)})
+		asm := ""
+		if tc.bootstrap == "main.go" { // the asset holds the function's source, as the app's directory does
+			asm = writeAssembly(t, tc.doc, "")
+			if err := os.MkdirAll(filepath.Join(asm, "asset.f"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(asm, "asset.f", "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			asm = writeAssembly(t, tc.doc, tc.bootstrap)
+		}
+		kit, err := Start(context.Background(), Options{Assembly: asm})
 		if err == nil {
 			kit.Close()
 		}
