@@ -428,19 +428,13 @@ type authority struct {
 }
 
 func newAuthority(file string) (*authority, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "idempotent-sqs-pipeline local kit " + now.UTC().Format(time.RFC3339)},
-		NotBefore:    now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true,
+	der, key, err := issue(&x509.Certificate{
+		Subject:  pkix.Name{CommonName: "idempotent-sqs-pipeline local kit " + now.UTC().Format(time.RFC3339)},
+		NotAfter: now.Add(30 * 24 * time.Hour),
+		IsCA:     true, BasicConstraintsValid: true, MaxPathLenZero: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	}, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -464,26 +458,31 @@ func (a *authority) leaf(host string) (*tls.Certificate, error) {
 	if c, ok := a.leaves[host]; ok {
 		return c, nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: host},
-		DNSNames:     []string{host},
-		NotBefore:    now.Add(-time.Hour), NotAfter: a.cert.NotAfter,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
+	der, key, err := issue(&x509.Certificate{
+		Subject: pkix.Name{CommonName: host}, DNSNames: []string{host}, NotAfter: a.cert.NotAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, a.cert, a.key)
 	if err != nil {
 		return nil, err
 	}
 	c := &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	a.leaves[host] = c
 	return c, nil
+}
+
+// issue makes a key and the certificate tmpl describes for it (with a random serial, valid
+// from an hour ago), signed by parent's key, or by its own when parent is nil.
+func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber, tmpl.NotBefore = serial(), time.Now().Add(-time.Hour)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	return der, key, err
 }
 
 // serial is a random certificate serial number (RFC 5280: positive, at most 20 octets).
