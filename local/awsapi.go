@@ -56,6 +56,9 @@ func (k *Kit) serveAWS() error {
 	})
 	port := ln.Addr().(*net.TCPAddr).Port
 	hosts := []string{fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("localhost:%d", port)}
+	// The services with a handler of their own, by the name a request's signature scopes it
+	// to; the rest of servedServices are routed by mux.
+	own := map[string]http.HandlerFunc{"sns": k.snsAPI, "s3": k.s3API, "ssm": k.ssmAPI, "secretsmanager": k.secretsAPI}
 	guard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Only AWS clients: a signed request (every SDK, the AWS CLI and pipelinectl sign;
 		// a web page cannot send Authorization without a preflight this server refuses) to
@@ -65,20 +68,12 @@ func (k *Kit) serveAWS() error {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 6<<20) // Lambda's synchronous payload limit
-		switch service := signedService(r); {
-		case service == "sns":
-			k.snsAPI(w, r)
+		service := signedService(r)
+		if h, ok := own[service]; ok {
+			h(w, r)
 			return
-		case service == "s3":
-			k.s3API(w, r)
-			return
-		case service == "ssm":
-			k.ssmAPI(w, r)
-			return
-		case service == "secretsmanager":
-			k.secretsAPI(w, r)
-			return
-		case !slices.Contains(servedServices, service):
+		}
+		if !slices.Contains(servedServices, service) {
 			notServed(w, r, service)
 			return
 		}

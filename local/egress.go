@@ -31,10 +31,10 @@ import (
 // a function calls leaves the machine, whatever its client: an SDK that reads
 // AWS_ENDPOINT_URL reaches the kit without it; one that does not (aws-sdk-go v1), or a
 // plain HTTP client, comes here. A call to a loopback address is passed on (a client that
-// proxies one anyway); any other is refused at once, with a reason that names the host,
-// the service and the fix: the function's error carries it (as the proxy's status text),
-// and the kit reports it (refused) with the caller, the user of the proxy URL the
-// function was given.
+// proxies one anyway), one to an AWS host is answered by the kit (answer); any other is
+// refused at once, with a reason that names the host and the fix: the function's error
+// carries it (as the proxy's status text), and the kit reports it (refused) with the
+// caller, the user of the proxy URL the function was given.
 type egress struct {
 	ln      net.Listener
 	srv     *http.Server
@@ -58,8 +58,8 @@ type refusal struct {
 }
 
 // listenEgress starts the proxy on a free loopback port, with its certificate authority
-// written to dir/kit-ca.pem; refused hears every refusal, answer names the endpoint of each
-// AWS service the kit answers (nil: none, every call refused).
+// written to dir/kit-ca.pem; refused hears every refusal, answer names the endpoint (a base
+// URL) that answers each AWS service.
 func listenEgress(dir string, refused func(caller string, r refusal), answer func(service string) string) (*egress, error) {
 	ca, err := newAuthority(filepath.Join(dir, "kit-ca.pem"))
 	if err != nil {
@@ -117,27 +117,20 @@ func (e *egress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodConnect && r.URL.Host != "" {
 		host = r.URL.Host
 	}
-	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		name = h
-	}
-	if loopback(name) {
+	name := hostOnly(host)
+	switch {
+	case loopback(name):
 		e.forward(w, r, host)
-		return
-	}
-	if svc := awsService(name); svc != "" && e.answer != nil && e.answer(svc) != "" {
-		if r.Method != http.MethodConnect {
-			e.serveAWS(w, r)
-			return
-		}
+	case awsService(name) != "" && r.Method == http.MethodConnect:
 		e.intercept(w, r, host, name)
-		return
+	case awsService(name) != "":
+		e.serveAWS(w, r)
+	default:
+		why := fmt.Sprintf("the local kit refused a call to %s: nothing a function calls under the kit leaves this machine; "+
+			"point the function at a stand-in on this machine (pipelinectl local up --env FUNCTION.VAR=VALUE, Options.Env)", host)
+		e.refused(proxyUser(r), refusal{Host: host, Why: why})
+		refuse(w, why)
 	}
-	ref := refuseReason(host, name)
-	if e.refused != nil {
-		e.refused(proxyUser(r), ref)
-	}
-	refuse(w, ref.Why)
 }
 
 // forward passes a call to this machine on: a CONNECT as a tunnel, any other request as it is.
@@ -194,12 +187,10 @@ func (e *egress) intercept(w http.ResponseWriter, r *http.Request, host, name st
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		conn.Close()
-		if e.refused != nil {
-			e.refused(caller, refusal{Host: host, Service: awsService(name), Why: fmt.Sprintf(
-				"the local kit answers %s (AWS service %s) with a certificate of its own authority, which the function's TLS client does not trust (%v): "+
-					"the kit gives every function SSL_CERT_FILE naming it; "+
-					"a client with its own roots (rustls's webpki-roots) must be given the endpoint the kit gives the function in AWS_ENDPOINT_URL", host, awsService(name), err)})
-		}
+		e.refused(caller, refusal{Host: host, Service: awsService(name), Why: fmt.Sprintf(
+			"the local kit answers %s (AWS service %s) with a certificate of its own authority, which the function's TLS client does not trust (%v): "+
+				"the kit gives every function SSL_CERT_FILE naming it; "+
+				"a client with its own roots (rustls's webpki-roots) must be given the endpoint the kit gives the function in AWS_ENDPOINT_URL", host, awsService(name), err)})
 		return
 	}
 	select {
@@ -215,8 +206,8 @@ func (e *egress) intercept(w http.ResponseWriter, r *http.Request, host, name st
 func (e *egress) serveAWS(w http.ResponseWriter, r *http.Request) {
 	svc := awsService(hostOnly(r.Host))
 	target, err := url.Parse(e.answer(svc))
-	if svc == "" || err != nil || target.Host == "" {
-		refuse(w, refuseReason(r.Host, hostOnly(r.Host)).Why)
+	if err != nil || target.Host == "" {
+		http.Error(w, fmt.Sprintf("the local kit has no endpoint for %s (%q): %v", svc, e.answer(svc), err), http.StatusBadGateway)
 		return
 	}
 	bucket := ""
@@ -279,27 +270,6 @@ func loopback(host string) bool {
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
 }
-
-// refuseReason says why a call to host (name, without the port) is refused, and the way out.
-func refuseReason(host, name string) refusal {
-	svc := awsService(name)
-	if svc == "" {
-		return refusal{Host: host, Why: fmt.Sprintf("the local kit refused a call to %s: nothing a function calls under the kit leaves this machine; "+
-			"point the function at a stand-in on this machine (pipelinectl local up --env FUNCTION.VAR=VALUE, Options.Env)", host)}
-	}
-	fix := "its client does not read AWS_ENDPOINT_URL (aws-sdk-go v1 is one): give it the endpoint the kit gives the function in AWS_ENDPOINT_URL"
-	if env, ok := servedEndpoint[svc]; ok {
-		fix = "its client does not read " + env + " or AWS_ENDPOINT_URL (aws-sdk-go v1 is one): give it the endpoint the kit gives the function in " + env
-	}
-	if !slices.Contains(servedServices, svc) && servedEndpoint[svc] == "" {
-		fix = fmt.Sprintf("the kit does not serve %s: give the function the value it reads with pipelinectl local up --env FUNCTION.VAR=VALUE (Options.Env), "+
-			"or, if it must call %s, %s", svc, svc, fix)
-	}
-	return refusal{Host: host, Service: svc, Why: fmt.Sprintf("the local kit refused a call to %s (AWS service %s): nothing a function calls under the kit reaches AWS; %s", host, svc, fix)}
-}
-
-// servedEndpoint is the variable of the endpoint of each service the kit's own servers answer.
-var servedEndpoint = map[string]string{"sqs": "AWS_ENDPOINT_URL_SQS", "dynamodb": "AWS_ENDPOINT_URL_DYNAMODB"}
 
 // awsService is the service an AWS endpoint host belongs to ("ssm" of
 // ssm.us-east-2.amazonaws.com, "s3" of bucket.s3.eu-west-1.amazonaws.com), "" for a host of

@@ -179,9 +179,10 @@ type Status struct {
 	Invocations, Failed, Filtered int64
 	LastError                     string
 	// Refused is the calls of the pipeline's functions that the kit refused because they
-	// would have left this machine (a client that ignores AWS_ENDPOINT_URL, a call to
-	// another host): each host, with its AWS service, and how many times ("ssm.us-east-2.amazonaws.com:443 (ssm) x3").
-	// Kit.Err says each once, with the fix.
+	// would have left this machine (a call to a host other than AWS's, which the kit
+	// answers, or a TLS client that does not trust the kit's authority): each host, with
+	// its AWS service if any, and how many times ("partner.example.com:443 x3"). Kit.Err
+	// says each once, with the fix.
 	Refused []string
 }
 
