@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
@@ -104,6 +105,7 @@ func (k *Kit) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local: attach: %w", err)
 	}
+	cfg.HTTPClient = sdkhttp.Wrap(cfg.HTTPClient)
 	if cfg.Region == "" {
 		return errors.New("local: attach: no region: set Options.Attach.Region or AWS_REGION")
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
+	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 )
 
 // awsClients reach the emulator only: its endpoint and its test credentials, never the
@@ -46,7 +47,7 @@ func newClients(endpoint, region string) *awsClients {
 		Region:       region,
 		Credentials:  aws.NewCredentialsCache(aws.CredentialsProviderFunc(testCredentials)),
 		BaseEndpoint: aws.String(endpoint),
-		HTTPClient:   &http.Client{Timeout: 60 * time.Second},
+		HTTPClient:   sdkhttp.Wrap(&http.Client{Timeout: 60 * time.Second}),
 	}
 	return &awsClients{
 		cfg:  cfg,

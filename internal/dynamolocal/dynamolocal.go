@@ -40,6 +40,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/jvmcds"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
+	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 )
 
 // EnvDir names the environment variable holding the directory of the DynamoDB Local jars.
@@ -241,7 +242,7 @@ func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(s.endpoint),
-		HTTPClient:   &http.Client{Transport: s.conns},
+		HTTPClient:   sdkhttp.Wrap(&http.Client{Transport: s.conns}),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "dynamolocal"}, nil
 		}),

@@ -43,6 +43,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/jvmcds"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
+	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 )
 
 // Kind names an SQS-compatible server.
@@ -437,7 +438,7 @@ func (s *Server) Client(optFns ...func(*sqs.Options)) *sqs.Client {
 	return sqs.New(sqs.Options{
 		Region:       Region,
 		BaseEndpoint: aws.String(s.endpoint),
-		HTTPClient:   &http.Client{Transport: s.conns},
+		HTTPClient:   sdkhttp.Wrap(&http.Client{Transport: s.conns}),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "sqslocal"}, nil
 		}),

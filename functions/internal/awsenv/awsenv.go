@@ -32,8 +32,9 @@
 // SSO, web identity, process, container or IMDS credentials, and none of the SDK's tuning
 // variables (AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, AWS_DEFAULTS_MODE, AWS_SDK_UA_APP_ID,
 // AWS_ENABLE_ENDPOINT_DISCOVERY, ...: the idempotency store and the dispatcher retry on their
-// own terms, see their packages). The retryer and the HTTP client are the service client's
-// defaults. TestSDKVariables holds each of these statements to config.LoadDefaultConfig.
+// own terms, see their packages). The retryer is the service client's default; the HTTP
+// client is the SDK's default behind internal/sdkhttp, which keeps an answer from being cut
+// off by a connection the function itself closed ("use of closed network connection"). TestSDKVariables holds each of these statements to config.LoadDefaultConfig.
 // Outside Lambda, export the region and credentials (for example
 // `aws configure export-credentials --format env`).
 package awsenv
@@ -46,6 +47,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 )
 
 // Environment variables read by Load.
@@ -174,6 +176,7 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 	if len(problems) > 0 {
 		return aws.Config{}, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
 	}
+	cfg.HTTPClient = sdkhttp.Wrap(nil)
 	return cfg, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -100,8 +101,11 @@ func TestLoad(t *testing.T) {
 			if cfg.RuntimeEnvironment.EnvironmentIdentifier != "AWS_Lambda_provided.al2023" {
 				t.Errorf("EnvironmentIdentifier = %q", cfg.RuntimeEnvironment.EnvironmentIdentifier)
 			}
-			if cfg.Retryer != nil || cfg.HTTPClient != nil {
-				t.Error("retryer and HTTP client must be left to the service client's defaults")
+			if cfg.Retryer != nil {
+				t.Error("the retryer must be left to the service client's default")
+			}
+			if c := cfg.HTTPClient; c == nil || reflect.TypeOf(c).PkgPath() != "github.com/idempotent-sqs/pipeline/internal/sdkhttp" {
+				t.Errorf("HTTP client %T, want sdkhttp's (the SDK's default, its answers not cut off by a connection this process closed)", c)
 			}
 		})
 	}

@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -24,6 +23,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
+	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 )
 
 // Output names (package contract): per pipeline <Pipeline>QueueUrl, <Pipeline>DeadLetterQueueUrl,
@@ -184,10 +184,10 @@ func NewAWS(ctx context.Context, c *Common) (*Clients, error) {
 		return nil, Usagef("no AWS region: set --region, AWS_REGION, or a region in the profile")
 	}
 	// LoadDefaultConfig leaves HTTPClient nil (each SDK client then makes its own) unless
-	// AWS_CA_BUNDLE is set; the REST calls use the config's, so it must be there.
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = awshttp.NewBuildableClient()
-	}
+	// AWS_CA_BUNDLE is set; the REST calls use the config's, so it must be there. sdkhttp
+	// keeps an answer from being cut off by a connection this process closed ("use of closed
+	// network connection": the SDK closes a request body its transport may still read).
+	cfg.HTTPClient = sdkhttp.Wrap(cfg.HTTPClient)
 	// The flag is set on each client, after the SDK resolved its endpoint: set in the
 	// config, AWS_ENDPOINT_URL_<SERVICE> would win over it.
 	var ep *string

@@ -74,7 +74,7 @@ func InWords(err error) string {
 		// The answer began as the service's and its body broke off: not a wrong endpoint.
 		if cause := cutOff(err); cause != "" {
 			return fmt.Sprintf("the answer from %s was cut off while it came (HTTP %d, then %s): the connection closed mid-answer "+
-				"(the network, or one reused after an interrupted call); the call may have taken effect", where, re.HTTPStatusCode(), cause)
+				"(the network, or a proxy on the way); the call may have taken effect", where, re.HTTPStatusCode(), cause)
 		}
 		return fmt.Sprintf("%s answered HTTP %d, but not as the service does: a proxy or load balancer in the way, or a wrong endpoint URL", where, re.HTTPStatusCode())
 	}

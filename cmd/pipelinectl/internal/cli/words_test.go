@@ -89,7 +89,7 @@ func TestExplainPutsTheCallInWords(t *testing.T) {
 		Err:      &smithy.DeserializationError{Err: &netpkg.OpError{Op: "read", Net: "tcp", Err: netpkg.ErrClosed}}}}
 	got = Explain(fmt.Errorf("receive from http://127.0.0.1:19324/1/dlq: %w", cut)).Error()
 	want = "receive from http://127.0.0.1:19324/1/dlq: SQS ReceiveMessage: the answer from http://127.0.0.1:19324 was cut off while it came (HTTP 200, then read: use of closed network connection): " +
-		"the connection closed mid-answer (the network, or one reused after an interrupted call); the call may have taken effect"
+		"the connection closed mid-answer (the network, or a proxy on the way); the call may have taken effect"
 	if got != want {
 		t.Errorf("explain =\n%q\nwant\n%q", got, want)
 	}
