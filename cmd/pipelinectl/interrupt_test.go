@@ -717,9 +717,74 @@ func TestRedriveCtrlCInTheScan(t *testing.T) {
 		t.Errorf("Ctrl-C in the scan: exit %d, want %d", code, cli.ExitNotDone)
 	}
 	wantContains(t, "Ctrl-C in the scan", text, "gave back    20 messages this run held: visible again at once", // the first receive's and the lost one's retry
-		"lost         1 receives got no answer (the network): each may have taken up to 10 messages that nobody can give back; they stay hidden until ",
+		"lost         1 receive got no whole answer (the network, or an answer cut off): it may have taken up to 10 messages that nobody can give back; they stay hidden until ",
 		"NOT DONE     interrupted during the scan, before anything moved (exit 3)", "resume with  pipelinectl dlq redrive --yes ")
 	if strings.Contains(text, "operation error") {
 		t.Errorf("the SDK's chain reaches the operator:\n%s", text)
+	}
+}
+
+// The trial's fresh run: every answer to its scan's receives begins (HTTP 200) and breaks
+// off, as the answer it lost did. The run ends as an interrupt does: exit 3, the receives
+// whose answers were lost named with the time their messages come back (what the DLQ holds
+// in flight then is exactly what they took), and the resume line. On FIFO the retries ask
+// for the same batch (its attempt id): one receive is lost, not three.
+func TestRedriveFirstReceiveFailsForGood(t *testing.T) {
+	t.Parallel()
+	for _, fifo := range []bool{true, false} {
+		t.Run(queueKind(fifo), func(t *testing.T) {
+			t.Parallel()
+			p := newPipe(t, fifo)
+			var bodies []string
+			for i := range 30 {
+				bodies = append(bodies, fmt.Sprintf("cut-%02d", i))
+			}
+			group := ""
+			if fifo {
+				group = "g"
+			}
+			fillDLQ(t, p, group, bodies...)
+			proxy, err := ddbproxy.New(sqsSrv.Endpoint())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+				return ddbproxy.Fault{Truncate: c.Op == "ReceiveMessage"}
+			}
+			var out, errOut bytes.Buffer
+			start := time.Now()
+			code := run(t.Context(), append(p.args("dlq", "redrive", "--yes"), "--endpoint-url", proxy.URL), &out, &errOut)
+			took := time.Since(start)
+			text := out.String() + errOut.String()
+			t.Logf("every receive's answer cut off: exit %d after %s\n%s", code, took.Round(time.Millisecond), text)
+			if code != cli.ExitNotDone {
+				t.Errorf("exit %d, want %d", code, cli.ExitNotDone)
+			}
+			lost := map[bool]int{true: 1, false: 3}[fifo]
+			wantContains(t, "a scan whose receives fail", text,
+				map[bool]string{true: "lost         1 receive got no whole answer (the network, or an answer cut off): it may have taken up to 10 messages",
+					false: "lost         3 receives got no whole answer (the network, or answers cut off): each may have taken up to 10 messages"}[fifo]+
+					" that nobody can give back; they stay hidden until ",
+				"NOT DONE     a receive failed during the scan, before anything moved: the answer from "+proxy.URL+" was cut off while it came (HTTP 200, then unexpected EOF)",
+				"(exit 3)", "resume with  pipelinectl dlq redrive --yes ")
+			// They come back when the scan's hold (30 s) of the last lost receive ends.
+			m := regexp.MustCompile(`hidden until (\d\d:\d\d:\d\dZ) at the latest`).FindStringSubmatch(text)
+			if m == nil {
+				t.Fatalf("no time the hidden messages come back in:\n%s", text)
+			}
+			until, _ := time.Parse("15:04:05Z", m[1])
+			lo, hi := start.UTC().Add(dlq.RedriveHold).Truncate(time.Second), start.UTC().Add(took+dlq.RedriveHold)
+			at := time.Date(lo.Year(), lo.Month(), lo.Day(), until.Hour(), until.Minute(), until.Second(), 0, time.UTC)
+			if at.Before(lo) || at.After(hi) {
+				t.Errorf("hidden until %s, want between %s and %s (the run's start and end, plus the hold)", m[1], lo.Format(time.TimeOnly), hi.Format(time.TimeOnly))
+			}
+			if inFlight := queueCounts(t, p.dlqURL)[1]; inFlight != int64(10*lost) {
+				t.Errorf("the DLQ holds %d in flight, want %d: what the %d lost receives took, and nothing else", inFlight, 10*lost, lost)
+			}
+			if strings.Contains(text, "operation error") {
+				t.Errorf("the SDK's chain reaches the operator:\n%s", text)
+			}
+		})
 	}
 }

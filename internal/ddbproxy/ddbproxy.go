@@ -57,6 +57,10 @@ type Fault struct {
 	// Cut closes the client's connection without forwarding the call: it did not take
 	// effect, but the client cannot tell that from a lost response.
 	Cut bool
+	// Truncate forwards the call, sends the reply's status, headers and first half of its
+	// body, and closes the client's connection: the call took effect and its answer broke
+	// off while it came.
+	Truncate bool
 }
 
 // Reply is the answer a call got, from the backend or from an injected Fault.
@@ -213,6 +217,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hangUp(w)
 		return
 	}
+	if f.Truncate {
+		p.Injected.Add(1)
+		truncate(w, resp, out)
+		return
+	}
 	if p.Observe != nil {
 		p.observe(call, reply(resp, out))
 	}
@@ -237,6 +246,24 @@ func hangUp(w http.ResponseWriter) {
 		return
 	}
 	panic(http.ErrAbortHandler) // net/http closes the connection
+}
+
+// truncate sends resp's status and headers, with the whole body's Content-Length, and the
+// first half of body, then closes the client's connection.
+func truncate(w http.ResponseWriter, resp *http.Response, body []byte) {
+	c, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	defer c.Close()
+	fmt.Fprintf(buf, "HTTP/1.1 %s\r\n", resp.Status)
+	h := resp.Header.Clone()
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Del("Transfer-Encoding")
+	h.Write(buf)
+	buf.WriteString("\r\n")
+	buf.Write(body[:len(body)/2])
+	buf.Flush()
 }
 
 func (p *Proxy) observe(c Call, r Reply) {

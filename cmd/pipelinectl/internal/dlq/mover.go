@@ -525,7 +525,9 @@ func outcomeUnknown(err error) bool {
 	}
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) && re.Response != nil && re.HTTPStatusCode() != 0 {
-		return re.HTTPStatusCode() >= 500
+		// A 2xx whose body broke off (or could not be read): the call took effect, and what
+		// it answered (a receive's messages and their handles) is lost.
+		return re.HTTPStatusCode() < 300 || re.HTTPStatusCode() >= 500
 	}
 	return true // no response: the SDK reports a request that failed to send with status 0
 }

@@ -115,13 +115,15 @@ func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duratio
 		// messages again, instead of leaving them hidden.
 		in.ReceiveRequestAttemptId = aws.String(strconv.FormatInt(time.Now().UnixNano(), 36))
 	}
-	// The SDK's retries are off for a receive, and done here: a try that got no answer may
-	// have handed out a batch that nobody can give back (its receipt handles are lost with
-	// the answer), hidden until the hold ends. Each is counted (lostReceives), so that the
-	// summary names it and says when its batch reappears. On FIFO the attempt id makes the
-	// retry hand out the same batch: nothing is lost.
+	// The SDK's retries are off for a receive, and done here: a try that got no whole answer
+	// (none, or one cut off while it came) may have handed out a batch that nobody can give
+	// back (its receipt handles are lost with the answer), hidden until the hold ends. Each
+	// is counted (lostReceives), so that the summary names it and says when its batch
+	// reappears. On FIFO the attempt id makes the retry hand out the same batch: nothing is
+	// lost, unless every try fails, and then that one batch is.
 	fifo := in.ReceiveRequestAttemptId != nil
 	var msgs []types.Message
+	unknown := false
 	err := tries(receiveAttempts, 100*time.Millisecond, func() error {
 		out, err := api.ReceiveMessage(ctx, in, oneAttempt)
 		if err == nil {
@@ -129,11 +131,15 @@ func receive(ctx context.Context, api *sqs.Client, url string, hold time.Duratio
 		}
 		return err
 	}, func() {
+		unknown = true
 		if !fifo {
 			noteLostReceive(ctx, hold)
 		}
 	})
 	if err != nil {
+		if fifo && unknown {
+			noteLostReceive(ctx, hold)
+		}
 		return nil, fmt.Errorf("receive from %s: %w", url, err)
 	}
 	return msgs, nil

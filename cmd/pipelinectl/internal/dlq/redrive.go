@@ -51,6 +51,22 @@ const defaultMaxScan = 1000
 // it says unknown, and why.
 const countWait = 30 * time.Second
 
+// scanFailure is the scan's own error in err, Peek's, nil when err is only the messages it
+// could not give back (a hiddenError, said on its own).
+func scanFailure(err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var h *hiddenError
+	for _, e := range errs {
+		if !errors.As(e, &h) {
+			return e
+		}
+	}
+	return nil
+}
+
 // settled returns a context for one call that runs to its end even when ctx is cancelled.
 func settled(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
@@ -98,20 +114,24 @@ func Redrive(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	}
 
 	p, err := planRedrive(ctx, cl.SQS, dlq, t, o)
-	if err != nil && ctx.Err() != nil {
-		// Ctrl-C in the scan ends as anywhere else: what the scan held is given back (Peek),
-		// a receive whose answer was lost is named with when its batch reappears, then the
-		// resume line. A receive cut off by the interrupt is not a failure of its own.
+	if err != nil {
+		// Ctrl-C in the scan, or a receive that failed for good, ends as an interrupt does:
+		// what the scan held is given back (Peek), a receive whose answer was lost is named
+		// with when its batch reappears, then the resume line. A receive cut off by the
+		// interrupt is not a failure of its own.
 		why := "interrupted during the scan, before anything moved"
+		if ctx.Err() == nil {
+			why = "the scan could not give back what it held, before anything moved"
+			if f := scanFailure(err); f != nil {
+				why = "a receive failed during the scan, before anything moved: " + cli.InWords(f)
+			}
+		}
 		var h *hiddenError
 		if errors.As(err, &h) {
 			why += "; " + h.Error()
 		}
 		s.GaveBack = len(p.msgs) - h.count()
 		return s.finish(ctx, cl.SQS, dlq, c, w, &cli.NotDone{Why: why})
-	}
-	if err != nil {
-		return err
 	}
 	s.Method, s.Plan = p.method, p.counts
 	p.print(out, dlq, dest, t, c.Pipeline, o)

@@ -330,8 +330,12 @@ func (s *RedriveSummary) left(w *strings.Builder) {
 		}
 	}
 	if s.LostReceives > 0 {
-		fmt.Fprintf(w, "lost         %d receives got no answer (the network): each may have taken up to 10 messages that nobody can give back; "+
-			"they stay hidden until %s at the latest, then a rerun sees them\n", s.LostReceives, clock(*s.LostReceivesVisibleBy))
+		what := "1 receive got no whole answer (the network, or an answer cut off): it"
+		if s.LostReceives > 1 {
+			what = fmt.Sprintf("%d receives got no whole answer (the network, or answers cut off): each", s.LostReceives)
+		}
+		fmt.Fprintf(w, "lost         %s may have taken up to 10 messages that nobody can give back; "+
+			"they stay hidden until %s at the latest, then a rerun sees them\n", what, clock(*s.LostReceivesVisibleBy))
 	}
 	switch {
 	case s.LeftVisible != nil && s.taskGoesOn:
