@@ -193,7 +193,7 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 // buildPrebuilt is the corpus app's own build step, as a Makefile of such an app runs it
 // before `cdk synth`: the go1.x function's binary bin/go1x/main (x86_64, the only
 // architecture of go1.x) and the bootstrap zipped into bin/echo.zip.
-func buildPrebuilt(t *testing.T, dir string) {
+func buildPrebuilt(t testing.TB, dir string) {
 	t.Helper()
 	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}
 	run(t, dir, env, "go", "build", "-o", "bin/go1x/main", "./functions/echo")

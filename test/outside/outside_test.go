@@ -69,7 +69,7 @@ func TestAnOutsideModuleRunsItsPipelineLocally(t *testing.T) {
 // sum the tool needs (this machine reaches no checksum database), either way docs/local.md
 // gives: "get" as for the published module (go get -tool), "edit" as from a checkout the
 // module replaces it with (go mod edit -tool, then go mod tidy).
-func newModule(t *testing.T, name, parent, root, tool string) string {
+func newModule(t testing.TB, name, parent, root, tool string) string {
 	t.Helper()
 	src := filepath.Join("testdata", name)
 	if strings.Contains(name, "/") { // a directory of this repository's, e.g. one of its examples
@@ -118,7 +118,7 @@ func newModule(t *testing.T, name, parent, root, tool string) string {
 // telemetry sender, its notices and its version check are turned off here, from the
 // environment and the command line: a test contacts no endpoint. The network guard holds it
 // to that: a connection the CLI or any Node process under it tries fails the test.
-func synth(t *testing.T, dir, root string) {
+func synth(t testing.TB, dir, root string) {
 	t.Helper()
 	g := netguard.New(t)
 	// The apps, as their authors wrote them, do not call jsii.Close, so each leaves its jsii
@@ -135,19 +135,19 @@ var synthEnv = []string{"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FIL
 	"CDK_DISABLE_VERSION_CHECK=1", "CDK_DISABLE_CLI_TELEMETRY=true", "CDK_VALIDATION=false",
 	"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE="}
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), fs.FileMode(0o644)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func run(t *testing.T, dir string, env []string, name string, args ...string) {
+func run(t testing.TB, dir string, env []string, name string, args ...string) {
 	t.Helper()
 	runOut(t, dir, env, name, args...)
 }
 
-func runOut(t *testing.T, dir string, env []string, name string, args ...string) string {
+func runOut(t testing.TB, dir string, env []string, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), name, args...)
 	cmd.Dir = dir
