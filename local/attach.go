@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
@@ -335,4 +336,28 @@ func (k *Kit) pollClient(ctx context.Context, st *stackRun, consumer string) (*s
 		o.Credentials = p
 		o.APIOptions = append(o.APIOptions, st.obs.Middleware)
 	}), nil
+}
+
+// startAttached is Start's build, create and run stages against the deployed stacks
+// (Options.Attach): the functions built, no backend started and nothing created (each
+// stack's deployment read instead), then run.
+func (k *Kit) startAttached(ctx context.Context, plans []*stackPlan, sources []map[string]cfn.Source) error {
+	if err := k.connect(ctx); err != nil {
+		return err
+	}
+	bins, err := k.build(ctx, plans)
+	if err != nil {
+		return err
+	}
+	for _, sp := range plans {
+		if err := k.attachStack(ctx, sp); err != nil {
+			return err
+		}
+	}
+	sts := slices.Clone(k.stacks)
+	k.observed.Store(&sts)
+	if err := k.listenAWS(); err != nil {
+		return err
+	}
+	return k.run(ctx, plans, sources, bins)
 }

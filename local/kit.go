@@ -1,34 +1,24 @@
 package local
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
@@ -223,11 +213,18 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err != nil {
 		return nil, err
 	}
-	refs, err := stacksOf(opts)
+	a, err := read(opts) // read.go: the stacks, their templates, their functions' sources
 	if err != nil {
 		return nil, err
 	}
-	k := &Kit{opts: opts, started: time.Now(), region: sqslocal.Region}
+	if err := resolve(a); err != nil { // resolve.go: what one stack takes from another, as planned
+		return nil, err
+	}
+	plans, notRun, err := planAll(a) // plan.go: what runs, and what cannot and why
+	if err != nil {
+		return nil, err
+	}
+	k := &Kit{opts: opts, started: time.Now(), region: sqslocal.Region, standIns: a.standIns, notRun: notRun}
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -235,23 +232,8 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 			k.Close()
 		}
 	}()
-	refs, templates, sources, err := k.read(refs)
-	if err != nil {
-		return nil, err
-	}
-	clashes(refs, templates)
-	if err := nestedPlanned(refs, templates); err != nil { // a nested stack's mapping numbers, before plan copies them
-		return nil, err
-	}
-	if err := linkImports(refs, templates); err != nil {
-		return nil, err
-	}
-	plans, err := k.plan(refs, templates, sources)
-	if err != nil {
-		return nil, err
-	}
 	if opts.Attach != nil {
-		if err := k.startAttached(ctx, plans, sources); err != nil {
+		if err := k.startAttached(ctx, plans, a.sources); err != nil { // attach.go: against the deployed stacks
 			return nil, err
 		}
 		ok = true
@@ -260,68 +242,26 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err := checkNames(plans, opts); err != nil {
 		return nil, err
 	}
-	notRun, err := checkEnv(plans, opts.Env) // every problem at once, before anything starts
+	envNotRun, err := checkEnv(plans, opts.Env) // every problem at once, before anything starts
 	if err != nil {
 		return nil, err
 	}
-	k.notRun = append(k.notRun, notRun...)
+	k.notRun = append(k.notRun, envNotRun...)
 	if err := checkJava(ctx); err != nil { // before the builds: say what to install at once
 		return nil, err
 	}
-	bins, err := k.buildAll(ctx, plans)
+	bins, err := k.build(ctx, plans) // build.go: an executable of each function for this machine
 	if err != nil {
 		return nil, err
 	}
-	if err := k.startBackends(ctx); err != nil {
+	if err := k.create(ctx, plans); err != nil { // create.go: the backends, the queues and tables
 		return nil, err
 	}
-	// Every stack's queues and tables first, so that a function of one stack may refer to
-	// another's (Fn::ImportValue), then the functions.
-	for _, sp := range plans {
-		if err := k.create(ctx, sp); err != nil {
-			return nil, err
-		}
-	}
-	sts := slices.Clone(k.stacks)
-	k.observed.Store(&sts)
-	for i, sp := range plans {
-		if err := k.run(ctx, k.stacks[i], sp, sources[i], bins); err != nil {
-			return nil, err
-		}
-	}
-	if err := k.serveAWS(); err != nil {
+	if err := k.run(ctx, plans, a.sources, bins); err != nil { // run.go: pollers and environments
 		return nil, err
 	}
 	ok = true
 	return k, nil
-}
-
-// startAttached runs the plans' functions against their deployed stacks (Options.Attach):
-// no backend, nothing created.
-func (k *Kit) startAttached(ctx context.Context, plans []*stackPlan, sources []map[string]cfn.Source) error {
-	if err := k.connect(ctx); err != nil {
-		return err
-	}
-	bins, err := k.buildAll(ctx, plans)
-	if err != nil {
-		return err
-	}
-	for _, sp := range plans {
-		if err := k.attachStack(ctx, sp); err != nil {
-			return err
-		}
-	}
-	sts := slices.Clone(k.stacks)
-	k.observed.Store(&sts)
-	if err := k.listenAWS(); err != nil {
-		return err
-	}
-	for i, sp := range plans {
-		if err := k.run(ctx, k.stacks[i], sp, sources[i], bins); err != nil {
-			return err
-		}
-	}
-	return k.serveAWS()
 }
 
 // withDefaults checks o and fills in its defaults.
@@ -349,460 +289,6 @@ func (o Options) withDefaults() (Options, error) {
 		o.Progress = io.Discard
 	}
 	return o, nil
-}
-
-// stacksOf is the stacks of the assembly that Options.Stacks names (every one by default).
-func stacksOf(opts Options) ([]cfn.StackRef, error) {
-	all, err := cfn.Stacks(opts.Assembly)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("local: %s is not a cloud assembly (no manifest.json): run `cdk synth` (or `cdk synth -o DIR`) first", opts.Assembly)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("local: %w", err)
-	}
-	refs, err := standin.PickStacks(all, opts.Stacks)
-	if err != nil {
-		return nil, fmt.Errorf("local: %w", err)
-	}
-	return refs, nil
-}
-
-// read reads each stack's template and the sources of its functions, with the parameters
-// given, and makes a stand-in for each queue a stack imports (Kit.StandIns). Each nested
-// stack whose template the assembly holds (CDK's NestedStack) becomes a stack of the run,
-// right after the stack it is nested in: the returned refs include them.
-func (k *Kit) read(refs []cfn.StackRef) ([]cfn.StackRef, []*standin.Template, []map[string]cfn.Source, error) {
-	var templates []*standin.Template
-	var sources []map[string]cfn.Source
-	for i := 0; i < len(refs); i++ { // refs grows by the nested stacks found
-		ref := refs[i]
-		fail := func(err error) ([]cfn.StackRef, []*standin.Template, []map[string]cfn.Source, error) {
-			return nil, nil, nil, fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
-		}
-		t, err := standin.LoadTemplate(filepath.Join(ref.Dir, ref.TemplateFile))
-		if err != nil {
-			return fail(err)
-		}
-		own := ownsPath(ref, t.Nested)
-		src, err := cfn.ReadSources(ref.Dir, ref.Artifact(), own)
-		if err != nil {
-			return fail(err)
-		}
-		templates, sources = append(templates, t), append(sources, src)
-		for j, n := range t.Nested {
-			name := n.Path[strings.LastIndex(n.Path, "/")+1:]
-			refs = slices.Insert(refs, i+1+j, cfn.StackRef{ID: ref.ID + "/" + n.LogicalID, DisplayName: ref.DisplayName + "/" + name,
-				StackName: ref.StackName + "-" + name, Dir: ref.Dir, TemplateFile: n.TemplateFile, Environment: ref.Environment,
-				Parent: ref.ID, ParentResource: n.LogicalID, Path: n.Path})
-		}
-		if ref.Parent != "" {
-			continue // its parameters are the parent's values (nestedParameters); it imports no queue of ours
-		}
-		if err := t.UseParameters(k.opts.Parameters); err != nil { // an imported queue's ARN may be one
-			return fail(err)
-		}
-		existing, err := cfn.ReadExistingQueues(ref.Dir, ref.ID, own)
-		if err != nil {
-			return fail(err)
-		}
-		for _, mapping := range slices.Sorted(maps.Keys(existing)) {
-			notes, err := t.StandInQueue(mapping, existing[mapping])
-			if err != nil {
-				return fail(err)
-			}
-			for _, n := range notes {
-				k.standIns = append(k.standIns, ref.DisplayName+": "+n)
-			}
-		}
-	}
-	return refs, templates, sources, nil
-}
-
-// ownsPath reports the construct paths of ref's own resources: those under its construct
-// path, not under one of its nested stacks' (a nested stack's metadata is in its top
-// stack's, and its logical ids may be its parent's too).
-func ownsPath(ref cfn.StackRef, nested []standin.NestedStack) func(path string) bool {
-	return func(path string) bool {
-		if ref.Path != "" && !strings.HasPrefix(path, "/"+ref.Path+"/") {
-			return false
-		}
-		return !slices.ContainsFunc(nested, func(n standin.NestedStack) bool { return strings.HasPrefix(path, "/"+n.Path+"/") })
-	}
-}
-
-// plan plans each stack (what runs, what cannot: Kit.NotRun), and refuses an assembly in
-// which no pipeline would run.
-func (k *Kit) plan(refs []cfn.StackRef, templates []*standin.Template, sources []map[string]cfn.Source) ([]*stackPlan, error) {
-	plans := make([]*stackPlan, len(refs))
-	var names []string
-	running := 0
-	for i, t := range templates {
-		var err error
-		if plans[i], err = plan(refs[i], t, sources[i]); err != nil {
-			return nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
-		}
-		for _, p := range plans[i].pipelines {
-			if !p.Mapping.Disabled {
-				running++
-			}
-		}
-		names = append(names, refs[i].DisplayName)
-		for _, n := range plans[i].notRun {
-			k.notRun = append(k.notRun, refs[i].DisplayName+": "+n)
-		}
-	}
-	if running == 0 {
-		why := ""
-		if len(k.notRun) > 0 {
-			why = ":\n  - " + strings.Join(k.notRun, "\n  - ")
-		}
-		return nil, fmt.Errorf("local: no pipeline to run: none of the stacks %s has an SQS event source mapping onto a function the kit can run%s", strings.Join(names, ", "), why)
-	}
-	return plans, nil
-}
-
-// clashes marks, in each template, the physical names it gives (a QueueName, TableName,
-// TopicName or BucketName) that another stack of the run gives too, as two stages of one app
-// do: those are suffixed with the stack's name locally, and the stack's Ignored says so.
-// Every other given name is kept, so that a function that has it as a plain string finds it.
-// A name is compared across kinds too (a queue and a topic of one name are suffixed both):
-// rarer than a clash, and only less faithful, never wrong.
-func clashes(refs []cfn.StackRef, templates []*standin.Template) {
-	by := map[string][]int{}
-	for i, t := range templates {
-		for name := range t.GivenNames() {
-			by[name] = append(by[name], i)
-		}
-	}
-	for i, t := range templates {
-		t.Clashes = map[string]bool{}
-		for name, id := range t.GivenNames() {
-			if len(by[name]) < 2 {
-				continue
-			}
-			t.Clashes[name] = true
-			var others []string
-			for _, j := range by[name] {
-				if j != i {
-					others = append(others, refs[j].DisplayName)
-				}
-			}
-			here := strings.TrimSuffix(name, ".fifo") + "-" + stackSuffix(refs[i])
-			if strings.HasSuffix(name, ".fifo") {
-				here += ".fifo"
-			}
-			t.NotApplied = append(t.NotApplied, fmt.Sprintf("%s's name %s is given by stack %s too: here it is %s (a function that has the name as a plain string misses it)",
-				id, name, strings.Join(others, ", "), here))
-		}
-	}
-}
-
-// buildAll builds the functions into a directory of the kit's own, holding its lock, after
-// removing those of kits that are gone.
-func (k *Kit) buildAll(ctx context.Context, plans []*stackPlan) (map[string]string, error) {
-	sweepStale()
-	sweepKeptBuilds(time.Now().Add(-keptBuildsFor))
-	var err error
-	if k.binDir, err = os.MkdirTemp("", binDirPrefix); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
-	}
-	if k.binLock, err = holdLock(k.binDir, binLockName); err != nil {
-		return nil, fmt.Errorf("local: %w", err)
-	}
-	return k.build(ctx, plans)
-}
-
-// startBackends starts DynamoDB Local and ElasticMQ (installed first if need be), and the
-// proxy in front of DynamoDB Local through which the functions' calls go: it injects the
-// faults InjectDynamoDB asks for and feeds each stack's DynamoDB metrics.
-func (k *Kit) startBackends(ctx context.Context) error {
-	if err := useBackends(ctx, k.opts.Progress); err != nil {
-		return err
-	}
-	fmt.Fprintln(k.opts.Progress, "local: starting DynamoDB Local and ElasticMQ")
-	var wg sync.WaitGroup
-	var dErr, sErr error
-	wg.Go(func() { k.ddb, dErr = dynamolocal.StartContext(ctx) })
-	wg.Go(func() { k.sqsd, sErr = sqslocal.StartKind(ctx, sqslocal.ElasticMQ) })
-	wg.Wait()
-	if err := errors.Join(dErr, sErr); err != nil {
-		return fmt.Errorf("local: %w", err)
-	}
-	k.sq, k.db = k.sqsd.Client(), k.ddb.Client()
-	k.s3, k.s3h = newS3()
-	if err := k.listenAWS(); err != nil {
-		return err
-	}
-	var err error
-	if k.egress, err = listenEgress(k.binDir, k.refusedCall, k.answerFor); err != nil {
-		return err
-	}
-	if k.proxy, err = ddbproxy.New(k.ddb.Endpoint()); err != nil {
-		return fmt.Errorf("local: %w", err)
-	}
-	// The proxy's hooks are set once, before any function runs, and read what changes
-	// through atomics: InjectDynamoDB swaps the fault function, each deploy the stacks.
-	k.proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
-		fail := k.inject.Load()
-		if fail == nil {
-			return ddbproxy.Fault{}
-		}
-		switch typ := (*fail)(DynamoDBCall{Op: c.Op, Table: c.Table, Key: c.Key}); {
-		case typ == "":
-			return ddbproxy.Fault{}
-		case strings.Contains(typ, "InternalServerError") || strings.Contains(typ, "ServiceUnavailable"):
-			return ddbproxy.Fault{Status: 500, Type: typ}
-		default:
-			return ddbproxy.Fault{Status: 400, Type: typ}
-		}
-	}
-	k.proxy.Observe = func(c ddbproxy.Call, r ddbproxy.Reply) { // DynamoDB's metrics of each stack's tables
-		if sts := k.observed.Load(); sts != nil {
-			for _, st := range *sts {
-				st.obs.Dynamo(c, r)
-			}
-		}
-	}
-	return nil
-}
-
-// nameSafe matches what may not be in a local resource name (a stack's name becomes the
-// suffix of its queues' and tables' names).
-var nameSafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
-
-// build compiles the source of every function that runs, once per source, for this
-// machine; a function whose code is a bootstrap executable in the assembly runs as it is.
-func (k *Kit) build(ctx context.Context, plans []*stackPlan) (map[string]string, error) {
-	bins := map[string]string{}  // "<stack id>/<function>" -> bootstrap
-	built := map[string]string{} // go build's directory and command line -> bootstrap
-	for _, sp := range plans {
-		for _, id := range slices.Sorted(maps.Keys(sp.code)) {
-			c := sp.code[id]
-			if c.zip != "" {
-				out, err := k.unzip(c)
-				if err != nil {
-					return nil, fmt.Errorf("local: stack %s: function %s: %w", sp.ref.DisplayName, id, err)
-				}
-				bins[sp.ref.ID+"/"+id] = out
-				continue
-			}
-			if c.src == nil && c.rebuilt == nil {
-				bins[sp.ref.ID+"/"+id] = c.bootstrap
-				continue
-			}
-			spec, what, alt := c.spec()
-			key := strings.Join(slices.Concat(spec.Env, spec.Args(), []string{spec.Dir}), "\x00")
-			if out, ok := built[key]; ok {
-				bins[sp.ref.ID+"/"+id] = out
-				continue
-			}
-			sum := sha256.Sum256([]byte(key))
-			out := filepath.Join(k.binDir, hex.EncodeToString(sum[:8]), "bootstrap")
-			if err := buildCode(ctx, spec, what, alt, out, k.opts.Progress); err != nil {
-				return nil, fmt.Errorf("local: stack %s: function %s: %w", sp.ref.DisplayName, id, err)
-			}
-			built[key], bins[sp.ref.ID+"/"+id] = out, out
-		}
-	}
-	return bins, nil
-}
-
-// unzip extracts the executable of a zip asset into the kit's directory, once per zip.
-func (k *Kit) unzip(c code) (string, error) {
-	sum := sha256.Sum256([]byte(c.zip + "\x00" + c.member))
-	out := filepath.Join(k.binDir, hex.EncodeToString(sum[:8]), c.member)
-	if _, err := os.Stat(out); err == nil {
-		return out, nil
-	}
-	b, _, err := zipMember(c.zip, c.member)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", err
-	}
-	return out, os.WriteFile(out, b, 0o755)
-}
-
-// create creates one stack's queues and tables.
-func (k *Kit) create(ctx context.Context, sp *stackPlan) error {
-	ref := sp.ref
-	byID := func(id string) *standin.Deployment {
-		for _, st := range k.stacks {
-			if st.ref.ID == id {
-				return st.d
-			}
-		}
-		return nil
-	}
-	if ref.Parent != "" { // the parent is created: its values are known
-		if err := sp.t.UseParameters(nestedParameters(ref, byID(ref.Parent))); err != nil {
-			return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
-		}
-	}
-	d, err := standin.Deploy(ctx, k.sq, k.db, sp.t, stackSuffix(ref))
-	if err != nil {
-		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
-	}
-	d.StackName, d.Overrides = ref.StackName, k.opts.Env
-	d.Import = func(name string) (any, error) {
-		deps := make([]*standin.Deployment, len(k.stacks))
-		for i, st := range k.stacks {
-			deps[i] = st.d
-		}
-		return importValue(deps, name)
-	}
-	d.NestedOutput = func(res, out string) (any, error) { return nestedOutput(byID, ref.ID, res, out) }
-	for _, id := range slices.Sorted(maps.Keys(d.Bucket)) {
-		if err := k.s3.CreateBucket(d.Bucket[id]); err != nil {
-			return fmt.Errorf("local: stack %s: bucket %s (%s): %w", ref.DisplayName, id, d.Bucket[id], err)
-		}
-	}
-	st := &stackRun{ref: ref, d: d}
-	st.obs = standin.NewObserver(d, k.sq, st.functionName, k.opts.AlarmTimeScale, func(format string, args ...any) {
-		k.background(fmt.Errorf("stack %s: "+format, append([]any{ref.DisplayName}, args...)...))
-	})
-	k.stacks = append(k.stacks, st)
-	return nil
-}
-
-// run starts one stack's pipelines: each consumer's environments behind its poller, each
-// dispatcher's environment and, with Options.Cron, its schedule.
-func (k *Kit) run(ctx context.Context, st *stackRun, sp *stackPlan, sources map[string]cfn.Source, bins map[string]string) error {
-	ref, t, d, ps := sp.ref, sp.t, st.d, sp.pipelines
-	for _, p := range ps {
-		if k.at != nil {
-			// The stack's own mapping would take the messages (fakecloud's, with no
-			// function runtime, deletes them); the kit's poller is the mapping.
-			if err := k.at.disableMappings(ctx, d.FunctionName(p.Consumer), d.QueueARN[p.Queue]); err != nil {
-				return fmt.Errorf("local: attach: stack %s: %w", ref.DisplayName, err)
-			}
-			continue // the queues and the table as deployed: the poller asks for visibility
-		}
-		if err := k.standIn(ctx, st, p.Consumer); err != nil {
-			return err
-		}
-		if visibility := k.visibility(t, p); visibility > 0 {
-			if _, err := k.sq.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(d.QueueURL[p.Queue]),
-				Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(visibility.Seconds()))}}); err != nil {
-				return fmt.Errorf("local: stack %s: queue %s VisibilityTimeout: %w", ref.DisplayName, p.Queue, err)
-			}
-		}
-	}
-	for _, p := range ps {
-		pollSQ, err := k.pollClient(ctx, st, p.Consumer)
-		if err != nil {
-			return err
-		}
-		env, err := d.Env(p.Consumer)
-		if err != nil {
-			return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
-		}
-		path := cmp.Or(sources[p.Consumer].Path, t.Functions[p.Consumer].Path, p.Consumer)
-		r := &run{Running: Running{Name: pipelineName(path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
-			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env[contract.EnvTableName],
-			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo, Filters: p.Mapping.Filters},
-			p: p, st: st, ledger: standin.NewLedger()}
-		if p.Dispatcher != "" {
-			r.DispatcherName = d.FunctionName(p.Dispatcher)
-		}
-		r.Heartbeats = slices.ContainsFunc(t.SendSchedules, func(s standin.SendSchedule) bool { return s.Queue == p.Queue })
-		n := k.opts.Environments
-		if p.Mapping.MaxConcurrency > 0 {
-			n = min(n, p.Mapping.MaxConcurrency)
-		}
-		envs := make([]standin.Invoker, n)
-		for i := range envs {
-			e, err := k.env(ctx, st, p.Consumer, bins[ref.ID+"/"+p.Consumer], r.ledger.Line)
-			if err != nil {
-				return err
-			}
-			envs[i] = k.invoker(st, p.Consumer, e, r)
-		}
-		if p.Dispatcher != "" {
-			if r.disp, err = k.env(ctx, st, p.Dispatcher, bins[ref.ID+"/"+p.Dispatcher], nil); err != nil {
-				return err
-			}
-			if k.opts.Cron {
-				if err := k.cron(r); err != nil {
-					return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
-				}
-			}
-		}
-		r.poller = &standin.Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: k.region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
-		if k.at != nil { // the deployed queue unchanged: each receive asks for it
-			r.poller.VisibilityTimeout = int32(k.visibility(t, p).Seconds())
-		}
-		k.wg.Go(func() {
-			if p.Mapping.Disabled {
-				return
-			}
-			if err := r.poller.Run(k.ctx); err != nil {
-				k.background(fmt.Errorf("pipeline %s poller: %w", r.Name, err))
-			}
-		})
-		if !k.opts.NoHeartbeats {
-			st.obs.StartHeartbeats(p.Queue)
-		}
-		st.pipelines = append(st.pipelines, r)
-	}
-	return nil
-}
-
-// visibility is the visibility timeout a pipeline's queue gets here (Options.VisibilityTimeout):
-// the consumer's timeout and the batching window a record may wait through first, when the
-// template's is longer; 0 keeps the template's.
-func (k *Kit) visibility(t *standin.Template, p standin.Pipeline) time.Duration {
-	visibility := k.opts.VisibilityTimeout
-	held := time.Duration(t.Functions[p.Consumer].Timeout+p.Mapping.WindowSeconds) * time.Second
-	if visibility == 0 && t.Queues[p.Queue].VisibilityTimeout() > held {
-		visibility = held
-	}
-	return visibility
-}
-
-// standIn creates, for a consumer whose idempotency table the stack imports (an existing
-// table, named but not created by the template), a local table of that name with the key
-// schema the consumer is told (IDEMPOTENCY_PARTITION_KEY, IDEMPOTENCY_SORT_KEY) and time to
-// live on "expiration", and notes it in StandIns.
-func (k *Kit) standIn(ctx context.Context, st *stackRun, consumer string) error {
-	env, err := st.d.Env(consumer)
-	if err != nil {
-		return fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
-	}
-	name := env[contract.EnvTableName]
-	if name == "" || slices.Contains(slices.Collect(maps.Values(st.d.TableName)), name) {
-		return nil
-	}
-	if _, err := k.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}); err == nil {
-		return nil // another consumer's stand-in
-	}
-	pk, sk := env[contract.EnvPartitionKey], env[contract.EnvSortKey]
-	if pk == "" {
-		pk = "id"
-	}
-	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: dbtypes.BillingModePayPerRequest,
-		KeySchema:            []dbtypes.KeySchemaElement{{AttributeName: aws.String(pk), KeyType: dbtypes.KeyTypeHash}},
-		AttributeDefinitions: []dbtypes.AttributeDefinition{{AttributeName: aws.String(pk), AttributeType: dbtypes.ScalarAttributeTypeS}}}
-	if sk != "" {
-		in.KeySchema = append(in.KeySchema, dbtypes.KeySchemaElement{AttributeName: aws.String(sk), KeyType: dbtypes.KeyTypeRange})
-		in.AttributeDefinitions = append(in.AttributeDefinitions, dbtypes.AttributeDefinition{AttributeName: aws.String(sk), AttributeType: dbtypes.ScalarAttributeTypeS})
-	}
-	if _, err := k.db.CreateTable(ctx, in); err != nil {
-		return fmt.Errorf("local: stack %s: a stand-in for the imported idempotency table %s: %w", st.ref.DisplayName, name, err)
-	}
-	if _, err := k.db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
-		TimeToLiveSpecification: &dbtypes.TimeToLiveSpecification{AttributeName: aws.String("expiration"), Enabled: aws.Bool(true)}}); err != nil {
-		return fmt.Errorf("local: stack %s: TTL of the stand-in table %s: %w", st.ref.DisplayName, name, err)
-	}
-	key := pk
-	if sk != "" {
-		key += ", sort key " + sk
-	}
-	k.mu.Lock()
-	k.standIns = append(k.standIns, fmt.Sprintf("%s: table %s (imported by the stack; created locally with partition key %s, TTL on expiration)", st.ref.DisplayName, name, key))
-	k.mu.Unlock()
-	return nil
 }
 
 // StandIns lists what the kit created locally for resources the stacks import (an existing
@@ -871,92 +357,6 @@ func pipelineName(path, stack string) string {
 }
 
 func (st *stackRun) functionName(id string) string { return st.d.FunctionName(id) }
-
-// env starts one execution environment of a function (lazily: the process starts at the
-// first invocation) with the template's environment and the local endpoints.
-func (k *Kit) env(ctx context.Context, st *stackRun, id, bin string, ledger func([]byte)) (*lambdart.Env, error) {
-	vars, err := st.d.Env(id)
-	if err != nil {
-		return nil, fmt.Errorf("local: stack %s: %w", st.ref.DisplayName, err)
-	}
-	if k.at != nil {
-		creds, err := k.attachedEnv(ctx, st, id, vars)
-		if err != nil {
-			return nil, err
-		}
-		return k.startEnv(st, id, bin, vars, ledger, creds)
-	}
-	// Every service at the kit: SQS and DynamoDB at their servers, any other at the
-	// stand-ins, which answer what they do not serve with an error naming it. Nothing a
-	// function calls reaches AWS.
-	// And every HTTP and HTTPS call through the kit's proxy, whatever the client: an SDK
-	// that ignores the endpoints, a plain HTTP client (egress refuses what leaves the machine).
-	set := map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": k.proxy.URL, "AWS_ENDPOINT_URL_SQS": k.sqsd.Endpoint(), "AWS_ENDPOINT_URL": k.apiURL}
-	maps.Copy(set, k.egress.environ(st.ref.ID+"|"+id))
-	for name, v := range set {
-		if _, over := st.d.Override(id, name); !over {
-			vars[name] = v
-		}
-	}
-	return k.startEnv(st, id, bin, vars, ledger, nil)
-}
-
-// startEnv makes one execution environment of a function with the environment vars and,
-// attached, the credentials of its role (each process gets them as it starts).
-func (k *Kit) startEnv(st *stackRun, id, bin string, vars map[string]string, ledger func([]byte), creds func(context.Context) (lambdart.Credentials, error)) (*lambdart.Env, error) {
-	f := st.d.Template.Functions[id]
-	e, err := lambdart.New(lambdart.Config{
-		Binary: bin, Env: vars, FunctionName: st.functionName(id), Credentials: creds,
-		Timeout: time.Duration(f.Timeout) * time.Second, MemoryMB: f.MemoryMB, Region: k.region,
-		Output: func(line []byte) {
-			st.obs.Line(line)
-			if ledger != nil {
-				ledger(line)
-			}
-			if k.opts.StackLogs != nil {
-				k.opts.StackLogs(st.ref.DisplayName, id, line)
-			}
-			if k.opts.Logs != nil {
-				k.opts.Logs(id, line)
-			}
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("local: %w", err)
-	}
-	k.mu.Lock()
-	k.envs = append(k.envs, e)
-	k.mu.Unlock()
-	return e, nil
-}
-
-// invoker is a poller's view of an environment: a function error fails the invocation, and
-// each invocation is a Lambda metric.
-func (k *Kit) invoker(st *stackRun, id string, e *lambdart.Env, r *run) standin.Invoker {
-	return standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
-		res, err := k.invoke(ctx, st, id, e, payload)
-		if err == nil && res.FunctionError != nil {
-			err = res.FunctionError
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				msg := err.Error()
-				r.lastErr.Store(&msg)
-			}
-			return nil, err
-		}
-		return res.Payload, nil
-	})
-}
-
-func (k *Kit) invoke(ctx context.Context, st *stackRun, id string, e *lambdart.Env, payload []byte) (lambdart.Result, error) {
-	start := time.Now()
-	res, err := e.Invoke(ctx, payload)
-	if ctx.Err() == nil {
-		st.obs.Invocation(id, start, res, err)
-	}
-	return res, err
-}
 
 func (k *Kit) background(err error) {
 	if k.stopped.Load() {

@@ -12,10 +12,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
@@ -352,154 +352,6 @@ func checkEnv(plans []*stackPlan, overrides map[string]string) (notRun []string,
 	return notRun, nil
 }
 
-// nestedParameters is the values of a nested stack's parameters: the expressions that its
-// AWS::CloudFormation::Stack gives them in the parent's template, resolved with the parent's
-// deployment. One the parent cannot resolve is left without a value, and a use of it says so.
-func nestedParameters(ref cfn.StackRef, parent *standin.Deployment) map[string]string {
-	vals := map[string]string{}
-	i := slices.IndexFunc(parent.Template.Nested, func(n standin.NestedStack) bool { return n.LogicalID == ref.ParentResource })
-	if i < 0 {
-		return vals
-	}
-	for name, expr := range parent.Template.Nested[i].Parameters {
-		v, err := parent.Resolve(expr)
-		if err != nil {
-			continue
-		}
-		switch x := v.(type) {
-		case string:
-			vals[name] = x
-		case []any: // a list parameter: CloudFormation passes it comma-delimited
-			var parts []string
-			for _, e := range x {
-				parts = append(parts, fmt.Sprint(e))
-			}
-			vals[name] = strings.Join(parts, ",")
-		default:
-			vals[name] = fmt.Sprint(x)
-		}
-	}
-	return vals
-}
-
-// nestedPlanned gives each nested stack's template its parameters from its parent's planned
-// deployment (names and ARNs as the real one gives them; Kit.create gives them again from
-// the real one), parents first, so that what plan reads of the template (a mapping's batch
-// size from a parameter) has its value.
-func nestedPlanned(refs []cfn.StackRef, templates []*standin.Template) error {
-	planned := map[string]*standin.Deployment{}
-	for i, ref := range refs {
-		if ref.Parent != "" && planned[ref.Parent] != nil {
-			if err := templates[i].UseParameters(nestedParameters(ref, planned[ref.Parent])); err != nil {
-				return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
-			}
-		}
-		planned[ref.ID] = standin.Planned(templates[i], stackSuffix(ref))
-	}
-	return nil
-}
-
-// nestedOutput is the value of output of the nested stack that the resource of the stack
-// parent runs (Fn::GetAtt [resource, Outputs.output]); byID finds a stack's deployment.
-func nestedOutput(byID func(string) *standin.Deployment, parent, resource, output string) (any, error) {
-	d := byID(parent + "/" + resource)
-	if d == nil {
-		return nil, fmt.Errorf("Fn::GetAtt %s.Outputs.%s: the nested stack %s is not run", resource, output, resource)
-	}
-	v, ok := d.Template.Outputs[output]
-	if !ok {
-		return nil, fmt.Errorf("Fn::GetAtt %s.Outputs.%s: the nested stack has no output %s", resource, output, output)
-	}
-	return d.Resolve(v)
-}
-
-// linkImports makes each event source mapping whose source is a queue of another stack of
-// the run, imported by name (Fn::ImportValue of that stack's export of the queue's ARN, as
-// CDK writes a queue passed from one stack to another), read that stack's queue: one queue,
-// created by both stacks' deployments under the name the exporting stack gives it. It runs
-// after clashes (the names depend on them) and before plan.
-func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
-	for i, t := range templates {
-		for _, m := range t.Mappings {
-			if err := linkParent(refs, templates, i, m); err != nil {
-				return err
-			}
-			imp, ok := m.SourceArn.(map[string]any)
-			if !ok || len(imp) != 1 || imp["Fn::ImportValue"] == nil {
-				continue
-			}
-			for j, e := range templates {
-				if j == i {
-					continue
-				}
-				d := standin.Planned(e, stackSuffix(refs[j]))
-				for _, out := range slices.Sorted(maps.Keys(e.Exports)) {
-					name, err := d.Resolve(e.Exports[out])
-					if err != nil || !reflect.DeepEqual(name, imp["Fn::ImportValue"]) {
-						continue
-					}
-					ga, _ := cfn.Dig(e.Outputs, out, "Fn::GetAtt").([]any)
-					if len(ga) != 2 || ga[1] != "Arn" {
-						continue
-					}
-					q, _ := ga[0].(string)
-					if _, ok := e.Queues[q]; !ok {
-						continue
-					}
-					if err := t.LinkQueue(m.LogicalID, e, q, d.QueueName); err != nil {
-						return fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// linkParent links mapping m of the nested stack refs[i], whose source is a parameter its
-// parent gives the ARN of one of the parent's queues (a queue passed into a NestedStack), to
-// that queue. Any other mapping is left as it is.
-func linkParent(refs []cfn.StackRef, templates []*standin.Template, i int, m standin.Mapping) error {
-	ref := refs[i]
-	param := cfn.RefTarget(m.SourceArn)
-	if ref.Parent == "" || param == "" {
-		return nil
-	}
-	j := slices.IndexFunc(refs, func(r cfn.StackRef) bool { return r.ID == ref.Parent })
-	if j < 0 {
-		return nil
-	}
-	parent := templates[j]
-	k := slices.IndexFunc(parent.Nested, func(n standin.NestedStack) bool { return n.LogicalID == ref.ParentResource })
-	if k < 0 {
-		return nil
-	}
-	ga, _ := cfn.Dig(parent.Nested[k].Parameters, param, "Fn::GetAtt").([]any)
-	if len(ga) != 2 || ga[1] != "Arn" {
-		return nil
-	}
-	q, _ := ga[0].(string)
-	if _, ok := parent.Queues[q]; !ok {
-		return nil
-	}
-	if err := templates[i].LinkQueue(m.LogicalID, parent, q, standin.Planned(parent, stackSuffix(refs[j])).QueueName); err != nil {
-		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
-	}
-	return nil
-}
-
-// importValue is the value of the export name among deps' stacks (Fn::ImportValue).
-func importValue(deps []*standin.Deployment, name string) (any, error) {
-	for _, d := range deps {
-		for _, out := range slices.Sorted(maps.Keys(d.Template.Exports)) {
-			if export, err := d.Resolve(d.Template.Exports[out]); err == nil && export == name {
-				return d.Resolve(d.Template.Outputs[out])
-			}
-		}
-	}
-	return nil, standin.UnresolvedImport(name)
-}
-
 // checkNames refuses Options.Env keys that name no function, and Options.Parameters that
 // name no parameter, of the stacks.
 func checkNames(plans []*stackPlan, opts Options) error {
@@ -526,6 +378,45 @@ func checkNames(plans []*stackPlan, opts Options) error {
 	return nil
 }
 
-func stackSuffix(ref cfn.StackRef) string {
-	return strings.Trim(nameSafe.ReplaceAllString(ref.DisplayName, "-"), "-")
+// planAll is the start's third stage: it plans each stack of a (what runs, and what cannot
+// with why: Kit.NotRun), and refuses an assembly in which no pipeline would run.
+func planAll(a *assembly) (plans []*stackPlan, notRun []string, err error) {
+	refs := a.refs
+	plans = make([]*stackPlan, len(refs))
+	var names []string
+	running := 0
+	for i, t := range a.templates {
+		if plans[i], err = plan(refs[i], t, a.sources[i]); err != nil {
+			return nil, nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
+		}
+		for _, p := range plans[i].pipelines {
+			if !p.Mapping.Disabled {
+				running++
+			}
+		}
+		names = append(names, refs[i].DisplayName)
+		for _, n := range plans[i].notRun {
+			notRun = append(notRun, refs[i].DisplayName+": "+n)
+		}
+	}
+	if running == 0 {
+		why := ""
+		if len(notRun) > 0 {
+			why = ":\n  - " + strings.Join(notRun, "\n  - ")
+		}
+		return nil, nil, fmt.Errorf("local: no pipeline to run: none of the stacks %s has an SQS event source mapping onto a function the kit can run%s", strings.Join(names, ", "), why)
+	}
+	return plans, notRun, nil
+}
+
+// visibility is the visibility timeout a pipeline's queue gets here (Options.VisibilityTimeout):
+// the consumer's timeout and the batching window a record may wait through first, when the
+// template's is longer; 0 keeps the template's.
+func (k *Kit) visibility(t *standin.Template, p standin.Pipeline) time.Duration {
+	visibility := k.opts.VisibilityTimeout
+	held := time.Duration(t.Functions[p.Consumer].Timeout+p.Mapping.WindowSeconds) * time.Second
+	if visibility == 0 && t.Queues[p.Queue].VisibilityTimeout() > held {
+		visibility = held
+	}
+	return visibility
 }

@@ -2,6 +2,7 @@ package outside
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,7 +18,8 @@ import (
 // first start, before the timer, builds each function into the user cache. Each start is
 // split where the kit says it starts its servers: before it (read, resolve, plan and the
 // builds: the assembly's own work) and from it (DynamoDB Local, ElasticMQ, the queues and
-// tables, the functions' processes).
+// tables, the functions' processes). The app is in a directory under .cache, not the
+// temporary directory, as a user's checkout is.
 //
 //	go test ./test/outside -run '^$' -bench KitWarmStart -benchtime 3x
 func BenchmarkKitWarmStart(b *testing.B) {
@@ -25,7 +27,14 @@ func BenchmarkKitWarmStart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := newModule(b, "corpus", b.TempDir(), root, "")
+	// Outside the temporary directory, as a user's checkout is: the kit keeps the builds of
+	// a module there (buildcache.go), and a warm start finds them.
+	parent, err := os.MkdirTemp(filepath.Join(root, ".cache"), "bench-corpus-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(parent) })
+	dir := newModule(b, "corpus", parent, root, "")
 	buildPrebuilt(b, dir)
 	synth(b, dir, root)
 	var assembly, servers time.Duration

@@ -1,0 +1,222 @@
+package local
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
+)
+
+// The start's second stage, resolve: what a stack's template takes from another stack's,
+// planned before anything exists (the names and ARNs the deployments will give): the names
+// two stacks both give, a nested stack's parameters from its parent, a queue one stack
+// imports from another. The same values are asked again of the real deployments once
+// created (create.go): nestedParameters, nestedOutput and importValue serve both.
+
+// resolve links a's stacks to each other, in place, as planned: clashes, then each nested
+// stack's parameters from its parent's planned deployment (what plan reads of a template, a
+// mapping's batch size from a parameter, has its value), then the queues imported.
+func resolve(a *assembly) error {
+	clashes(a.refs, a.templates)
+	if err := nestedPlanned(a.refs, a.templates); err != nil {
+		return err
+	}
+	return linkImports(a.refs, a.templates)
+}
+
+// clashes marks, in each template, the physical names it gives (a QueueName, TableName,
+// TopicName or BucketName) that another stack of the run gives too, as two stages of one app
+// do: those are suffixed with the stack's name locally, and the stack's Ignored says so.
+// Every other given name is kept, so that a function that has it as a plain string finds it.
+// A name is compared across kinds too (a queue and a topic of one name are suffixed both):
+// rarer than a clash, and only less faithful, never wrong.
+func clashes(refs []cfn.StackRef, templates []*standin.Template) {
+	by := map[string][]int{}
+	for i, t := range templates {
+		for name := range t.GivenNames() {
+			by[name] = append(by[name], i)
+		}
+	}
+	for i, t := range templates {
+		t.Clashes = map[string]bool{}
+		for name, id := range t.GivenNames() {
+			if len(by[name]) < 2 {
+				continue
+			}
+			t.Clashes[name] = true
+			var others []string
+			for _, j := range by[name] {
+				if j != i {
+					others = append(others, refs[j].DisplayName)
+				}
+			}
+			here := strings.TrimSuffix(name, ".fifo") + "-" + stackSuffix(refs[i])
+			if strings.HasSuffix(name, ".fifo") {
+				here += ".fifo"
+			}
+			t.NotApplied = append(t.NotApplied, fmt.Sprintf("%s's name %s is given by stack %s too: here it is %s (a function that has the name as a plain string misses it)",
+				id, name, strings.Join(others, ", "), here))
+		}
+	}
+}
+
+// nameSafe matches what may not be in a local resource name (a stack's name becomes the
+// suffix of its queues' and tables' names).
+var nameSafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// nestedParameters is the values of a nested stack's parameters: the expressions that its
+// AWS::CloudFormation::Stack gives them in the parent's template, resolved with the parent's
+// deployment. One the parent cannot resolve is left without a value, and a use of it says so.
+func nestedParameters(ref cfn.StackRef, parent *standin.Deployment) map[string]string {
+	vals := map[string]string{}
+	i := slices.IndexFunc(parent.Template.Nested, func(n standin.NestedStack) bool { return n.LogicalID == ref.ParentResource })
+	if i < 0 {
+		return vals
+	}
+	for name, expr := range parent.Template.Nested[i].Parameters {
+		v, err := parent.Resolve(expr)
+		if err != nil {
+			continue
+		}
+		switch x := v.(type) {
+		case string:
+			vals[name] = x
+		case []any: // a list parameter: CloudFormation passes it comma-delimited
+			var parts []string
+			for _, e := range x {
+				parts = append(parts, fmt.Sprint(e))
+			}
+			vals[name] = strings.Join(parts, ",")
+		default:
+			vals[name] = fmt.Sprint(x)
+		}
+	}
+	return vals
+}
+
+// nestedPlanned gives each nested stack's template its parameters from its parent's planned
+// deployment (names and ARNs as the real one gives them; Kit.create gives them again from
+// the real one), parents first, so that what plan reads of the template (a mapping's batch
+// size from a parameter) has its value.
+func nestedPlanned(refs []cfn.StackRef, templates []*standin.Template) error {
+	planned := map[string]*standin.Deployment{}
+	for i, ref := range refs {
+		if ref.Parent != "" && planned[ref.Parent] != nil {
+			if err := templates[i].UseParameters(nestedParameters(ref, planned[ref.Parent])); err != nil {
+				return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+			}
+		}
+		planned[ref.ID] = standin.Planned(templates[i], stackSuffix(ref))
+	}
+	return nil
+}
+
+// nestedOutput is the value of output of the nested stack that the resource of the stack
+// parent runs (Fn::GetAtt [resource, Outputs.output]); byID finds a stack's deployment.
+func nestedOutput(byID func(string) *standin.Deployment, parent, resource, output string) (any, error) {
+	d := byID(parent + "/" + resource)
+	if d == nil {
+		return nil, fmt.Errorf("Fn::GetAtt %s.Outputs.%s: the nested stack %s is not run", resource, output, resource)
+	}
+	v, ok := d.Template.Outputs[output]
+	if !ok {
+		return nil, fmt.Errorf("Fn::GetAtt %s.Outputs.%s: the nested stack has no output %s", resource, output, output)
+	}
+	return d.Resolve(v)
+}
+
+// linkImports makes each event source mapping whose source is a queue of another stack of
+// the run, imported by name (Fn::ImportValue of that stack's export of the queue's ARN, as
+// CDK writes a queue passed from one stack to another), read that stack's queue: one queue,
+// created by both stacks' deployments under the name the exporting stack gives it. It runs
+// after clashes (the names depend on them) and before plan.
+func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
+	for i, t := range templates {
+		for _, m := range t.Mappings {
+			if err := linkParent(refs, templates, i, m); err != nil {
+				return err
+			}
+			imp, ok := m.SourceArn.(map[string]any)
+			if !ok || len(imp) != 1 || imp["Fn::ImportValue"] == nil {
+				continue
+			}
+			for j, e := range templates {
+				if j == i {
+					continue
+				}
+				d := standin.Planned(e, stackSuffix(refs[j]))
+				for _, out := range slices.Sorted(maps.Keys(e.Exports)) {
+					name, err := d.Resolve(e.Exports[out])
+					if err != nil || !reflect.DeepEqual(name, imp["Fn::ImportValue"]) {
+						continue
+					}
+					ga, _ := cfn.Dig(e.Outputs, out, "Fn::GetAtt").([]any)
+					if len(ga) != 2 || ga[1] != "Arn" {
+						continue
+					}
+					q, _ := ga[0].(string)
+					if _, ok := e.Queues[q]; !ok {
+						continue
+					}
+					if err := t.LinkQueue(m.LogicalID, e, q, d.QueueName); err != nil {
+						return fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// linkParent links mapping m of the nested stack refs[i], whose source is a parameter its
+// parent gives the ARN of one of the parent's queues (a queue passed into a NestedStack), to
+// that queue. Any other mapping is left as it is.
+func linkParent(refs []cfn.StackRef, templates []*standin.Template, i int, m standin.Mapping) error {
+	ref := refs[i]
+	param := cfn.RefTarget(m.SourceArn)
+	if ref.Parent == "" || param == "" {
+		return nil
+	}
+	j := slices.IndexFunc(refs, func(r cfn.StackRef) bool { return r.ID == ref.Parent })
+	if j < 0 {
+		return nil
+	}
+	parent := templates[j]
+	k := slices.IndexFunc(parent.Nested, func(n standin.NestedStack) bool { return n.LogicalID == ref.ParentResource })
+	if k < 0 {
+		return nil
+	}
+	ga, _ := cfn.Dig(parent.Nested[k].Parameters, param, "Fn::GetAtt").([]any)
+	if len(ga) != 2 || ga[1] != "Arn" {
+		return nil
+	}
+	q, _ := ga[0].(string)
+	if _, ok := parent.Queues[q]; !ok {
+		return nil
+	}
+	if err := templates[i].LinkQueue(m.LogicalID, parent, q, standin.Planned(parent, stackSuffix(refs[j])).QueueName); err != nil {
+		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+	}
+	return nil
+}
+
+// importValue is the value of the export name among deps' stacks (Fn::ImportValue).
+func importValue(deps []*standin.Deployment, name string) (any, error) {
+	for _, d := range deps {
+		for _, out := range slices.Sorted(maps.Keys(d.Template.Exports)) {
+			if export, err := d.Resolve(d.Template.Exports[out]); err == nil && export == name {
+				return d.Resolve(d.Template.Outputs[out])
+			}
+		}
+	}
+	return nil, standin.UnresolvedImport(name)
+}
+
+func stackSuffix(ref cfn.StackRef) string {
+	return strings.Trim(nameSafe.ReplaceAllString(ref.DisplayName, "-"), "-")
+}
