@@ -201,3 +201,32 @@ func TestCapacityArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// capacity.md's share of the bill is its own table's arithmetic: the writes, and the table
+// with the records' storage, of the per-million total, storage included.
+func TestCapacityShareOfTheBill(t *testing.T) {
+	text := docText(t, "docs/capacity.md")
+	row := func(part string) float64 {
+		m := regexp.MustCompile(`\| ` + regexp.QuoteMeta(part) + ` \| ([0-9.]+) `).FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("docs/capacity.md's per-million table has no row %q", part)
+		}
+		var v float64
+		fmt.Sscan(m[1], &v)
+		return v
+	}
+	writes, sqsRequests, consumer := row("DynamoDB writes, on-demand"), row("SQS requests"), row("Lambda (consumer)")
+	m := regexp.MustCompile(`so about ([0-9.]+) per million messages`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal(`docs/capacity.md's storage row does not say "so about N per million messages"`)
+	}
+	var storage float64
+	fmt.Sscan(m[1], &storage)
+	total := writes + sqsRequests + consumer + storage
+	want := fmt.Sprintf("Of the $%.2f per million messages these add up to (storage included), the table's writes are %.0f%% and the table with its storage %.0f%%",
+		total, 100*writes/total, 100*(writes+storage)/total)
+	t.Logf("writes %.2f, SQS %.2f, Lambda %.2f, storage %.2f: %s", writes, sqsRequests, consumer, storage, want)
+	if !strings.Contains(text, want) {
+		t.Errorf("docs/capacity.md does not say %q", want)
+	}
+}
