@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
@@ -278,7 +279,7 @@ func (k *Kit) DeadLetters(ctx context.Context, pipeline string) ([]DeadLetter, e
 			for n, v := range m.MessageAttributes {
 				dl.Attributes[n] = aws.ToString(v.StringValue)
 			}
-			dl.Reason = dl.Attributes["DeadLetterReason"]
+			dl.Reason = dl.Attributes[contract.AttrDeadLetterReason]
 			out = append(out, dl)
 		}
 	}

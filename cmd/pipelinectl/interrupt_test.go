@@ -22,9 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/dlq"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/localproc"
 )
@@ -69,7 +69,7 @@ func interruptedRedrive(t *testing.T, fifo bool) {
 			var seqNo int
 			fmt.Sscanf(m.body[strings.Index(m.body, `"seq":`)+6:], "%d", &seqNo)
 			if bad[seqNo] {
-				e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{consume.AttrDeadLetterReason: {DataType: aws.String("String"), StringValue: aws.String("invalid_input: test")}}
+				e.MessageAttributes = map[string]sqstypes.MessageAttributeValue{contract.AttrDeadLetterReason: {DataType: aws.String("String"), StringValue: aws.String("invalid_input: test")}}
 			}
 			if fifo {
 				e.MessageGroupId, e.MessageDeduplicationId = aws.String(m.group), aws.String(fmt.Sprint(seqNo))

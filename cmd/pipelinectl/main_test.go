@@ -27,6 +27,7 @@ import (
 
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/dynamolocal"
 	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
@@ -630,8 +631,8 @@ func TestDeadLetterAttributesWithNineAndTenOfTheMessagesOwn(t *testing.T) {
 	}
 	for _, m := range msgs {
 		n := len(m.MessageAttributes)
-		_, hasSource := m.MessageAttributes[consume.AttrSourceMessageID]
-		reason := aws.ToString(m.MessageAttributes[consume.AttrDeadLetterReason].StringValue)
+		_, hasSource := m.MessageAttributes[contract.AttrSourceMessageID]
+		reason := aws.ToString(m.MessageAttributes[contract.AttrDeadLetterReason].StringValue)
 		switch {
 		case strings.Contains(aws.ToString(m.Body), `"n":9`):
 			if n != 10 || hasSource || !strings.HasPrefix(reason, "value_missing: ") || !strings.HasSuffix(reason, "(source message "+ids[9]+")") {

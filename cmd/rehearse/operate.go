@@ -79,7 +79,7 @@ func (r *rehearsal) seed(ctx context.Context) (string, error) {
 				QueueUrl:    aws.String(sd.dlq),
 				MessageBody: aws.String(`{"idempotencyKey":"` + sd.key + `-dead"}`),
 				MessageAttributes: map[string]sqstypes.MessageAttributeValue{
-					"DeadLetterReason": {DataType: aws.String("String"), StringValue: aws.String("rehearsal: a message the update must keep")},
+					contract.AttrDeadLetterReason: {DataType: aws.String("String"), StringValue: aws.String("rehearsal: a message the update must keep")},
 				},
 			}
 			if strings.HasSuffix(sd.dlq, ".fifo") {

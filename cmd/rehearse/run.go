@@ -330,7 +330,7 @@ func (r *rehearsal) takeDeadLetter(ctx context.Context, p local.Running, body st
 				others = append(others, aws.ToString(m.ReceiptHandle))
 				continue
 			}
-			reason := aws.ToString(m.MessageAttributes["DeadLetterReason"].StringValue)
+			reason := aws.ToString(m.MessageAttributes[contract.AttrDeadLetterReason].StringValue)
 			if reason == "" {
 				return "", fmt.Errorf("the bad message reached the DLQ without a DeadLetterReason: %v", m.MessageAttributes)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 // DeadLetter moves a record that can never succeed to the dead-letter queue at once, so it
@@ -43,11 +44,14 @@ type SQSDeadLetter struct {
 
 // Attributes added to a dead-lettered message, when the original leaves room (SQS allows 10).
 const (
-	AttrDeadLetterReason = "DeadLetterReason"
-	AttrSourceMessageID  = "SourceMessageId"
+	// Deprecated: use contract.AttrDeadLetterReason, where the functions and their readers
+	// agree on it.
+	AttrDeadLetterReason = contract.AttrDeadLetterReason
+	// Deprecated: use contract.AttrSourceMessageID.
+	AttrSourceMessageID = contract.AttrSourceMessageID
+	// Deprecated: use contract.MaxReasonBytes.
+	MaxReasonBytes       = contract.MaxReasonBytes
 	maxMessageAttributes = 10
-	// MaxReasonBytes bounds the reason in DeadLetterReason; a longer one is cut there.
-	MaxReasonBytes = 1024
 )
 
 // Send implements DeadLetter.
@@ -58,22 +62,22 @@ func (d SQSDeadLetter) Send(ctx context.Context, rec events.SQSMessage, code, re
 		MessageAttributes: make(map[string]sqstypes.MessageAttributeValue, len(rec.MessageAttributes)+2),
 	}
 	for name, a := range rec.MessageAttributes {
-		if name == AttrDeadLetterReason || name == AttrSourceMessageID {
+		if name == contract.AttrDeadLetterReason || name == contract.AttrSourceMessageID {
 			continue // ours, from an earlier dead-lettering: this one's replace them
 		}
 		in.MessageAttributes[name] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 	}
-	if len(reason) > MaxReasonBytes {
-		reason = strings.ToValidUTF8(reason[:MaxReasonBytes], "") // no half character at the cut
+	if len(reason) > contract.MaxReasonBytes {
+		reason = strings.ToValidUTF8(reason[:contract.MaxReasonBytes], "") // no half character at the cut
 	}
 	why := code + ": " + reason
 	switch maxMessageAttributes - len(in.MessageAttributes) {
 	case 0: // the original's attributes fill the message: the log line carries the reason
 	case 1: // room for one: the reason, with the source id in it
-		in.MessageAttributes[AttrDeadLetterReason] = stringAttr(why + " (source message " + rec.MessageId + ")")
+		in.MessageAttributes[contract.AttrDeadLetterReason] = stringAttr(why + " (source message " + rec.MessageId + ")")
 	default:
-		in.MessageAttributes[AttrDeadLetterReason] = stringAttr(why)
-		in.MessageAttributes[AttrSourceMessageID] = stringAttr(rec.MessageId)
+		in.MessageAttributes[contract.AttrDeadLetterReason] = stringAttr(why)
+		in.MessageAttributes[contract.AttrSourceMessageID] = stringAttr(rec.MessageId)
 	}
 	group := rec.Attributes["MessageGroupId"]
 	switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 )
 
@@ -342,7 +343,7 @@ func TestSQSDeadLetterNineAttributesGetsTheReason(t *testing.T) {
 	}
 	for range 50 {
 		in := sendOne(t, dlqURL, rec, "body_not_json", "message body is not JSON")
-		if _, ok := in.MessageAttributes[AttrDeadLetterReason]; !ok || len(in.MessageAttributes) != 10 {
+		if _, ok := in.MessageAttributes[contract.AttrDeadLetterReason]; !ok || len(in.MessageAttributes) != 10 {
 			t.Fatalf("attributes %s: want the 9 plus DeadLetterReason", attrString(in.MessageAttributes))
 		}
 	}
@@ -351,16 +352,16 @@ func TestSQSDeadLetterNineAttributesGetsTheReason(t *testing.T) {
 func TestSQSDeadLetterReplacesEarlierDeadLetterAttributes(t *testing.T) {
 	rec := record("m-new", "x")
 	rec.MessageAttributes = map[string]events.SQSMessageAttribute{
-		AttrDeadLetterReason: {DataType: "String", StringValue: aws.String("value_missing: an earlier failure")},
-		AttrSourceMessageID:  {DataType: "String", StringValue: aws.String("m-old")},
-		"Tenant":             {DataType: "String", StringValue: aws.String("t1")},
+		contract.AttrDeadLetterReason: {DataType: "String", StringValue: aws.String("value_missing: an earlier failure")},
+		contract.AttrSourceMessageID:  {DataType: "String", StringValue: aws.String("m-old")},
+		"Tenant":                      {DataType: "String", StringValue: aws.String("t1")},
 	}
 	in := sendOne(t, dlqURL, rec, "body_not_json", "message body is not JSON")
-	if got := aws.ToString(in.MessageAttributes[AttrDeadLetterReason].StringValue); got != "body_not_json: message body is not JSON" {
-		t.Errorf("%s = %q, want this failure's reason", AttrDeadLetterReason, got)
+	if got := aws.ToString(in.MessageAttributes[contract.AttrDeadLetterReason].StringValue); got != "body_not_json: message body is not JSON" {
+		t.Errorf("%s = %q, want this failure's reason", contract.AttrDeadLetterReason, got)
 	}
-	if got := aws.ToString(in.MessageAttributes[AttrSourceMessageID].StringValue); got != "m-new" {
-		t.Errorf("%s = %q, want this record's id", AttrSourceMessageID, got)
+	if got := aws.ToString(in.MessageAttributes[contract.AttrSourceMessageID].StringValue); got != "m-new" {
+		t.Errorf("%s = %q, want this record's id", contract.AttrSourceMessageID, got)
 	}
 	if got := aws.ToString(in.MessageAttributes["Tenant"].StringValue); got != "t1" || len(in.MessageAttributes) != 3 {
 		t.Errorf("attributes %s: want Tenant kept and ours replaced", attrString(in.MessageAttributes))
@@ -374,8 +375,8 @@ func TestSQSDeadLetterOneFreeSlotCarriesTheSourceID(t *testing.T) {
 		rec.MessageAttributes[fmt.Sprintf("A%d", i)] = events.SQSMessageAttribute{DataType: "String", StringValue: aws.String("v")}
 	}
 	in := sendOne(t, dlqURL, rec, "body_not_json", "message body is not JSON")
-	if got := aws.ToString(in.MessageAttributes[AttrDeadLetterReason].StringValue); got != "body_not_json: message body is not JSON (source message m-9)" {
-		t.Errorf("%s = %q", AttrDeadLetterReason, got)
+	if got := aws.ToString(in.MessageAttributes[contract.AttrDeadLetterReason].StringValue); got != "body_not_json: message body is not JSON (source message m-9)" {
+		t.Errorf("%s = %q", contract.AttrDeadLetterReason, got)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 func TestInitWithBadConfigFailsEveryInvocation(t *testing.T) {
@@ -179,8 +180,8 @@ func TestInitDeadLettersThroughSQSClient(t *testing.T) {
 	}
 	in := sent[0]
 	if aws.ToString(in.QueueUrl) != dlqURL || aws.ToString(in.MessageBody) != "not json" ||
-		aws.ToString(in.MessageAttributes[AttrSourceMessageID].StringValue) != "bad" ||
-		!strings.HasPrefix(aws.ToString(in.MessageAttributes[AttrDeadLetterReason].StringValue), "body_not_json: ") {
+		aws.ToString(in.MessageAttributes[contract.AttrSourceMessageID].StringValue) != "bad" ||
+		!strings.HasPrefix(aws.ToString(in.MessageAttributes[contract.AttrDeadLetterReason].StringValue), "body_not_json: ") {
 		t.Errorf("sent %s to %s: %s", aws.ToString(in.MessageBody), aws.ToString(in.QueueUrl), attrString(in.MessageAttributes))
 	}
 }

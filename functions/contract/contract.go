@@ -20,6 +20,17 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/idempotency/layout"
 )
 
+// What the consumer adds to a record it dead-letters (when the record leaves room: SQS allows
+// 10 message attributes), which pipelinectl's dlq commands, the local kit and the rehearsal
+// read: why, in words, and the source message's id (a standard DLQ can hold two copies of one
+// record; readers deduplicate on it).
+const (
+	AttrDeadLetterReason = "DeadLetterReason"
+	AttrSourceMessageID  = "SourceMessageId"
+	// MaxReasonBytes bounds the reason in DeadLetterReason; a longer one is cut there.
+	MaxReasonBytes = 1024
+)
+
 // The consumer's environment: constructs/consumer sets every variable, functions/consume
 // reads them once per cold start (an optional variable set to "" counts as unset).
 const (

@@ -16,7 +16,6 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/heartbeat"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/functions/batch"
-	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/dispatch"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
@@ -93,7 +92,7 @@ func TestDesignDefaultsAsCoded(t *testing.T) {
 			short(batch.MinDeadlineMargin), short(batch.MaxDeadlineMargin)),
 		fmt.Sprintf("(unset it for the default %s)", spoken(batch.DefaultDeadlineMargin)),
 		fmt.Sprintf("`Options.DeadlineMargin` 0 means the default %s", spoken(batch.DefaultDeadlineMargin)),
-		fmt.Sprintf("the reason cut at %d bytes", consume.MaxReasonBytes),
+		fmt.Sprintf("the reason cut at %d bytes", contract.MaxReasonBytes),
 		fmt.Sprintf("`maxReceiveCount` times (%d in the reference stack)", maxReceiveCount(t)),
 		fmt.Sprintf("key over %d bytes", msgkey.MaxKeyBytes),
 		fmt.Sprintf("up to `SEND_MAX_ATTEMPTS` (default %d) per entry, with full-jitter backoff (base %s, cap %s)",

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
-	"github.com/idempotent-sqs/pipeline/functions/consume"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 // reasonRedrivePolicy groups messages without a DeadLetterReason: SQS moved them after
@@ -39,7 +39,7 @@ func URLOfARN(ctx context.Context, api *sqs.Client, arn string) (string, error) 
 // reason is the group of a dead-lettered message: the code of the consumer's
 // DeadLetterReason ("value_missing: ..." is value_missing), or reasonRedrivePolicy.
 func reason(m types.Message) string {
-	a, ok := m.MessageAttributes[consume.AttrDeadLetterReason]
+	a, ok := m.MessageAttributes[contract.AttrDeadLetterReason]
 	if !ok || a.StringValue == nil {
 		return reasonRedrivePolicy
 	}

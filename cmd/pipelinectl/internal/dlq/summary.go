@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
-	"github.com/idempotent-sqs/pipeline/functions/consume"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 // PlanCounts is what a redrive's scan planned.
@@ -460,10 +460,10 @@ func messageReport(d decision, now time.Time, ttl time.Duration) messageJSON {
 		}
 		j.Attributes[k] = aws.ToString(a.StringValue)
 	}
-	if a, ok := m.MessageAttributes[consume.AttrDeadLetterReason]; ok {
+	if a, ok := m.MessageAttributes[contract.AttrDeadLetterReason]; ok {
 		j.DeadLetterReason = aws.ToString(a.StringValue)
 	}
-	if a, ok := m.MessageAttributes[consume.AttrSourceMessageID]; ok {
+	if a, ok := m.MessageAttributes[contract.AttrSourceMessageID]; ok {
 		j.SourceMessageID = aws.ToString(a.StringValue)
 	}
 	return j
