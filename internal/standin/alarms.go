@@ -48,8 +48,8 @@ type MetricID struct {
 	Dims            string // "Name=Value" pairs, sorted by name, comma-separated
 }
 
-// NewMetricID builds a MetricID from dimension pairs (name, value, name, value...).
-func NewMetricID(namespace, name string, dims ...string) MetricID {
+// newMetricID builds a MetricID from dimension pairs (name, value, name, value...).
+func newMetricID(namespace, name string, dims ...string) MetricID {
 	var pairs []string
 	for i := 0; i+1 < len(dims); i += 2 {
 		pairs = append(pairs, dims[i]+"="+dims[i+1])
@@ -274,7 +274,7 @@ func metricID(namespace, name string, dims any) MetricID {
 		}
 		kv = append(kv, str(m["Name"]), v)
 	}
-	return NewMetricID(namespace, name, kv...)
+	return newMetricID(namespace, name, kv...)
 }
 
 func refs(v any) []string {
@@ -312,8 +312,8 @@ type point struct {
 	v float64
 }
 
-// NewSeries returns an empty Series.
-func NewSeries() *Series { return &Series{points: map[MetricID][]point{}} }
+// newSeries returns an empty Series.
+func newSeries() *Series { return &Series{points: map[MetricID][]point{}} }
 
 // Add records one data point.
 func (s *Series) Add(m MetricID, t time.Time, v float64) {
@@ -566,9 +566,9 @@ func (a Alarm) datapoints(s *Series, clock Clock, n int) ([]float64, error) {
 	return out, nil
 }
 
-// EvaluateAll evaluates every alarm of t, then every composite alarm at each time one of
+// evaluateAll evaluates every alarm of t, then every composite alarm at each time one of
 // its children was evaluated. The result is keyed by logical id.
-func EvaluateAll(t *Template, s *Series, clock Clock, end time.Time) (map[string]Evaluation, error) {
+func evaluateAll(t *Template, s *Series, clock Clock, end time.Time) (map[string]Evaluation, error) {
 	out := map[string]Evaluation{}
 	for _, a := range t.Alarms {
 		ev, err := Evaluate(a, s, clock, end)

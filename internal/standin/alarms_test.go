@@ -50,7 +50,7 @@ func states(t *testing.T, a Alarm, s *Series, periods int) string {
 var nan = math.NaN()
 
 func TestEvaluateMOfN(t *testing.T) {
-	m := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
+	m := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
 	for _, tc := range []struct {
 		name string
 		m, n int
@@ -62,7 +62,7 @@ func TestEvaluateMOfN(t *testing.T) {
 		{"2 of 3 fires on two within three", 2, 3, []float64{5, 0, 5, 0, 0}, "O.AO."},
 		{"below the threshold never fires", 1, 1, []float64{0.5, 0.9, 0}, "O.."},
 	} {
-		s := NewSeries()
+		s := newSeries()
 		perMinute(s, m, tc.vals...)
 		a := simpleAlarm("Maximum", 1, tc.m, tc.n, "notBreaching", m)
 		if got := states(t, a, s, len(tc.vals)); got != tc.want {
@@ -72,7 +72,7 @@ func TestEvaluateMOfN(t *testing.T) {
 }
 
 func TestEvaluateMissingData(t *testing.T) {
-	m := NewMetricID("AWS/Lambda", "Errors", "FunctionName", "F")
+	m := newMetricID("AWS/Lambda", "Errors", "FunctionName", "F")
 	vals := []float64{nan, 2, nan, nan, nan}
 	for _, tc := range []struct{ mode, want string }{
 		{"notBreaching", "OA.O."}, // gaps are good
@@ -81,7 +81,7 @@ func TestEvaluateMissingData(t *testing.T) {
 		{"ignore", ".A..."},       // gaps keep the state
 		{"", ".A.I."},             // CloudWatch's default is missing
 	} {
-		s := NewSeries()
+		s := newSeries()
 		perMinute(s, m, vals...)
 		a := simpleAlarm("Sum", 1, 1, 2, tc.mode, m)
 		if tc.mode == "breaching" {
@@ -96,14 +96,14 @@ func TestEvaluateMissingData(t *testing.T) {
 func TestEvaluateDynamoDBIgnoresMissingData(t *testing.T) {
 	// CloudWatch ignores missing data for AWS/DynamoDB metrics whatever the alarm says: after
 	// a throttle, quiet periods keep the alarm in ALARM.
-	m := NewMetricID("AWS/DynamoDB", "WriteThrottleEvents", "TableName", "T")
-	s := NewSeries()
+	m := newMetricID("AWS/DynamoDB", "WriteThrottleEvents", "TableName", "T")
+	s := newSeries()
 	perMinute(s, m, nan, 3, nan, nan)
 	if got := states(t, simpleAlarm("Sum", 1, 1, 1, "notBreaching", m), s, 4); got != ".A.." {
 		t.Errorf("DynamoDB alarm: %s, want .A.. (missing data ignored)", got)
 	}
-	other := NewMetricID("AWS/Lambda", "Errors", "FunctionName", "F")
-	s2 := NewSeries()
+	other := newMetricID("AWS/Lambda", "Errors", "FunctionName", "F")
+	s2 := newSeries()
 	perMinute(s2, other, nan, 3, nan, nan)
 	if got := states(t, simpleAlarm("Sum", 1, 1, 1, "notBreaching", other), s2, 4); got != "OAO." {
 		t.Errorf("Lambda alarm: %s, want OAO.", got)
@@ -111,8 +111,8 @@ func TestEvaluateDynamoDBIgnoresMissingData(t *testing.T) {
 }
 
 func TestEvaluateStatistics(t *testing.T) {
-	m := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
-	s := NewSeries()
+	m := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
+	s := newSeries()
 	// Two samples per minute: the minimum of minute 2 dips below 1000.
 	for i, v := range []float64{1200, 1500, 1100, 900, 1300, 1300} {
 		s.Add(m, t0.Add(time.Duration(i)*30*time.Second+time.Second), v)
@@ -140,7 +140,7 @@ func TestEvaluateStatistics(t *testing.T) {
 // stalled is the stalled-consumer expression as the monitoring construct writes it.
 func stalled(n int) Alarm {
 	q := func(id, name, stat string) MetricQuery {
-		return MetricQuery{ID: id, Metric: NewMetricID("AWS/SQS", name, "QueueName", "Q"), Period: time.Minute, Stat: stat}
+		return MetricQuery{ID: id, Metric: newMetricID("AWS/SQS", name, "QueueName", "Q"), Period: time.Minute, Stat: stat}
 	}
 	return Alarm{LogicalID: "Stalled", Period: time.Minute, Threshold: 1, Comparison: "GreaterThanOrEqualToThreshold",
 		EvaluationPeriods: n, DatapointsToAlarm: n, TreatMissingData: "notBreaching",
@@ -153,9 +153,9 @@ func stalled(n int) Alarm {
 }
 
 func TestEvaluateStalledExpression(t *testing.T) {
-	visible := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
-	inflight := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "QueueName", "Q")
-	deleted := NewMetricID("AWS/SQS", "NumberOfMessagesDeleted", "QueueName", "Q")
+	visible := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
+	inflight := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "QueueName", "Q")
+	deleted := newMetricID("AWS/SQS", "NumberOfMessagesDeleted", "QueueName", "Q")
 	for _, tc := range []struct {
 		name           string
 		vis, infl, del []float64
@@ -170,7 +170,7 @@ func TestEvaluateStalledExpression(t *testing.T) {
 		// No data from any metric: the expression has none, which notBreaching treats as good.
 		{"no data at all", []float64{nan, nan, nan, nan}, []float64{nan, nan, nan, nan}, []float64{nan, nan, nan, nan}, "O..."},
 	} {
-		s := NewSeries()
+		s := newSeries()
 		perMinute(s, visible, tc.vis...)
 		perMinute(s, inflight, tc.infl...)
 		perMinute(s, deleted, tc.del...)
@@ -239,11 +239,11 @@ func TestLoadTemplateAlarms(t *testing.T) {
 	if !dlq.Reads("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q") || dlq.Period != time.Minute {
 		t.Errorf("DLQ alarm = %+v", dlq)
 	}
-	s := NewSeries()
+	s := newSeries()
 	// Minute 1: an error; minute 3: a DLQ message.
-	perMinute(s, NewMetricID("AWS/Lambda", "Errors", "FunctionName", "F"), 0, 1, 0, 0)
-	perMinute(s, NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q"), 0, 0, 0, 1)
-	evs, err := EvaluateAll(tmpl, s, Clock{Start: t0, Scale: 1}, t0.Add(4*time.Minute))
+	perMinute(s, newMetricID("AWS/Lambda", "Errors", "FunctionName", "F"), 0, 1, 0, 0)
+	perMinute(s, newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q"), 0, 0, 0, 1)
+	evs, err := evaluateAll(tmpl, s, Clock{Start: t0, Scale: 1}, t0.Add(4*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +281,8 @@ func TestClockScale(t *testing.T) {
 	if got := c.Wall(t0.Add(5 * time.Minute)).Sub(t0); got != 10*time.Second {
 		t.Errorf("5m on the alarm clock = %v of the run, want 10s", got)
 	}
-	m := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
-	s := NewSeries()
+	m := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
+	s := newSeries()
 	s.Add(m, t0.Add(3*time.Second), 1) // in the second alarm minute
 	ev, err := Evaluate(simpleAlarm("Maximum", 1, 1, 1, "notBreaching", m), s, c, t0.Add(5*time.Second))
 	if err != nil {
@@ -295,28 +295,28 @@ func TestClockScale(t *testing.T) {
 }
 
 func TestRecordEMF(t *testing.T) {
-	s := NewSeries()
+	s := newSeries()
 	line := `{"Failed":0,"Processed":2,"Service":"consumer-fn-x1","_aws":{"Timestamp":1795428000000,"CloudWatchMetrics":[{"Namespace":"IdempotentSQS","Dimensions":[["Service"]],"Metrics":[{"Name":"Processed","Unit":"Count"},{"Name":"Failed","Unit":"Count"}]}]}}`
-	if !RecordEMF(s, []byte(line), func(dim, v string) string { return strings.TrimSuffix(v, "-x1") }) {
+	if !recordEMF(s, []byte(line), func(dim, v string) string { return strings.TrimSuffix(v, "-x1") }) {
 		t.Fatal("an EMF line was not recognized")
 	}
-	processed := NewMetricID("IdempotentSQS", "Processed", "Service", "consumer-fn")
+	processed := newMetricID("IdempotentSQS", "Processed", "Service", "consumer-fn")
 	got := s.snapshot(processed)
 	if len(got) != 1 || got[0].v != 2 || !got[0].t.Equal(time.UnixMilli(1795428000000)) {
 		t.Errorf("Processed = %v", got)
 	}
-	if !s.Has(NewMetricID("IdempotentSQS", "Failed", "Service", "consumer-fn")) {
+	if !s.Has(newMetricID("IdempotentSQS", "Failed", "Service", "consumer-fn")) {
 		t.Error("Failed (0) not recorded: a zero is data, not missing data")
 	}
 	for _, l := range []string{`{"message":"effect applied"}`, `not json`} {
-		if RecordEMF(s, []byte(l), nil) {
+		if recordEMF(s, []byte(l), nil) {
 			t.Errorf("%q taken for EMF", l)
 		}
 	}
 }
 
 func TestAgeTracker(t *testing.T) {
-	a := NewAgeTracker()
+	a := newAgeTracker()
 	a.Sent("Q", "m1", t0)
 	a.Sent("Q", "m2", t0.Add(time.Minute))
 	if age, ok := a.Oldest("Q", t0.Add(2*time.Minute)); !ok || age != 2*time.Minute {
@@ -346,10 +346,10 @@ func TestEvaluateSumOfFilledMetrics(t *testing.T) {
 		Queries: []MetricQuery{{ID: "expr_1", Expression: "FILL(e_GetItem, 0) + FILL(e_UpdateItem, 0)", ReturnData: true}}}
 	for _, op := range []string{"GetItem", "UpdateItem"} {
 		a.Queries = append(a.Queries, MetricQuery{ID: "e_" + op, Period: time.Minute, Stat: "Sum",
-			Metric: NewMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", op)})
+			Metric: newMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", op)})
 	}
-	s := NewSeries()
-	perMinute(s, NewMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", "UpdateItem"), nan, 2, nan)
+	s := newSeries()
+	perMinute(s, newMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", "UpdateItem"), nan, 2, nan)
 	// DynamoDB: missing data is ignored, so the alarm holds ALARM through the quiet minute.
 	if got := states(t, a, s, 3); got != ".A." {
 		t.Errorf("system errors: %s, want .A.", got)

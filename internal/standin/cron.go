@@ -29,11 +29,11 @@ var (
 	atExpr       = regexp.MustCompile(`^at\(([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\)$`)
 )
 
-// ParseScheduleExpression parses expr in the time zone zone ("" is UTC). A rate schedule
+// parseScheduleExpression parses expr in the time zone zone ("" is UTC). A rate schedule
 // counts from start, as Scheduler counts from the schedule's creation. A cron is evaluated
 // by package awscron, which the dispatcher construct checks it with at synth: Scheduler's
 // documented rules, a local time that a spring-forward change skips included.
-func ParseScheduleExpression(expr, zone string, start time.Time) (*ScheduleExpression, error) {
+func parseScheduleExpression(expr, zone string, start time.Time) (*ScheduleExpression, error) {
 	loc := time.UTC
 	if zone != "" {
 		var err error
@@ -77,7 +77,7 @@ func (s Schedule) Parse(start time.Time) (*ScheduleExpression, error) {
 	if len(s.DeployTime) > 0 {
 		return nil, fmt.Errorf("schedule %s: %s is a deploy-time value the kit cannot know: %s", s.LogicalID, strings.Join(s.DeployTime, " and "), instead)
 	}
-	e, err := ParseScheduleExpression(s.Expression, s.Timezone, start)
+	e, err := parseScheduleExpression(s.Expression, s.Timezone, start)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %s: %w; %s", s.LogicalID, err, instead)
 	}

@@ -35,7 +35,7 @@ func TestScheduleExpressionNext(t *testing.T) {
 		{"rate(1 day)", "", []string{"2026-11-27T21:45:00Z"}},
 		{"at(2026-12-24T18:00:00)", "America/New_York", []string{"2026-12-24T23:00:00Z"}},
 	} {
-		e, err := ParseScheduleExpression(c.expr, c.zone, time.Date(2026, 11, 26, 21, 45, 0, 0, time.UTC))
+		e, err := parseScheduleExpression(c.expr, c.zone, time.Date(2026, 11, 26, 21, 45, 0, 0, time.UTC))
 		if err != nil {
 			t.Errorf("%s: %v", c.expr, err)
 			continue
@@ -50,14 +50,14 @@ func TestScheduleExpressionNext(t *testing.T) {
 			at = next
 		}
 	}
-	past, err := ParseScheduleExpression("at(2020-01-01T00:00:00)", "", now)
+	past, err := parseScheduleExpression("at(2020-01-01T00:00:00)", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if next, ok := past.Next(now); ok {
 		t.Errorf("an at() in the past fires at %v", next)
 	}
-	gone, err := ParseScheduleExpression("cron(0 0 1 1 ? 2020-2025)", "", now)
+	gone, err := parseScheduleExpression("cron(0 0 1 1 ? 2020-2025)", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestScheduleExpressionErrors(t *testing.T) {
 		{"rate(5 seconds)", "", `want cron(...), rate(N minutes|hours|days) or at(yyyy-mm-ddThh:mm:ss)`},
 		{"cron(0 * * * ? *)", "Mars/Olympus", `schedule time zone "Mars/Olympus"`},
 	} {
-		if _, err := ParseScheduleExpression(c.expr, c.zone, time.Now()); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := parseScheduleExpression(c.expr, c.zone, time.Now()); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: err = %v, want %q", c.expr, c.zone, err, c.want)
 		}
 	}

@@ -260,7 +260,7 @@ func (d *Deployment) QueueAttributes(q Queue) (map[string]string, error) {
 		switch {
 		case slices.Contains(plainQueueAttrs, k):
 			v, err := d.Resolve(q.Props[k])
-			var u *Unresolved
+			var u *unresolved
 			if errors.As(err, &u) && u.param != "" {
 				return nil, fmt.Errorf("queue %s: %s refers to %w: %s", q.LogicalID, k, u, giveParameter(u.param))
 			}
@@ -458,7 +458,7 @@ func giveParameter(name string) string {
 // envError says why a variable has no local value and how to give it one.
 func envError(function, name string, err error) error {
 	set := fmt.Sprintf("Options.Env[%q] or pipelinectl local up --env %s.%s=VALUE", function+"."+name, function, name)
-	var u *Unresolved
+	var u *unresolved
 	if !errors.As(err, &u) {
 		return fmt.Errorf("function %s: %s: %w; set the variable for the local run with %s", function, name, err, set)
 	}
@@ -478,13 +478,13 @@ var (
 func (d *Deployment) notLocal(id, attr string) error {
 	typ, ok := d.Template.Types[id]
 	if !ok {
-		return &Unresolved{what: id, why: "which is not a resource or parameter of the template"}
+		return &unresolved{what: id, why: "which is not a resource or parameter of the template"}
 	}
 	what := id + " (" + typ + ")"
 	if attr != "" {
-		return &Unresolved{what: id + "." + attr + " (" + typ + ")", why: "an attribute the local kit has no value for"}
+		return &unresolved{what: id + "." + attr + " (" + typ + ")", why: "an attribute the local kit has no value for"}
 	}
-	return &Unresolved{what: what, why: "which the local kit does not create"}
+	return &unresolved{what: what, why: "which the local kit does not create"}
 }
 
 // FunctionName is the name a function of the template has locally: its logical id and the

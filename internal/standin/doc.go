@@ -4,8 +4,8 @@
 // DynamoDB Local (Deployment); Poller is an SQS event source mapping, invoking functions
 // through an Invoker; ScheduleInput and InvokeAsync are a schedule's firing and Lambda's
 // asynchronous invocation; Observer records what runs as CloudWatch metrics (Series), and
-// Evaluate and EvaluateAll apply the templates' alarms with CloudWatch's rules; Ledger
-// collects the consumers' effects from their log lines.
+// Evaluate (Observer.Evaluate for every alarm of a stack) applies the templates' alarms with
+// CloudWatch's rules; Ledger collects the consumers' effects from their log lines.
 //
 // Package local assembles them into the kit a user starts (local.Start); this repository's
 // scenarios (test/e2e) drive them by hand, with faults injected between them.

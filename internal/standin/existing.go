@@ -38,7 +38,7 @@ func (t *Template) StandInQueue(mapping string, q cfn.ExistingQueue) ([]string, 
 	src := queueNameOf(staticString(t.withParameters(q.QueueArn)))
 	if src == "" {
 		return nil, fmt.Errorf("mapping %s: the imported queue's ARN %s is not a value the local kit can resolve "+
-			"(another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)", mapping, JSONish(q.QueueArn))
+			"(another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)", mapping, jsonish(q.QueueArn))
 	}
 	if q.DeadLetterQueueArn == nil {
 		return nil, fmt.Errorf("mapping %s: the imported queue %s has no dead-letter queue the consumer knows of: "+
@@ -47,7 +47,7 @@ func (t *Template) StandInQueue(mapping string, q cfn.ExistingQueue) ([]string, 
 	dlq := queueNameOf(staticString(t.withParameters(q.DeadLetterQueueArn)))
 	if dlq == "" {
 		return nil, fmt.Errorf("mapping %s: the imported dead-letter queue's ARN %s is not a value the local kit can resolve "+
-			"(another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)", mapping, JSONish(q.DeadLetterQueueArn))
+			"(another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)", mapping, jsonish(q.DeadLetterQueueArn))
 	}
 	var notes []string
 	receives := q.MaxReceiveCount
@@ -95,8 +95,8 @@ func queueNameOf(s string) string {
 	return ""
 }
 
-// JSONish is v for a message: a string quoted, anything else in Go's form.
-func JSONish(v any) string {
+// jsonish is v for a message: a string quoted, anything else in Go's form.
+func jsonish(v any) string {
 	if s, ok := v.(string); ok {
 		return strconv.Quote(s)
 	}

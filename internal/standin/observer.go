@@ -36,7 +36,7 @@ type Observer struct {
 	errorf      func(format string, args ...any)
 	Series      *Series
 	Clock       Clock
-	ages        *AgeTracker
+	ages        *ageTracker
 	fnByName    map[string]string // Lambda function name -> logical id
 	queueByURL  map[string]string
 	tableByName map[string]string
@@ -57,7 +57,7 @@ type Observer struct {
 // function name its environments run under; errorf reports what the observer could not do
 // (a heartbeat input that is not a SendMessage request). Stop it when the run ends.
 func NewObserver(d *Deployment, sq *sqs.Client, functionName func(id string) string, scale int, errorf func(format string, args ...any)) *Observer {
-	o := &Observer{d: d, sq: sq, errorf: errorf, Series: NewSeries(), Clock: Clock{Start: time.Now(), Scale: float64(scale)}, ages: NewAgeTracker(),
+	o := &Observer{d: d, sq: sq, errorf: errorf, Series: newSeries(), Clock: Clock{Start: time.Now(), Scale: float64(scale)}, ages: newAgeTracker(),
 		fnByName: map[string]string{}, queueByURL: map[string]string{}, tableByName: map[string]string{}, done: make(chan struct{})}
 	for id := range d.Template.Functions {
 		o.fnByName[functionName(id)] = id
@@ -151,7 +151,7 @@ func (o *Observer) heartbeat(s SendSchedule) {
 }
 
 func sqsMetric(name, queue string) MetricID {
-	return NewMetricID("AWS/SQS", name, "QueueName", queue)
+	return newMetricID("AWS/SQS", name, "QueueName", queue)
 }
 
 // sample records every queue's depth and oldest message age every half minute of the alarm
@@ -265,7 +265,7 @@ func (o *Observer) Sent(queue string, ok []sqstypes.SendMessageBatchResultEntry)
 // failure as a whole (function error, timeout, crash) is an Error.
 func (o *Observer) Invocation(function string, start time.Time, res lambdart.Result, err error) {
 	m := func(name string) MetricID {
-		return NewMetricID("AWS/Lambda", name, "FunctionName", function)
+		return newMetricID("AWS/Lambda", name, "FunctionName", function)
 	}
 	failed := 0.0
 	if err != nil || res.FunctionError != nil {
@@ -280,7 +280,7 @@ func (o *Observer) Invocation(function string, start time.Time, res lambdart.Res
 
 // line records a function's output line when it is EMF.
 func (o *Observer) Line(b []byte) {
-	RecordEMF(o.Series, b, func(dim, v string) string {
+	recordEMF(o.Series, b, func(dim, v string) string {
 		if id, ok := o.fnByName[v]; ok && dim == "Service" {
 			return id
 		}
@@ -299,7 +299,7 @@ func (o *Observer) Dynamo(c ddbproxy.Call, r ddbproxy.Reply) {
 	}
 	now := time.Now()
 	db := func(name string, dims ...string) MetricID {
-		return NewMetricID("AWS/DynamoDB", name, dims...)
+		return newMetricID("AWS/DynamoDB", name, dims...)
 	}
 	switch {
 	case r.Type == "ThrottlingException" || r.Type == "ProvisionedThroughputExceededException" || r.Type == "RequestLimitExceeded":
@@ -324,7 +324,7 @@ func (o *Observer) Evaluate(end time.Time) (map[string]Evaluation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return EvaluateAll(t, o.Series, o.Clock, end)
+	return evaluateAll(t, o.Series, o.Clock, end)
 }
 
 // withoutIdleHeartbeats is the template to evaluate: the heartbeat alarm of a pipeline whose

@@ -881,7 +881,7 @@ func MappingSource(m Mapping) string {
 	if name := queueNameOf(staticString(m.SourceArn)); name != "" {
 		return "queue " + name
 	}
-	return "the queue " + JSONish(m.SourceArn)
+	return "the queue " + jsonish(m.SourceArn)
 }
 
 // notSQS describes a mapping's source when it is not an SQS queue ("" when it is, or may be:

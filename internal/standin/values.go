@@ -179,21 +179,21 @@ func asFloat(v any) float64 {
 	return 0
 }
 
-// Unresolved is a reference the kit has no local value for: a resource it does not create
+// unresolved is a reference the kit has no local value for: a resource it does not create
 // (or an attribute it cannot give), a parameter without a value, or an intrinsic it does not
 // evaluate.
-type Unresolved struct {
+type unresolved struct {
 	what  string // `Orders1234 (AWS::SNS::Topic)`, `parameter RefundsTableArn`, `Fn::ImportValue`
 	why   string
 	param string // the parameter's name, when a parameter has no value
 }
 
-func (e *Unresolved) Error() string { return e.what + ", " + e.why }
+func (e *unresolved) Error() string { return e.what + ", " + e.why }
 
-// UnresolvedImport is the Unresolved of an Fn::ImportValue of name that no stack the kit
+// UnresolvedImport is the unresolved of an Fn::ImportValue of name that no stack the kit
 // runs exports.
-func UnresolvedImport(name any) *Unresolved {
-	return &Unresolved{what: "Fn::ImportValue " + JSONish(name), why: "an export of none of the stacks the kit runs (run the stack that exports it too)"}
+func UnresolvedImport(name any) *unresolved {
+	return &unresolved{what: "Fn::ImportValue " + jsonish(name), why: "an export of none of the stacks the kit runs (run the stack that exports it too)"}
 }
 
 // Resolve evaluates the CloudFormation intrinsics the templates use: Ref and Fn::GetAtt of
@@ -254,7 +254,7 @@ func (d *Deployment) Resolve(v any) (any, error) {
 				}
 				if strings.HasPrefix(k, "Fn::") {
 					b, _ := json.Marshal(arg)
-					return nil, &Unresolved{what: k + " " + string(b), why: "an intrinsic the local kit does not evaluate"}
+					return nil, &unresolved{what: k + " " + string(b), why: "an intrinsic the local kit does not evaluate"}
 				}
 			}
 		}
@@ -306,9 +306,9 @@ func (d *Deployment) ref(arg any) (any, error) {
 		}
 		why := "which has no Default"
 		if p.FromSSM() {
-			why = fmt.Sprintf("whose value is read from Systems Manager parameter %s at deploy time", JSONish(p.Default))
+			why = fmt.Sprintf("whose value is read from Systems Manager parameter %s at deploy time", jsonish(p.Default))
 		}
-		return nil, &Unresolved{what: "parameter " + id + " (" + p.Type + ")", why: why, param: id}
+		return nil, &unresolved{what: "parameter " + id + " (" + p.Type + ")", why: why, param: id}
 	}
 	return nil, d.notLocal(id, "")
 }
