@@ -19,6 +19,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
+	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 )
 
 // Service ids for Env.AWSConfig: the suffix of the AWS_ENDPOINT_URL_<SERVICE> variable that
@@ -176,10 +177,11 @@ func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, e
 // BATCH_CONCURRENCY). The SDK's default keeps 10 per host, so with BATCH_CONCURRENCY above 10
 // it closed and redialled the rest after every batch: a TCP handshake per call on both sides
 // (measured with the peer benchmark: 2,167 connections for 2,200 records at batch 100, 105
-// with this pool).
-func dynamoHTTPClient() *awshttp.BuildableClient {
-	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+// with this pool). Like every client here it sends through internal/sdkhttp, so that an
+// answer is not cut off by a connection the function closed itself.
+func dynamoHTTPClient() aws.HTTPClient {
+	return sdkhttp.Wrap(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = 0 // no total cap: the client talks to one host
 		t.MaxIdleConnsPerHost = contract.MaxBatchConcurrency
-	})
+	}))
 }

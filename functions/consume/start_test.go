@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -244,5 +245,14 @@ func TestInitWithDynamoDB(t *testing.T) {
 	}
 	if effects != 1 {
 		t.Errorf("effect ran %d times, want once", effects)
+	}
+}
+
+// The idempotency store's client keeps its own connection pool and still sends through
+// internal/sdkhttp, as every SDK client here does: an answer of DynamoDB's (a record's old
+// image on a duplicate) is not cut off by a connection the function closed itself.
+func TestDynamoClientSendsThroughSDKHTTP(t *testing.T) {
+	if got := reflect.TypeOf(dynamoHTTPClient()).PkgPath(); got != "github.com/idempotent-sqs/pipeline/internal/sdkhttp" {
+		t.Errorf("the idempotency store's HTTP client is of package %s, want internal/sdkhttp's", got)
 	}
 }
