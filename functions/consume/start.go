@@ -5,10 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -18,7 +16,6 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
-	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/sdkhttp"
 )
 
@@ -63,8 +60,7 @@ type LambdaFunc = func(context.Context, events.SQSEvent) (events.SQSEventRespons
 type Option func(*options)
 
 type options struct {
-	coldstart.IO
-	fit    *runtimefit.Fit // what StartWith did to the Go runtime; nil under Init alone
+	coldstart.Options
 	dynamo idempotency.DynamoDBAPI
 	sqs    SQSSendAPI
 }
@@ -95,10 +91,9 @@ func Start(effect Effect, opts ...Option) {
 // build runs once per cold start, after the configuration is read, so the effect can create
 // its clients (Env.AWSConfig) and read its own variables (Env.Lookup).
 func StartWith(build BuildFunc, opts ...Option) {
-	// The runtime's settings are the process's, so they are fitted from the real environment
-	// whatever WithLookup says; Init logs what was done (LOG_LEVEL=DEBUG).
-	fit := runtimefit.Apply(os.LookupEnv)
-	lambda.Start(Init(build, append(opts, func(o *options) { o.fit = &fit })...))
+	coldstart.Start(func(fit *runtimefit.Fit) LambdaFunc {
+		return Init(build, append(opts, func(o *options) { o.Fit = fit })...)
+	})
 }
 
 // Init does what Start does at a cold start and returns the invocation handler instead of
@@ -112,30 +107,26 @@ func StartWith(build BuildFunc, opts ...Option) {
 // handler that fails every invocation with it, so the batch is retried and, if nobody fixes
 // the configuration, lands in the DLQ.
 func Init(build BuildFunc, opts ...Option) LambdaFunc {
-	o := options{IO: coldstart.Lambda()}
+	o := options{Options: coldstart.Defaults()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg, err := LoadConfig(o.Lookup)
-	log := telemetry.NewLogger(o.Out, cfg.LogLevel).With("service", cfg.Service) // INFO if LOG_LEVEL is the problem
-	coldstart.LogFit(log, o.fit)
-	if err == nil {
-		var h *Handler
-		if h, err = wire(cfg, log, o, build); err == nil {
-			if cfg.Idempotency.Disabled {
-				log.Warn("idempotency disabled: every delivery runs the effect")
+	return coldstart.Init(o.Options, coldstart.Function[Config, LambdaFunc]{
+		Name:    "consumer",
+		Load:    LoadConfig,
+		Logging: func(c Config) (slog.Level, string) { return c.LogLevel, c.Service },
+		Wire:    func(cfg Config, log *slog.Logger) (LambdaFunc, error) { return wire(cfg, log, o, build) },
+		Failing: func(err error) LambdaFunc {
+			return func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+				return events.SQSEventResponse{}, err
 			}
-			return h.Handle
-		}
-	}
-	log.Error("consumer not configured: every invocation will fail", "error", err.Error())
-	return func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-		return events.SQSEventResponse{}, err
-	}
+		},
+	})
 }
 
-// wire builds the clients, the effect and the Handler of a valid configuration.
-func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, error) {
+// wire builds the clients, the effect and the Handler of a valid configuration, and returns
+// its Handle.
+func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (LambdaFunc, error) {
 	env := Env{Config: cfg, Logger: log, Lookup: o.Lookup}
 	api := o.dynamo
 	if api == nil && !cfg.Idempotency.Disabled {
@@ -168,7 +159,10 @@ func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, e
 	if cfg.DeadLetterQueueURL != "" {
 		h.WithDeadLetter(SQSDeadLetter{API: sq, URL: cfg.DeadLetterQueueURL})
 	}
-	return h, nil
+	if cfg.Idempotency.Disabled {
+		log.Warn("idempotency disabled: every delivery runs the effect")
+	}
+	return h.Handle, nil
 }
 
 // dynamoHTTPClient is the idempotency store client's HTTP client: SDK retries are off (the

@@ -4,15 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-sqs/pipeline/functions/internal/coldstart"
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
-	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 // Service ids for Env.AWSConfig: the suffix of the AWS_ENDPOINT_URL_<SERVICE> variable that
@@ -56,8 +53,7 @@ type LambdaFunc = func(context.Context, Event) (Summary, error)
 type Option func(*options)
 
 type options struct {
-	coldstart.IO
-	fit *runtimefit.Fit // what StartWith did to the Go runtime; nil under Init alone
+	coldstart.Options
 	sqs SQSAPI
 }
 
@@ -84,10 +80,9 @@ func Start(source ItemSource, opts ...Option) {
 // runtimefit). build runs once per cold start, after the configuration is read, so the source
 // can create its clients (Env.AWSConfig) and read its own variables (Env.Lookup).
 func StartWith(build BuildFunc, opts ...Option) {
-	// The runtime's settings are the process's, so they are fitted from the real environment
-	// whatever WithLookup says; Init logs what was done (LOG_LEVEL=DEBUG).
-	fit := runtimefit.Apply(os.LookupEnv)
-	lambda.Start(Init(build, append(opts, func(o *options) { o.fit = &fit })...))
+	coldstart.Start(func(fit *runtimefit.Fit) LambdaFunc {
+		return Init(build, append(opts, func(o *options) { o.Fit = fit })...)
+	})
 }
 
 // Init does what Start does at a cold start and returns the invocation handler instead of
@@ -99,25 +94,24 @@ func StartWith(build BuildFunc, opts ...Option) {
 // cold start and report an opaque Runtime.ExitError): Init logs the reason once and returns a
 // handler that fails every invocation with it.
 func Init(build BuildFunc, opts ...Option) LambdaFunc {
-	o := options{IO: coldstart.Lambda()}
+	o := options{Options: coldstart.Defaults()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg, err := LoadConfig(o.Lookup)
-	log := telemetry.NewLogger(o.Out, cfg.LogLevel).With("service", cfg.Service) // INFO if LOG_LEVEL is the problem
-	coldstart.LogFit(log, o.fit)
-	if err == nil {
-		var h *Handler
-		if h, err = wire(cfg, log, o, build); err == nil {
-			return h.Handle
-		}
-	}
-	log.Error("dispatcher not configured: every invocation will fail", "error", err.Error())
-	return func(context.Context, Event) (Summary, error) { return Summary{}, err }
+	return coldstart.Init(o.Options, coldstart.Function[Config, LambdaFunc]{
+		Name:    "dispatcher",
+		Load:    LoadConfig,
+		Logging: func(c Config) (slog.Level, string) { return c.LogLevel, c.Service },
+		Wire:    func(cfg Config, log *slog.Logger) (LambdaFunc, error) { return wire(cfg, log, o, build) },
+		Failing: func(err error) LambdaFunc {
+			return func(context.Context, Event) (Summary, error) { return Summary{}, err }
+		},
+	})
 }
 
-// wire builds the client, the item source and the Handler of a valid configuration.
-func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, error) {
+// wire builds the client, the item source and the Handler of a valid configuration, and
+// returns its Handle.
+func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (LambdaFunc, error) {
 	env := Env{Config: cfg, Logger: log, Lookup: o.Lookup}
 	api := o.sqs
 	if api == nil {
@@ -134,5 +128,5 @@ func wire(cfg Config, log *slog.Logger, o options, build BuildFunc) (*Handler, e
 			return nil, err
 		}
 	}
-	return NewHandler(cfg, api, source, log, o.Out), nil
+	return NewHandler(cfg, api, source, log, o.Out).Handle, nil
 }

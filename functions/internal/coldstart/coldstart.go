@@ -1,7 +1,8 @@
-// Package coldstart holds what the consume and dispatch packages do alike once per cold
-// start: read the environment and write to stdout unless told otherwise, build an AWS
-// configuration from the Lambda environment, and call the user's build function without
-// letting its error or panic crash the process.
+// Package coldstart is the one cold start of the consume and dispatch packages: fit the Go
+// runtime to the function's memory (Start), read the configuration, make the logger, build
+// the clients and the user's part, and return the handler, or a handler that fails every
+// invocation with the reason (Init). Each package supplies only its own configuration and
+// wiring.
 package coldstart
 
 import (
@@ -10,10 +11,12 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/idempotent-sqs/pipeline/functions/internal/awsenv"
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 // IO is where a function reads its environment and writes its log and EMF lines.
@@ -61,4 +64,54 @@ func LogFit(log *slog.Logger, fit *runtimefit.Fit) {
 		attrs = append(attrs, "skipped", fit.Skipped)
 	}
 	log.Debug("Go runtime fitted to the function's size", attrs...)
+}
+
+// Options is what both packages' Option functions set: where a function reads and writes,
+// and what Start did to the Go runtime (nil under Init alone).
+type Options struct {
+	IO
+	Fit *runtimefit.Fit
+}
+
+// Defaults are the Options of a Lambda function.
+func Defaults() Options { return Options{IO: Lambda()} }
+
+// Start fits the Go runtime to the function's memory size (runtimefit.Apply, from the real
+// environment whatever Options.Lookup says: the settings are the process's) and runs the
+// handler init returns as a Lambda function; it does not return.
+func Start[H any](init func(fit *runtimefit.Fit) H) {
+	fit := runtimefit.Apply(os.LookupEnv)
+	lambda.Start(init(&fit))
+}
+
+// Function is one package's part of a cold start: its name in the log line that says the
+// function is not configured, how it reads its configuration and its log level and service
+// from it, how it wires the handler of a valid one, and the handler that fails every
+// invocation with an error.
+type Function[C, H any] struct {
+	Name    string
+	Load    func(lookup func(string) (string, bool)) (C, error)
+	Logging func(C) (level slog.Level, service string)
+	Wire    func(C, *slog.Logger) (H, error)
+	Failing func(error) H
+}
+
+// Init is a cold start: it reads the configuration, makes the logger (INFO when the log
+// level is what is wrong), logs what Start did, and wires the handler. A configuration or a
+// wiring that cannot work does not exit the process (Lambda would only retry the cold start
+// and report an opaque Runtime.ExitError): the reason is logged once and every invocation
+// fails with it.
+func Init[C, H any](o Options, f Function[C, H]) H {
+	cfg, err := f.Load(o.Lookup)
+	level, service := f.Logging(cfg)
+	log := telemetry.NewLogger(o.Out, level).With("service", service)
+	LogFit(log, o.Fit)
+	if err == nil {
+		var h H
+		if h, err = f.Wire(cfg, log); err == nil {
+			return h
+		}
+	}
+	log.Error(f.Name+" not configured: every invocation will fail", "error", err.Error())
+	return f.Failing(err)
 }

@@ -56,3 +56,45 @@ func TestLogFit(t *testing.T) {
 		t.Errorf("LogFit lines:\n%s\nwant lines ending\n%s\n%s", out.String(), want[0], want[1])
 	}
 }
+
+// Init returns the wired handler of a valid configuration, and of a configuration or a wiring
+// that cannot work a handler that fails with the reason, said once in the log under the
+// function's name.
+func TestInit(t *testing.T) {
+	type config struct{ level slog.Level }
+	wired := errors.New("wired")
+	for _, tc := range []struct {
+		name            string
+		loadErr, wirErr error
+		want            string // the handler's error
+		wantLog         string
+	}{
+		{name: "valid", want: "wired"},
+		{name: "configuration", loadErr: errors.New("LOG_LEVEL=LOUD: want DEBUG, INFO, WARN or ERROR"), want: "LOG_LEVEL=LOUD",
+			wantLog: `"level":"ERROR","message":"thing not configured: every invocation will fail","service":"svc","error":"LOG_LEVEL=LOUD`},
+		{name: "wiring", wirErr: errors.New("build the effect: no table"), want: "build the effect: no table",
+			wantLog: `"message":"thing not configured: every invocation will fail","service":"svc","error":"build the effect: no table"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			h := Init(Options{IO: IO{Lookup: func(string) (string, bool) { return "", false }, Out: &out}}, Function[config, func() error]{
+				Name:    "thing",
+				Load:    func(func(string) (string, bool)) (config, error) { return config{level: slog.LevelWarn}, tc.loadErr },
+				Logging: func(c config) (slog.Level, string) { return c.level, "svc" },
+				Wire: func(config, *slog.Logger) (func() error, error) {
+					return func() error { return wired }, tc.wirErr
+				},
+				Failing: func(err error) func() error { return func() error { return err } },
+			})
+			if err := h(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("the handler returns %v, want %q", err, tc.want)
+			}
+			if tc.wantLog == "" && out.Len() > 0 {
+				t.Errorf("a valid start logs %q, want nothing at WARN", out.String())
+			}
+			if tc.wantLog != "" && (!strings.Contains(out.String(), tc.wantLog) || strings.Count(out.String(), "\n") != 1) {
+				t.Errorf("log = %q, want one line with %q", out.String(), tc.wantLog)
+			}
+		})
+	}
+}
