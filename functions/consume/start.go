@@ -96,21 +96,18 @@ func StartWith(build BuildFunc, opts ...Option) {
 	})
 }
 
-// Init does what Start does at a cold start and returns the invocation handler instead of
-// running it: it reads the environment (see LoadConfig), builds the DynamoDB client (unless
-// IDEMPOTENCY_DISABLED) and the dead-letter queue's SQS client (when DEAD_LETTER_QUEUE_URL is
-// set) from the Lambda environment, calls build (nil, or an Effect nil, means LogEffect), and
-// wires a Handler. Use it in tests, or to run the handler under a main loop of your own.
+// Init does the consumer's cold start, as Start does, and returns the invocation handler
+// instead of running it: it reads the environment (see LoadConfig), builds the DynamoDB
+// client (unless IDEMPOTENCY_DISABLED) and the dead-letter queue's SQS client (when
+// DEAD_LETTER_QUEUE_URL is set) from the Lambda environment, calls build (nil, or an Effect
+// nil, means LogEffect), and wires a Handler. Use it in tests, or to run the handler under a main loop of your own.
 //
 // A configuration that cannot work does not exit the process (Lambda would only retry the
 // cold start and report an opaque Runtime.ExitError): Init logs the reason once and returns a
 // handler that fails every invocation with it, so the batch is retried and, if nobody fixes
 // the configuration, lands in the DLQ.
 func Init(build BuildFunc, opts ...Option) LambdaFunc {
-	o := options{Options: coldstart.Defaults()}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := coldstart.Apply(options{Options: coldstart.Options{IO: coldstart.Lambda()}}, opts)
 	return coldstart.Init(o.Options, coldstart.Function[Config, LambdaFunc]{
 		Name:    "consumer",
 		Load:    LoadConfig,

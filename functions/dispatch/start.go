@@ -85,19 +85,16 @@ func StartWith(build BuildFunc, opts ...Option) {
 	})
 }
 
-// Init does what Start does at a cold start and returns the invocation handler instead of
-// running it: it reads the environment (see LoadConfig), builds the SQS client from the
-// Lambda environment, calls build (nil, or a nil ItemSource, means EventItems), and wires a
-// Handler. Use it in tests, or to run the handler under a main loop of your own.
+// Init does the dispatcher's cold start, as Start does, and returns the invocation handler
+// instead of running it: it reads the environment (see LoadConfig), builds the SQS client
+// from the Lambda environment, calls build (nil, or a nil ItemSource, means EventItems), and
+// wires a Handler. Use it in tests, or to run the handler under a main loop of your own.
 //
-// A configuration that cannot work does not exit the process (Lambda would only retry the
-// cold start and report an opaque Runtime.ExitError): Init logs the reason once and returns a
+// A configuration that cannot work does not exit the process, which Lambda would only start
+// again and report as an opaque Runtime.ExitError: Init logs the reason once and returns a
 // handler that fails every invocation with it.
 func Init(build BuildFunc, opts ...Option) LambdaFunc {
-	o := options{Options: coldstart.Defaults()}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := coldstart.Apply(options{Options: coldstart.Options{IO: coldstart.Lambda()}}, opts)
 	return coldstart.Init(o.Options, coldstart.Function[Config, LambdaFunc]{
 		Name:    "dispatcher",
 		Load:    LoadConfig,

@@ -73,8 +73,14 @@ type Options struct {
 	Fit *runtimefit.Fit
 }
 
-// Defaults are the Options of a Lambda function.
-func Defaults() Options { return Options{IO: Lambda()} }
+// Apply returns o with each option applied, in order: a package's options struct (which
+// embeds Options, its defaults Lambda's) and its Option functions.
+func Apply[O any, F ~func(*O)](o O, opts []F) O {
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
 
 // Start fits the Go runtime to the function's memory size (runtimefit.Apply, from the real
 // environment whatever Options.Lookup says: the settings are the process's) and runs the
