@@ -1,10 +1,14 @@
 package local
 
 import (
+	"cmp"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math/big"
 	"net/http"
 	"slices"
 	"strings"
@@ -114,9 +118,15 @@ func (k *Kit) secretsAPI(w http.ResponseWriter, r *http.Request) {
 		"ARN": fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s-kit000", k.region, lambdart.AccountID, name), "CreatedDate": float64(k.started.Unix())})
 }
 
-// secret finds the value of a secret by its id: a name given, or an ARN whose name (with or
-// without the six-character suffix AWS adds) is.
+// secret finds the value of a secret by its id: one of the stacks' own by its local ARN or
+// name, a name given, or an ARN whose name (with or without the six-character suffix AWS
+// adds) is.
 func (k *Kit) secret(id string) (name, value string, ok bool) {
+	for arn, s := range k.secrets {
+		if id == arn || id == s.name || id != "" && id == s.given {
+			return s.name, s.value, true
+		}
+	}
 	if v, ok := k.opts.Secrets[id]; ok {
 		return secretName(id), v, true
 	}
@@ -127,6 +137,141 @@ func (k *Kit) secret(id string) (name, value string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// ownSecret is a secret a stack creates, as the kit answers it: by its local ARN, its local
+// name, or the name its template gives (which a function may hold as a plain string).
+type ownSecret struct{ name, given, value string }
+
+// ownSecrets gives each secret of st's template its value (Options.Secrets by logical id or
+// name, else its SecretString, else generated from its GenerateSecretString) under the local
+// ARN the deployment gave it, and says where the value came from.
+func (k *Kit) ownSecrets(st *stackRun) error {
+	d := st.d
+	for _, id := range slices.Sorted(maps.Keys(d.Template.Secrets)) {
+		p, arn := d.Template.Secrets[id].Props, d.SecretARN[id]
+		name := secretName(arn)
+		value, how, given := "", "", false
+		for _, key := range []string{id, name, cmp.Or(stringProp(p, "Name"), id)} {
+			if v, ok := k.opts.Secrets[key]; ok {
+				value, how, given = v, "given with --secret "+key, true
+				break
+			}
+		}
+		switch {
+		case given:
+		case p["SecretString"] != nil:
+			v, err := d.Resolve(p["SecretString"])
+			if err != nil {
+				return fmt.Errorf("local: stack %s: secret %s SecretString: %w", st.ref.DisplayName, id, err)
+			}
+			value, how = fmt.Sprint(v), "its SecretString"
+		default:
+			g, _ := p["GenerateSecretString"].(map[string]any)
+			how = "generated from its GenerateSecretString, as Secrets Manager does"
+			var err error
+			if value, err = generateSecret(g); err != nil {
+				return fmt.Errorf("local: stack %s: secret %s GenerateSecretString: %w", st.ref.DisplayName, id, err)
+			}
+		}
+		if k.secrets == nil {
+			k.secrets = map[string]ownSecret{}
+		}
+		k.secrets[arn] = ownSecret{name: name, given: stringProp(p, "Name"), value: value}
+		fmt.Fprintf(k.opts.Progress, "local: stack %s: secret %s is %s, its value %s (--secret %s=VALUE gives another)\n",
+			st.ref.DisplayName, id, arn, how, id)
+	}
+	return nil
+}
+
+func stringProp(p map[string]any, key string) string { s, _ := p[key].(string); return s }
+
+// generateSecret is a value as Secrets Manager's GenerateSecretString makes it: a random
+// password of PasswordLength characters (32) of the kinds not excluded (lower and upper case
+// letters, digits, punctuation; a space with IncludeSpace), one of each kind at least unless
+// RequireEachIncludedType is false; put into SecretStringTemplate's JSON object under
+// GenerateStringKey when both are given.
+func generateSecret(g map[string]any) (string, error) {
+	flag := func(key string, def bool) bool {
+		if b, ok := g[key].(bool); ok {
+			return b
+		}
+		if s, ok := g[key].(string); ok {
+			return s == "true"
+		}
+		return def
+	}
+	length := 32
+	switch n := g["PasswordLength"].(type) {
+	case float64:
+		length = int(n)
+	case string:
+		fmt.Sscan(n, &length)
+	}
+	if length < 1 || length > 4096 {
+		return "", fmt.Errorf("PasswordLength %v: Secrets Manager takes 1 to 4096", g["PasswordLength"])
+	}
+	exclude := stringProp(g, "ExcludeCharacters")
+	var kinds []string
+	for _, c := range []struct {
+		key, chars string
+	}{
+		{"ExcludeLowercase", "abcdefghijklmnopqrstuvwxyz"}, {"ExcludeUppercase", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+		{"ExcludeNumbers", "0123456789"}, {"ExcludePunctuation", "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"},
+	} {
+		if !flag(c.key, false) {
+			if kept := strings.Map(func(r rune) rune {
+				if strings.ContainsRune(exclude, r) {
+					return -1
+				}
+				return r
+			}, c.chars); kept != "" {
+				kinds = append(kinds, kept)
+			}
+		}
+	}
+	if flag("IncludeSpace", false) {
+		kinds = append(kinds, " ")
+	}
+	if len(kinds) == 0 {
+		return "", errors.New("every kind of character is excluded")
+	}
+	all := strings.Join(kinds, "")
+	pick := func(from string) byte { return from[randN(len(from))] }
+	out := make([]byte, length)
+	for i := range out {
+		out[i] = pick(all)
+	}
+	if flag("RequireEachIncludedType", true) && length >= len(kinds) {
+		for i, kind := range kinds { // one of each kind, at places of their own
+			out[i] = pick(kind)
+		}
+		for i := len(out) - 1; i > 0; i-- {
+			j := randN(i + 1)
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	password := string(out)
+	tmpl, key := stringProp(g, "SecretStringTemplate"), stringProp(g, "GenerateStringKey")
+	if tmpl == "" || key == "" {
+		return password, nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(tmpl), &obj); err != nil {
+		return "", fmt.Errorf("SecretStringTemplate is not a JSON object: %w", err)
+	}
+	obj[key] = password
+	b, err := json.Marshal(obj)
+	return string(b), err
+}
+
+// randN is a random number from 0 to n-1, from crypto/rand (a secret's value).
+func randN(n int) int {
+	v, err := rand.Int(rand.Reader, big.NewInt(int64(n)))
+	if err != nil {
+		panic(err) // crypto/rand does not fail on Linux or macOS
+	}
+	return int(v.Int64())
 }
 
 // secretName is a secret's name from its id: the name, or an ARN's without the suffix.

@@ -1,11 +1,18 @@
 package local
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // The stand-ins answer SSM's GetParameter(s) and Secrets Manager's GetSecretValue from the
@@ -54,5 +61,66 @@ func TestParametersAndSecrets(t *testing.T) {
 	if code != 400 || errs == nil || strings.Count(errs.Error(), "local: a function asked for a value the kit does not have:") != 3 ||
 		strings.Count(errs.Error(), "Secrets Manager secret app/db") != 1 || !strings.Contains(errs.Error(), "parameter /app/missing") {
 		t.Errorf("Kit.Err = %v", errs)
+	}
+}
+
+// A secret a stack creates is the kit's own, under the local ARN its Ref gives the
+// functions: its value is the one given by logical id, else its SecretString, else one
+// generated as Secrets Manager does from its GenerateSecretString (into its template's JSON
+// under GenerateStringKey).
+func TestStacksOwnSecrets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "S.template.json")
+	if err := os.WriteFile(path, []byte(`{"Resources":{
+	  "Generated":{"Type":"AWS::SecretsManager::Secret","Properties":{"GenerateSecretString":
+	    {"PasswordLength":20,"ExcludePunctuation":true,"ExcludeCharacters":"0123456789","SecretStringTemplate":"{\"username\":\"app\"}","GenerateStringKey":"password"}}},
+	  "Literal":{"Type":"AWS::SecretsManager::Secret","Properties":{"Name":"app/literal","SecretString":{"Fn::Join":["-",["a","b"]]}}},
+	  "Given":{"Type":"AWS::SecretsManager::Secret","Properties":{"GenerateSecretString":{}}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := standin.LoadTemplate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := standin.Planned(tmpl, "S")
+	var progress strings.Builder
+	k := &Kit{region: "us-east-1", opts: Options{Progress: &progress, Secrets: map[string]string{"Given": "mine"}}}
+	if err := k.ownSecrets(&stackRun{ref: cfn.StackRef{DisplayName: "S"}, d: d}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", progress.String())
+	value := func(id string) string {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(fmt.Sprintf(`{"SecretId":%q}`, id)))
+		req.Header.Set("X-Amz-Target", "secretsmanager.GetSecretValue")
+		w := httptest.NewRecorder()
+		k.secretsAPI(w, req)
+		var out struct{ SecretString, ARN string }
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || w.Code != 200 {
+			t.Fatalf("GetSecretValue %s: %d %s", id, w.Code, w.Body.String())
+		}
+		return out.SecretString
+	}
+	var gen struct{ Username, Password string }
+	if err := json.Unmarshal([]byte(value(d.SecretARN["Generated"])), &gen); err != nil {
+		t.Fatalf("the generated secret is not its template's JSON: %v", err)
+	}
+	if gen.Username != "app" || len(gen.Password) != 20 || strings.ContainsAny(gen.Password, "0123456789!#$%&*+-.:;<=>?@^_`|~") ||
+		!strings.ContainsAny(gen.Password, "abcdefghijklmnopqrstuvwxyz") || !strings.ContainsAny(gen.Password, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+		t.Errorf("generated %+v: want username app and 20 letters, upper and lower case, no digit or punctuation", gen)
+	}
+	if got := value(d.SecretARN["Literal"]); got != "a-b" {
+		t.Errorf("the SecretString secret = %q, want a-b", got)
+	}
+	if got := value("app/literal"); got != "a-b" {
+		t.Errorf("the SecretString secret by its name = %q, want a-b", got)
+	}
+	if got := value(d.SecretARN["Given"]); got != "mine" {
+		t.Errorf("the given secret = %q, want mine", got)
+	}
+	if !strings.HasPrefix(d.SecretARN["Generated"], "arn:aws:secretsmanager:us-east-1:") || !strings.Contains(d.SecretARN["Generated"], ":secret:Generated-S-") {
+		t.Errorf("ARN %s: want a local one, with the logical id and the stack's suffix in its name", d.SecretARN["Generated"])
+	}
+	if _, err := generateSecret(map[string]any{"ExcludeLowercase": true, "ExcludeUppercase": true, "ExcludeNumbers": true, "ExcludePunctuation": true}); err == nil ||
+		err.Error() != "every kind of character is excluded" {
+		t.Errorf("generateSecret with every kind excluded: %v, want the error", err)
 	}
 }

@@ -81,8 +81,9 @@ func (k *Kit) startBackends(ctx context.Context) error {
 }
 
 // create starts the backends, then creates every stack's queues and tables (all of them
-// first, so that a function of one stack may refer to another's: Fn::ImportValue), then the
-// stand-ins and visibility timeouts the pipelines' consumers need.
+// first, so that a function of one stack may refer to another's: Fn::ImportValue), gives the
+// stacks' secrets their values, then makes the stand-ins and visibility timeouts the
+// pipelines' consumers need.
 func (k *Kit) create(ctx context.Context, plans []*stackPlan) error {
 	if err := k.startBackends(ctx); err != nil {
 		return err
@@ -94,6 +95,11 @@ func (k *Kit) create(ctx context.Context, plans []*stackPlan) error {
 	}
 	sts := slices.Clone(k.stacks)
 	k.observed.Store(&sts)
+	for _, st := range k.stacks {
+		if err := k.ownSecrets(st); err != nil {
+			return err
+		}
+	}
 	for i, sp := range plans {
 		for _, p := range sp.pipelines {
 			if err := k.prepare(ctx, k.stacks[i], sp, p); err != nil {

@@ -59,8 +59,11 @@ type Options struct {
 	// Default when that CfnParameter is given here.
 	Parameters map[string]string
 	// Secrets are the values the kit answers Secrets Manager's GetSecretValue with, by the
-	// secret's name or ARN (pipelinectl local up --secret NAME=VALUE). A secret not given is
-	// answered with ResourceNotFoundException naming the way to give it.
+	// secret's name or ARN (pipelinectl local up --secret NAME=VALUE). A secret a stack
+	// creates (AWS::SecretsManager::Secret) is the kit's own, under a local ARN: its value is
+	// the one given here by its logical id or name, else the template's SecretString, else
+	// one generated as Secrets Manager does from its GenerateSecretString. Any other secret
+	// not given is answered with ResourceNotFoundException naming the way to give it.
 	Secrets map[string]string
 	// Logs receives every line a function writes, with the function's logical id. Default:
 	// the lines are dropped (the kit still reads them for outcomes and metrics).
@@ -152,6 +155,7 @@ type Kit struct {
 	egress   *egress                   // the functions' HTTP and HTTPS proxy
 	refusals map[string]map[string]int // calls egress refused: by caller, then host
 	said     map[string]bool           // what sayOnce said in Kit.Err
+	secrets  map[string]ownSecret      // the stacks' own secrets, by local ARN (config.go)
 	stopped  atomic.Bool
 	fires    atomic.Int64
 }

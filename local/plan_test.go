@@ -62,7 +62,7 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 	  "GIVEN":{"Ref":"TableName"}, "TABLE":{"Ref":"T"}, "ARN":{"Fn::Sub":"${T.Arn}/index/*"}, "STACK":{"Ref":"AWS::StackName"}}`
 	doc := `{"Parameters":{"RefundsTableArn":{"Type":"String"},"TableName":{"Type":"String","Default":"orders-dev"},
 	    "Secret":{"Type":"AWS::SSM::Parameter::Value<String>","Default":"/app/secret"}},
-	  "Resources":{"Token":{"Type":"AWS::SecretsManager::Secret"},
+	  "Resources":{"Token":{"Type":"AWS::KMS::Key"},
 	  "T":{"Type":"AWS::DynamoDB::GlobalTable","Properties":{"KeySchema":[{"AttributeName":"id","KeyType":"HASH"}]}},` +
 		strings.Replace(userFunction, "%s", vars, 1) + `}}`
 	self, err := os.Executable()
@@ -95,7 +95,7 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 	err = check(Options{})
 	want := `local: 5 values the kit cannot resolve:
   - stack S, function F: IMPORTED refers to Fn::ImportValue "Shared:Orders", an export of none of the stacks the kit runs (run the stack that exports it too): set the variable for the local run with Options.Env["F.IMPORTED"] or pipelinectl local up --env F.IMPORTED=VALUE
-  - stack S, function F: ORDERS refers to Token (AWS::SecretsManager::Secret), which the local kit does not create: set the variable for the local run with Options.Env["F.ORDERS"] or pipelinectl local up --env F.ORDERS=VALUE
+  - stack S, function F: ORDERS refers to Token (AWS::KMS::Key), which the local kit does not create: set the variable for the local run with Options.Env["F.ORDERS"] or pipelinectl local up --env F.ORDERS=VALUE
   - stack S, function F: REFUNDS refers to parameter RefundsTableArn (String), which has no Default: give the parameter a value with Options.Parameters["RefundsTableArn"] or pipelinectl local up --parameter RefundsTableArn=VALUE, or set the variable with Options.Env["F.REFUNDS"] or pipelinectl local up --env F.REFUNDS=VALUE
   - stack S, function F: SECRET refers to parameter Secret (AWS::SSM::Parameter::Value<String>), whose value is read from Systems Manager parameter "/app/secret" at deploy time: give the parameter a value with Options.Parameters["Secret"] or pipelinectl local up --parameter Secret=VALUE, or set the variable with Options.Env["F.SECRET"] or pipelinectl local up --env F.SECRET=VALUE
   - stack S, function F: STREAM refers to T.StreamArn (AWS::DynamoDB::GlobalTable), an attribute the local kit has no value for: set the variable for the local run with Options.Env["F.STREAM"] or pipelinectl local up --env F.STREAM=VALUE`
@@ -105,7 +105,7 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 
 	// The ways out: a value for each parameter, the variables set.
 	opts := Options{Parameters: map[string]string{"RefundsTableArn": "arn:aws:dynamodb:eu-west-1:111122223333:table/refunds", "Secret": "s3cr3t"},
-		Env: map[string]string{"F.ORDERS": "arn:aws:secretsmanager:eu-west-1:111122223333:secret:orders", "F.STREAM": "none", "F.IMPORTED": "orders-shared"}}
+		Env: map[string]string{"F.ORDERS": "arn:aws:kms:eu-west-1:111122223333:key/orders", "F.STREAM": "none", "F.IMPORTED": "orders-shared"}}
 	if err := check(opts); err != nil {
 		t.Fatalf("with the parameters and variables given: %v", err)
 	}

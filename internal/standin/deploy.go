@@ -3,6 +3,8 @@ package standin
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +34,7 @@ type Deployment struct {
 	TableName map[string]string // logical id -> name
 	TopicARN  map[string]string // logical id -> ARN (topics are the kit's own: Kit's SNS stand-in)
 	Bucket    map[string]string // logical id -> bucket name (the kit's S3)
+	SecretARN map[string]string // logical id -> ARN (secrets are the kit's own: package local answers them)
 	// Ignored lists the template properties that have no local meaning (encryption,
 	// backups, tags), so a reader of the test log knows what was not exercised.
 	Ignored []string
@@ -148,7 +151,8 @@ func newDeployment(t *Template, suffix string) *Deployment {
 	return &Deployment{
 		Template: t, Suffix: suffix,
 		QueueURL: map[string]string{}, QueueARN: map[string]string{}, QueueName: map[string]string{},
-		TableName: map[string]string{}, TopicARN: map[string]string{}, Bucket: map[string]string{}, byName: map[string]string{},
+		TableName: map[string]string{}, TopicARN: map[string]string{}, Bucket: map[string]string{}, SecretARN: map[string]string{},
+		byName:  map[string]string{},
 		Ignored: slices.Clone(t.NotApplied),
 	}
 }
@@ -204,11 +208,17 @@ func Attached(t *Template, suffix, region, account string, physical map[string]s
 		}
 	}
 	d.nameTopics()
+	for id := range t.Secrets { // a secret's physical id is its ARN
+		if arn, ok := physical[id]; ok {
+			d.SecretARN[id] = arn
+		}
+	}
 	return d
 }
 
-// nameTopics gives each topic its local ARN: the name the template gives it (suffixed where
-// another stack of the run gives it too), else its logical id and the suffix.
+// nameTopics gives each topic and each secret its local ARN, and each bucket its name: the
+// name the template gives it (suffixed where another stack of the run gives it too), else
+// its logical id and the suffix.
 func (d *Deployment) nameTopics() {
 	for id, tp := range d.Template.Topics {
 		name, _ := tp.Props["TopicName"].(string)
@@ -228,6 +238,15 @@ func (d *Deployment) nameTopics() {
 			name = name[:min(len(name), 63)]
 		}
 		d.Bucket[id] = name
+	}
+	for id, s := range d.Template.Secrets {
+		name, _ := s.Props["Name"].(string)
+		if !d.keeps(name) {
+			name = cmp.Or(name, id) + "-" + d.Suffix
+		}
+		// Secrets Manager adds six characters to a secret's name in its ARN.
+		sum := sha256.Sum256([]byte(name))
+		d.SecretARN[id] = "arn:aws:secretsmanager:" + d.region + ":" + d.account + ":secret:" + name + "-" + hex.EncodeToString(sum[:3])
 	}
 }
 

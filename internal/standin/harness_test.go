@@ -129,13 +129,13 @@ func TestLoadTemplate(t *testing.T) {
 	// What may matter in AWS and is not applied is listed, never dropped silently.
 	listed, err := LoadTemplate(write(t, strings.Replace(strings.Replace(strings.Replace(ok, `"BatchSize":10,`, `"BatchSize":10,"Enabled":false,"ProvisionedPollerConfig":{"MinimumPollers":2,"MaximumPollers":5},`, 1),
 		`"Properties":{"Timeout":3,`, `"Properties":{"Timeout":3,"ReservedConcurrentExecutions":5,"Layers":["arn:l"],`, 1),
-		`{"Resources":{`, `{"Resources":{"Secret":{"Type":"AWS::SecretsManager::Secret"},"Role":{"Type":"AWS::IAM::Role"},"Meta":{"Type":"AWS::CDK::Metadata"},`, 1)))
+		`{"Resources":{`, `{"Resources":{"Key":{"Type":"AWS::KMS::Key"},"Role":{"Type":"AWS::IAM::Role"},"Meta":{"Type":"AWS::CDK::Metadata"},`, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"function F Layers: a layer's files are not under /opt locally, and an extension in one does not run; the function runs without them", "function F ReservedConcurrentExecutions",
 		"mapping M ProvisionedPollerConfig (provisioned mode: the kit polls as the default mode does)", "mapping M is disabled (Enabled: false): its queue is not polled",
-		"not created locally: AWS::IAM::Role x1, AWS::SecretsManager::Secret x1"}
+		"not created locally: AWS::IAM::Role x1, AWS::KMS::Key x1"}
 	if !slices.Equal(listed.NotApplied, want) || !listed.Mappings[0].Disabled {
 		t.Errorf("NotApplied = %q, Disabled %v; want %q", listed.NotApplied, listed.Mappings[0].Disabled, want)
 	}

@@ -32,6 +32,7 @@ const (
 	typeBucketEvents = "Custom::S3BucketNotifications" // what bucket.AddEventNotification writes
 	typeTopic        = "AWS::SNS::Topic"
 	typeSubscription = "AWS::SNS::Subscription"
+	typeSecret       = "AWS::SecretsManager::Secret"
 )
 
 // Template is the part of a synthesized stack that runs: every resource keyed by logical id.
@@ -48,9 +49,12 @@ type Template struct {
 	// Topics are the SNS topics, by logical id; Subscriptions their subscriptions.
 	Topics        map[string]Topic
 	Subscriptions []Subscription
-	Functions     map[string]Function
-	Mappings      []Mapping
-	Schedules     []Schedule
+	// Secrets are the Secrets Manager secrets, by logical id: the kit answers GetSecretValue
+	// for each (package local).
+	Secrets   map[string]Secret
+	Functions map[string]Function
+	Mappings  []Mapping
+	Schedules []Schedule
 	// SendSchedules are the schedules whose target is SQS SendMessage itself (the heartbeats).
 	SendSchedules []SendSchedule
 	// Alarms and Composites are the stack's CloudWatch alarms (alarms.go evaluates them).
@@ -175,6 +179,13 @@ type BucketEvents struct {
 	Config    map[string]any
 }
 
+// Secret is an AWS::SecretsManager::Secret's properties: its Name, and its value as given
+// (SecretString) or to be generated (GenerateSecretString).
+type Secret struct {
+	LogicalID string
+	Props     map[string]any
+}
+
 // Topic is an AWS::SNS::Topic's properties.
 type Topic struct {
 	LogicalID string
@@ -266,8 +277,9 @@ func (t *Template) UseParameters(given map[string]string) error {
 	return nil
 }
 
-// GivenNames are the physical names the template gives its queues, tables, topics and
-// buckets (QueueName, TableName, TopicName, BucketName), each with the logical id of the resource that gives it.
+// GivenNames are the physical names the template gives its queues, tables, topics, buckets
+// and secrets (QueueName, TableName, TopicName, BucketName, Name), each with the logical id
+// of the resource that gives it.
 func (t *Template) GivenNames() map[string]string {
 	out := map[string]string{}
 	for id, q := range t.Queues {
@@ -287,6 +299,11 @@ func (t *Template) GivenNames() map[string]string {
 	}
 	for id, b := range t.Buckets {
 		if name, ok := b.Props["BucketName"].(string); ok {
+			out[name] = id
+		}
+	}
+	for id, sc := range t.Secrets {
+		if name, ok := sc.Props["Name"].(string); ok {
 			out[name] = id
 		}
 	}
@@ -476,7 +493,7 @@ var readers = map[string]reader{
 	typeQueue: readQueue, typeBucket: readBucket, typeBucketEvents: readBucketEvents, typeTopic: readTopic,
 	typeSubscription: readSubscription, typeTable: readTable, typeGlobalTable: readTable, typeFunction: readFunction,
 	typeMapping: readMapping, typeSchedule: readSchedule, typeInvokeConfig: readInvokeConfig, typeAlarm: readAlarm,
-	typeComposite: readComposite, typeNestedStack: readNestedStack,
+	typeComposite: readComposite, typeNestedStack: readNestedStack, typeSecret: readSecret,
 	"AWS::CDK::Metadata": func(*Template, string, resource, map[string]resource) error { return nil },
 }
 
@@ -508,6 +525,7 @@ func LoadTemplate(path string) (*Template, error) {
 		Queues:        map[string]Queue{},
 		Tables:        map[string]Table{},
 		Topics:        map[string]Topic{},
+		Secrets:       map[string]Secret{},
 		Buckets:       map[string]Bucket{},
 		Applied:       map[string]string{},
 		Functions:     map[string]Function{},
@@ -583,6 +601,19 @@ func readBucketEvents(t *Template, id string, r resource, doc map[string]resourc
 	}
 	if handler := cfn.RefTarget(p["ServiceToken"]); handler != "" {
 		t.Applied[handler] = "CDK's handler of bucket notifications, which the kit applies itself"
+	}
+	return nil
+}
+
+// readSecret reads a secret, with the properties the kit does not apply (its key, its
+// replicas, its tags).
+func readSecret(t *Template, id string, r resource, doc map[string]resource) error {
+	p := r.Properties
+	t.Secrets[id] = Secret{LogicalID: id, Props: p}
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		if k != "Name" && k != "Description" && k != "SecretString" && k != "GenerateSecretString" {
+			t.NotApplied = append(t.NotApplied, "secret "+id+" "+k)
+		}
 	}
 	return nil
 }

@@ -294,6 +294,9 @@ func (d *Deployment) ref(arg any) (any, error) {
 	if arn, ok := d.TopicARN[id]; ok {
 		return arn, nil
 	}
+	if arn, ok := d.SecretARN[id]; ok {
+		return arn, nil
+	}
 	if name, ok := d.Bucket[id]; ok {
 		return name, nil
 	}

@@ -30,8 +30,8 @@ import (
 // the names the app gave are kept, a failing record reaches its DLQ and that DLQ's own
 // consumer, a queue of one stack feeds another's function, a nested stack runs with its
 // parent's table, and every command local up prints succeeds as printed. The one function
-// whose variables have values only AWS knows (a Systems Manager parameter, a secret) is
-// listed as not run, with how to give them, and stops nothing else.
+// whose variable has a value only AWS knows (a Systems Manager parameter read at deploy
+// time) is listed as not run, with how to give it, and stops nothing else.
 func TestCorpusRunsUnchanged(t *testing.T) {
 	t.Parallel() // a third kit: it waits on builds and servers, not on the others
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -73,13 +73,12 @@ func TestCorpusRunsUnchanged(t *testing.T) {
 			t.Errorf("local up printed no %q", w)
 		}
 	}
-	// Only Settings' function is not run: its variables have values AWS alone knows, and the
-	// line says how to give each. It stops nothing else.
+	// Only Settings' function is not run: its GREETING is a value Systems Manager alone knows
+	// (the secret whose ARN it also gets is the stack's own, which the kit answers), and the
+	// line says how to give it. It stops nothing else.
 	_, notRun, _ := strings.Cut(printed, "Not run locally: ")
 	notRun, _, _ = strings.Cut(notRun, "\n")
-	wantNotRun := `Settings: function ConfiguredFA9B805B, mapped to queue JobsDF1CC2D4: API_KEY_ARN refers to ApiKeyF9DDEE66 (AWS::SecretsManager::Secret), which the local kit does not create: ` +
-		`set the variable for the local run with Options.Env["ConfiguredFA9B805B.API_KEY_ARN"] or pipelinectl local up --env ConfiguredFA9B805B.API_KEY_ARN=VALUE; ` +
-		`GREETING refers to parameter SsmParameterValuecorpusgreetingC96584B6F00A464EAD1953AFF4B05118Parameter (AWS::SSM::Parameter::Value<String>), whose value is read from Systems Manager parameter "/corpus/greeting" at deploy time: ` +
+	wantNotRun := `Settings: function ConfiguredFA9B805B, mapped to queue JobsDF1CC2D4: GREETING refers to parameter SsmParameterValuecorpusgreetingC96584B6F00A464EAD1953AFF4B05118Parameter (AWS::SSM::Parameter::Value<String>), whose value is read from Systems Manager parameter "/corpus/greeting" at deploy time: ` +
 		`give the parameter a value with Options.Parameters["SsmParameterValuecorpusgreetingC96584B6F00A464EAD1953AFF4B05118Parameter"] or pipelinectl local up --parameter SsmParameterValuecorpusgreetingC96584B6F00A464EAD1953AFF4B05118Parameter=VALUE, ` +
 		`or set the variable with Options.Env["ConfiguredFA9B805B.GREETING"] or pipelinectl local up --env ConfiguredFA9B805B.GREETING=VALUE; the queue is created`
 	if notRun != wantNotRun || strings.Count(printed, "Not run locally: ") != 1 {

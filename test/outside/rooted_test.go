@@ -107,7 +107,8 @@ func TestRootedAppRunsFromItsCdkDir(t *testing.T) {
 
 	// The function on aws-sdk-go v1 (which reads no AWS_ENDPOINT_URL) and a plain HTTP
 	// client, through the kit's proxy: SSM answers the parameter given with --parameter,
-	// Secrets Manager names the secret that was not given and how to give it, and the call
+	// Secrets Manager the secret the stack creates (by the local ARN its Ref gave the
+	// function) and names the secret that was not given and how to give it, and the call
 	// to the partner is refused at once; the error the function gets, its pipeline's status
 	// line and the kit's problem lines name the host and the fix. Nothing reached AWS or the
 	// partner.
@@ -118,7 +119,7 @@ func TestRootedAppRunsFromItsCdkDir(t *testing.T) {
 		`{"http":"Get \"https://partner.example.com/ping\": the local kit refused a call to partner.example.com:443: nothing a function calls under the kit leaves this machine; ` +
 			`point the function at a stand-in on this machine (pipelinectl local up --env FUNCTION.VAR=VALUE, Options.Env)",` +
 			`"secret":"ResourceNotFoundException: the local kit has no value for Secrets Manager secret rooted/api-key: give it one with pipelinectl local up --secret rooted/api-key=VALUE ` +
-			`(Options.Secrets[\"rooted/api-key\"]); it has none","seen":"legacy-1","ssm":"hello from the kit"}`,
+			`(Options.Secrets[\"rooted/api-key\"]); it has none","seen":"legacy-1","ssm":"hello from the kit","token":"from the stack"}`,
 		"problem: local: ",
 	} {
 		if err := proc.WaitOutput(ctx, w); err != nil {

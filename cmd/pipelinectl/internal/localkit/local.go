@@ -63,7 +63,8 @@ const Usage = `pipelinectl local: run a cloud assembly's pipelines on this machi
                        given takes its Default. A NAME that starts with / is a Systems
                        Manager parameter's, which the kit answers SSM's GetParameter(s) with
   --secret NAME=VALUE  the value the kit answers Secrets Manager's GetSecretValue with for
-                       the secret NAME (its name or ARN; repeatable)
+                       the secret NAME (its name or ARN, or the logical id of a secret a
+                       stack creates, whose value is otherwise its own; repeatable)
   --env [FUNCTION.]VAR=VALUE
                        set VAR in every function's environment, or with FUNCTION. (a logical
                        id) in that function's, over the template's value (repeatable): for a

@@ -4,14 +4,16 @@
 //   - Graviton: a GoFunction for arm64 (CDK's bundling builds it);
 //   - SenderArm64, SenderX86: the Makefile's zips, one per architecture (make first);
 //   - TrimmedArm64, TrimmedX86: the same built with -trimpath, which keeps no directory;
-//   - Legacy: a GoFunction on aws-sdk-go v1 that reads a parameter and a secret, and calls
-//     a partner's API over HTTPS.
+//   - Legacy: a GoFunction on aws-sdk-go v1 that reads a parameter, a secret named by a
+//     plain string, the secret the stack creates (by its ARN), and calls a partner's API over
+//     HTTPS.
 package main
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdklambdagoalpha/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -27,13 +29,18 @@ func main() {
 	})
 	feed(stack, "GravitonQueue", graviton)
 
+	token := awssecretsmanager.NewSecret(stack, jsii.String("Token"), &awssecretsmanager.SecretProps{
+		SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String("from the stack")),
+	})
 	legacy := awscdklambdagoalpha.NewGoFunction(stack, jsii.String("Legacy"), &awscdklambdagoalpha.GoFunctionProps{
 		Entry: jsii.String("../functions/legacy"),
 		Environment: &map[string]*string{
 			"GREETING_PARAMETER": jsii.String("/rooted/greeting"),
 			"API_KEY_SECRET":     jsii.String("rooted/api-key"),
+			"TOKEN_SECRET_ARN":   token.SecretArn(),
 		},
 	})
+	token.GrantRead(legacy, nil)
 	feed(stack, "LegacyQueue", legacy)
 
 	for _, fn := range []struct {

@@ -30,10 +30,12 @@ func main() {
 			} else {
 				line["ssm"] = aws.StringValue(out.Parameter.Value)
 			}
-			if out, err := secrets.GetSecretValueWithContext(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(os.Getenv("API_KEY_SECRET"))}); err != nil {
-				line["secret"] = err.Error()
-			} else {
-				line["secret"] = aws.StringValue(out.SecretString)
+			for key, id := range map[string]string{"secret": os.Getenv("API_KEY_SECRET"), "token": os.Getenv("TOKEN_SECRET_ARN")} {
+				if out, err := secrets.GetSecretValueWithContext(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)}); err != nil {
+					line[key] = err.Error()
+				} else {
+					line[key] = aws.StringValue(out.SecretString)
+				}
 			}
 			if resp, err := http.Get("https://partner.example.com/ping"); err != nil {
 				line["http"] = err.Error()
