@@ -17,9 +17,9 @@ import (
 )
 
 // Functions read their configuration from Systems Manager Parameter Store and Secrets
-// Manager. The stand-ins answer the calls that read one value, from what the user gives
-// (Options.Parameters, Options.Secrets): SSM's GetParameter and GetParameters, Secrets
-// Manager's GetSecretValue; a name without a value is answered as AWS answers a missing one,
+// Manager. The stand-ins answer the calls that read values, from what the user gives
+// (Options.Parameters, Options.Secrets) and the secrets the stacks create: SSM's
+// GetParameter, GetParameters and GetParametersByPath, Secrets Manager's GetSecretValue; a name without a value is answered as AWS answers a missing one,
 // with a message naming the way to give it, and said once in Kit.Err.
 
 // ssmValues is the Systems Manager parameters the kit answers, by name: each "/..." of
@@ -43,17 +43,19 @@ func (k *Kit) ssmValues() map[string]string {
 	return vals
 }
 
-// ssmAPI answers Systems Manager's GetParameter and GetParameters (JSON 1.1, X-Amz-Target
-// AmazonSSM.OPERATION).
+// ssmAPI answers Systems Manager's GetParameter, GetParameters and GetParametersByPath
+// (JSON 1.1, X-Amz-Target AmazonSSM.OPERATION).
 func (k *Kit) ssmAPI(w http.ResponseWriter, r *http.Request) {
 	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSSM.")
-	if op != "GetParameter" && op != "GetParameters" {
+	if op != "GetParameter" && op != "GetParameters" && op != "GetParametersByPath" {
 		notServed(w, r, "ssm")
 		return
 	}
 	var in struct {
-		Name  string
-		Names []string
+		Name      string
+		Names     []string
+		Path      string
+		Recursive bool
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil {
 		awsError(w, http.StatusBadRequest, "ValidationException", "the local kit could not read the request: "+err.Error())
@@ -63,6 +65,10 @@ func (k *Kit) ssmAPI(w http.ResponseWriter, r *http.Request) {
 	param := func(name string) map[string]any {
 		return map[string]any{"Name": name, "Type": "String", "Value": vals[name], "Version": 1, "DataType": "text",
 			"ARN": fmt.Sprintf("arn:aws:ssm:%s:%s:parameter/%s", k.region, lambdart.AccountID, strings.TrimPrefix(name, "/")), "LastModifiedDate": float64(k.started.Unix())}
+	}
+	if op == "GetParametersByPath" {
+		jsonReply(w, map[string]any{"Parameters": k.byPath(in.Path, in.Recursive, vals, param)})
+		return
 	}
 	if op == "GetParameter" {
 		if _, ok := vals[in.Name]; !ok {
@@ -82,6 +88,25 @@ func (k *Kit) ssmAPI(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	jsonReply(w, out)
+}
+
+// byPath is GetParametersByPath's answer, in one page: the parameters under path (one level
+// below it, or every level when recursive), by name. None under it is an empty list, as SSM
+// answers, and said once in Kit.Err with the way to give one.
+func (k *Kit) byPath(path string, recursive bool, vals map[string]string, param func(string) map[string]any) []any {
+	prefix := strings.TrimSuffix(path, "/") + "/"
+	found := []any{}
+	for _, name := range slices.Sorted(maps.Keys(vals)) {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if ok && rest != "" && (recursive || !strings.Contains(rest, "/")) {
+			found = append(found, param(name))
+		}
+	}
+	if len(found) == 0 {
+		k.sayOnce("ssm path "+path, fmt.Sprintf("local: a function asked for the Systems Manager parameters under %s, and the kit has none there: "+
+			"give them with pipelinectl local up --parameter %sNAME=VALUE (Options.Parameters); it has %s", path, prefix, have(vals)))
+	}
+	return found
 }
 
 // missingParameter says, once in Kit.Err and in the answer, that the kit has no value for

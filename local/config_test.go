@@ -15,12 +15,13 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
-// The stand-ins answer SSM's GetParameter(s) and Secrets Manager's GetSecretValue from the
-// values given, as AWS answers them; a name without a value is AWS's error with the way to
+// The stand-ins answer SSM's GetParameter(s) and GetParametersByPath (one level, or every one
+// with Recursive) and Secrets Manager's GetSecretValue from the values given, as AWS answers
+// them; a name without a value is AWS's error with the way to
 // give it, said once in Kit.Err; another operation of either service is not served.
 func TestParametersAndSecrets(t *testing.T) {
 	k := &Kit{region: "us-east-1", started: time.Unix(1700000000, 0), opts: Options{
-		Parameters: map[string]string{"/app/greeting": "hello", "Batch": "10"},
+		Parameters: map[string]string{"/app/greeting": "hello", "/app/db/host": "localhost", "Batch": "10"},
 		Secrets:    map[string]string{"app/api-key": "s3cret"},
 	}}
 	call := func(h http.HandlerFunc, target, body string) (int, string) {
@@ -41,8 +42,13 @@ func TestParametersAndSecrets(t *testing.T) {
 		{k.ssmAPI, "AmazonSSM.GetParameters", `{"Names":["/app/greeting","/app/missing"]}`, 200,
 			`{"InvalidParameters":["/app/missing"],"Parameters":[{"ARN":"arn:aws:ssm:us-east-1:123456789012:parameter/app/greeting","DataType":"text","LastModifiedDate":1700000000,"Name":"/app/greeting","Type":"String","Value":"hello","Version":1}]}`},
 		{k.ssmAPI, "AmazonSSM.GetParameter", `{"Name":"/app/other"}`, 400,
-			`{"Message":"the local kit has no value for Systems Manager parameter /app/other: give it one with pipelinectl local up --parameter /app/other=VALUE (Options.Parameters[\"/app/other\"]); it has /app/greeting","__type":"ParameterNotFound",` +
-				`"message":"the local kit has no value for Systems Manager parameter /app/other: give it one with pipelinectl local up --parameter /app/other=VALUE (Options.Parameters[\"/app/other\"]); it has /app/greeting"}`},
+			`{"Message":"the local kit has no value for Systems Manager parameter /app/other: give it one with pipelinectl local up --parameter /app/other=VALUE (Options.Parameters[\"/app/other\"]); it has /app/db/host, /app/greeting","__type":"ParameterNotFound",` +
+				`"message":"the local kit has no value for Systems Manager parameter /app/other: give it one with pipelinectl local up --parameter /app/other=VALUE (Options.Parameters[\"/app/other\"]); it has /app/db/host, /app/greeting"}`},
+		{k.ssmAPI, "AmazonSSM.GetParametersByPath", `{"Path":"/app"}`, 200,
+			`{"Parameters":[{"ARN":"arn:aws:ssm:us-east-1:123456789012:parameter/app/greeting","DataType":"text","LastModifiedDate":1700000000,"Name":"/app/greeting","Type":"String","Value":"hello","Version":1}]}`},
+		{k.ssmAPI, "AmazonSSM.GetParametersByPath", `{"Path":"/app/","Recursive":true}`, 200, `"Name":"/app/db/host"`},
+		{k.ssmAPI, "AmazonSSM.GetParametersByPath", `{"Path":"/app/"}`, 200, `{"Parameters":[{"ARN":"arn:aws:ssm:us-east-1:123456789012:parameter/app/greeting"`},
+		{k.ssmAPI, "AmazonSSM.GetParametersByPath", `{"Path":"/other"}`, 200, `{"Parameters":[]}`},
 		{k.ssmAPI, "AmazonSSM.PutParameter", `{"Name":"/app/x"}`, 501, `the local kit does not serve ssm (PutParameter)`},
 		{k.secretsAPI, "secretsmanager.GetSecretValue", `{"SecretId":"app/api-key"}`, 200,
 			`{"ARN":"arn:aws:secretsmanager:us-east-1:123456789012:secret:app/api-key-kit000","CreatedDate":1700000000,"Name":"app/api-key","SecretString":"s3cret","VersionId":"local","VersionStages":["AWSCURRENT"]}`},
@@ -59,6 +65,7 @@ func TestParametersAndSecrets(t *testing.T) {
 	code, _ := call(k.secretsAPI, "secretsmanager.GetSecretValue", `{"SecretId":"app/db"}`) // asked again: said once
 	errs := k.Err()
 	if code != 400 || errs == nil || strings.Count(errs.Error(), "local: a function asked for a value the kit does not have:") != 3 ||
+		!strings.Contains(errs.Error(), "local: a function asked for the Systems Manager parameters under /other, and the kit has none there: give them with pipelinectl local up --parameter /other/NAME=VALUE") ||
 		strings.Count(errs.Error(), "Secrets Manager secret app/db") != 1 || !strings.Contains(errs.Error(), "parameter /app/missing") {
 		t.Errorf("Kit.Err = %v", errs)
 	}
