@@ -52,30 +52,30 @@ import (
 
 // Environment variables read by Load.
 const (
-	EnvRegion               = "AWS_REGION"
-	EnvDefaultRegion        = "AWS_DEFAULT_REGION"
-	EnvAccessKeyID          = "AWS_ACCESS_KEY_ID"
-	EnvSecretAccessKey      = "AWS_SECRET_ACCESS_KEY"
-	EnvSessionToken         = "AWS_SESSION_TOKEN"
-	EnvAccountID            = "AWS_ACCOUNT_ID"
-	EnvEndpointURL          = "AWS_ENDPOINT_URL"
-	EnvIgnoreEndpointURLs   = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
-	EnvExecutionEnvironment = "AWS_EXECUTION_ENV"
-	EnvUseFIPSEndpoint      = "AWS_USE_FIPS_ENDPOINT"
-	EnvUseDualStackEndpoint = "AWS_USE_DUALSTACK_ENDPOINT"
-	EnvAccountIDEndpoint    = "AWS_ACCOUNT_ID_ENDPOINT_MODE"
-	EnvCABundle             = "AWS_CA_BUNDLE"
+	envRegion               = "AWS_REGION"
+	envDefaultRegion        = "AWS_DEFAULT_REGION"
+	envAccessKeyID          = "AWS_ACCESS_KEY_ID"
+	envSecretAccessKey      = "AWS_SECRET_ACCESS_KEY"
+	envSessionToken         = "AWS_SESSION_TOKEN"
+	envAccountID            = "AWS_ACCOUNT_ID"
+	envEndpointURL          = "AWS_ENDPOINT_URL"
+	envIgnoreEndpointURLs   = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
+	envExecutionEnvironment = "AWS_EXECUTION_ENV"
+	envUseFIPSEndpoint      = "AWS_USE_FIPS_ENDPOINT"
+	envUseDualStackEndpoint = "AWS_USE_DUALSTACK_ENDPOINT"
+	envAccountIDEndpoint    = "AWS_ACCOUNT_ID_ENDPOINT_MODE"
+	envCABundle             = "AWS_CA_BUNDLE"
 )
 
 // Service identifiers for Load: the suffix of the service's AWS_ENDPOINT_URL_<SERVICE>
 // variable (the SDK's service id, upper case, spaces as underscores).
 const (
-	DynamoDB = "DYNAMODB"
-	SQS      = "SQS"
+	serviceDynamoDB = "DYNAMODB"
+	serviceSQS      = "SQS"
 )
 
-// ErrConfig is wrapped by every error Load returns.
-var ErrConfig = errors.New("invalid AWS environment")
+// errConfig is wrapped by every error Load returns.
+var errConfig = errors.New("invalid AWS environment")
 
 // credentialSource is what the User-Agent and aws.Credentials.Source report, as the SDK's own
 // environment credentials do.
@@ -83,7 +83,7 @@ const credentialSource = "EnvConfigCredentials"
 
 // Load returns the configuration for the client of one service (DynamoDB, SQS, or another
 // SDK service id) from the environment. Every missing or unusable variable is reported in one
-// error that names it and wraps ErrConfig.
+// error that names it and wraps errConfig.
 func Load(lookup func(string) (string, bool), service string) (aws.Config, error) {
 	get := func(name string) string {
 		v, _ := lookup(name)
@@ -92,23 +92,23 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 	var problems []string
 	cfg := aws.Config{}
 
-	cfg.Region = get(EnvRegion)
+	cfg.Region = get(envRegion)
 	if cfg.Region == "" {
-		cfg.Region = get(EnvDefaultRegion)
+		cfg.Region = get(envDefaultRegion)
 	}
 	if cfg.Region == "" {
-		problems = append(problems, fmt.Sprintf("%s is not set (Lambda sets it; for a local run export %s=us-east-1)", EnvRegion, EnvRegion))
+		problems = append(problems, fmt.Sprintf("%s is not set (Lambda sets it; for a local run export %s=us-east-1)", envRegion, envRegion))
 	}
 
 	creds := aws.Credentials{
-		AccessKeyID:     get(EnvAccessKeyID),
-		SecretAccessKey: get(EnvSecretAccessKey),
-		SessionToken:    get(EnvSessionToken),
-		AccountID:       get(EnvAccountID),
+		AccessKeyID:     get(envAccessKeyID),
+		SecretAccessKey: get(envSecretAccessKey),
+		SessionToken:    get(envSessionToken),
+		AccountID:       get(envAccountID),
 		Source:          credentialSource,
 	}
 	for _, v := range []struct{ name, value string }{
-		{EnvAccessKeyID, creds.AccessKeyID}, {EnvSecretAccessKey, creds.SecretAccessKey},
+		{envAccessKeyID, creds.AccessKeyID}, {envSecretAccessKey, creds.SecretAccessKey},
 	} {
 		if v.value == "" {
 			problems = append(problems, fmt.Sprintf("%s is not set (Lambda sets it from the execution role; "+
@@ -125,7 +125,7 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 		cfg.BaseEndpoint = aws.String(endpoint)
 	}
 
-	if env := get(EnvExecutionEnvironment); env != "" {
+	if env := get(envExecutionEnvironment); env != "" {
 		cfg.RuntimeEnvironment.EnvironmentIdentifier = aws.ExecutionEnvironmentID(env)
 	}
 
@@ -133,7 +133,7 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 	for _, v := range []struct {
 		name string
 		dst  *bool
-	}{{EnvUseFIPSEndpoint, &ep.fips}, {EnvUseDualStackEndpoint, &ep.dualStack}} {
+	}{{envUseFIPSEndpoint, &ep.fips}, {envUseDualStackEndpoint, &ep.dualStack}} {
 		switch value := strings.ToLower(get(v.name)); value {
 		case "":
 		case "true", "false":
@@ -149,7 +149,7 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 		for _, v := range []struct {
 			name string
 			on   bool
-		}{{EnvUseFIPSEndpoint, ep.fips}, {EnvUseDualStackEndpoint, ep.dualStack}} {
+		}{{envUseFIPSEndpoint, ep.fips}, {envUseDualStackEndpoint, ep.dualStack}} {
 			if v.on {
 				problems = append(problems, fmt.Sprintf("%s=true with %s=%q: the SDK has no FIPS or dual-stack form of a custom endpoint "+
 					"(every call would fail); unset one of them", v.name, endpointVar, endpoint))
@@ -157,24 +157,24 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 		}
 	}
 
-	switch mode := get(EnvAccountIDEndpoint); aws.AccountIDEndpointMode(mode) {
+	switch mode := get(envAccountIDEndpoint); aws.AccountIDEndpointMode(mode) {
 	case aws.AccountIDEndpointModeUnset, aws.AccountIDEndpointModePreferred, aws.AccountIDEndpointModeDisabled:
 		cfg.AccountIDEndpointMode = aws.AccountIDEndpointMode(mode)
 	case aws.AccountIDEndpointModeRequired:
 		if creds.AccountID == "" {
-			problems = append(problems, fmt.Sprintf("%s=required but %s is not set (every call would fail)", EnvAccountIDEndpoint, EnvAccountID))
+			problems = append(problems, fmt.Sprintf("%s=required but %s is not set (every call would fail)", envAccountIDEndpoint, envAccountID))
 		}
 		cfg.AccountIDEndpointMode = aws.AccountIDEndpointModeRequired
 	default:
-		problems = append(problems, fmt.Sprintf("%s=%q: want preferred, required or disabled", EnvAccountIDEndpoint, mode))
+		problems = append(problems, fmt.Sprintf("%s=%q: want preferred, required or disabled", envAccountIDEndpoint, mode))
 	}
-	if v := get(EnvCABundle); v != "" {
+	if v := get(envCABundle); v != "" {
 		problems = append(problems, fmt.Sprintf("%s=%q: a custom certificate bundle is not supported by this function's AWS client "+
-			"(it would connect without it); remove it, or build your function's clients with config.LoadDefaultConfig", EnvCABundle, v))
+			"(it would connect without it); remove it, or build your function's clients with config.LoadDefaultConfig", envCABundle, v))
 	}
 
 	if len(problems) > 0 {
-		return aws.Config{}, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
+		return aws.Config{}, fmt.Errorf("%w: %s", errConfig, strings.Join(problems, "; "))
 	}
 	cfg.HTTPClient = sdkhttp.Wrap(nil)
 	return cfg, nil
@@ -184,16 +184,16 @@ func Load(lookup func(string) (string, bool), service string) (aws.Config, error
 // AWS_ENDPOINT_URL_<SERVICE>, else AWS_ENDPOINT_URL, else "" (the SDK resolves the regional
 // endpoint).
 func endpointFor(get func(string) string, service string) (name, value string, err error) {
-	if strings.EqualFold(get(EnvIgnoreEndpointURLs), "true") {
+	if strings.EqualFold(get(envIgnoreEndpointURLs), "true") {
 		return "", "", nil
 	}
-	name = EnvEndpointURL
+	name = envEndpointURL
 	if service != "" {
-		name = EnvEndpointURL + "_" + strings.ToUpper(strings.ReplaceAll(service, " ", "_"))
+		name = envEndpointURL + "_" + strings.ToUpper(strings.ReplaceAll(service, " ", "_"))
 		value = get(name)
 	}
 	if value == "" {
-		name, value = EnvEndpointURL, get(EnvEndpointURL)
+		name, value = envEndpointURL, get(envEndpointURL)
 	}
 	if value == "" {
 		return "", "", nil

@@ -22,9 +22,9 @@ func lookupFrom(env map[string]string) func(string) (string, bool) {
 // lambdaEnv is what the Lambda runtime sets for every function, plus extra.
 func lambdaEnv(extra map[string]string) map[string]string {
 	env := map[string]string{
-		EnvRegion: "eu-west-1", EnvDefaultRegion: "eu-west-1",
-		EnvAccessKeyID: "AKIDEXAMPLE", EnvSecretAccessKey: "secret", EnvSessionToken: "token",
-		EnvExecutionEnvironment: "AWS_Lambda_provided.al2023",
+		envRegion: "eu-west-1", envDefaultRegion: "eu-west-1",
+		envAccessKeyID: "AKIDEXAMPLE", envSecretAccessKey: "secret", envSessionToken: "token",
+		envExecutionEnvironment: "AWS_Lambda_provided.al2023",
 	}
 	for k, v := range extra {
 		if v == "<unset>" {
@@ -46,37 +46,37 @@ func TestLoad(t *testing.T) {
 		session  string
 		account  string
 	}{
-		{name: "lambda environment", env: lambdaEnv(nil), service: DynamoDB, region: "eu-west-1", session: "token"},
-		{name: "AWS_DEFAULT_REGION when AWS_REGION is unset", env: lambdaEnv(map[string]string{EnvRegion: "<unset>", EnvDefaultRegion: "us-west-2"}),
-			service: SQS, region: "us-west-2", session: "token"},
-		{name: "AWS_REGION wins over AWS_DEFAULT_REGION", env: lambdaEnv(map[string]string{EnvDefaultRegion: "us-west-2"}),
-			service: SQS, region: "eu-west-1", session: "token"},
-		{name: "session token optional (long-term keys, local runs)", env: lambdaEnv(map[string]string{EnvSessionToken: "<unset>"}),
-			service: DynamoDB, region: "eu-west-1"},
-		{name: "AWS_ACCOUNT_ID carried on the credentials", env: lambdaEnv(map[string]string{EnvAccountID: "123456789012"}),
-			service: DynamoDB, region: "eu-west-1", session: "token", account: "123456789012"},
+		{name: "lambda environment", env: lambdaEnv(nil), service: serviceDynamoDB, region: "eu-west-1", session: "token"},
+		{name: "AWS_DEFAULT_REGION when AWS_REGION is unset", env: lambdaEnv(map[string]string{envRegion: "<unset>", envDefaultRegion: "us-west-2"}),
+			service: serviceSQS, region: "us-west-2", session: "token"},
+		{name: "AWS_REGION wins over AWS_DEFAULT_REGION", env: lambdaEnv(map[string]string{envDefaultRegion: "us-west-2"}),
+			service: serviceSQS, region: "eu-west-1", session: "token"},
+		{name: "session token optional (long-term keys, local runs)", env: lambdaEnv(map[string]string{envSessionToken: "<unset>"}),
+			service: serviceDynamoDB, region: "eu-west-1"},
+		{name: "AWS_ACCOUNT_ID carried on the credentials", env: lambdaEnv(map[string]string{envAccountID: "123456789012"}),
+			service: serviceDynamoDB, region: "eu-west-1", session: "token", account: "123456789012"},
 		{name: "AWS_ENDPOINT_URL_DYNAMODB", env: lambdaEnv(map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}),
-			service: DynamoDB, region: "eu-west-1", session: "token", endpoint: "http://127.0.0.1:8000"},
+			service: serviceDynamoDB, region: "eu-west-1", session: "token", endpoint: "http://127.0.0.1:8000"},
 		{name: "AWS_ENDPOINT_URL_SQS", env: lambdaEnv(map[string]string{"AWS_ENDPOINT_URL_SQS": "http://localhost:9324"}),
-			service: SQS, region: "eu-west-1", session: "token", endpoint: "http://localhost:9324"},
+			service: serviceSQS, region: "eu-west-1", session: "token", endpoint: "http://localhost:9324"},
 		{name: "service variable of another service is ignored", env: lambdaEnv(map[string]string{"AWS_ENDPOINT_URL_SQS": "http://localhost:9324"}),
-			service: DynamoDB, region: "eu-west-1", session: "token"},
-		{name: "AWS_ENDPOINT_URL for every service", env: lambdaEnv(map[string]string{EnvEndpointURL: "https://local.test:4566"}),
-			service: SQS, region: "eu-west-1", session: "token", endpoint: "https://local.test:4566"},
+			service: serviceDynamoDB, region: "eu-west-1", session: "token"},
+		{name: "AWS_ENDPOINT_URL for every service", env: lambdaEnv(map[string]string{envEndpointURL: "https://local.test:4566"}),
+			service: serviceSQS, region: "eu-west-1", session: "token", endpoint: "https://local.test:4566"},
 		{name: "service variable wins over AWS_ENDPOINT_URL", env: lambdaEnv(map[string]string{
-			EnvEndpointURL: "https://local.test:4566", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}),
-			service: DynamoDB, region: "eu-west-1", session: "token", endpoint: "http://127.0.0.1:8000"},
+			envEndpointURL: "https://local.test:4566", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}),
+			service: serviceDynamoDB, region: "eu-west-1", session: "token", endpoint: "http://127.0.0.1:8000"},
 		{name: "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", env: lambdaEnv(map[string]string{
-			EnvEndpointURL: "https://local.test:4566", "AWS_ENDPOINT_URL_DYNAMODB": "not even a URL", EnvIgnoreEndpointURLs: "true"}),
-			service: DynamoDB, region: "eu-west-1", session: "token"},
+			envEndpointURL: "https://local.test:4566", "AWS_ENDPOINT_URL_DYNAMODB": "not even a URL", envIgnoreEndpointURLs: "true"}),
+			service: serviceDynamoDB, region: "eu-west-1", session: "token"},
 		{name: "FIPS with an endpoint override that is ignored", env: lambdaEnv(map[string]string{
-			EnvUseFIPSEndpoint: "true", EnvEndpointURL: "http://127.0.0.1:4566", EnvIgnoreEndpointURLs: "true"}),
-			service: DynamoDB, region: "eu-west-1", session: "token"},
+			envUseFIPSEndpoint: "true", envEndpointURL: "http://127.0.0.1:4566", envIgnoreEndpointURLs: "true"}),
+			service: serviceDynamoDB, region: "eu-west-1", session: "token"},
 		{name: "account endpoint required with an account", env: lambdaEnv(map[string]string{
-			EnvAccountIDEndpoint: "required", EnvAccountID: "123456789012"}),
-			service: DynamoDB, region: "eu-west-1", session: "token", account: "123456789012"},
-		{name: "blank values count as unset", env: lambdaEnv(map[string]string{EnvRegion: "  ", "AWS_ENDPOINT_URL_SQS": ""}),
-			service: SQS, region: "eu-west-1", session: "token"},
+			envAccountIDEndpoint: "required", envAccountID: "123456789012"}),
+			service: serviceDynamoDB, region: "eu-west-1", session: "token", account: "123456789012"},
+		{name: "blank values count as unset", env: lambdaEnv(map[string]string{envRegion: "  ", "AWS_ENDPOINT_URL_SQS": ""}),
+			service: serviceSQS, region: "eu-west-1", session: "token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Load(lookupFrom(tc.env), tc.service)
@@ -118,38 +118,38 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		service string
 		want    []string
 	}{
-		{name: "no region", env: lambdaEnv(map[string]string{EnvRegion: "<unset>", EnvDefaultRegion: "<unset>"}),
+		{name: "no region", env: lambdaEnv(map[string]string{envRegion: "<unset>", envDefaultRegion: "<unset>"}),
 			want: []string{"AWS_REGION is not set"}},
-		{name: "no access key", env: lambdaEnv(map[string]string{EnvAccessKeyID: "<unset>"}),
+		{name: "no access key", env: lambdaEnv(map[string]string{envAccessKeyID: "<unset>"}),
 			want: []string{"AWS_ACCESS_KEY_ID is not set"}},
-		{name: "no secret key", env: lambdaEnv(map[string]string{EnvSecretAccessKey: ""}),
+		{name: "no secret key", env: lambdaEnv(map[string]string{envSecretAccessKey: ""}),
 			want: []string{"AWS_SECRET_ACCESS_KEY is not set"}},
-		{name: "endpoint not a URL", service: DynamoDB, env: lambdaEnv(map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "127.0.0.1:8000"}),
+		{name: "endpoint not a URL", service: serviceDynamoDB, env: lambdaEnv(map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "127.0.0.1:8000"}),
 			want: []string{`AWS_ENDPOINT_URL_DYNAMODB="127.0.0.1:8000" is not an http(s) URL`}},
-		{name: "generic endpoint without host", service: SQS, env: lambdaEnv(map[string]string{EnvEndpointURL: "http://"}),
+		{name: "generic endpoint without host", service: serviceSQS, env: lambdaEnv(map[string]string{envEndpointURL: "http://"}),
 			want: []string{`AWS_ENDPOINT_URL="http://" is not an http(s) URL`}},
-		{name: "FIPS not a boolean", env: lambdaEnv(map[string]string{EnvUseFIPSEndpoint: "yes"}),
+		{name: "FIPS not a boolean", env: lambdaEnv(map[string]string{envUseFIPSEndpoint: "yes"}),
 			want: []string{`AWS_USE_FIPS_ENDPOINT="yes": want true or false`}},
-		{name: "dual-stack not a boolean", env: lambdaEnv(map[string]string{EnvUseDualStackEndpoint: "1"}),
+		{name: "dual-stack not a boolean", env: lambdaEnv(map[string]string{envUseDualStackEndpoint: "1"}),
 			want: []string{`AWS_USE_DUALSTACK_ENDPOINT="1": want true or false`}},
-		{name: "FIPS with an endpoint override", service: DynamoDB, env: lambdaEnv(map[string]string{
-			EnvUseFIPSEndpoint: "true", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}),
+		{name: "FIPS with an endpoint override", service: serviceDynamoDB, env: lambdaEnv(map[string]string{
+			envUseFIPSEndpoint: "true", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}),
 			want: []string{`AWS_USE_FIPS_ENDPOINT=true with AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:8000"`}},
-		{name: "dual-stack with the generic endpoint override", service: SQS, env: lambdaEnv(map[string]string{
-			EnvUseDualStackEndpoint: "TRUE", EnvEndpointURL: "http://127.0.0.1:9324"}),
+		{name: "dual-stack with the generic endpoint override", service: serviceSQS, env: lambdaEnv(map[string]string{
+			envUseDualStackEndpoint: "TRUE", envEndpointURL: "http://127.0.0.1:9324"}),
 			want: []string{`AWS_USE_DUALSTACK_ENDPOINT=true with AWS_ENDPOINT_URL="http://127.0.0.1:9324"`}},
-		{name: "account endpoint mode not one of the SDK's", env: lambdaEnv(map[string]string{EnvAccountIDEndpoint: "Disabled"}),
+		{name: "account endpoint mode not one of the SDK's", env: lambdaEnv(map[string]string{envAccountIDEndpoint: "Disabled"}),
 			want: []string{`AWS_ACCOUNT_ID_ENDPOINT_MODE="Disabled": want preferred, required or disabled`}},
-		{name: "account endpoint required without an account", env: lambdaEnv(map[string]string{EnvAccountIDEndpoint: "required"}),
+		{name: "account endpoint required without an account", env: lambdaEnv(map[string]string{envAccountIDEndpoint: "required"}),
 			want: []string{"AWS_ACCOUNT_ID_ENDPOINT_MODE=required but AWS_ACCOUNT_ID is not set"}},
-		{name: "CA bundle refused, not ignored", env: lambdaEnv(map[string]string{EnvCABundle: "/opt/ca.pem"}),
+		{name: "CA bundle refused, not ignored", env: lambdaEnv(map[string]string{envCABundle: "/opt/ca.pem"}),
 			want: []string{`AWS_CA_BUNDLE="/opt/ca.pem": a custom certificate bundle is not supported by this function's AWS client (it would connect without it)`}},
-		{name: "empty environment: every problem at once", service: SQS, env: map[string]string{},
+		{name: "empty environment: every problem at once", service: serviceSQS, env: map[string]string{},
 			want: []string{"AWS_REGION is not set", "AWS_ACCESS_KEY_ID is not set", "AWS_SECRET_ACCESS_KEY is not set"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(lookupFrom(tc.env), tc.service)
-			if !errors.Is(err, ErrConfig) {
+			if !errors.Is(err, errConfig) {
 				t.Fatalf("err = %v, want ErrConfig", err)
 			}
 			for _, w := range tc.want {
@@ -183,7 +183,7 @@ func TestSDKClientsUseTheEnvironment(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	ddbCfg, err := Load(lookupFrom(lambdaEnv(map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": srv.URL})), DynamoDB)
+	ddbCfg, err := Load(lookupFrom(lambdaEnv(map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": srv.URL})), serviceDynamoDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestSDKClientsUseTheEnvironment(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "recorded") {
 		t.Fatalf("DynamoDB call: err = %v, want the recorder's error", err)
 	}
-	sqsCfg, err := Load(lookupFrom(lambdaEnv(map[string]string{EnvEndpointURL: srv.URL})), SQS)
+	sqsCfg, err := Load(lookupFrom(lambdaEnv(map[string]string{envEndpointURL: srv.URL})), serviceSQS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,20 +237,20 @@ func TestFIPSAndDualStackEndpoints(t *testing.T) {
 		dynamo, queue string
 	}{
 		{"regional", map[string]string{}, "dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com"},
-		{"FIPS", map[string]string{EnvUseFIPSEndpoint: "true"}, "dynamodb-fips.eu-west-1.amazonaws.com", "sqs-fips.eu-west-1.amazonaws.com"},
-		{"FIPS false", map[string]string{EnvUseFIPSEndpoint: "FALSE"}, "dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com"},
-		{"dual-stack", map[string]string{EnvUseDualStackEndpoint: "true"}, "dynamodb.eu-west-1.api.aws", "sqs.eu-west-1.api.aws"},
+		{"FIPS", map[string]string{envUseFIPSEndpoint: "true"}, "dynamodb-fips.eu-west-1.amazonaws.com", "sqs-fips.eu-west-1.amazonaws.com"},
+		{"FIPS false", map[string]string{envUseFIPSEndpoint: "FALSE"}, "dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com"},
+		{"dual-stack", map[string]string{envUseDualStackEndpoint: "true"}, "dynamodb.eu-west-1.api.aws", "sqs.eu-west-1.api.aws"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			rec := &hostRecorder{}
-			ddbCfg, err := Load(lookupFrom(lambdaEnv(tc.env)), DynamoDB)
+			ddbCfg, err := Load(lookupFrom(lambdaEnv(tc.env)), serviceDynamoDB)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ddbCfg.HTTPClient = rec
 			_, _ = dynamodb.NewFromConfig(ddbCfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }).ListTables(ctx, &dynamodb.ListTablesInput{})
-			sqsCfg, err := Load(lookupFrom(lambdaEnv(tc.env)), SQS)
+			sqsCfg, err := Load(lookupFrom(lambdaEnv(tc.env)), serviceSQS)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,15 +45,15 @@ var sdkFiles = map[string]string{
 }
 
 var sdkCases = []sdkCase{
-	{[]string{EnvUseFIPSEndpoint}, honoured, map[string]string{EnvUseFIPSEndpoint: "true"}},
-	{[]string{EnvUseDualStackEndpoint}, honoured, map[string]string{EnvUseDualStackEndpoint: "True"}},
-	{[]string{EnvEndpointURL}, honoured, map[string]string{EnvEndpointURL: "http://127.0.0.1:4566"}},
+	{[]string{envUseFIPSEndpoint}, honoured, map[string]string{envUseFIPSEndpoint: "true"}},
+	{[]string{envUseDualStackEndpoint}, honoured, map[string]string{envUseDualStackEndpoint: "True"}},
+	{[]string{envEndpointURL}, honoured, map[string]string{envEndpointURL: "http://127.0.0.1:4566"}},
 	{[]string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS"}, honoured, map[string]string{
 		"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000", "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9324"}},
-	{[]string{EnvIgnoreEndpointURLs}, honoured, map[string]string{EnvEndpointURL: "http://127.0.0.1:4566", EnvIgnoreEndpointURLs: "true"}},
-	{[]string{EnvAccountID}, honoured, map[string]string{EnvAccountID: "123456789012"}},
-	{[]string{EnvAccountIDEndpoint}, honoured, map[string]string{EnvAccountID: "123456789012", EnvAccountIDEndpoint: "disabled"}},
-	{[]string{EnvCABundle}, refused, map[string]string{EnvCABundle: "{dir}/ca.pem"}},
+	{[]string{envIgnoreEndpointURLs}, honoured, map[string]string{envEndpointURL: "http://127.0.0.1:4566", envIgnoreEndpointURLs: "true"}},
+	{[]string{envAccountID}, honoured, map[string]string{envAccountID: "123456789012"}},
+	{[]string{envAccountIDEndpoint}, honoured, map[string]string{envAccountID: "123456789012", envAccountIDEndpoint: "disabled"}},
+	{[]string{envCABundle}, refused, map[string]string{envCABundle: "{dir}/ca.pem"}},
 	{[]string{"AWS_PROFILE"}, ignored, map[string]string{"AWS_PROFILE": "fips", "AWS_CONFIG_FILE": "{dir}/config"}},
 	{[]string{"AWS_DEFAULT_PROFILE"}, ignored, map[string]string{"AWS_DEFAULT_PROFILE": "fips", "AWS_CONFIG_FILE": "{dir}/config"}},
 	{[]string{"AWS_CONFIG_FILE"}, ignored, map[string]string{"AWS_CONFIG_FILE": "{dir}/config-fips"}},
@@ -130,7 +130,7 @@ func observe(cfgFor func(service string) (aws.Config, error)) observation {
 	var o observation
 	ctx := context.Background()
 	rec := &requestRecorder{}
-	ddbCfg, err := cfgFor(DynamoDB)
+	ddbCfg, err := cfgFor(serviceDynamoDB)
 	if err != nil {
 		return observation{load: err.Error()}
 	}
@@ -138,7 +138,7 @@ func observe(cfgFor func(service string) (aws.Config, error)) observation {
 	ddb := dynamodb.NewFromConfig(ddbCfg)
 	_, err = ddb.ListTables(ctx, &dynamodb.ListTablesInput{}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 	rec.call("dynamodb", err)
-	sqsCfg, err := cfgFor(SQS)
+	sqsCfg, err := cfgFor(serviceSQS)
 	if err != nil {
 		return observation{load: err.Error()}
 	}
