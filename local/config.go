@@ -217,15 +217,6 @@ func stringProp(p map[string]any, key string) string { s, _ := p[key].(string); 
 // RequireEachIncludedType is false; put into SecretStringTemplate's JSON object under
 // GenerateStringKey when both are given.
 func generateSecret(g map[string]any) (string, error) {
-	flag := func(key string, def bool) bool {
-		if b, ok := g[key].(bool); ok {
-			return b
-		}
-		if s, ok := g[key].(string); ok {
-			return s == "true"
-		}
-		return def
-	}
 	length := 32
 	switch n := g["PasswordLength"].(type) {
 	case float64:
@@ -236,28 +227,7 @@ func generateSecret(g map[string]any) (string, error) {
 	if length < 1 || length > 4096 {
 		return "", fmt.Errorf("PasswordLength %v: Secrets Manager takes 1 to 4096", g["PasswordLength"])
 	}
-	exclude := stringProp(g, "ExcludeCharacters")
-	var kinds []string
-	for _, c := range []struct {
-		key, chars string
-	}{
-		{"ExcludeLowercase", "abcdefghijklmnopqrstuvwxyz"}, {"ExcludeUppercase", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
-		{"ExcludeNumbers", "0123456789"}, {"ExcludePunctuation", "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"},
-	} {
-		if !flag(c.key, false) {
-			if kept := strings.Map(func(r rune) rune {
-				if strings.ContainsRune(exclude, r) {
-					return -1
-				}
-				return r
-			}, c.chars); kept != "" {
-				kinds = append(kinds, kept)
-			}
-		}
-	}
-	if flag("IncludeSpace", false) {
-		kinds = append(kinds, " ")
-	}
+	kinds := secretKinds(g)
 	if len(kinds) == 0 {
 		return "", errors.New("every kind of character is excluded")
 	}
@@ -267,7 +237,7 @@ func generateSecret(g map[string]any) (string, error) {
 	for i := range out {
 		out[i] = pick(all)
 	}
-	if flag("RequireEachIncludedType", true) && length >= len(kinds) {
+	if secretFlag(g, "RequireEachIncludedType", true) && length >= len(kinds) {
 		for i, kind := range kinds { // one of each kind, at places of their own
 			out[i] = pick(kind)
 		}
@@ -288,6 +258,47 @@ func generateSecret(g map[string]any) (string, error) {
 	obj[key] = password
 	b, err := json.Marshal(obj)
 	return string(b), err
+}
+
+// secretKinds are the kinds of characters a generated secret takes (lower and upper case
+// letters, digits, punctuation, a space), each without the ExcludeCharacters.
+func secretKinds(g map[string]any) []string {
+	exclude := stringProp(g, "ExcludeCharacters")
+	var kinds []string
+	for _, c := range []struct {
+		key, chars string
+	}{
+		{"ExcludeLowercase", "abcdefghijklmnopqrstuvwxyz"}, {"ExcludeUppercase", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+		{"ExcludeNumbers", "0123456789"}, {"ExcludePunctuation", "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"},
+	} {
+		if secretFlag(g, c.key, false) {
+			continue
+		}
+		kept := strings.Map(func(r rune) rune {
+			if strings.ContainsRune(exclude, r) {
+				return -1
+			}
+			return r
+		}, c.chars)
+		if kept != "" {
+			kinds = append(kinds, kept)
+		}
+	}
+	if secretFlag(g, "IncludeSpace", false) {
+		kinds = append(kinds, " ")
+	}
+	return kinds
+}
+
+// secretFlag is a GenerateSecretString boolean (true or "true"), def when not given.
+func secretFlag(g map[string]any, key string, def bool) bool {
+	switch v := g[key].(type) {
+	case bool:
+		return v
+	case string:
+		return v == "true"
+	}
+	return def
 }
 
 // randN is a random number from 0 to n-1, from crypto/rand (a secret's value).
