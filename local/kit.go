@@ -284,7 +284,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Environments = DefaultEnvironments
 	}
 	if v := o.VisibilityTimeout; v != 0 && (v < time.Second || v > 12*time.Hour || v%time.Second != 0) {
-		return o, fmt.Errorf("local: Options.VisibilityTimeout %v: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout", v)
+		return o, fmt.Errorf("local: Options.VisibilityTimeout %v: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout plus its mapping's batching window", v)
 	}
 	if o.AlarmTimeScale <= 0 {
 		o.AlarmTimeScale = AlarmTimeScale

@@ -42,7 +42,7 @@ func TestStartRefuses(t *testing.T) {
 	}{
 		{"no pipeline", Options{Assembly: noPipeline}, "local: no pipeline to run: none of the stacks Shared has an SQS event source mapping"},
 		{"visibility in milliseconds", Options{Assembly: noSource, VisibilityTimeout: 500 * time.Millisecond},
-			"local: Options.VisibilityTimeout 500ms: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout"},
+			"local: Options.VisibilityTimeout 500ms: want whole seconds from 1s to 12h (SQS's range), or 0 for the consumer's timeout plus its mapping's batching window"},
 		{"visibility over 12 hours", Options{Assembly: noSource, VisibilityTimeout: 13 * time.Hour}, "local: Options.VisibilityTimeout 13h0m0s: want whole seconds"},
 		{"no assembly", Options{}, "local: Options.Assembly is empty: set it to the directory `cdk synth` wrote (cdk.out)"},
 		{"not an assembly", Options{Assembly: t.TempDir()}, "is not a cloud assembly (no manifest.json): run `cdk synth` (or `cdk synth -o DIR`) first"},

@@ -287,8 +287,9 @@ type IdempotentConsumerProps struct {
 	// (14 days, SQS's maximum, when the Source does not say) + DefaultRedriveWindow; 25 days
 	// (600h) for constructs/queue's defaults. It must be at least the queue's and the DLQ's
 	// retention together unless AllowShortRecordTTL is set, and at least Timeout. The cost
-	// of a longer TTL is storage only: about $0.05 a month per million records kept (a
-	// record is about 200 bytes; DynamoDB standard storage $0.25 per GB-month, us-east-1).
+	// of a longer TTL is storage only: about $0.07 a month per million records kept (a
+	// record is about 200 bytes, and DynamoDB adds 100 bytes of overhead an item; standard
+	// storage $0.25 per GB-month, us-east-1).
 	RecordTTL time.Duration
 	// AllowShortRecordTTL accepts a RecordTTL shorter than a message can live in the queue
 	// and its DLQ. A message redriven after its record expired then runs its effect again:

@@ -63,7 +63,7 @@ func TestRecordStorageAsQuoted(t *testing.T) {
 	var size float64
 	fmt.Sscan(m[1], &size)
 	quoted := fmt.Sprintf("about $%.2f a month per million records kept", nearest(storagePerMillionRecords(size), 0.01))
-	for _, path := range []string{"CHANGELOG.md", "docs/design.md"} {
+	for _, path := range []string{"CHANGELOG.md", "docs/design.md", "constructs/consumer/consumer.go"} {
 		if text := docText(t, path); !strings.Contains(text, quoted) {
 			t.Errorf("%s does not say %q (records of %v bytes + 100 of overhead)", path, quoted, size)
 		}

@@ -56,8 +56,8 @@ const Usage = `pipelinectl local: run a cloud assembly's pipelines on this machi
   --environments N     execution environments per consumer (default 2)
   --visibility-timeout D
                        the pipeline queues' visibility timeout, whole seconds (default: the
-                       consumer's timeout, when the template's is longer: a deferred
-                       duplicate comes back after it)
+                       consumer's timeout plus its mapping's batching window, when the
+                       template's is longer: a deferred duplicate comes back after it)
   --parameter NAME=VALUE
                        a value for the stacks' parameter NAME (repeatable); a parameter not
                        given takes its Default. A NAME that starts with / is a Systems
