@@ -9,9 +9,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -492,6 +494,52 @@ func TestInspectInterrupted(t *testing.T) {
 	}
 	if q := queueCounts(t, p.dlqURL); q != [2]int64{30, 0} {
 		t.Errorf("DLQ right after the interrupted inspect = %v, want [30 0]: nothing left hidden", q)
+	}
+}
+
+// An inspect whose receives get answers that break off (the third receive's on, after 20
+// messages) ends as an interrupted one does: exit 3, what it scanned reported and visible
+// again, and the receive whose answer was lost named with when its messages come back.
+func TestInspectWhoseReceiveFailsForGood(t *testing.T) {
+	t.Parallel()
+	p := newPipe(t, false)
+	for i := range 30 {
+		fillDLQ(t, p, "", fmt.Sprint("m", i))
+	}
+	proxy, err := ddbproxy.New(sqsSrv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	var receives atomic.Int64
+	proxy.Policy = func(c ddbproxy.Call) ddbproxy.Fault {
+		return ddbproxy.Fault{Truncate: c.Op == "ReceiveMessage" && receives.Add(1) > 2}
+	}
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code := run(t.Context(), append(p.args("dlq", "inspect"), "--endpoint-url", proxy.URL), &out, &errOut)
+	t.Logf("exit %d\n%s%s", code, out.String(), errOut.String())
+	if code != cli.ExitNotDone {
+		t.Errorf("exit %d, want %d", code, cli.ExitNotDone)
+	}
+	want := "not done: a receive failed after scanning 20 messages: the answer from " + proxy.URL + " was cut off while it came (HTTP 200, then unexpected EOF)"
+	if !strings.Contains(errOut.String(), want) || !strings.Contains(errOut.String(), "; all of them are visible again; 3 receives got no whole answer, each may hide up to 10 messages until ") ||
+		!strings.Contains(out.String(), "scanned   20 in ") || !strings.Contains(out.String(), "all visible again (a receive failed)") {
+		t.Errorf("want %q, the lost receives and their time, and the 20 scanned reported", want)
+	}
+	until := regexp.MustCompile(`until (\d\d:\d\d:\d\dZ): inspect again after that`).FindStringSubmatch(errOut.String())
+	if until == nil {
+		t.Fatal("no time the hidden messages come back")
+	}
+	// The scan's hold (30 s) from when the lost receive was sent: between the run's start and
+	// its end, plus the hold.
+	clock, _ := time.Parse("15:04:05Z", until[1])
+	lo, hi := start.UTC().Add(dlq.RedriveHold).Truncate(time.Second), time.Now().UTC().Add(dlq.RedriveHold)
+	if at := time.Date(lo.Year(), lo.Month(), lo.Day(), clock.Hour(), clock.Minute(), clock.Second(), 0, time.UTC); at.Before(lo) || at.After(hi) {
+		t.Errorf("hidden until %s, want between %s and %s", until[1], lo.Format(time.TimeOnly), hi.Format(time.TimeOnly))
+	}
+	if q := queueCounts(t, p.dlqURL); q[1] != 10 {
+		t.Errorf("DLQ after the inspect = %v, want 10 in flight: the one lost batch a standard queue's receive hands out, the 20 scanned given back", q)
 	}
 }
 

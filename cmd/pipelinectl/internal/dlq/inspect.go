@@ -147,12 +147,18 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		return err
 	}
 	start := time.Now()
-	msgs, err := Peek(ctx, cl.SQS, q.URL, *maxScan, *hold)
+	lost := &lostReceives{}
+	msgs, err := Peek(withLostReceives(ctx, lost), cl.SQS, q.URL, *maxScan, *hold)
 	held := time.Since(start)
 	interrupted := ctx.Err() != nil
-	if err != nil && !interrupted {
-		return err
+	// A receive that failed for good ends the scan as Ctrl-C does: what was scanned is
+	// reported, then what stays hidden and until when (notDone).
+	failed := scanFailure(err)
+	if interrupted {
+		failed = nil
 	}
+	var hidden *hiddenError
+	errors.As(err, &hidden)
 	stdout := w.Text(c)
 
 	kind := "standard"
@@ -172,10 +178,13 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		fmt.Fprintf(stdout, "source    %s\n", t.SourceURL)
 	}
 	fmt.Fprintf(stdout, "messages  %d visible, %d in flight, %d delayed (SQS's approximate counts)\n", q.Visible, q.InFlight, q.Delayed)
-	fmt.Fprintf(stdout, "scanned   %d in %s, all visible again", len(msgs), held.Round(10*time.Millisecond))
+	fmt.Fprintf(stdout, "scanned   %d in %s, %s", len(msgs), held.Round(10*time.Millisecond),
+		map[bool]string{true: "all visible again", false: fmt.Sprintf("%d of them still hidden", hidden.count())}[hidden == nil])
 	switch {
 	case interrupted:
 		fmt.Fprint(stdout, " (interrupted)")
+	case failed != nil:
+		fmt.Fprint(stdout, " (a receive failed)")
 	case len(msgs) >= *maxScan:
 		fmt.Fprintf(stdout, " (stopped at --max %d)", *maxScan)
 	case q.FIFO && int64(len(msgs)) < q.Visible:
@@ -199,10 +208,32 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	if c.Output == "json" {
 		cli.WriteJSON(w.Out, rep)
 	}
-	if interrupted {
-		return &cli.NotDone{Why: fmt.Sprintf("interrupted after scanning %d messages; all of them are visible again", len(msgs))}
+	if interrupted || failed != nil || hidden != nil {
+		return inspectNotDone(len(msgs), failed, hidden, lost)
 	}
 	return nil
+}
+
+// inspectNotDone says how a scan ended before its end (Ctrl-C, or failed, a receive that
+// failed for good) or with messages it could not give back: how many it scanned, what stays
+// hidden and until when, and when to inspect again.
+func inspectNotDone(scanned int, failed error, hidden *hiddenError, lost *lostReceives) error {
+	why := fmt.Sprintf("interrupted after scanning %d messages", scanned)
+	if failed != nil {
+		why = fmt.Sprintf("a receive failed after scanning %d messages: %s", scanned, cli.InWords(failed))
+	}
+	if hidden == nil {
+		why += "; all of them are visible again"
+	} else {
+		why += "; " + hidden.Error()
+	}
+	lost.mu.Lock()
+	defer lost.mu.Unlock()
+	if lost.n > 0 {
+		why += fmt.Sprintf("; %d %s no whole answer, each may hide up to 10 messages until %s: inspect again after that",
+			lost.n, map[bool]string{true: "receive got", false: "receives got"}[lost.n == 1], clock(lost.until))
+	}
+	return &cli.NotDone{Why: why}
 }
 
 // printInspect prints inspect's table by reason, the messages older than the record TTL,
