@@ -14,7 +14,7 @@
 //
 // Scheduler calls SQS SendMessage itself (a universal target, arn:aws:scheduler:::aws-sdk:sqs:sendMessage)
 // with the message attribute PipelineProbe = "heartbeat-<scheduled time>", the probe the
-// consumer knows (functions/consume, AttrProbe): it acquires and completes the idempotency
+// consumer knows (functions/contract, AttrProbe): it acquires and completes the idempotency
 // record "pipelinectl-probe-heartbeat-<scheduled time>" with a no-op instead of the business
 // effect and counts ProbeCompleted. A retried send of the same occurrence is a duplicate
 // there (and, on a FIFO queue, dropped by SQS deduplication within 5 minutes), so each
@@ -56,7 +56,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
-	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 )
 
 // Defaults and limits of HeartbeatProps.
@@ -222,9 +222,9 @@ func sendMessageInput(queueURL string, fifo bool) map[string]any {
 	// and Scheduler would no longer see it.
 	in := map[string]any{
 		"QueueUrl":    queueURL,
-		"MessageBody": `{"pipelineProbe":true,"heartbeat":"` + at + `"}`,
+		"MessageBody": contract.ProbeBody(id, "heartbeat"),
 		"MessageAttributes": map[string]any{
-			msgkey.AttrProbe: map[string]any{"DataType": "String", "StringValue": id},
+			contract.AttrProbe: map[string]any{"DataType": "String", "StringValue": id},
 		},
 	}
 	if fifo {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
@@ -75,13 +76,13 @@ func TestScheduleSendsAProbeToTheQueue(t *testing.T) {
 		if want := "<ref " + queueID + ">"; in["QueueUrl"] != want {
 			t.Errorf("%s: QueueUrl %v, want %s", *c.f.stack.StackName(), in["QueueUrl"], want)
 		}
-		id, _ := cfn.Dig(in, "MessageAttributes", msgkey.AttrProbe, "StringValue").(string)
-		if id != ProbePrefix+at || !msgkey.ValidProbeID(id) || cfn.Dig(in, "MessageAttributes", msgkey.AttrProbe, "DataType") != "String" {
+		id, _ := cfn.Dig(in, "MessageAttributes", contract.AttrProbe, "StringValue").(string)
+		if id != ProbePrefix+at || !msgkey.ValidProbeID(id) || cfn.Dig(in, "MessageAttributes", contract.AttrProbe, "DataType") != "String" {
 			t.Errorf("%s: probe attribute %s: want %s, a probe id the consumer accepts", *c.f.stack.StackName(), cdktest.JSON(in["MessageAttributes"]), ProbePrefix+at)
 		}
 		var body map[string]any
-		if err := json.Unmarshal([]byte(in["MessageBody"].(string)), &body); err != nil || body["heartbeat"] != at || body["pipelineProbe"] != true {
-			t.Errorf("%s: body %v (%v): want the scheduled time filled in", *c.f.stack.StackName(), in["MessageBody"], err)
+		if err := json.Unmarshal([]byte(in["MessageBody"].(string)), &body); err != nil || body["pipelineProbe"] != ProbePrefix+at || body["sentBy"] != "heartbeat" {
+			t.Errorf("%s: body %v (%v): want the probe id with the scheduled time filled in, sent by the heartbeat", *c.f.stack.StackName(), in["MessageBody"], err)
 		}
 		_, hasGroup := in["MessageGroupId"]
 		if hasGroup != c.group || (c.fifo && (in["MessageGroupId"] != FifoGroup || in["MessageDeduplicationId"] != id)) {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-sqs/pipeline/functions/batch"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
@@ -88,8 +89,10 @@ const (
 // runs no business effect. The value is 1 to 64 letters, digits, '-', '_', '.' and ':'; another value is
 // bad input.
 const (
-	AttrProbe      = msgkey.AttrProbe
-	ProbeKeyPrefix = msgkey.ProbeKeyPrefix
+	// Deprecated: use contract.AttrProbe.
+	AttrProbe = contract.AttrProbe
+	// Deprecated: use contract.ProbeKeyPrefix.
+	ProbeKeyPrefix = contract.ProbeKeyPrefix
 )
 
 // Handler processes SQS events: it is built once per cold start and is safe for the
@@ -180,7 +183,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 // record only. Bad input returns the *msgkey.InputError; the Guard's typed errors
 // (*idempotency.PayloadMismatchError, ...) come back unchanged for errors.As.
 func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
-	if a, ok := rec.MessageAttributes[AttrProbe]; ok {
+	if a, ok := rec.MessageAttributes[contract.AttrProbe]; ok {
 		return h.probe(ctx, rec, a)
 	}
 	key, err := h.keySrc.Extract(rec, h.maxBody)
@@ -248,12 +251,12 @@ func (h *Handler) probe(ctx context.Context, rec events.SQSMessage, a events.SQS
 		id = *a.StringValue
 	}
 	if !msgkey.ValidProbeID(id) {
-		err := &msgkey.InputError{Source: msgkey.Source{Kind: msgkey.SourceAttribute, Name: AttrProbe}, Code: "probe_invalid", Reason: fmt.Sprintf("attribute %s %q: %s", AttrProbe, id, msgkey.ProbeIDRule)}
+		err := &msgkey.InputError{Source: msgkey.Source{Kind: msgkey.SourceAttribute, Name: contract.AttrProbe}, Code: "probe_invalid", Reason: fmt.Sprintf("attribute %s %q: %s", contract.AttrProbe, id, msgkey.ProbeIDRule)}
 		return h.reject(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
 	}
-	key, tenant := ProbeKeyPrefix+id, ""
+	key, tenant := contract.ProbeKeyPrefix+id, ""
 	if h.tenant.Group || h.tenant.Source.Kind != 0 {
-		tenant = ProbeKeyPrefix + "tenant"
+		tenant = contract.ProbeTenant
 	}
 	res, err := h.guard.Run(ctx, idempotency.Request{Key: key, Tenant: tenant, Payload: []byte(rec.Body)},
 		func(context.Context) ([]byte, error) { return nil, nil })

@@ -31,6 +31,28 @@ const (
 	MaxReasonBytes = 1024
 )
 
+// A probe is a message that proves a pipeline works without running its business effect:
+// pipelinectl verify sends two, the dispatcher sends one when an event asks ({"probe": ID}),
+// and constructs/heartbeat's schedule one every few minutes. The consumer knows it by its
+// AttrProbe attribute (the probe id) and takes it through the idempotency record of
+// ProbeKeyPrefix+id (tenant ProbeTenant where the table has one) with a no-op; keys with that
+// prefix are reserved for probes.
+const (
+	AttrProbe      = "PipelineProbe"
+	ProbeKeyPrefix = "pipelinectl-probe-"
+	ProbeTenant    = ProbeKeyPrefix + "tenant"
+	// ProbeGroup is the FIFO message group of the probes verify and the dispatcher send
+	// (the heartbeat's have one of their own, constructs/heartbeat.FifoGroup).
+	ProbeGroup = "pipelinectl-probe"
+)
+
+// ProbeBody is a probe's body: its id and who sent it. It is written out, not marshalled,
+// so a Scheduler placeholder in id (<aws.scheduler.scheduled-time>) stays as it is; ids
+// and senders hold no quote (an id is what msgkey.ValidProbeID accepts).
+func ProbeBody(id, sentBy string) string {
+	return `{"pipelineProbe":"` + id + `","sentBy":"` + sentBy + `"}`
+}
+
 // The consumer's environment: constructs/consumer sets every variable, functions/consume
 // reads them once per cold start (an optional variable set to "" counts as unset).
 const (

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/internal/backoff"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
@@ -168,11 +169,11 @@ func (h *Handler) probe(ctx context.Context, ev Event) (Summary, error) {
 		return sum, err
 	}
 	m := message{itemID: "probe", key: ev.Probe, probe: true}
-	m.body = fmt.Sprintf(`{"pipelineProbe":%q,"sentBy":"dispatcher"}`, ev.Probe)
+	m.body = contract.ProbeBody(ev.Probe, "dispatcher")
 	if h.cfg.Fifo {
-		m.group, m.dedupID = "pipelinectl-probe", "probe-"+ev.Probe
+		m.group, m.dedupID = contract.ProbeGroup, "probe-"+ev.Probe
 	}
-	m.size = len(m.body) + len(msgkey.AttrProbe) + len("String") + len(m.key)
+	m.size = len(m.body) + len(contract.AttrProbe) + len("String") + len(m.key)
 	sent, err := h.send(ctx, log, []message{m})
 	sum.Sent = sent
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/aws/smithy-go"
-	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/internal/backoff"
 )
 
@@ -115,7 +115,7 @@ func (h *Handler) sendBatch(ctx context.Context, batch []*entryState) (int, []*e
 		byID[e.id] = e
 		attr := attrKey
 		if e.msg.probe {
-			attr = msgkey.AttrProbe
+			attr = contract.AttrProbe
 		}
 		entry := types.SendMessageBatchRequestEntry{
 			Id:          aws.String(e.id),

@@ -1,15 +1,17 @@
 package msgkey
 
+import "github.com/idempotent-sqs/pipeline/functions/contract"
+
 // A probe is a message that proves a pipeline works without running its business effect:
 // `pipelinectl verify` sends one to the queue, and asks the dispatcher to send one. The
 // consumer takes it through the idempotency record of ProbeKeyPrefix+id with a no-op; keys
 // with that prefix are reserved for probes. constructs/heartbeat's schedule sends one every
 // few minutes.
 const (
-	// AttrProbe is the message attribute that marks a probe; its value is the probe id.
-	AttrProbe = "PipelineProbe"
-	// ProbeKeyPrefix starts the idempotency key of every probe.
-	ProbeKeyPrefix = "pipelinectl-probe-"
+	// Deprecated: use contract.AttrProbe, where every sender and the consumer agree on it.
+	AttrProbe = contract.AttrProbe
+	// Deprecated: use contract.ProbeKeyPrefix.
+	ProbeKeyPrefix = contract.ProbeKeyPrefix
 )
 
 // ProbeIDRule is what ValidProbeID accepts, as error messages say it.

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-sqs/pipeline/cmd/pipelinectl/internal/cli"
-	"github.com/idempotent-sqs/pipeline/functions/consume"
+	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 )
 
@@ -214,12 +214,12 @@ func verifyPipeline(ctx context.Context, cl *cli.Clients, outputs map[string]str
 		return fail("%v", err)
 	}
 	id := newProbeID()
-	r.Probe = consume.ProbeKeyPrefix + id
+	r.Probe = contract.ProbeKeyPrefix + id
 	for i := 1; i <= 2; i++ {
-		in := &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(`{"pipelineProbe":"` + id + `","sentBy":"pipelinectl verify"}`),
-			MessageAttributes: map[string]types.MessageAttributeValue{consume.AttrProbe: {DataType: aws.String("String"), StringValue: aws.String(id)}}}
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(contract.ProbeBody(id, "pipelinectl verify")),
+			MessageAttributes: map[string]types.MessageAttributeValue{contract.AttrProbe: {DataType: aws.String("String"), StringValue: aws.String(id)}}}
 		if srcQ.FIFO {
-			in.MessageGroupId, in.MessageDeduplicationId = aws.String("pipelinectl-probe"), aws.String(id+"-"+strconv.Itoa(i))
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String(contract.ProbeGroup), aws.String(id+"-"+strconv.Itoa(i))
 		}
 		if _, err := cl.SQS.SendMessage(ctx, in); err != nil {
 			return fail("cannot send a probe to %s: %v (pipelinectl's sqs:SendMessage on the queue, and kms:GenerateDataKey on its key if it has a customer managed one)", src, cli.Explain(err))
@@ -246,7 +246,7 @@ func verifyPipeline(ctx context.Context, cl *cli.Clients, outputs map[string]str
 			return fail("the dispatcher %s could not send its probe to %s: %s: its role needs sqs:SendMessage on the queue (and kms:GenerateDataKey on the queue's key if it has a customer managed one)",
 				dfn, src, cli.Truncate(strings.TrimSpace(string(resp)), 300))
 		}
-		fmt.Fprintf(out, "%-12s dispatcher %s sent probe %s%s; waiting for its record\n", p, dfn, consume.ProbeKeyPrefix, id)
+		fmt.Fprintf(out, "%-12s dispatcher %s sent probe %s%s; waiting for its record\n", p, dfn, contract.ProbeKeyPrefix, id)
 		took, why := w.wait(ctx, id)
 		if why != "" {
 			return fail("the dispatcher sent its probe, but: %s", why)
@@ -277,9 +277,9 @@ type probeWait struct {
 
 // wait returns how long the record of probe id took to complete, or why it did not.
 func (w probeWait) wait(ctx context.Context, id string) (time.Duration, string) {
-	rid := idempotency.RecordID{Key: consume.ProbeKeyPrefix + id}
+	rid := idempotency.RecordID{Key: contract.ProbeKeyPrefix + id}
 	if w.composite {
-		rid.Tenant = consume.ProbeKeyPrefix + "tenant"
+		rid.Tenant = contract.ProbeTenant
 	}
 	start := time.Now()
 	var received bool
