@@ -31,6 +31,7 @@ type stackPlan struct {
 	pipelines []standin.Pipeline // those that run
 	code      map[string]code    // by function logical id, for the functions of pipelines
 	notRun    []string
+	planned   *standin.Deployment // the stack as the resolve stage planned it (resolve.go)
 }
 
 // code is where a function's program comes from: its Go source, which the kit builds for
@@ -262,25 +263,9 @@ func checkExecutable(name string, b []byte, mode fs.FileMode) (why, arch string)
 // without a value, the run is refused with every line.
 func checkEnv(plans []*stackPlan, overrides map[string]string) (notRun []string, err error) {
 	deps := make([]*standin.Deployment, len(plans))
-	byID := func(id string) *standin.Deployment {
-		for i, sp := range plans {
-			if sp.ref.ID == id {
-				return deps[i]
-			}
-		}
-		return nil
-	}
-	for i, sp := range plans { // a nested stack after its parent
-		if sp.ref.Parent != "" {
-			if err := sp.t.UseParameters(nestedParameters(sp.ref, byID(sp.ref.Parent))); err != nil {
-				return nil, fmt.Errorf("local: stack %s: %w", sp.ref.DisplayName, err)
-			}
-		}
-		deps[i] = standin.Planned(sp.t, stackSuffix(sp.ref))
-		deps[i].StackName, deps[i].Overrides = sp.ref.StackName, overrides
-		deps[i].Import = func(name string) (any, error) { return importValue(deps, name) }
-		id := sp.ref.ID
-		deps[i].NestedOutput = func(res, out string) (any, error) { return nestedOutput(byID, id, res, out) }
+	for i, sp := range plans {
+		deps[i] = sp.planned
+		deps[i].Overrides = overrides
 	}
 	var lines []string
 	say := func(stack string, err error) {
@@ -389,6 +374,7 @@ func planAll(a *assembly) (plans []*stackPlan, notRun []string, err error) {
 		if plans[i], err = plan(refs[i], t, a.sources[i]); err != nil {
 			return nil, nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
 		}
+		plans[i].planned = a.planned[i]
 		for _, p := range plans[i].pipelines {
 			if !p.Mapping.Disabled {
 				running++

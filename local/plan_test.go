@@ -79,10 +79,12 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 		if err := tmpl.UseParameters(opts.Parameters); err != nil {
 			t.Fatal(err)
 		}
-		sp, err := plan(cfn.StackRef{ID: "S", DisplayName: "S", StackName: "S", Dir: dir}, tmpl, nil)
+		ref := cfn.StackRef{ID: "S", DisplayName: "S", StackName: "S", Dir: dir}
+		sp, err := plan(ref, tmpl, nil)
 		if err != nil || len(sp.pipelines) != 1 || sp.code["F"].bootstrap != filepath.Join(dir, "asset.f", "bootstrap") {
 			t.Fatalf("plan = %+v, %v; want F's pipeline, run from its asset's bootstrap", sp, err)
 		}
+		sp.planned = plannedAll([]cfn.StackRef{ref}, []*standin.Template{tmpl})[0]
 		if err := checkNames([]*stackPlan{sp}, opts); err != nil {
 			return err
 		}

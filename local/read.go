@@ -25,6 +25,10 @@ type assembly struct {
 	templates []*standin.Template
 	sources   []map[string]cfn.Source
 	standIns  []string
+	// planned is each stack as deployed here will be, once resolve linked the stacks: names,
+	// URLs and ARNs of the shape the backends give, with the other stacks' exports and the
+	// nested stacks' outputs (resolve.go).
+	planned []*standin.Deployment
 }
 
 // stacksOf is the stacks of the assembly that Options.Stacks names (every one by default).

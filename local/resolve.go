@@ -26,7 +26,31 @@ func resolve(a *assembly) error {
 	if err := nestedPlanned(a.refs, a.templates); err != nil {
 		return err
 	}
-	return linkImports(a.refs, a.templates)
+	if err := linkImports(a.refs, a.templates); err != nil {
+		return err
+	}
+	a.planned = plannedAll(a.refs, a.templates)
+	return nil
+}
+
+// plannedAll is each stack's planned deployment (standin.Planned) once the stacks are
+// linked, resolving across stacks as the real ones do in create: an Fn::ImportValue from the
+// other stacks' exports, a nested stack's outputs from its deployment.
+func plannedAll(refs []cfn.StackRef, templates []*standin.Template) []*standin.Deployment {
+	deps := make([]*standin.Deployment, len(refs))
+	byID := func(id string) *standin.Deployment {
+		if i := slices.IndexFunc(refs, func(r cfn.StackRef) bool { return r.ID == id }); i >= 0 {
+			return deps[i]
+		}
+		return nil
+	}
+	for i, ref := range refs {
+		deps[i] = standin.Planned(templates[i], stackSuffix(ref))
+		deps[i].StackName = ref.StackName
+		deps[i].Import = func(name string) (any, error) { return importValue(deps, name) }
+		deps[i].NestedOutput = func(res, out string) (any, error) { return nestedOutput(byID, ref.ID, res, out) }
+	}
+	return deps
 }
 
 // clashes marks, in each template, the physical names it gives (a QueueName, TableName,
@@ -136,11 +160,21 @@ func nestedOutput(byID func(string) *standin.Deployment, parent, resource, outpu
 // created by both stacks' deployments under the name the exporting stack gives it. It runs
 // after clashes (the names depend on them) and before plan.
 func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
+	// Each stack's planned deployment, made when first asked and again after its template
+	// links a queue (its names change).
+	planned := map[int]*standin.Deployment{}
+	plannedOf := func(j int) *standin.Deployment {
+		if planned[j] == nil {
+			planned[j] = standin.Planned(templates[j], stackSuffix(refs[j]))
+		}
+		return planned[j]
+	}
 	for i, t := range templates {
 		for _, m := range t.Mappings {
-			if err := linkParent(refs, templates, i, m); err != nil {
+			if err := linkParent(refs, templates, i, m, plannedOf); err != nil {
 				return err
 			}
+			delete(planned, i)
 			imp, ok := m.SourceArn.(map[string]any)
 			if !ok || len(imp) != 1 || imp["Fn::ImportValue"] == nil {
 				continue
@@ -149,7 +183,7 @@ func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
 				if j == i {
 					continue
 				}
-				d := standin.Planned(e, stackSuffix(refs[j]))
+				d := plannedOf(j)
 				for _, out := range slices.Sorted(maps.Keys(e.Exports)) {
 					name, err := d.Resolve(e.Exports[out])
 					if err != nil || !reflect.DeepEqual(name, imp["Fn::ImportValue"]) {
@@ -166,6 +200,7 @@ func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
 					if err := t.LinkQueue(m.LogicalID, e, q, d.QueueName); err != nil {
 						return fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
 					}
+					delete(planned, i)
 				}
 			}
 		}
@@ -176,7 +211,7 @@ func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
 // linkParent links mapping m of the nested stack refs[i], whose source is a parameter its
 // parent gives the ARN of one of the parent's queues (a queue passed into a NestedStack), to
 // that queue. Any other mapping is left as it is.
-func linkParent(refs []cfn.StackRef, templates []*standin.Template, i int, m standin.Mapping) error {
+func linkParent(refs []cfn.StackRef, templates []*standin.Template, i int, m standin.Mapping, plannedOf func(int) *standin.Deployment) error {
 	ref := refs[i]
 	param := cfn.RefTarget(m.SourceArn)
 	if ref.Parent == "" || param == "" {
@@ -199,7 +234,7 @@ func linkParent(refs []cfn.StackRef, templates []*standin.Template, i int, m sta
 	if _, ok := parent.Queues[q]; !ok {
 		return nil
 	}
-	if err := templates[i].LinkQueue(m.LogicalID, parent, q, standin.Planned(parent, stackSuffix(refs[j])).QueueName); err != nil {
+	if err := templates[i].LinkQueue(m.LogicalID, parent, q, plannedOf(j).QueueName); err != nil {
 		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 	}
 	return nil
