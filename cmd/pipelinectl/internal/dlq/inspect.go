@@ -178,19 +178,7 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		fmt.Fprintf(stdout, "source    %s\n", t.SourceURL)
 	}
 	fmt.Fprintf(stdout, "messages  %d visible, %d in flight, %d delayed (SQS's approximate counts)\n", q.Visible, q.InFlight, q.Delayed)
-	fmt.Fprintf(stdout, "scanned   %d in %s, %s", len(msgs), held.Round(10*time.Millisecond),
-		map[bool]string{true: "all visible again", false: fmt.Sprintf("%d of them still hidden", hidden.count())}[hidden == nil])
-	switch {
-	case interrupted:
-		fmt.Fprint(stdout, " (interrupted)")
-	case failed != nil:
-		fmt.Fprint(stdout, " (a receive failed)")
-	case len(msgs) >= *maxScan:
-		fmt.Fprintf(stdout, " (stopped at --max %d)", *maxScan)
-	case q.FIFO && int64(len(msgs)) < q.Visible:
-		fmt.Fprint(stdout, " (FIFO: a receive hands out no message behind one in flight in its group)")
-	}
-	fmt.Fprintln(stdout)
+	printScanned(stdout, len(msgs), held, hidden, scanStop(interrupted, failed != nil, len(msgs), *maxScan, q))
 	if q.InFlight > 0 {
 		fmt.Fprintf(stdout, "in flight %d before the scan: another reader holds them (an inspect or a redrive), or a receive whose response was lost; "+
 			"they reappear when their visibility timeout ends\n", q.InFlight)
@@ -212,6 +200,32 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		return inspectNotDone(len(msgs), failed, hidden, lost)
 	}
 	return nil
+}
+
+// scanStop is why a scan of n messages stopped where it did, for the scanned line; "" when
+// it saw every message.
+func scanStop(interrupted, failed bool, n, maxScan int, q cli.QueueInfo) string {
+	switch {
+	case interrupted:
+		return " (interrupted)"
+	case failed:
+		return " (a receive failed)"
+	case n >= maxScan:
+		return fmt.Sprintf(" (stopped at --max %d)", maxScan)
+	case q.FIFO && int64(n) < q.Visible:
+		return " (FIFO: a receive hands out no message behind one in flight in its group)"
+	}
+	return ""
+}
+
+// printScanned is inspect's scanned line: how many, how long, whether they are all visible
+// again, and why the scan stopped where it did (stopped, "" when it saw every message).
+func printScanned(stdout io.Writer, n int, held time.Duration, hidden *hiddenError, stopped string) {
+	visible := "all visible again"
+	if hidden != nil {
+		visible = fmt.Sprintf("%d of them still hidden", hidden.count())
+	}
+	fmt.Fprintf(stdout, "scanned   %d in %s, %s%s\n", n, held.Round(10*time.Millisecond), visible, stopped)
 }
 
 // inspectNotDone says how a scan ended before its end (Ctrl-C, or failed, a receive that
