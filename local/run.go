@@ -35,7 +35,7 @@ func (k *Kit) runStack(ctx context.Context, st *stackRun, sp *stackPlan, sources
 	ref, t, d, ps := sp.ref, sp.t, st.d, sp.pipelines
 	for _, p := range ps {
 		if k.at == nil {
-			break // created here, with their stand-ins and visibility (create.go)
+			break // the kit's own queues: created with their stand-ins and visibility (create.go)
 		}
 		// The stack's own mapping would take the messages (fakecloud's, with no function
 		// runtime, deletes them); the queues and the table stay as deployed: the poller

@@ -197,7 +197,7 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		cli.WriteJSON(w.Out, rep)
 	}
 	if interrupted || failed != nil || hidden != nil {
-		return inspectNotDone(len(msgs), failed, hidden, lost)
+		return inspectNotDone(len(msgs), interrupted, failed, hidden, lost)
 	}
 	return nil
 }
@@ -231,9 +231,12 @@ func printScanned(stdout io.Writer, n int, held time.Duration, hidden *hiddenErr
 // inspectNotDone says how a scan ended before its end (Ctrl-C, or failed, a receive that
 // failed for good) or with messages it could not give back: how many it scanned, what stays
 // hidden and until when, and when to inspect again.
-func inspectNotDone(scanned int, failed error, hidden *hiddenError, lost *lostReceives) error {
-	why := fmt.Sprintf("interrupted after scanning %d messages", scanned)
-	if failed != nil {
+func inspectNotDone(scanned int, interrupted bool, failed error, hidden *hiddenError, lost *lostReceives) error {
+	why := fmt.Sprintf("scanned %d messages", scanned) // and could not give some back
+	switch {
+	case interrupted:
+		why = fmt.Sprintf("interrupted after scanning %d messages", scanned)
+	case failed != nil:
 		why = fmt.Sprintf("a receive failed after scanning %d messages: %s", scanned, cli.InWords(failed))
 	}
 	if hidden == nil {
