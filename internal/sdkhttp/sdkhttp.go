@@ -14,8 +14,8 @@
 // the write loop to be descheduled for that moment, so it shows on a loaded machine, and on
 // answers longer than the transport's 4 KiB read buffer (a receive of 10 messages).
 //
-// Wrap's client hands the transport the request's body without its WriteTo: the last read then
-// ends the copy at EOF (nil), as it does for any reader, and the connection stays whole.
+// Wrap's client hands the transport the request's body without its WriteTo: the last read
+// then ends the copy at EOF (nil), as it does for any reader, and the connection stays whole.
 package sdkhttp
 
 import (
@@ -27,8 +27,10 @@ import (
 )
 
 // Wrap returns c (the SDK's default client when c is nil: awshttp.NewBuildableClient,
-// frozen, so the service clients apply none of the defaults-mode timeouts, which the default
-// mode leaves unset anyway) sending each request with its body read only through Read.
+// frozen) sending each request with its body read only through Read. A client the service
+// clients do not see as the SDK's buildable one gets none of their per-service settings: the
+// defaults mode's timeouts (the default mode, legacy, sets none) and the read timeout that
+// AWS_ENABLE_DEFAULT_SOCKET_TIMEOUT_2026=true would turn on.
 func Wrap(c aws.HTTPClient) aws.HTTPClient {
 	if c == nil {
 		c = awshttp.NewBuildableClient().Freeze()
