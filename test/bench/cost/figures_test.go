@@ -230,3 +230,61 @@ func TestCapacityShareOfTheBill(t *testing.T) {
 		t.Errorf("docs/capacity.md does not say %q", want)
 	}
 }
+
+// capacity.md's per-million table is the last make bench's measured cost (docs/benchmarks.md,
+// section 2: the standard queue's new and duplicate columns, blended at its duplicate share)
+// and the model's storage: the table's writes, SQS's three requests, the consumer's
+// invocations and GB-s, and a month of a record's storage, over the reference stack's
+// record TTL.
+func TestCapacityPerMillionRows(t *testing.T) {
+	bench := docText(t, "docs/benchmarks.md")
+	m := regexp.MustCompile(`Blended \(([0-9]+)% duplicates\)`).FindStringSubmatch(bench)
+	if m == nil {
+		t.Fatal(`docs/benchmarks.md has no "Blended (N% duplicates)" line: make bench writes it`)
+	}
+	var dupPercent float64
+	fmt.Sscan(m[1], &dupPercent)
+	f := dupPercent / 100
+	// blended is a row of benchmarks.md's cost table: its standard new and duplicate columns.
+	blended := func(row string) float64 {
+		m := regexp.MustCompile(`\| ` + regexp.QuoteMeta(row) + ` \| [^|]+ \| [^|]+ \| \$([0-9.]+) \| \$([0-9.]+) \|`).FindStringSubmatch(bench)
+		if m == nil {
+			t.Fatalf("docs/benchmarks.md's cost table has no row %q", row)
+		}
+		var fresh, dup float64
+		fmt.Sscan(m[1], &fresh)
+		fmt.Sscan(m[2], &dup)
+		return (1-f)*fresh + f*dup
+	}
+	writes := blended("DynamoDB write request units")
+	sqsRequests := blended("SQS SendMessageBatch (dispatcher)") + blended("SQS ReceiveMessage (event source)") + blended("SQS DeleteMessageBatch (event source)")
+	consumer := blended("Lambda requests, consumer") + blended("Lambda GB-s, consumer")
+	r := regexp.MustCompile(`Records of ([0-9]+) bytes`).FindStringSubmatch(bench)
+	if r == nil {
+		t.Fatal("docs/benchmarks.md names no record size (\"Records of N bytes\")")
+	}
+	var size float64
+	fmt.Sscan(r[1], &size)
+	text := docText(t, "docs/capacity.md")
+	h := regexp.MustCompile(`to redrive \(([0-9]+) h in the reference stack\)`).FindStringSubmatch(text)
+	if h == nil {
+		t.Fatal("docs/capacity.md does not say the reference stack's record TTL (\"to redrive (N h in the reference stack)\")")
+	}
+	var ttlHours float64
+	fmt.Sscan(h[1], &ttlHours)
+	storage := storagePerMillionRecords(size)
+	kept := storage * ttlHours / (secondsPerMonth / 3600)
+	t.Logf("per million messages, %v%% duplicates: writes $%.4f, SQS $%.4f, consumer $%.4f; storage $%.4f a month, $%.4f over %v h",
+		dupPercent, writes, sqsRequests, consumer, storage, kept, ttlHours)
+	for _, want := range []string{
+		fmt.Sprintf("| DynamoDB writes, on-demand | %.2f |", writes),
+		fmt.Sprintf("| SQS requests | %.2f |", sqsRequests),
+		fmt.Sprintf("| Lambda (consumer) | %.2f |", consumer),
+		fmt.Sprintf("| DynamoDB storage | %.2f per month kept |", storage),
+		fmt.Sprintf("so about %.2f per million messages", kept),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("docs/capacity.md does not say %q", want)
+		}
+	}
+}
