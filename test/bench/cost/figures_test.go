@@ -276,6 +276,11 @@ func TestCapacityPerMillionRows(t *testing.T) {
 	kept := storage * ttlHours / (secondsPerMonth / 3600)
 	t.Logf("per million messages, %v%% duplicates: writes $%.4f, SQS $%.4f, consumer $%.4f; storage $%.4f a month, $%.4f over %v h",
 		dupPercent, writes, sqsRequests, consumer, storage, kept, ttlHours)
+	// "another 10% of consumer CPU moves the total by well under 1%": the GB-s are the CPU.
+	cpu := 0.10 * blended("Lambda GB-s, consumer") / (writes + sqsRequests + consumer + kept)
+	if !strings.Contains(text, "another 10% of consumer CPU moves the total by well under 1%") || cpu >= 0.005 {
+		t.Errorf("another 10%% of consumer CPU moves the total by %.2f%%: docs/capacity.md says well under 1%%", 100*cpu)
+	}
 	for _, want := range []string{
 		fmt.Sprintf("| DynamoDB writes, on-demand | %.2f |", writes),
 		fmt.Sprintf("| SQS requests | %.2f |", sqsRequests),
