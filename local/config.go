@@ -1,7 +1,6 @@
 package local
 
 import (
-	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -147,7 +146,8 @@ func (k *Kit) secretsAPI(w http.ResponseWriter, r *http.Request) {
 // name, a name given, or an ARN whose name (with or without the six-character suffix AWS
 // adds) is.
 func (k *Kit) secret(id string) (name, value string, ok bool) {
-	for arn, s := range k.secrets {
+	for _, arn := range slices.Sorted(maps.Keys(k.secrets)) { // the first ARN by name when two stacks give one name
+		s := k.secrets[arn]
 		if id == arn || id == s.name || id != "" && id == s.given {
 			return s.name, s.value, true
 		}
@@ -177,8 +177,8 @@ func (k *Kit) ownSecrets(st *stackRun) error {
 		p, arn := d.Template.Secrets[id].Props, d.SecretARN[id]
 		name := secretName(arn)
 		value, how, given := "", "", false
-		for _, key := range []string{id, name, cmp.Or(stringProp(p, "Name"), id)} {
-			if v, ok := k.opts.Secrets[key]; ok {
+		for _, key := range []string{id, stringProp(p, "Name"), name} {
+			if v, ok := k.opts.Secrets[key]; ok && key != "" {
 				value, how, given = v, "given with --secret "+key, true
 				break
 			}
