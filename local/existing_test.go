@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/local"
@@ -37,7 +38,7 @@ func TestKitStandsInForImportedQueues(t *testing.T) {
 		VisibilityTimeout: 18 * time.Second, RetentionPeriod: 4 * 24 * time.Hour,
 	})
 	invoicing := pipeline.NewPipeline(stack, "Invoicing", &pipeline.PipelineProps{
-		ExistingQueue: byName, Consumer: &consumer.IdempotentConsumerProps{Timeout: 3 * time.Second},
+		ExistingQueue: byName, Consumer: &consumer.IdempotentConsumerProps{Function: function.Options{Timeout: 3 * time.Second}},
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("InvoicingConsumerName"), &awscdk.CfnOutputProps{Value: invoicing.Consumer().Function().FunctionName()})
 	byArn := queue.ImportProcessingQueue(stack, "Ledger", &queue.ExistingProcessingQueueProps{
@@ -46,7 +47,7 @@ func TestKitStandsInForImportedQueues(t *testing.T) {
 		VisibilityTimeout:  18 * time.Second, RetentionPeriod: 4 * 24 * time.Hour, MaxReceiveCount: 3,
 	})
 	pipeline.NewPipeline(stack, "Ledgers", &pipeline.PipelineProps{
-		ExistingQueue: byArn, Consumer: &consumer.IdempotentConsumerProps{Timeout: 3 * time.Second},
+		ExistingQueue: byArn, Consumer: &consumer.IdempotentConsumerProps{Function: function.Options{Timeout: 3 * time.Second}},
 	})
 	app.Synth(nil)
 	t.Parallel() // after the synth: one test at a time drives the jsii kernel

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/heartbeat"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
@@ -110,8 +111,10 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 		heartbeatProps = &heartbeat.HeartbeatProps{Every: cfg.Heartbeat}
 	}
 	build := func(name string, fifo bool, items []dispatcher.WorkItem) pipeline.Pipeline {
-		consumerProps := &consumer.IdempotentConsumerProps{Timeout: cfg.ConsumerTimeout, ProvisionedPollers: cfg.ConsumerPollers,
-			MemorySize: cfg.ConsumerMemoryMB, MaxConcurrency: cfg.ConsumerMaxConcurrency}
+		consumerProps := &consumer.IdempotentConsumerProps{
+			Function:           function.Options{Timeout: cfg.ConsumerTimeout, MemorySize: cfg.ConsumerMemoryMB},
+			ProvisionedPollers: cfg.ConsumerPollers, MaxConcurrency: cfg.ConsumerMaxConcurrency,
+		}
 		if !fifo { // a FIFO mapping takes at most 10 records and no window
 			consumerProps.BatchSize, consumerProps.MaxBatchingWindow = cfg.ConsumerBatchSize, cfg.ConsumerBatchWindow
 		}

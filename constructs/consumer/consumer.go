@@ -68,6 +68,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/sqsgrant"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
@@ -180,56 +181,33 @@ type IdempotentConsumerProps struct {
 	// Table holding the idempotency records. Required.
 	Table Store
 
-	// Entry is the directory of the function's Go main package: your own main package built
-	// on functions/consume (consume.Start with your Effect), which reads the environment
-	// this construct sets; see the package documentation. Checked at synth: a directory
-	// without Go files, a package that is not main, or a dispatcher main is an error naming
-	// the directory and the fix. Default: functions/consumer of this module (found in the module cache when
-	// another app imports the construct), the default effect that only logs. Cannot be a
-	// token: the function is built at synth.
-	Entry string
-	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
-	// module's root when Entry is defaulted, else found by searching upwards from Entry.
-	ModuleDir string
-	// Architecture of the function, awslambda.Architecture_ARM_64() or
-	// awslambda.Architecture_X86_64(); the function is built for it. Default arm64.
-	Architecture awslambda.Architecture
-	// Vpc runs the function in a VPC, for an effect that reaches private resources. Its
-	// subnets must reach SQS, DynamoDB and CloudWatch (and X-Ray unless DisableTracing)
-	// through a NAT gateway or VPC endpoints, or every batch fails. The construct grants the
-	// EC2 actions Lambda needs for the function's network interfaces. Default: no VPC.
-	Vpc awsec2.IVpc
-	// VpcSubnets selects the subnets of Vpc. Requires Vpc. Default: Vpc's private subnets.
-	VpcSubnets *awsec2.SubnetSelection
-	// SecurityGroups of the function. Requires Vpc. Default: one new group allowing all
-	// outbound traffic.
-	SecurityGroups []awsec2.ISecurityGroup
-	// Layers added to the function (at most 5), e.g. a Lambda extension. Default none.
-	Layers []awslambda.ILayerVersion
-	// ReservedConcurrentExecutions reserves that many concurrent executions for the
-	// function, which also caps it. At least MaxConcurrency: below it, the event source
-	// would be throttled, and a throttled batch returns to the queue with its receive count
-	// raised, towards the dead-letter queue. Default 0: none reserved (MaxConcurrency caps
-	// the function without that risk). Cannot be a token (checked against MaxConcurrency).
-	ReservedConcurrentExecutions int
-	// LogGroupEncryptionKey is a customer managed key for the function's log group. A key of
-	// this app gets a policy statement that lets CloudWatch Logs use it for this log group
-	// only; an imported key must allow that already (a synth warning says so). Default nil:
-	// CloudWatch Logs' own encryption.
-	LogGroupEncryptionKey awskms.IKey
+	// Function is the Lambda function's settings (package function), validated at synth with
+	// the consumer's own rules on top:
+	//   - Entry: your own main package built on functions/consume (consume.Start with your
+	//     Effect), which reads the environment this construct sets; see the package
+	//     documentation. Checked at synth: a directory without Go files, a package that is
+	//     not main, or a dispatcher main is an error naming the directory and the fix.
+	//     Default: functions/consumer of this module, the default effect that only logs.
+	//   - Timeout is also the idempotency lock's cap (IDEMPOTENCY_LOCK_CAP): a record stays
+	//     locked no longer than an attempt can run. Default 30s. The queue's visibility
+	//     timeout (6x) and RecordTTL are checked against it.
+	//   - Vpc: its subnets must reach SQS, DynamoDB and CloudWatch (and X-Ray unless
+	//     DisableTracing) through a NAT gateway or VPC endpoints, or every batch fails.
+	//   - ReservedConcurrentExecutions: at least MaxConcurrency; below it the event source
+	//     would be throttled, and a throttled batch returns to the queue with its receive
+	//     count raised, towards the dead-letter queue. Default 0 (MaxConcurrency caps the
+	//     function without that risk).
+	//   - Environment overrides the tunables LOG_LEVEL, METRICS_NAMESPACE, MAX_BODY_BYTES
+	//     (default: the queue's MaxMessageSize, see MessageSizeSource) and
+	//     BATCH_DEADLINE_MARGIN. Setting a variable the props own (IDEMPOTENCY_*, including
+	//     IDEMPOTENCY_PARTITION_KEY, which comes from Table; DEAD_LETTER_QUEUE_URL;
+	//     BATCH_CONCURRENCY) is a validation error.
+	Function function.Options
 
 	// DisableDeadLettering leaves records that can never succeed to the queue's redrive
 	// policy (reported as failed until maxReceiveCount receives) even when Queue has a
 	// dead-letter queue. Default false: they are moved to it at once; see DeadLetterSource.
 	DisableDeadLettering bool
-
-	// Timeout of the function, and the idempotency lock's cap (IDEMPOTENCY_LOCK_CAP): a
-	// record stays locked no longer than an attempt can run. 1s to 15m. Default 30s. Cannot
-	// be a token: the queue's visibility timeout and the record TTL are checked against it.
-	Timeout time.Duration
-	// MemorySize in MB, 128 to 10240. Default 256. Cannot be a token: it sizes the Go
-	// runtime (GOMEMLIMIT) at synth.
-	MemorySize int
 
 	// BatchSize is the most records per invocation. Standard queues 1 to 10000 (above 10
 	// needs MaxBatchingWindow of at least 1s), FIFO queues 1 to 10. Default 10. Cannot be a
@@ -308,18 +286,38 @@ type IdempotentConsumerProps struct {
 	// after another, in order). Default 10.
 	BatchConcurrency int
 
-	// LogRetention of the function's log group. Default one month.
-	LogRetention awslogs.RetentionDays
-	// LogRemovalPolicy of the log group. Default RETAIN.
-	LogRemovalPolicy awscdk.RemovalPolicy
-	// Environment adds variables (your effect's own settings), or overrides the tunables
-	// LOG_LEVEL, METRICS_NAMESPACE, MAX_BODY_BYTES (default: the queue's MaxMessageSize, see
-	// MessageSizeSource) and BATCH_DEADLINE_MARGIN. Setting a
-	// variable the props own (IDEMPOTENCY_*, including IDEMPOTENCY_PARTITION_KEY, which comes
-	// from Table; DEAD_LETTER_QUEUE_URL; BATCH_CONCURRENCY) is a validation error. Values may
-	// be tokens. Default none.
+	// The function options from before Function, each with its meaning and validation there.
+	// Each still works; setting one and its Function field to different values is an error.
+
+	// Deprecated: set Function.Entry.
+	Entry string
+	// Deprecated: set Function.ModuleDir.
+	ModuleDir string
+	// Deprecated: set Function.Timeout.
+	Timeout time.Duration
+	// Deprecated: set Function.MemorySize.
+	MemorySize int
+	// Deprecated: set Function.Architecture.
+	Architecture awslambda.Architecture
+	// Deprecated: set Function.Environment.
 	Environment map[string]string
-	// DisableTracing turns X-Ray active tracing off. Default false (tracing on).
+	// Deprecated: set Function.Layers.
+	Layers []awslambda.ILayerVersion
+	// Deprecated: set Function.Vpc.
+	Vpc awsec2.IVpc
+	// Deprecated: set Function.VpcSubnets.
+	VpcSubnets *awsec2.SubnetSelection
+	// Deprecated: set Function.SecurityGroups.
+	SecurityGroups []awsec2.ISecurityGroup
+	// Deprecated: set Function.ReservedConcurrentExecutions.
+	ReservedConcurrentExecutions int
+	// Deprecated: set Function.LogRetention.
+	LogRetention awslogs.RetentionDays
+	// Deprecated: set Function.LogRemovalPolicy.
+	LogRemovalPolicy awscdk.RemovalPolicy
+	// Deprecated: set Function.LogGroupEncryptionKey.
+	LogGroupEncryptionKey awskms.IKey
+	// Deprecated: set Function.DisableTracing.
 	DisableTracing bool
 }
 
@@ -507,7 +505,7 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 	k := checkKeys(p, id, props)
 	s.checkRecordTTL(p, props)
 	batchConcurrency := checkRuntimeLimits(p, props)
-	s.env = gofn.Environment(p, s.owned(props, k, batchConcurrency), s.tunables(props), props.Environment)
+	s.env = gofn.Environment(p, s.fn.Prop("Environment"), s.owned(props, k, batchConcurrency), s.tunables(props), s.fn.Environment)
 	s.fn.Environment = s.env
 	p.Check()
 	return s
@@ -515,24 +513,16 @@ func resolve(scope constructs.Construct, id string, props *IdempotentConsumerPro
 
 // defaults is the settings props give, each zero value replaced by its default.
 func defaults(id string, props *IdempotentConsumerProps) settings {
+	opts, given := gofn.FromProps(props)
+	opts.Timeout = cmp.Or(opts.Timeout, DefaultTimeout)
+	opts.MemorySize = cmp.Or(opts.MemorySize, DefaultMemorySize)
 	s := settings{
 		fn: gofn.Props{
-			Kind:             "IdempotentConsumer",
-			Main:             "consumer",
-			Entry:            props.Entry,
-			ModuleDir:        props.ModuleDir,
-			Timeout:          cmp.Or(props.Timeout, DefaultTimeout),
-			MemorySize:       cmp.Or(props.MemorySize, DefaultMemorySize),
-			LogRetention:     props.LogRetention,
-			LogRemovalPolicy: props.LogRemovalPolicy,
-			DisableTracing:   props.DisableTracing,
-			Description:      "Idempotent SQS consumer " + id,
-			Options: gofn.Options{
-				Architecture: props.Architecture, Vpc: props.Vpc, VpcSubnets: props.VpcSubnets,
-				SecurityGroups: props.SecurityGroups, Layers: props.Layers,
-				ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
-				LogGroupEncryptionKey:        props.LogGroupEncryptionKey,
-			},
+			Kind:        "IdempotentConsumer",
+			Main:        "consumer",
+			Description: "Idempotent SQS consumer " + id,
+			Options:     opts,
+			Given:       given,
 			NoDLQReason: "a function dead-letter queue only receives failed asynchronous invocations; this function is only invoked " +
 				"synchronously by its SQS event source mapping, so failed records return to the queue and move to the queue's redrive DLQ",
 		},
@@ -554,8 +544,8 @@ func (s *settings) checkTimeout(p *validate.Problems, props *IdempotentConsumerP
 	visibility := cmp.Or(props.Queue.VisibilityTimeout(), sqsDefaultVisibility)
 	// An invalid Timeout is reported above; measured against the queue it would only add noise.
 	if need := VisibilityFactor * timeout; gofn.ValidTimeout(timeout) && visibility < need {
-		p.Addf("Timeout", "%v needs a queue visibility timeout of at least %v (%dx, AWS's rule for SQS event sources), the queue has %v; "+
-			"lower Timeout or raise the queue's VisibilityTimeout/ConsumerTimeout", timeout, need, VisibilityFactor, visibility)
+		p.Addf(s.fn.Prop("Timeout"), "%v needs a queue visibility timeout of at least %v (%dx, AWS's rule for SQS event sources), the queue has %v; "+
+			"lower it or raise the queue's VisibilityTimeout/ConsumerTimeout", timeout, need, VisibilityFactor, visibility)
 	}
 }
 
@@ -600,20 +590,20 @@ func (s *settings) checkConcurrency(p *validate.Problems, props *IdempotentConsu
 		case pp.Maximum < pp.Minimum:
 			p.Addf("ProvisionedPollers.Maximum", "%d is below ProvisionedPollers.Minimum %d; the mapping scales between the two", pp.Maximum, pp.Minimum)
 		}
-		if r := props.ReservedConcurrentExecutions; r > 0 && pp.Maximum >= minPollers && r < pp.Maximum*InvocationsPerPoller {
+		if r := s.fn.ReservedConcurrentExecutions; r > 0 && pp.Maximum >= minPollers && r < pp.Maximum*InvocationsPerPoller {
 			fix := fmt.Sprintf("reserve at least %d", pp.Maximum*InvocationsPerPoller)
 			if lower := r / InvocationsPerPoller; lower >= max(pp.Minimum, minPollers) {
 				fix += fmt.Sprintf(" or lower ProvisionedPollers.Maximum to %d", lower)
 			}
-			p.Addf("ReservedConcurrentExecutions", "%d is below what ProvisionedPollers.Maximum %d drives (%d concurrent invocations): the event source "+
+			p.Addf(s.fn.Prop("ReservedConcurrentExecutions"), "%d is below what ProvisionedPollers.Maximum %d drives (%d concurrent invocations): the event source "+
 				"would be throttled, and throttled batches return to the queue with raised receive counts, towards the dead-letter queue; %s",
 				r, pp.Maximum, pp.Maximum*InvocationsPerPoller, fix)
 		}
 	} else if s.maxConcurrency < 2 || s.maxConcurrency > 1000 {
 		p.Add("MaxConcurrency", s.maxConcurrency, "use 2 to 1000 (AWS's limits for SQS event sources)")
 	}
-	if r := props.ReservedConcurrentExecutions; s.pollers == nil && r > 0 && r < s.maxConcurrency {
-		p.Addf("ReservedConcurrentExecutions", "%d is below MaxConcurrency %d: the event source would be throttled, and throttled batches "+
+	if r := s.fn.ReservedConcurrentExecutions; s.pollers == nil && r > 0 && r < s.maxConcurrency {
+		p.Addf(s.fn.Prop("ReservedConcurrentExecutions"), "%d is below MaxConcurrency %d: the event source would be throttled, and throttled batches "+
 			"return to the queue with raised receive counts, towards the dead-letter queue; reserve at least %d or lower MaxConcurrency",
 			r, s.maxConcurrency, s.maxConcurrency)
 	}
@@ -667,8 +657,8 @@ func (s *settings) checkRecordTTL(p *validate.Problems, props *IdempotentConsume
 	s.recordTTL = cmp.Or(props.RecordTTL, life+DefaultRedriveWindow)
 	switch {
 	case s.recordTTL < timeout:
-		p.Addf("RecordTTL", "%v is shorter than the lock it must outlive (Timeout %v); use at least %v, or leave it 0 for the default %v",
-			s.recordTTL, timeout, max(timeout, life), life+DefaultRedriveWindow)
+		p.Addf("RecordTTL", "%v is shorter than the lock it must outlive (%s %v); use at least %v, or leave it 0 for the default %v",
+			s.recordTTL, s.fn.Prop("Timeout"), timeout, max(timeout, life), life+DefaultRedriveWindow)
 	case s.recordTTL < life && !props.AllowShortRecordTTL:
 		p.Addf("RecordTTL", "%v is shorter than a message can live (the queue's retention %v + its DLQ's %v = %v): a message redriven from the DLQ "+
 			"after its record expired would run its effect again; use at least %v (0 gives the default %v, with %v to redrive), "+

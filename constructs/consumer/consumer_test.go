@@ -16,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
@@ -54,18 +55,20 @@ func TestMain(m *testing.M) {
 	})
 	fifo = consumer.NewIdempotentConsumer(stack, "Fifo", &consumer.IdempotentConsumerProps{
 		Queue: fifoQueue, Table: compositeTable,
-		Timeout: time.Minute, BatchSize: 5, TenantSource: "group", KeySource: "attribute:IdempotencyKey",
-		Environment: map[string]string{"LOG_LEVEL": "DEBUG", "FEATURE_X": "on"},
+		Function: function.Options{Timeout: time.Minute, Environment: map[string]string{"LOG_LEVEL": "DEBUG", "FEATURE_X": "on"}}, BatchSize: 5, TenantSource: "group", KeySource: "attribute:IdempotencyKey",
 	})
 	logKey = awskms.NewKey(stack, jsii.String("LogKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)})
 	tuned = consumer.NewIdempotentConsumer(stack, "Tuned", &consumer.IdempotentConsumerProps{
-		LogGroupEncryptionKey: logKey,
-		Queue:                 tunedQueue, Table: simpleTable,
-		Timeout: 90 * time.Second, MemorySize: 1024, BatchSize: 100, MaxBatchingWindow: 5 * time.Second,
+		Function: function.Options{
+			LogGroupEncryptionKey: logKey, Timeout: 90 * time.Second, MemorySize: 1024,
+			LogRetention: awslogs.RetentionDays_TWO_WEEKS, LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+			Environment: map[string]string{"MAX_BODY_BYTES": "65536"}, // below the queue's: the user's wins
+		},
+		Queue: tunedQueue, Table: simpleTable,
+		BatchSize: 100, MaxBatchingWindow: 5 * time.Second,
 		MaxConcurrency: 50, KeyPrefix: "orders-v2", RecordTTL: 48 * time.Hour, AllowShortRecordTTL: true, DisablePayloadValidation: true,
-		CacheSize: 500, BatchConcurrency: 25, LogRetention: awslogs.RetentionDays_TWO_WEEKS,
-		LogRemovalPolicy: awscdk.RemovalPolicy_DESTROY, DisableDeadLettering: true, DisableMappingMetrics: true,
-		Environment: map[string]string{"MAX_BODY_BYTES": "65536"}, // below the queue's: the user's wins
+		CacheSize: 500, BatchConcurrency: 25,
+		DisableDeadLettering: true, DisableMappingMetrics: true,
 	})
 
 	spikyQueue = newFakeQueue(stack, "SpikyQueue", false, 3*time.Minute, 4*24*time.Hour)
@@ -77,7 +80,7 @@ func TestMain(m *testing.M) {
 	importedKeyStack = cdktest.NewStack(app, "ImportedLogKey")
 	consumer.NewIdempotentConsumer(importedKeyStack, "Orders", &consumer.IdempotentConsumerProps{
 		Queue: newFakeQueue(importedKeyStack, "Queue", false, 3*time.Minute, 4*24*time.Hour), Table: newFakeTable(importedKeyStack, "Table", ""),
-		LogGroupEncryptionKey: awskms.Key_FromKeyArn(importedKeyStack, jsii.String("Key"), jsii.String("arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab")),
+		Function: function.Options{LogGroupEncryptionKey: awskms.Key_FromKeyArn(importedKeyStack, jsii.String("Key"), jsii.String("arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"))},
 	})
 
 	template = assertions.Template_FromStack(stack, nil)

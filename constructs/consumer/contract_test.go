@@ -94,7 +94,7 @@ func TestSourcesGetOneVerdict(t *testing.T) {
 	// A construct that always fails validation (MemorySize 64), so that none is added to the
 	// tree: its verdict on the source is whether one of its problems names the prop.
 	refusedAtSynth := func(id string, props consumer.IdempotentConsumerProps, prop string) (bool, string) {
-		props.Queue, props.MemorySize = stdSpec, 64
+		props.Queue, props.Function.MemorySize = stdSpec, 64
 		var problems []string
 		func() {
 			defer func() {

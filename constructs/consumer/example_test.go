@@ -12,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
 )
@@ -52,9 +53,9 @@ func ExampleNewIdempotentConsumer() {
 	})
 
 	c := consumer.NewIdempotentConsumer(stack, "OrderConsumer", &consumer.IdempotentConsumerProps{
-		Queue:   ordersQueue{queue},
-		Table:   idempotencyTable{table},
-		Timeout: time.Minute, // the queue's 6m visibility timeout covers 6 x 1m
+		Queue:    ordersQueue{queue},
+		Table:    idempotencyTable{table},
+		Function: function.Options{Timeout: time.Minute}, // the queue's 6m visibility timeout covers 6 x 1m
 	})
 	fmt.Println(c.Timeout(), c.RecordTTL(), c.KeyPrefix(), c.BatchSize(), c.MaxConcurrency())
 	// Output: 1m0s 264h0m0s OrderConsumer 10 10
@@ -80,10 +81,12 @@ func ExampleNewIdempotentConsumer_ownFunction() {
 	shipments := awsdynamodb.Table_FromTableName(stack, jsii.String("Shipments"), jsii.String("shipments"))
 
 	c := consumer.NewIdempotentConsumer(stack, "Shipping", &consumer.IdempotentConsumerProps{
-		Queue:       shipQueue,
-		Table:       idem,
-		Entry:       "testdata/shipping", // the directory of your main package
-		Environment: map[string]string{"SHIPMENTS_TABLE": "shipments"},
+		Queue: shipQueue,
+		Table: idem,
+		Function: function.Options{
+			Entry:       "testdata/shipping", // the directory of your main package
+			Environment: map[string]string{"SHIPMENTS_TABLE": "shipments"},
+		},
 	})
 	// What the effect needs beyond the consumer's own grants.
 	shipments.GrantWriteData(c.Function())

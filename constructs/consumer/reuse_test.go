@@ -18,6 +18,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
 	"github.com/idempotent-sqs/pipeline/functions/consume"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
@@ -91,11 +92,7 @@ func TestOwnFunctionOnExistingResources(t *testing.T) {
 
 	c := consumer.NewIdempotentConsumer(s, "Consumer", &consumer.IdempotentConsumerProps{
 		Queue: specQueue{visibility: 3 * time.Minute, retention: 4 * 24 * time.Hour, queue: q}, Table: idem,
-		Entry:        "testdata/shipping",
-		Architecture: awslambda.Architecture_X86_64(), Vpc: vpc,
-		VpcSubnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED},
-		Layers:     []awslambda.ILayerVersion{layer}, ReservedConcurrentExecutions: 10,
-		Environment: map[string]string{"SHIPMENTS_TABLE": "shipments"},
+		Function: function.Options{Entry: "testdata/shipping", Architecture: awslambda.Architecture_X86_64(), Vpc: vpc, VpcSubnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}, Layers: []awslambda.ILayerVersion{layer}, ReservedConcurrentExecutions: 10, Environment: map[string]string{"SHIPMENTS_TABLE": "shipments"}},
 	})
 	tpl := assertions.Template_FromStack(s, nil)
 	fnID := cdktest.LogicalID(s, c.Function())

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
@@ -59,15 +60,15 @@ func TestValidationMessages(t *testing.T) {
 		{"table required", consumer.IdempotentConsumerProps{Queue: stdSpec},
 			[]string{"Table: got nil", "pass the idempotency table"}},
 		{"5m timeout on a 2m visibility timeout", consumer.IdempotentConsumerProps{
-			Queue: specQueue{visibility: 2 * time.Minute, retention: time.Hour}, Table: simpleTable, Timeout: 5 * time.Minute},
-			[]string{"Timeout: 5m0s needs a queue visibility timeout of at least 30m0s (6x, AWS's rule for SQS event sources), " +
-				"the queue has 2m0s; lower Timeout or raise the queue's VisibilityTimeout/ConsumerTimeout"}},
-		{"timeout above Lambda's limit", consumer.IdempotentConsumerProps{Queue: specQueue{visibility: 12 * time.Hour}, Table: simpleTable, Timeout: 16 * time.Minute},
-			[]string{"Timeout: got 16m0s", "1s to 15m0s"}},
-		{"memory below Lambda's limit", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, MemorySize: 64},
-			[]string{"MemorySize: got 64", "128 to 10240"}},
-		{"entry that is not a directory", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Entry: "/nonexistent/consumer"},
-			[]string{"Entry: got /nonexistent/consumer", "Go main package"}},
+			Queue: specQueue{visibility: 2 * time.Minute, retention: time.Hour}, Table: simpleTable, Function: function.Options{Timeout: 5 * time.Minute}},
+			[]string{"Function.Timeout: 5m0s needs a queue visibility timeout of at least 30m0s (6x, AWS's rule for SQS event sources), " +
+				"the queue has 2m0s; lower it or raise the queue's VisibilityTimeout/ConsumerTimeout"}},
+		{"timeout above Lambda's limit", consumer.IdempotentConsumerProps{Queue: specQueue{visibility: 12 * time.Hour}, Table: simpleTable, Function: function.Options{Timeout: 16 * time.Minute}},
+			[]string{"Function.Timeout: got 16m0s", "1s to 15m0s"}},
+		{"memory below Lambda's limit", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Function: function.Options{MemorySize: 64}},
+			[]string{"Function.MemorySize: got 64", "128 to 10240"}},
+		{"entry that is not a directory", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Function: function.Options{Entry: "/nonexistent/consumer"}},
+			[]string{"Function.Entry: got /nonexistent/consumer", "Go main package"}},
 		{"fifo batch size", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, BatchSize: 11},
 			[]string{"BatchSize: got 11", "1 to 10 for a FIFO queue"}},
 		{"fifo batching window", consumer.IdempotentConsumerProps{Queue: fifoSpec, Table: simpleTable, MaxBatchingWindow: time.Second},
@@ -94,15 +95,15 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"ProvisionedPollers.Maximum: got 0; set 2 to 2000"}},
 		{"pollers maximum below 2", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, ProvisionedPollers: &consumer.ProvisionedPollers{Maximum: 1}},
 			[]string{"ProvisionedPollers.Maximum: got 1; set 2 to 2000"}},
-		{"pollers above a small reserved concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, ReservedConcurrentExecutions: 15,
+		{"pollers above a small reserved concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Function: function.Options{ReservedConcurrentExecutions: 15},
 			ProvisionedPollers: &consumer.ProvisionedPollers{Maximum: 20}},
-			[]string{"ReservedConcurrentExecutions: 15 is below what ProvisionedPollers.Maximum 20 drives (200 concurrent invocations): the event source would be throttled, " +
+			[]string{"Function.ReservedConcurrentExecutions: 15 is below what ProvisionedPollers.Maximum 20 drives (200 concurrent invocations): the event source would be throttled, " +
 				"and throttled batches return to the queue with raised receive counts, towards the dead-letter queue; reserve at least 200"}},
 		{"pollers maximum below minimum", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, ProvisionedPollers: &consumer.ProvisionedPollers{Minimum: 50, Maximum: 10}},
 			[]string{"ProvisionedPollers.Maximum: 10 is below ProvisionedPollers.Minimum 50; the mapping scales between the two"}},
-		{"pollers above the reserved concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, ReservedConcurrentExecutions: 100,
+		{"pollers above the reserved concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Function: function.Options{ReservedConcurrentExecutions: 100},
 			ProvisionedPollers: &consumer.ProvisionedPollers{Maximum: 20}},
-			[]string{"ReservedConcurrentExecutions: 100 is below what ProvisionedPollers.Maximum 20 drives (200 concurrent invocations): the event source would be throttled, " +
+			[]string{"Function.ReservedConcurrentExecutions: 100 is below what ProvisionedPollers.Maximum 20 drives (200 concurrent invocations): the event source would be throttled, " +
 				"and throttled batches return to the queue with raised receive counts, towards the dead-letter queue; reserve at least 200 or lower ProvisionedPollers.Maximum to 10"}},
 		{"key prefix with the id separator", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, KeyPrefix: "a#b"},
 			[]string{`KeyPrefix: got "a#b"; use 1 to 1024 bytes of UTF-8 without "#" (it is the namespace before '#' in each record id): key prefix contains "#", the separator of the record id`}},
@@ -132,7 +133,7 @@ func TestValidationMessages(t *testing.T) {
 		{"tenant source form", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: compositeTable, TenantSource: "tenant"},
 			[]string{`TenantSource: got "tenant"`, `or "group"`}},
 		{"record TTL shorter than the lock", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, RecordTTL: 10 * time.Second},
-			[]string{"RecordTTL: 10s is shorter than the lock it must outlive (Timeout 30s); use at least 96h0m0s, or leave it 0 for the default 264h0m0s"}},
+			[]string{"RecordTTL: 10s is shorter than the lock it must outlive (Function.Timeout 30s); use at least 96h0m0s, or leave it 0 for the default 264h0m0s"}},
 		{"record TTL shorter than a message can live", consumer.IdempotentConsumerProps{Queue: dlqSpec{stdSpec, 14 * 24 * time.Hour}, Table: simpleTable, RecordTTL: 48 * time.Hour},
 			[]string{"RecordTTL: 48h0m0s is shorter than a message can live (the queue's retention 96h0m0s + its DLQ's 336h0m0s = 432h0m0s): " +
 				"a message redriven from the DLQ after its record expired would run its effect again; use at least 432h0m0s (0 gives the default 600h0m0s, with 168h0m0s to redrive), " +
@@ -146,14 +147,14 @@ func TestValidationMessages(t *testing.T) {
 		{"batch concurrency above the function's limit", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, BatchConcurrency: 10_001},
 			[]string{"BatchConcurrency: got 10001", "use 1 to 10000 (the largest SQS batch; the consumer refuses more)"}},
 		{"environment overriding a prop", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			Environment: map[string]string{"IDEMPOTENCY_LOCK_CAP": "1h"}},
-			[]string{"Environment: IDEMPOTENCY_LOCK_CAP is set by the construct from its props; set the prop instead"}},
+			Function: function.Options{Environment: map[string]string{"IDEMPOTENCY_LOCK_CAP": "1h"}}},
+			[]string{"Function.Environment: IDEMPOTENCY_LOCK_CAP is set by the construct from its props; set the prop instead"}},
 		{"environment overriding an unset optional prop", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			Environment: map[string]string{"IDEMPOTENCY_SORT_KEY": "sk"}},
-			[]string{"Environment: IDEMPOTENCY_SORT_KEY is set by the construct"}},
+			Function: function.Options{Environment: map[string]string{"IDEMPOTENCY_SORT_KEY": "sk"}}},
+			[]string{"Function.Environment: IDEMPOTENCY_SORT_KEY is set by the construct"}},
 		{"environment setting the partition key", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			Environment: map[string]string{"IDEMPOTENCY_PARTITION_KEY": "pk"}},
-			[]string{"Environment: IDEMPOTENCY_PARTITION_KEY is set by the construct from its props; set the prop instead"}},
+			Function: function.Options{Environment: map[string]string{"IDEMPOTENCY_PARTITION_KEY": "pk"}}},
+			[]string{"Function.Environment: IDEMPOTENCY_PARTITION_KEY is set by the construct from its props; set the prop instead"}},
 		{"table whose partition key is a record attribute", consumer.IdempotentConsumerProps{Queue: stdSpec,
 			Table: &fakeTable{table: simpleTable.table, partitionKey: "status"}},
 			[]string{`Table: got a table with partition key "status"; the consumer refuses it as IDEMPOTENCY_PARTITION_KEY (partition key attribute "status" ` +
@@ -166,24 +167,24 @@ func TestValidationMessages(t *testing.T) {
 			Table: &fakeTable{table: simpleTable.table, partitionKey: "pk", sortKey: "pk"}},
 			[]string{`Table: got a table with sort key "pk"; the consumer refuses it as IDEMPOTENCY_SORT_KEY (sort key attribute "pk" is one of pk, expiration,`}},
 		{"reserved concurrency below the event source's", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			MaxConcurrency: 20, ReservedConcurrentExecutions: 5},
-			[]string{"ReservedConcurrentExecutions: 5 is below MaxConcurrency 20: the event source would be throttled, and throttled batches " +
+			MaxConcurrency: 20, Function: function.Options{ReservedConcurrentExecutions: 5}},
+			[]string{"Function.ReservedConcurrentExecutions: 5 is below MaxConcurrency 20: the event source would be throttled, and throttled batches " +
 				"return to the queue with raised receive counts, towards the dead-letter queue; reserve at least 20 or lower MaxConcurrency"}},
 		{"reserved concurrency below the default event source concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			ReservedConcurrentExecutions: 9},
-			[]string{"ReservedConcurrentExecutions: 9 is below MaxConcurrency 10"}},
-		{"negative reserved concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, ReservedConcurrentExecutions: -1},
-			[]string{"ReservedConcurrentExecutions: got -1; use 0 (none reserved)"}},
+			Function: function.Options{ReservedConcurrentExecutions: 9}},
+			[]string{"Function.ReservedConcurrentExecutions: 9 is below MaxConcurrency 10"}},
+		{"negative reserved concurrency", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Function: function.Options{ReservedConcurrentExecutions: -1}},
+			[]string{"Function.ReservedConcurrentExecutions: got -1; use 0 (none reserved)"}},
 		{"subnets without a VPC", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			VpcSubnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}},
-			[]string{"VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
+			Function: function.Options{VpcSubnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}}},
+			[]string{"Function.VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
 		{"security groups without a VPC", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			SecurityGroups: make([]awsec2.ISecurityGroup, 1)},
-			[]string{"SecurityGroups: got 1 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
-		{"six layers", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Layers: make([]awslambda.ILayerVersion, 6)},
-			[]string{"Layers: got 6; use at most 5 layers (Lambda's limit)"}},
+			Function: function.Options{SecurityGroups: make([]awsec2.ISecurityGroup, 1)}},
+			[]string{"Function.SecurityGroups: got 1 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
+		{"six layers", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable, Function: function.Options{Layers: make([]awslambda.ILayerVersion, 6)}},
+			[]string{"Function.Layers: got 6; use at most 5 layers (Lambda's limit)"}},
 		{"architecture provided.al2023 does not run", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			Architecture: awslambda.Architecture_Custom(jsii.String("riscv64"), nil)},
+			Function: function.Options{Architecture: awslambda.Architecture_Custom(jsii.String("riscv64"), nil)}},
 			[]string{`Architecture: got "riscv64"; use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64()`}},
 		{"key source as a token", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
 			KeySource: *awscdk.Token_AsString(map[string]any{"Ref": "KeySourceParam"}, nil)},
@@ -192,12 +193,12 @@ func TestValidationMessages(t *testing.T) {
 			TenantSource: *awscdk.Token_AsString(map[string]any{"Ref": "TenantParam"}, nil)},
 			[]string{"TenantSource: got", "give the literal source: it cannot be a token"}},
 		{"entry as a token", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			Entry: *awscdk.Token_AsString(map[string]any{"Ref": "EntryParam"}, nil)},
-			[]string{"Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
+			Function: function.Options{Entry: *awscdk.Token_AsString(map[string]any{"Ref": "EntryParam"}, nil)}},
+			[]string{"Function.Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
 		// A CfnParameter's number converted to Go, as a user passing ValueAsNumber() does.
 		{"memory size as a token", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			MemorySize: int(*awscdk.Token_AsNumber(map[string]any{"Ref": "MemoryParam"}))},
-			[]string{"MemorySize: got a CloudFormation token", "MemorySize cannot be a token", "AddPropertyOverride"}},
+			Function: function.Options{MemorySize: int(*awscdk.Token_AsNumber(map[string]any{"Ref": "MemoryParam"}))}},
+			[]string{"Function.MemorySize: got a CloudFormation token", "MemorySize cannot be a token", "AddPropertyOverride"}},
 		{"batch size as a token", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
 			BatchSize: int(*awscdk.Token_AsNumber(map[string]any{"Ref": "BatchParam"}))},
 			[]string{"BatchSize: got a CloudFormation token", "BatchSize cannot be a token"}},
@@ -205,13 +206,13 @@ func TestValidationMessages(t *testing.T) {
 			MaxConcurrency: int(*awscdk.Token_AsNumber(map[string]any{"Ref": "ConcurrencyParam"}))},
 			[]string{"MaxConcurrency: got a CloudFormation token", "MaxConcurrency cannot be a token"}},
 		{"timeout as a token", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			Timeout: time.Duration(*awscdk.Token_AsNumber(map[string]any{"Ref": "TimeoutParam"}) * float64(time.Second))},
-			[]string{"Timeout: got a CloudFormation token", "Timeout cannot be a token"}},
+			Function: function.Options{Timeout: time.Duration(*awscdk.Token_AsNumber(map[string]any{"Ref": "TimeoutParam"}) * float64(time.Second))}},
+			[]string{"Function.Timeout: got a CloudFormation token", "Timeout cannot be a token"}},
 		{"environment with a Lambda-reserved name", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			Environment: map[string]string{"AWS_REGION": "us-east-1"}},
-			[]string{"Environment: AWS_REGION is reserved by the Lambda runtime"}},
+			Function: function.Options{Environment: map[string]string{"AWS_REGION": "us-east-1"}}},
+			[]string{"Function.Environment: AWS_REGION is reserved by the Lambda runtime"}},
 		{"environment with an invalid name", consumer.IdempotentConsumerProps{Queue: stdSpec, Table: simpleTable,
-			Environment: map[string]string{"1-BAD": "x"}},
+			Function: function.Options{Environment: map[string]string{"1-BAD": "x"}}},
 			[]string{`Environment: "1-BAD" is not a valid variable name`}},
 	}
 	for i, tt := range tests {
@@ -237,7 +238,7 @@ func TestValidationCollectsEveryProblem(t *testing.T) {
 		}
 	}()
 	build("Many", &consumer.IdempotentConsumerProps{
-		Queue: stdSpec, Table: simpleTable, MemorySize: 1, MaxConcurrency: 1, CacheSize: -5,
+		Queue: stdSpec, Table: simpleTable, Function: function.Options{MemorySize: 1}, MaxConcurrency: 1, CacheSize: -5,
 	})()
 }
 

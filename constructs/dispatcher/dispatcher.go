@@ -81,6 +81,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
@@ -195,43 +196,23 @@ type ScheduledDispatcherProps struct {
 	// Default 5. Cannot be a token.
 	SendMaxAttempts int
 
-	// Entry is the directory of the function's Go main package: your own main package built
-	// on functions/dispatch (dispatch.Start with your ItemSource), which reads the
-	// environment and the schedule input this construct sets; see the package
-	// documentation. Checked at synth: a directory without Go files, a package that is not
-	// main, or a consumer main is an error naming the directory and the fix. Default: functions/dispatcher of this module
-	// (found in the module cache when another app imports the construct), which sends Items.
-	// Cannot be a token.
-	Entry string
-	// ModuleDir is the directory holding the go.mod Entry builds with. Default: this
-	// module's root when Entry is defaulted, else found by searching upwards from Entry.
-	ModuleDir string
-	// Timeout of the function, 1s to 15m. Default 60s. Cannot be a token.
-	Timeout time.Duration
-	// MemorySize in MB, 128 to 10240. Default 256. Cannot be a token: it sizes the Go
-	// runtime (GOMEMLIMIT) at synth.
-	MemorySize int
-	// The function's Lambda options, with the same meaning and validation as the consumer's
-	// props of these names (constructs/consumer):
-	//   - Architecture: arm64 (default) or x86_64, and the build targets it.
+	// Function is the Lambda function's settings (package function), validated at synth with
+	// the dispatcher's own rules on top:
+	//   - Entry: your own main package built on functions/dispatch (dispatch.Start with your
+	//     ItemSource), which reads the environment and the schedule input this construct
+	//     sets; see the package documentation. Checked at synth: a directory without Go
+	//     files, a package that is not main, or a consumer main is an error naming the
+	//     directory and the fix. Default: functions/dispatcher of this module, which sends
+	//     Items.
+	//   - Timeout: default 60s.
 	//   - Vpc, for an ItemSource that reads private resources: its subnets must still reach
-	//     SQS and CloudWatch (NAT gateway or VPC endpoints); the EC2 actions for the
-	//     function's network interfaces are granted. VpcSubnets (default: the private
-	//     subnets) and SecurityGroups (default: one allowing all outbound) require Vpc.
-	//   - Layers: at most 5.
-	//   - ReservedConcurrentExecutions: 0 (default) reserves none. A run is one invocation,
-	//     more only while Lambda retries, so 1 or 2 suffice. Cannot be a token.
-	//   - LogGroupEncryptionKey: a customer managed key for the log group (default nil:
-	//     CloudWatch Logs' own encryption); a key of this app gets a policy statement that
-	//     lets CloudWatch Logs use it for this log group only, an imported key must allow that
-	//     already (a synth warning says so).
-	Architecture                 awslambda.Architecture
-	Vpc                          awsec2.IVpc
-	VpcSubnets                   *awsec2.SubnetSelection
-	SecurityGroups               []awsec2.ISecurityGroup
-	Layers                       []awslambda.ILayerVersion
-	ReservedConcurrentExecutions int
-	LogGroupEncryptionKey        awskms.IKey
+	//     SQS and CloudWatch (NAT gateway or VPC endpoints).
+	//   - ReservedConcurrentExecutions: a run is one invocation, more only while Lambda
+	//     retries, so 1 or 2 suffice. Default 0 (none reserved).
+	//   - Environment overrides the tunables LOG_LEVEL and METRICS_NAMESPACE. Setting a
+	//     variable the props own (QUEUE_URL, JOB_NAME, DEFAULT_MESSAGE_GROUP_ID,
+	//     SEND_MAX_ATTEMPTS), or PERIOD (no longer supported), is a validation error.
+	Function function.Options
 
 	// ScheduleGroup is the EventBridge Scheduler schedule group the schedule is created in.
 	// Scheduler's metrics are per group, so alarms on a group shared with other schedules
@@ -260,16 +241,38 @@ type ScheduledDispatcherProps struct {
 	// Disabled creates the schedule in the DISABLED state. Default false (enabled).
 	Disabled bool
 
-	// LogRetention of the function's log group. Default one month.
-	LogRetention awslogs.RetentionDays
-	// LogRemovalPolicy of the log group. Default RETAIN.
-	LogRemovalPolicy awscdk.RemovalPolicy
-	// Environment adds variables, or overrides the tunables LOG_LEVEL and
-	// METRICS_NAMESPACE. Setting a variable the props own (QUEUE_URL, JOB_NAME,
-	// DEFAULT_MESSAGE_GROUP_ID, SEND_MAX_ATTEMPTS), or PERIOD (no longer supported), is a
-	// validation error. Default none.
+	// The function options from before Function, each with its meaning and validation there.
+	// Each still works; setting one and its Function field to different values is an error.
+
+	// Deprecated: set Function.Entry.
+	Entry string
+	// Deprecated: set Function.ModuleDir.
+	ModuleDir string
+	// Deprecated: set Function.Timeout.
+	Timeout time.Duration
+	// Deprecated: set Function.MemorySize.
+	MemorySize int
+	// Deprecated: set Function.Architecture.
+	Architecture awslambda.Architecture
+	// Deprecated: set Function.Environment.
 	Environment map[string]string
-	// DisableTracing turns X-Ray active tracing off. Default false (tracing on).
+	// Deprecated: set Function.Layers.
+	Layers []awslambda.ILayerVersion
+	// Deprecated: set Function.Vpc.
+	Vpc awsec2.IVpc
+	// Deprecated: set Function.VpcSubnets.
+	VpcSubnets *awsec2.SubnetSelection
+	// Deprecated: set Function.SecurityGroups.
+	SecurityGroups []awsec2.ISecurityGroup
+	// Deprecated: set Function.ReservedConcurrentExecutions.
+	ReservedConcurrentExecutions int
+	// Deprecated: set Function.LogRetention.
+	LogRetention awslogs.RetentionDays
+	// Deprecated: set Function.LogRemovalPolicy.
+	LogRemovalPolicy awscdk.RemovalPolicy
+	// Deprecated: set Function.LogGroupEncryptionKey.
+	LogGroupEncryptionKey awskms.IKey
+	// Deprecated: set Function.DisableTracing.
 	DisableTracing bool
 }
 
@@ -451,14 +454,14 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 	if props.Queue == nil {
 		p.Add("Queue", "nil", "pass the queue to send to (e.g. a queue.ProcessingQueue)")
 	}
-	if len(props.Items) == 0 && props.Entry == "" {
-		p.Add("Items", "none", "give at least one WorkItem: the default function sends exactly these (with your own ItemSource in Entry, Items may be empty)")
+	s := defaults(id, props)
+	if len(props.Items) == 0 && s.fn.Entry == "" {
+		p.Add("Items", "none", "give at least one WorkItem: the default function sends exactly these (with your own ItemSource in Function.Entry, Items may be empty)")
 	}
 	if props.Queue == nil {
 		p.Check()
 	}
 	fifo := props.Queue.Fifo()
-	s := defaults(id, props)
 	s.fn.Description = "Scheduled dispatcher of job " + s.jobName
 	s.fn.Validate(p)
 	s.checkSchedule(p, props)
@@ -480,25 +483,17 @@ func resolve(scope constructs.Construct, id string, props *ScheduledDispatcherPr
 
 // defaults is the settings props give, each zero value replaced by its default.
 func defaults(id string, props *ScheduledDispatcherProps) settings {
+	opts, given := gofn.FromProps(props)
+	opts.Timeout = cmp.Or(opts.Timeout, DefaultTimeout)
+	opts.MemorySize = cmp.Or(opts.MemorySize, DefaultMemorySize)
 	s := settings{
 		fn: gofn.Props{
-			Kind:             "ScheduledDispatcher",
-			Main:             "dispatcher",
-			Entry:            props.Entry,
-			ModuleDir:        props.ModuleDir,
-			Timeout:          cmp.Or(props.Timeout, DefaultTimeout),
-			MemorySize:       cmp.Or(props.MemorySize, DefaultMemorySize),
-			LogRetention:     props.LogRetention,
-			LogRemovalPolicy: props.LogRemovalPolicy,
-			DisableTracing:   props.DisableTracing,
-			RetryAttempts:    orPtr(props.AsyncRetryAttempts, DefaultAsyncRetryAttempts),
-			MaxEventAge:      cmp.Or(props.AsyncMaxEventAge, DefaultAsyncMaxEventAge),
-			Options: gofn.Options{
-				Architecture: props.Architecture, Vpc: props.Vpc, VpcSubnets: props.VpcSubnets,
-				SecurityGroups: props.SecurityGroups, Layers: props.Layers,
-				ReservedConcurrentExecutions: props.ReservedConcurrentExecutions,
-				LogGroupEncryptionKey:        props.LogGroupEncryptionKey,
-			},
+			Kind:          "ScheduledDispatcher",
+			Main:          "dispatcher",
+			RetryAttempts: orPtr(props.AsyncRetryAttempts, DefaultAsyncRetryAttempts),
+			MaxEventAge:   cmp.Or(props.AsyncMaxEventAge, DefaultAsyncMaxEventAge),
+			Options:       opts,
+			Given:         given,
 			NoDLQReason: "failed asynchronous invocations go to an on-failure destination (EventInvokeConfig -> FailureQueue, alarmed), " +
 				"which also records the error; a DeadLetterConfig as well would deliver each failure twice",
 		},
@@ -590,15 +585,15 @@ func (s *settings) environment(p *validate.Problems, props *ScheduledDispatcherP
 	if q := props.Queue.Queue(); q != nil {
 		owned[contract.EnvQueueURL] = *q.QueueUrl()
 	}
-	extra := props.Environment
+	extra := s.fn.Environment
 	if _, ok := extra[removedPeriodVar]; ok {
 		// The function refuses any PERIOD but 1m; say so at synth rather than at the first run.
-		p.Addf("Environment", "%s is no longer supported: the dispatcher derives every key from the scheduled occurrence; remove the variable",
+		p.Addf(s.fn.Prop("Environment"), "%s is no longer supported: the dispatcher derives every key from the scheduled occurrence; remove the variable",
 			removedPeriodVar)
 		extra = maps.Clone(extra)
 		delete(extra, removedPeriodVar)
 	}
-	return gofn.Environment(p, owned, tunableDefaults, extra)
+	return gofn.Environment(p, s.fn.Prop("Environment"), owned, tunableDefaults, extra)
 }
 
 // checkEnv reports the resource with arn as prop when its ARN is known (not a token) and

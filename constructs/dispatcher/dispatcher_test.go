@@ -16,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 	"github.com/idempotent-sqs/pipeline/internal/jsiitest"
 )
@@ -51,16 +52,16 @@ func TestMain(m *testing.M) {
 		Queue: fifoQueue, JobName: "tenant-sync", Cron: "30 2 ? * MON-FRI *", TimeZone: "Europe/Berlin",
 		// Period is deprecated; 1m is still accepted (it is what every key is now) and sets nothing.
 		Period: time.Minute, DefaultGroup: "shared",
-		Items:   []dispatcher.WorkItem{{ID: "t1", Group: "tenant-1"}, {ID: "t2", Group: "tenant-2", Payload: map[string]any{"full": true}}, {ID: "all"}},
-		Timeout: 2 * time.Minute, MemorySize: 512, SendMaxAttempts: 8,
+		Items:    []dispatcher.WorkItem{{ID: "t1", Group: "tenant-1"}, {ID: "t2", Group: "tenant-2", Payload: map[string]any{"full": true}}, {ID: "all"}},
+		Function: function.Options{Timeout: 2 * time.Minute, MemorySize: 512, Environment: map[string]string{"LOG_LEVEL": "DEBUG"}}, SendMaxAttempts: 8,
 		ScheduleRetryAttempts: new(0), ScheduleMaxEventAge: 2 * time.Hour,
 		AsyncRetryAttempts: new(0), AsyncMaxEventAge: time.Hour,
-		Disabled: true, Environment: map[string]string{"LOG_LEVEL": "DEBUG"},
+		Disabled: true,
 	})
 	key = awskms.NewKey(stack, jsii.String("Key"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_DESTROY})
 	sharedGroup = awsscheduler.NewScheduleGroup(stack, jsii.String("SharedGroup"), nil)
 	encrypted = dispatcher.NewScheduledDispatcher(stack, "Encrypted", &dispatcher.ScheduledDispatcherProps{
-		Queue: standardQueue, Entry: "testdata/shards", EncryptionKey: key, ScheduleGroup: sharedGroup,
+		Queue: standardQueue, Function: function.Options{Entry: "testdata/shards"}, EncryptionKey: key, ScheduleGroup: sharedGroup,
 	})
 	template = assertions.Template_FromStack(stack, nil)
 	os.Exit(jsiitest.Run(m))

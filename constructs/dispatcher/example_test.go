@@ -10,6 +10,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 )
 
 // reportsQueue adapts a queue of your own to dispatcher.Target (constructs/queue's
@@ -63,10 +64,9 @@ func ExampleNewScheduledDispatcher_ownFunction() {
 
 	d := dispatcher.NewScheduledDispatcher(stack, "Shards", &dispatcher.ScheduledDispatcherProps{
 		Queue:         reportsQueue{queue, false},
-		Entry:         "testdata/shards", // the directory of your main package
+		Function:      function.Options{Entry: "testdata/shards", Environment: map[string]string{"SHARDS_TABLE": "shards"}}, // the directory of your main package
 		Cron:          "*/15 * * * ? *",
 		EncryptionKey: key, // the schedule DLQ and the failure queue
-		Environment:   map[string]string{"SHARDS_TABLE": "shards"},
 	})
 	shards.GrantReadData(d.Function())
 

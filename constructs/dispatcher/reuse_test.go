@@ -16,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
@@ -155,9 +156,7 @@ func TestLambdaOptions(t *testing.T) {
 	sg := awsec2.NewSecurityGroup(s, jsii.String("Sg"), &awsec2.SecurityGroupProps{Vpc: vpc})
 	layer := awslambda.LayerVersion_FromLayerVersionArn(s, jsii.String("Layer"), jsii.String("arn:aws:lambda:eu-west-1:123456789012:layer:ext:2"))
 	d := dispatcher.NewScheduledDispatcher(s, "Options", &dispatcher.ScheduledDispatcherProps{
-		Queue: q, Items: one, Architecture: awslambda.Architecture_X86_64(), Vpc: vpc,
-		VpcSubnets:     &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED},
-		SecurityGroups: []awsec2.ISecurityGroup{sg}, Layers: []awslambda.ILayerVersion{layer}, ReservedConcurrentExecutions: 1,
+		Queue: q, Items: one, Function: function.Options{Architecture: awslambda.Architecture_X86_64(), Vpc: vpc, VpcSubnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}, SecurityGroups: []awsec2.ISecurityGroup{sg}, Layers: []awslambda.ILayerVersion{layer}, ReservedConcurrentExecutions: 1},
 	})
 	tpl := tpl2(s)
 	matchesIn(t, tpl, s, "AWS::Lambda::Function", d.Function(), map[string]any{"Properties": map[string]any{

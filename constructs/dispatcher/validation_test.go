@@ -15,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
@@ -44,7 +45,7 @@ func TestValidationMessages(t *testing.T) {
 	}{
 		{"queue required", dispatcher.ScheduledDispatcherProps{Items: one}, []string{"Queue: got nil", "pass the queue"}},
 		{"items required", dispatcher.ScheduledDispatcherProps{Queue: std}, []string{"Items: got none; give at least one WorkItem: " +
-			"the default function sends exactly these (with your own ItemSource in Entry, Items may be empty)"}},
+			"the default function sends exactly these (with your own ItemSource in Function.Entry, Items may be empty)"}},
 		{"job name charset", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, JobName: "nightly report"},
 			[]string{`JobName: got "nightly report"`, "1 to 64 letters"}},
 		{"default job name from an unusable id", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one},
@@ -89,10 +90,10 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"Period: got 1h0m0s; remove it: Period is deprecated"}},
 		{"deprecated period below a minute", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Period: 30 * time.Second},
 			[]string{"Period: got 30s; remove it"}},
-		{"timeout above Lambda's limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Timeout: time.Hour},
-			[]string{"Timeout: got 1h0m0s", "1s to 15m0s"}},
-		{"memory above Lambda's limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, MemorySize: 20000},
-			[]string{"MemorySize: got 20000"}},
+		{"timeout above Lambda's limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{Timeout: time.Hour}},
+			[]string{"Function.Timeout: got 1h0m0s", "1s to 15m0s"}},
+		{"memory above Lambda's limit", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{MemorySize: 20000}},
+			[]string{"Function.MemorySize: got 20000"}},
 		{"schedule retries above 185", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, ScheduleRetryAttempts: new(186)},
 			[]string{"ScheduleRetryAttempts: got 186", "0 to 185"}},
 		{"negative schedule retries", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, ScheduleRetryAttempts: new(-1)},
@@ -131,18 +132,18 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"Items[0].ID: got", "give a literal id: item ids cannot be tokens (their uniqueness, which keeps their keys apart, is checked at synth)"}},
 		{"item group as a token", dispatcher.ScheduledDispatcherProps{Queue: fifoQ, Items: []dispatcher.WorkItem{{ID: "a", Group: *awscdk.Token_AsString(map[string]any{"Ref": "P"}, nil)}}},
 			[]string{"Items[0].Group: got", "give a literal group: item groups cannot be tokens (use DefaultGroup for a deploy-time group)"}},
-		{"entry as a token", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Entry: *awscdk.Token_AsString(map[string]any{"Ref": "P"}, nil)},
-			[]string{"Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
-		{"subnets without a VPC", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, VpcSubnets: &awsec2.SubnetSelection{}},
-			[]string{"VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
-		{"security groups without a VPC", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, SecurityGroups: make([]awsec2.ISecurityGroup, 2)},
-			[]string{"SecurityGroups: got 2 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
-		{"six layers", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Layers: make([]awslambda.ILayerVersion, 6)},
-			[]string{"Layers: got 6; use at most 5 layers (Lambda's limit)"}},
-		{"negative reserved concurrency", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, ReservedConcurrentExecutions: -2},
-			[]string{"ReservedConcurrentExecutions: got -2; use 0 (none reserved) or a positive number"}},
+		{"entry as a token", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{Entry: *awscdk.Token_AsString(map[string]any{"Ref": "P"}, nil)}},
+			[]string{"Function.Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
+		{"subnets without a VPC", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{VpcSubnets: &awsec2.SubnetSelection{}}},
+			[]string{"Function.VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
+		{"security groups without a VPC", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{SecurityGroups: make([]awsec2.ISecurityGroup, 2)}},
+			[]string{"Function.SecurityGroups: got 2 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
+		{"six layers", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{Layers: make([]awslambda.ILayerVersion, 6)}},
+			[]string{"Function.Layers: got 6; use at most 5 layers (Lambda's limit)"}},
+		{"negative reserved concurrency", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{ReservedConcurrentExecutions: -2}},
+			[]string{"Function.ReservedConcurrentExecutions: got -2; use 0 (none reserved) or a positive number"}},
 		{"architecture provided.al2023 does not run", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one,
-			Architecture: awslambda.Architecture_Custom(jsii.String("riscv64"), nil)},
+			Function: function.Options{Architecture: awslambda.Architecture_Custom(jsii.String("riscv64"), nil)}},
 			[]string{`Architecture: got "riscv64"; use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64()`}},
 		{"key in another region", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one,
 			EncryptionKey: awskms.Key_FromKeyArn(stack, jsii.String("FarKey"), jsii.String("arn:aws:kms:us-east-1:123456789012:key/far"))},
@@ -153,15 +154,15 @@ func TestValidationMessages(t *testing.T) {
 				jsii.String("arn:aws:scheduler:eu-west-1:210987654321:schedule-group/far"))},
 			[]string{"ScheduleGroup: is in account 210987654321, the stack in 123456789012; a schedule can only be created in a group of its own " +
 				"account and region; use a group there, or leave ScheduleGroup nil"}},
-		{"environment setting the removed PERIOD", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Environment: map[string]string{"PERIOD": "5m"}},
-			[]string{"Environment: PERIOD is no longer supported: the dispatcher derives every key from the scheduled occurrence; remove the variable"}},
-		{"environment setting PERIOD to the old default", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Environment: map[string]string{"PERIOD": "1m0s"}},
-			[]string{"Environment: PERIOD is no longer supported"}},
-		{"environment overriding a prop", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Environment: map[string]string{"JOB_NAME": "other"}},
-			[]string{"Environment: JOB_NAME is set by the construct from its props; set the prop instead of the variable"}},
+		{"environment setting the removed PERIOD", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{Environment: map[string]string{"PERIOD": "5m"}}},
+			[]string{"Function.Environment: PERIOD is no longer supported: the dispatcher derives every key from the scheduled occurrence; remove the variable"}},
+		{"environment setting PERIOD to the old default", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{Environment: map[string]string{"PERIOD": "1m0s"}}},
+			[]string{"Function.Environment: PERIOD is no longer supported"}},
+		{"environment overriding a prop", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one, Function: function.Options{Environment: map[string]string{"JOB_NAME": "other"}}},
+			[]string{"Function.Environment: JOB_NAME is set by the construct from its props; set the prop instead of the variable"}},
 		{"environment overriding the unset FIFO group", dispatcher.ScheduledDispatcherProps{Queue: std, Items: one,
-			Environment: map[string]string{"DEFAULT_MESSAGE_GROUP_ID": "g"}},
-			[]string{"Environment: DEFAULT_MESSAGE_GROUP_ID is set by the construct"}},
+			Function: function.Options{Environment: map[string]string{"DEFAULT_MESSAGE_GROUP_ID": "g"}}},
+			[]string{"Function.Environment: DEFAULT_MESSAGE_GROUP_ID is set by the construct"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

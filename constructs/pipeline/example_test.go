@@ -11,6 +11,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
@@ -65,8 +66,10 @@ func Example_existingResources() {
 			Topic: awssns.Topic_FromTopicArn(stack, jsii.String("OnCall"), jsii.String("arn:aws:sns:eu-west-1:111122223333:on-call")),
 		},
 		Consumer: &consumer.IdempotentConsumerProps{
-			Entry:       "../../functions/consumer", // your own main package, e.g. cmd/payments
-			Environment: map[string]string{"LEDGER_TABLE": "ledger"},
+			Function: function.Options{
+				Entry:       "../../functions/consumer", // your own main package, e.g. cmd/payments
+				Environment: map[string]string{"LEDGER_TABLE": "ledger"},
+			},
 		},
 	})
 	fmt.Println(payments.Queue().Fifo(), *payments.Consumer().Function().Runtime().Name())

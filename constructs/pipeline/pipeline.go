@@ -218,9 +218,9 @@ func (p *pipeline) buildStores(props *PipelineProps, qp queue.ProcessingQueuePro
 	p.queue = props.ExistingQueue
 	if p.queue == nil {
 		// The queue's visibility timeout derives from the consumer's timeout (6x).
-		qp.Fifo, qp.ConsumerTimeout = props.Fifo, cp.Timeout
-		if !gofn.ValidTimeout(cp.Timeout) {
-			// The consumer reports Consumer.Timeout, the prop the user set, with all its other
+		qp.Fifo, qp.ConsumerTimeout = props.Fifo, cp.Function.Timeout
+		if !gofn.ValidTimeout(cp.Function.Timeout) {
+			// The consumer reports Consumer.Function.Timeout, the prop the user set, with all its other
 			// problems; the queue (built first) takes the default meanwhile instead of failing
 			// on a ConsumerTimeout the user never set.
 			qp.ConsumerTimeout = queue.DefaultConsumerTimeout
@@ -233,15 +233,15 @@ func (p *pipeline) buildStores(props *PipelineProps, qp queue.ProcessingQueuePro
 // hardenConsumer places the consumer in the hardened VPC, encrypts its logs with logKey and
 // reserves the concurrency its event source drives, where its own props say nothing.
 func hardenConsumer(h *Hardening, cp *consumer.IdempotentConsumerProps, fnSG func() []awsec2.ISecurityGroup, logKey awskms.IKey) {
-	if cp.Vpc == nil && len(cp.SecurityGroups) == 0 {
-		cp.SecurityGroups = fnSG()
+	if cp.Function.Vpc == nil && len(cp.Function.SecurityGroups) == 0 {
+		cp.Function.SecurityGroups = fnSG()
 	}
-	cp.Vpc, cp.VpcSubnets = h.placement(cp.Vpc, cp.VpcSubnets)
-	cp.LogGroupEncryptionKey = keyFor(cp.LogGroupEncryptionKey, logKey)
-	if cp.ReservedConcurrentExecutions == 0 {
-		cp.ReservedConcurrentExecutions = cmp.Or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
+	cp.Function.Vpc, cp.Function.VpcSubnets = h.placement(cp.Function.Vpc, cp.Function.VpcSubnets)
+	cp.Function.LogGroupEncryptionKey = keyFor(cp.Function.LogGroupEncryptionKey, logKey)
+	if cp.Function.ReservedConcurrentExecutions == 0 {
+		cp.Function.ReservedConcurrentExecutions = cmp.Or(cp.MaxConcurrency, consumer.DefaultMaxConcurrency)
 		if pp := cp.ProvisionedPollers; pp != nil { // what the pollers' maximum drives
-			cp.ReservedConcurrentExecutions = pp.Maximum * consumer.InvocationsPerPoller
+			cp.Function.ReservedConcurrentExecutions = pp.Maximum * consumer.InvocationsPerPoller
 		}
 	}
 }
@@ -255,13 +255,13 @@ func (p *pipeline) buildDispatcher(label string, props *PipelineProps, fnSG func
 		dp.Queue = p.queue
 		dp.EncryptionKey = keyFor(dp.EncryptionKey, props.EncryptionKey)
 		if h != nil {
-			if dp.Vpc == nil && len(dp.SecurityGroups) == 0 {
-				dp.SecurityGroups = fnSG()
+			if dp.Function.Vpc == nil && len(dp.Function.SecurityGroups) == 0 {
+				dp.Function.SecurityGroups = fnSG()
 			}
-			dp.Vpc, dp.VpcSubnets = h.placement(dp.Vpc, dp.VpcSubnets)
-			dp.LogGroupEncryptionKey = keyFor(dp.LogGroupEncryptionKey, logKey)
-			if dp.ReservedConcurrentExecutions == 0 {
-				dp.ReservedConcurrentExecutions = DispatcherReservedConcurrency
+			dp.Function.Vpc, dp.Function.VpcSubnets = h.placement(dp.Function.Vpc, dp.Function.VpcSubnets)
+			dp.Function.LogGroupEncryptionKey = keyFor(dp.Function.LogGroupEncryptionKey, logKey)
+			if dp.Function.ReservedConcurrentExecutions == 0 {
+				dp.Function.ReservedConcurrentExecutions = DispatcherReservedConcurrency
 			}
 		}
 		p.dispatcher = dispatcher.NewScheduledDispatcher(p, "Dispatcher", &dp)
@@ -298,7 +298,9 @@ func (props *PipelineProps) dispatcherProps() dispatcher.ScheduledDispatcherProp
 	if props.Dispatcher == nil {
 		return dispatcher.ScheduledDispatcherProps{}
 	}
-	return *props.Dispatcher
+	dp := *props.Dispatcher
+	dp.Function, _ = gofn.FromProps(&dp)
+	return dp
 }
 
 func (props *PipelineProps) queueProps() queue.ProcessingQueueProps {
@@ -314,8 +316,11 @@ func (props *PipelineProps) consumerProps() consumer.IdempotentConsumerProps {
 	if props.Consumer != nil {
 		cp = *props.Consumer
 	}
-	if cp.Timeout == 0 {
-		cp.Timeout = queue.DefaultConsumerTimeout
+	// Function as the consumer will read it, the deprecated fields included: the pipeline
+	// sets what they leave unset.
+	cp.Function, _ = gofn.FromProps(&cp)
+	if cp.Function.Timeout == 0 {
+		cp.Function.Timeout = queue.DefaultConsumerTimeout
 	}
 	return cp
 }
@@ -345,9 +350,14 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 	if qp.Fifo && !props.Fifo {
 		v.Add("Queue.Fifo", qp.Fifo, "leave it unset and set the pipeline's Fifo prop instead")
 	}
-	if qp.ConsumerTimeout != 0 && qp.ConsumerTimeout != cp.Timeout {
+	if qp.ConsumerTimeout != 0 && qp.ConsumerTimeout != cp.Function.Timeout {
+		timeout := "Consumer.Function.Timeout"
+		if props.Consumer != nil {
+			_, given := gofn.FromProps(props.Consumer)
+			timeout = "Consumer." + given.Prop("Timeout")
+		}
 		v.Add("Queue.ConsumerTimeout", qp.ConsumerTimeout,
-			"leave it unset: the pipeline derives it from Consumer.Timeout ("+cp.Timeout.String()+")")
+			"leave it unset: the pipeline derives it from "+timeout+" ("+cp.Function.Timeout.String()+")")
 	}
 	if props.Consumer != nil && (props.Consumer.Queue != nil || props.Consumer.Table != nil) {
 		v.Addf("Consumer.Queue", "Consumer.Queue/Table are set; leave them nil, the pipeline wires its own queue and table")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/heartbeat"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
@@ -59,8 +60,12 @@ func TestValidationMessages(t *testing.T) {
 			[]string{"Queue.Fifo: got true", "set the pipeline's Fifo prop instead"}},
 		{"queue consumer timeout disagrees", &pipeline.PipelineProps{
 			Queue:    &queue.ProcessingQueueProps{ConsumerTimeout: time.Minute},
+			Consumer: &consumer.IdempotentConsumerProps{Function: function.Options{Timeout: 2 * time.Minute}}},
+			[]string{"Queue.ConsumerTimeout: got 1m0s", "derives it from Consumer.Function.Timeout (2m0s)"}},
+		{"queue consumer timeout disagrees with the deprecated Timeout", &pipeline.PipelineProps{
+			Queue:    &queue.ProcessingQueueProps{ConsumerTimeout: time.Minute},
 			Consumer: &consumer.IdempotentConsumerProps{Timeout: 2 * time.Minute}},
-			[]string{"Queue.ConsumerTimeout: got 1m0s", "derives it from Consumer.Timeout (2m0s)"}},
+			[]string{"Queue.ConsumerTimeout: got 1m0s; leave it unset: the pipeline derives it from Consumer.Timeout (2m0s)"}},
 		{"consumer wired by hand", &pipeline.PipelineProps{Consumer: &consumer.IdempotentConsumerProps{Table: shared}},
 			[]string{"Consumer.Queue:", "the pipeline wires its own queue and table"}},
 		{"table key differs", &pipeline.PipelineProps{EncryptionKey: key, TableProps: &table.IdempotencyTableProps{EncryptionKey: other}},
@@ -259,13 +264,13 @@ func TestConsumerProblemsNameTheConsumersProps(t *testing.T) {
 				if !ok {
 					t.Fatalf("%v: want a *validate.Error", timeout)
 				}
-				want := []string{"Timeout: got " + timeout.String() + "; use whole seconds from 1s to 15m0s (Lambda's limits)",
-					"MemorySize: got 64; use 128 to 10240 MB (Lambda's limits)"}
+				want := []string{"Function.Timeout: got " + timeout.String() + "; use whole seconds from 1s to 15m0s (Lambda's limits)",
+					"Function.MemorySize: got 64; use 128 to 10240 MB (Lambda's limits)"}
 				if verr.Construct != `IdempotentConsumer "PipelineTest/`+id+`/Consumer"` || strings.Join(verr.Problems, "\n") != strings.Join(want, "\n") {
 					t.Errorf("%v:\n%v\nwant the consumer's problems:\n%s", timeout, verr, strings.Join(want, "\n"))
 				}
 			}()
-			pipeline.NewPipeline(stack, id, &pipeline.PipelineProps{Consumer: &consumer.IdempotentConsumerProps{Timeout: timeout, MemorySize: 64}})
+			pipeline.NewPipeline(stack, id, &pipeline.PipelineProps{Consumer: &consumer.IdempotentConsumerProps{Function: function.Options{Timeout: timeout, MemorySize: 64}}})
 		}()
 	}
 }

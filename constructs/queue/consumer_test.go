@@ -11,6 +11,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
@@ -42,7 +43,7 @@ func TestConsumerAndDispatcherOnAnImportedQueue(t *testing.T) {
 		MaxMessageSize: 600 * 1024, // the queue takes more than SQS's default
 	})
 	tbl := table.NewIdempotencyTable(stack, "Idempotency", nil)
-	c := consumer.NewIdempotentConsumer(stack, "Consumer", &consumer.IdempotentConsumerProps{Queue: q, Table: tbl, Timeout: time.Minute})
+	c := consumer.NewIdempotentConsumer(stack, "Consumer", &consumer.IdempotentConsumerProps{Queue: q, Table: tbl, Function: function.Options{Timeout: time.Minute}})
 	dispatcher.NewScheduledDispatcher(stack, "Dispatcher", &dispatcher.ScheduledDispatcherProps{
 		Queue: q, Items: []dispatcher.WorkItem{{ID: "daily"}},
 	})
@@ -84,9 +85,9 @@ func TestConsumerAndDispatcherOnAnImportedQueue(t *testing.T) {
 	// 2 minutes x 6 exceeds the imported queue's 6-minute visibility timeout.
 	defer func() {
 		verr, ok := validate.AsError(recover())
-		if !ok || !strings.Contains(verr.Error(), "Timeout: 2m0s needs a queue visibility timeout of at least 12m0s") || !strings.Contains(verr.Error(), "the queue has 6m0s") {
+		if !ok || !strings.Contains(verr.Error(), "Function.Timeout: 2m0s needs a queue visibility timeout of at least 12m0s") || !strings.Contains(verr.Error(), "the queue has 6m0s") {
 			t.Errorf("a consumer timeout the imported queue's visibility timeout does not cover: want a validation error naming it, got %v", verr)
 		}
 	}()
-	consumer.NewIdempotentConsumer(stack, "TooSlow", &consumer.IdempotentConsumerProps{Queue: q, Table: tbl, Timeout: 2 * time.Minute})
+	consumer.NewIdempotentConsumer(stack, "TooSlow", &consumer.IdempotentConsumerProps{Queue: q, Table: tbl, Function: function.Options{Timeout: 2 * time.Minute}})
 }

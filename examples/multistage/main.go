@@ -17,6 +17,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
@@ -78,9 +79,9 @@ func NewPipelineStage(scope constructs.Construct, id string, cfg StageConfig) aw
 		TableProps:      tp,
 		MonitoringProps: &monitoring.PipelineMonitoringProps{AlarmEmails: cfg.AlarmEmails},
 		Queue:           &queue.ProcessingQueueProps{RetentionPeriod: cfg.Retention},
-		Consumer:        &consumer.IdempotentConsumerProps{LogRetention: cfg.LogRetention},
+		Consumer:        &consumer.IdempotentConsumerProps{Function: function.Options{LogRetention: cfg.LogRetention}},
 		Dispatcher: &dispatcher.ScheduledDispatcherProps{
-			Cron: "0 2 * * ? *", TimeZone: "Europe/Berlin", LogRetention: cfg.LogRetention,
+			Cron: "0 2 * * ? *", TimeZone: "Europe/Berlin", Function: function.Options{LogRetention: cfg.LogRetention},
 			Items: []dispatcher.WorkItem{{ID: "nightly-invoices", Group: "billing"}},
 		},
 	})

@@ -35,7 +35,7 @@ func newGoFunction(scope constructs.Construct, id string, props *awscdklambdagoa
 			kind = "function"
 		}
 		problems := validate.New(kind, *scope.Node().Path())
-		problems.Add("Entry", p.Entry, "it does not build: "+firstBuildError(p)+"; fix the main package and synth again")
+		problems.Add(p.Prop("Entry"), p.Entry, "it does not build: "+firstBuildError(p)+"; fix the main package and synth again")
 		problems.Check()
 	}()
 	return awscdklambdagoalpha.NewGoFunction(scope, jsii.String(id), props)

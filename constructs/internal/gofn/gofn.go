@@ -19,13 +19,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdklambdagoalpha/v2"
@@ -33,6 +30,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/checkov"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/logkey"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/nag"
@@ -68,24 +66,6 @@ type Props struct {
 	// Main is the directory of the Lambda main under functions/ ("consumer", "dispatcher");
 	// it names the default Entry.
 	Main string
-	// Entry is the Go main package directory. Default: functions/<Main> of this module.
-	Entry string
-	// ModuleDir is the directory holding go.mod that Entry builds in. Default: this module's
-	// root (when Entry is set and ModuleDir is not, GoFunction searches upwards from Entry).
-	ModuleDir string
-	// Timeout of the function (already defaulted by the construct).
-	Timeout time.Duration
-	// MemorySize in MB (already defaulted by the construct).
-	MemorySize int
-	// Environment of the function, complete (the construct owns its contents).
-	Environment map[string]string
-	// LogRetention of the function's log group. Default one month.
-	LogRetention awslogs.RetentionDays
-	// LogRemovalPolicy of the log group. Default RETAIN: logs often matter most after
-	// the stack that wrote them is gone (incident review); retention still expires them.
-	LogRemovalPolicy awscdk.RemovalPolicy
-	// DisableTracing turns X-Ray active tracing off. Default false (tracing on).
-	DisableTracing bool
 	// Description of the function.
 	Description string
 
@@ -98,22 +78,13 @@ type Props struct {
 	RetryAttempts *int
 	MaxEventAge   time.Duration
 
-	// Options common to every Lambda function, passed through as the constructs' props of
-	// the same names (see Options).
-	Options
-}
-
-// Options are the Lambda options both constructs offer as props of the same names (each
-// documents them for its function). Zero values: arm64, no VPC, no layers, no reserved
-// concurrency. Validate checks them; New passes them to the function.
-type Options struct {
-	Architecture                 awslambda.Architecture // arm64 or x86_64; bundling builds for it
-	Vpc                          awsec2.IVpc
-	VpcSubnets                   *awsec2.SubnetSelection // requires Vpc
-	SecurityGroups               []awsec2.ISecurityGroup // requires Vpc
-	Layers                       []awslambda.ILayerVersion
-	ReservedConcurrentExecutions int         // 0: none reserved
-	LogGroupEncryptionKey        awskms.IKey // nil: CloudWatch Logs' own encryption
+	// Options are the construct's Function prop as FromProps gave them, with the
+	// construct's defaults of Timeout and MemorySize applied; the construct replaces
+	// Environment with the function's complete environment (see Environment). Validate fills
+	// in the defaults of Entry, ModuleDir, Architecture, LogRetention and LogRemovalPolicy.
+	function.Options
+	// Given says which prop the user set each option through, for the problems' names.
+	Given Given
 }
 
 // Function is what New built.
@@ -133,10 +104,10 @@ func ValidTimeout(d time.Duration) bool {
 // ModuleDir and LogRetention. The construct passes prop names as its users spell them.
 func (p *Props) Validate(problems *validate.Problems) {
 	if !ValidTimeout(p.Timeout) {
-		problems.Add("Timeout", p.Timeout, "use whole seconds from 1s to 15m0s (Lambda's limits)")
+		problems.Add(p.Prop("Timeout"), p.Timeout, "use whole seconds from 1s to 15m0s (Lambda's limits)")
 	}
 	if p.MemorySize < MinMemorySize || p.MemorySize > MaxMemorySize {
-		problems.Add("MemorySize", p.MemorySize, fmt.Sprintf("use %d to %d MB (Lambda's limits)", MinMemorySize, MaxMemorySize))
+		problems.Add(p.Prop("MemorySize"), p.MemorySize, fmt.Sprintf("use %d to %d MB (Lambda's limits)", MinMemorySize, MaxMemorySize))
 	}
 	if p.MaxEventAge != 0 && (p.MaxEventAge < time.Minute || p.MaxEventAge > 6*time.Hour || p.MaxEventAge%time.Second != 0) {
 		problems.Add("AsyncMaxEventAge", p.MaxEventAge, "use whole seconds from 1m0s to 6h0m0s (Lambda's asynchronous invocation limits)")
@@ -144,7 +115,8 @@ func (p *Props) Validate(problems *validate.Problems) {
 	if p.RetryAttempts != nil && (*p.RetryAttempts < 0 || *p.RetryAttempts > 2) {
 		problems.Add("AsyncRetryAttempts", *p.RetryAttempts, "use 0, 1 or 2 (Lambda's asynchronous invocation limits)")
 	}
-	p.Options.validate(problems)
+	p.Given.report(problems)
+	p.validateOptions(problems)
 	if p.LogRetention == "" {
 		p.LogRetention = DefaultLogRetention
 	}
@@ -156,14 +128,14 @@ func (p *Props) Validate(problems *validate.Problems) {
 		entry, root, err := DefaultPaths(p.Main)
 		if errors.Is(err, errVendored) {
 			lib := roleLibrary[p.Main]
-			problems.Addf("Entry", "cannot find the %s function's source: %v. Set Entry to your own main package in your module "+
+			problems.Addf(p.Prop("Entry"), "cannot find the %s function's source: %v. Set Entry to your own main package in your module "+
 				"(package main whose func main calls %s.Start, as %s/functions/%s/main.go does; it and functions/%s are then vendored, "+
 				"and bundling builds them from vendor/), or synth with GOFLAGS=-mod=mod so the go command uses the module cache",
 				p.Main, err, lib, modulePath(), p.Main, lib)
 			return
 		}
 		if err != nil {
-			problems.Addf("Entry", "cannot find the %s function's source (%v); set Entry to the directory of your %s main package "+
+			problems.Addf(p.Prop("Entry"), "cannot find the %s function's source (%v); set Entry to the directory of your %s main package "+
 				"(e.g. $(go list -m -f '{{.Dir}}' %s)/functions/%s) and ModuleDir to the directory of the go.mod it builds with",
 				p.Main, err, p.Main, modulePath(), p.Main)
 			return
@@ -174,17 +146,17 @@ func (p *Props) Validate(problems *validate.Problems) {
 		}
 	}
 	if validate.Unresolved(p.Entry) || validate.Unresolved(p.ModuleDir) {
-		problems.Addf("Entry", "Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths")
+		problems.Addf(p.Prop("Entry"), "Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths")
 		return
 	}
 	if st, err := os.Stat(p.Entry); err != nil || !st.IsDir() {
-		problems.Add("Entry", p.Entry, "set it to the directory of a Go main package")
+		problems.Add(p.Prop("Entry"), p.Entry, "set it to the directory of a Go main package")
 	} else if problem := checkEntry(p.Entry, p.Main, p.goarch()); problem != "" {
-		problems.Add("Entry", p.Entry, problem)
+		problems.Add(p.Prop("Entry"), p.Entry, problem)
 	}
 	if p.ModuleDir != "" {
 		if _, err := os.Stat(filepath.Join(p.ModuleDir, "go.mod")); err != nil {
-			problems.Add("ModuleDir", p.ModuleDir, "set it to the directory that holds the go.mod Entry builds with")
+			problems.Add(p.Prop("ModuleDir"), p.ModuleDir, "set it to the directory that holds the go.mod Entry builds with")
 		}
 	}
 }
@@ -197,34 +169,6 @@ var vpcActions = []string{
 
 // MaxLayers is Lambda's limit of layers per function.
 const MaxLayers = 5
-
-func (o *Options) validate(problems *validate.Problems) {
-	if o.Architecture == nil {
-		o.Architecture = awslambda.Architecture_ARM_64()
-	} else if name := *o.Architecture.Name(); name != *awslambda.Architecture_ARM_64().Name() && name != *awslambda.Architecture_X86_64().Name() {
-		problems.Add("Architecture", strconv.Quote(name), "use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64() (the architectures provided.al2023 runs on)")
-	}
-	if o.Vpc == nil {
-		if o.VpcSubnets != nil {
-			problems.Add("VpcSubnets", "a subnet selection without Vpc", "set Vpc as well, or remove VpcSubnets")
-		}
-		if len(o.SecurityGroups) > 0 {
-			problems.Add("SecurityGroups", fmt.Sprintf("%d security groups without Vpc", len(o.SecurityGroups)), "set Vpc as well, or remove SecurityGroups")
-		}
-	}
-	if slices.Contains(o.SecurityGroups, nil) {
-		problems.Add("SecurityGroups", "a nil security group", "remove it")
-	}
-	if len(o.Layers) > MaxLayers {
-		problems.Add("Layers", len(o.Layers), fmt.Sprintf("use at most %d layers (Lambda's limit)", MaxLayers))
-	}
-	if slices.Contains(o.Layers, nil) {
-		problems.Add("Layers", "a nil layer", "remove it")
-	}
-	if o.ReservedConcurrentExecutions < 0 {
-		problems.Add("ReservedConcurrentExecutions", o.ReservedConcurrentExecutions, "use 0 (none reserved) or a positive number of concurrent executions")
-	}
-}
 
 // New builds the log group, the role and the function in scope. The function's id is
 // "Resource" (the construct's primary child), the role "ServiceRole", the log group
@@ -405,13 +349,13 @@ func absPath(p string) string {
 const (
 	whyNoReservedConcurrency = "no reserved concurrency by default: reserving takes capacity from the account's pool and fails the deploy " +
 		"in accounts whose unreserved concurrency would drop below 100; the SQS event source's MaximumConcurrency or maximum pollers (the consumer) and one " +
-		"scheduled run per period (the dispatcher) bound what the function uses; set ReservedConcurrentExecutions (the hardened profile does)"
+		"scheduled run per period (the dispatcher) bound what the function uses; set Function.ReservedConcurrentExecutions (the hardened profile does)"
 	whyNoVPC = "outside a VPC by default: the function calls only the DynamoDB and SQS APIs, over TLS with SigV4 and its least-privilege role, " +
 		"and reaches nothing in a private network; a VPC adds interface endpoints at a monthly cost without changing what it can reach; " +
-		"set Vpc (the hardened profile does, with the endpoints it needs)"
+		"set Function.Vpc (the hardened profile does, with the endpoints it needs)"
 	whyLogsServiceKey = "CloudWatch Logs encrypts every log group at rest (AES-256) with a key it manages; the log lines hold message ids, " +
 		"idempotency keys and outcomes, never bodies; a customer managed key adds key-level access control and audit at $1 a month plus " +
-		"requests: set LogGroupEncryptionKey (the hardened profile does)"
+		"requests: set Function.LogGroupEncryptionKey (the hardened profile does)"
 	// WhyRolePolicy is the reason on the IAMNoInlinePolicy suppressions of a role's
 	// DefaultPolicy, where CDK writes the role's grants (constructs/dispatcher's schedule role
 	// uses it too). The rule's rationale is what managed policies offer: reuse, versions and
@@ -437,10 +381,11 @@ var lambdaReserved = map[string]bool{
 
 // Environment merges a function's variables. owned are the variables the construct derives
 // from its props (the contract with the function main): extra may not set them, because a
-// second source for the same setting would silently win over the prop. defaults are tunables
+// second source for the same setting would silently win over the prop. prop is the name
+// the problems give extra (p.Prop("Environment")). defaults are tunables
 // the construct sets explicitly and extra may override. Every name in extra must be a valid,
 // non-reserved Lambda variable name.
-func Environment(problems *validate.Problems, owned, defaults, extra map[string]string) map[string]string {
+func Environment(problems *validate.Problems, prop string, owned, defaults, extra map[string]string) map[string]string {
 	env := make(map[string]string, len(owned)+len(defaults)+len(extra))
 	for k, v := range defaults {
 		env[k] = v
@@ -448,11 +393,11 @@ func Environment(problems *validate.Problems, owned, defaults, extra map[string]
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		switch {
 		case isOwned(owned, k):
-			problems.Addf("Environment", "%s is set by the construct from its props; set the prop instead of the variable", k)
+			problems.Addf(prop, "%s is set by the construct from its props; set the prop instead of the variable", k)
 		case lambdaReserved[k]:
-			problems.Addf("Environment", "%s is reserved by the Lambda runtime; remove it", k)
+			problems.Addf(prop, "%s is reserved by the Lambda runtime; remove it", k)
 		case !envName.MatchString(k):
-			problems.Addf("Environment", "%q is not a valid variable name; use a letter followed by letters, digits or _", k)
+			problems.Addf(prop, "%q is not a valid variable name; use a letter followed by letters, digits or _", k)
 		default:
 			env[k] = extra[k]
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/internal/gofn"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
@@ -82,49 +83,49 @@ func TestValidate(t *testing.T) {
 	empty := writeDir(t, map[string]string{"README.md": "no Go here\n"})
 	dispatcherMain := filepath.Join("..", "..", "..", "functions", "dispatcher")
 	valid := func() gofn.Props {
-		return gofn.Props{Main: "consumer", Timeout: 30 * time.Second, MemorySize: 256}
+		return gofn.Props{Main: "consumer", Options: function.Options{Timeout: 30 * time.Second, MemorySize: 256}}
 	}
 	tests := []struct {
 		name   string
 		mutate func(*gofn.Props)
 		want   []string
 	}{
-		{"timeout too long", func(p *gofn.Props) { p.Timeout = 16 * time.Minute }, []string{"Timeout: got 16m0s", "1s to 15m0s"}},
-		{"timeout fraction", func(p *gofn.Props) { p.Timeout = 1500 * time.Millisecond }, []string{"Timeout: got 1.5s", "whole seconds"}},
-		{"memory too small", func(p *gofn.Props) { p.MemorySize = 64 }, []string{"MemorySize: got 64", "128 to 10240"}},
-		{"memory too large", func(p *gofn.Props) { p.MemorySize = 10241 }, []string{"MemorySize: got 10241"}},
-		{"missing entry", func(p *gofn.Props) { p.Entry = "/nonexistent/cmd" }, []string{"Entry: got /nonexistent/cmd", "Go main package"}},
+		{"timeout too long", func(p *gofn.Props) { p.Timeout = 16 * time.Minute }, []string{"Function.Timeout: got 16m0s", "1s to 15m0s"}},
+		{"timeout fraction", func(p *gofn.Props) { p.Timeout = 1500 * time.Millisecond }, []string{"Function.Timeout: got 1.5s", "whole seconds"}},
+		{"memory too small", func(p *gofn.Props) { p.MemorySize = 64 }, []string{"Function.MemorySize: got 64", "128 to 10240"}},
+		{"memory too large", func(p *gofn.Props) { p.MemorySize = 10241 }, []string{"Function.MemorySize: got 10241"}},
+		{"missing entry", func(p *gofn.Props) { p.Entry = "/nonexistent/cmd" }, []string{"Function.Entry: got /nonexistent/cmd", "Go main package"}},
 		{"entry that is not package main", func(p *gofn.Props) { p.Entry = library },
-			[]string{"Entry: got " + library + "; it is package shipping, not package main: Lambda runs an executable, which Go builds only from package main; " +
+			[]string{"Function.Entry: got " + library + "; it is package shipping, not package main: Lambda runs an executable, which Go builds only from package main; " +
 				"set Entry to your main package (package main, whose func main calls consume.Start)"}},
 		{"entry without Go files", func(p *gofn.Props) { p.Entry = empty },
-			[]string{"Entry: got " + empty + "; it holds no Go source files (for linux/arm64): set Entry to the directory of your main package"}},
+			[]string{"Function.Entry: got " + empty + "; it holds no Go source files (for linux/arm64): set Entry to the directory of your main package"}},
 		{"consumer entry that is the dispatcher's main", func(p *gofn.Props) { p.Entry = dispatcherMain },
-			[]string{"Entry: got " + dispatcherMain + "; it is a dispatcher main (it imports functions/dispatch, not functions/consume): " +
+			[]string{"Function.Entry: got " + dispatcherMain + "; it is a dispatcher main (it imports functions/dispatch, not functions/consume): " +
 				"the consumer's Entry must be a main built on github.com/idempotent-sqs/pipeline/functions/consume", "did you mean to give it to the dispatcher?"}},
 		{"dispatcher entry that is the consumer's main", func(p *gofn.Props) {
 			p.Main, p.Entry = "dispatcher", filepath.Join("..", "..", "..", "functions", "consumer")
 		},
 			[]string{"it is a consumer main (it imports functions/consume, not functions/dispatch): the dispatcher's Entry must be a main built on github.com/idempotent-sqs/pipeline/functions/dispatch"}},
-		{"module dir without go.mod", func(p *gofn.Props) { p.ModuleDir = os.TempDir() }, []string{"ModuleDir: got " + os.TempDir(), "go.mod"}},
+		{"module dir without go.mod", func(p *gofn.Props) { p.ModuleDir = os.TempDir() }, []string{"Function.ModuleDir: got " + os.TempDir(), "go.mod"}},
 		{"event age too short", func(p *gofn.Props) { p.MaxEventAge = 30 * time.Second }, []string{"AsyncMaxEventAge: got 30s", "1m0s to 6h0m0s"}},
 		{"retries out of range", func(p *gofn.Props) { n := 3; p.RetryAttempts = &n }, []string{"AsyncRetryAttempts: got 3", "0, 1 or 2"}},
 		{"subnets without a VPC", func(p *gofn.Props) { p.VpcSubnets = &awsec2.SubnetSelection{} },
-			[]string{"VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
+			[]string{"Function.VpcSubnets: got a subnet selection without Vpc; set Vpc as well, or remove VpcSubnets"}},
 		{"security groups without a VPC", func(p *gofn.Props) { p.SecurityGroups = make([]awsec2.ISecurityGroup, 2) },
-			[]string{"SecurityGroups: got 2 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
+			[]string{"Function.SecurityGroups: got 2 security groups without Vpc; set Vpc as well, or remove SecurityGroups"}},
 		{"nil security group", func(p *gofn.Props) { p.SecurityGroups = make([]awsec2.ISecurityGroup, 1) },
-			[]string{"SecurityGroups: got a nil security group; remove it"}},
+			[]string{"Function.SecurityGroups: got a nil security group; remove it"}},
 		{"six layers", func(p *gofn.Props) { p.Layers = make([]awslambda.ILayerVersion, 6) },
-			[]string{"Layers: got 6; use at most 5 layers (Lambda's limit)"}},
+			[]string{"Function.Layers: got 6; use at most 5 layers (Lambda's limit)"}},
 		{"nil layer", func(p *gofn.Props) { p.Layers = make([]awslambda.ILayerVersion, 1) },
-			[]string{"Layers: got a nil layer; remove it"}},
+			[]string{"Function.Layers: got a nil layer; remove it"}},
 		{"negative reserved concurrency", func(p *gofn.Props) { p.ReservedConcurrentExecutions = -1 },
-			[]string{"ReservedConcurrentExecutions: got -1; use 0 (none reserved) or a positive number"}},
+			[]string{"Function.ReservedConcurrentExecutions: got -1; use 0 (none reserved) or a positive number"}},
 		{"architecture provided.al2023 does not run", func(p *gofn.Props) { p.Architecture = awslambda.Architecture_Custom(jsii.String("riscv64"), nil) },
 			[]string{`Architecture: got "riscv64"; use awslambda.Architecture_ARM_64() or awslambda.Architecture_X86_64()`}},
 		{"entry as a token", func(p *gofn.Props) { p.Entry = *awscdk.Token_AsString(map[string]any{"Ref": "P"}, nil) },
-			[]string{"Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
+			[]string{"Function.Entry: Entry and ModuleDir cannot be tokens: the function is built from them at synth; give local paths"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,7 +178,7 @@ func TestBundling(t *testing.T) {
 		{"dispatcher-x86_64", "dispatcher", awslambda.Architecture_X86_64(), elf.EM_X86_64},
 	} {
 		scope := constructs.NewConstruct(stack, jsii.String(fn.name))
-		p := gofn.Props{Main: fn.main, Timeout: 30 * time.Second, MemorySize: 128, Options: gofn.Options{Architecture: fn.arch}}
+		p := gofn.Props{Main: fn.main, Options: function.Options{Timeout: 30 * time.Second, MemorySize: 128, Architecture: fn.arch}}
 		problems := validate.New("Test", fn.name)
 		p.Validate(problems)
 		problems.Check()
@@ -250,15 +251,16 @@ func TestOptions(t *testing.T) {
 	layer := awslambda.LayerVersion_FromLayerVersionArn(stack, jsii.String("Layer"),
 		jsii.String("arn:aws:lambda:eu-west-1:123456789012:layer:ext:3"))
 
-	build := func(id string, o gofn.Options) *gofn.Function {
-		p := gofn.Props{Main: "dispatcher", Timeout: 30 * time.Second, MemorySize: 128, Options: o}
+	build := func(id string, o function.Options) *gofn.Function {
+		o.Timeout, o.MemorySize = 30*time.Second, 128
+		p := gofn.Props{Main: "dispatcher", Options: o}
 		problems := validate.New("Test", id)
 		p.Validate(problems)
 		problems.Check()
 		return gofn.New(constructs.NewConstruct(stack, jsii.String(id)), p)
 	}
-	plain := build("Plain", gofn.Options{})
-	tuned := build("Tuned", gofn.Options{
+	plain := build("Plain", function.Options{})
+	tuned := build("Tuned", function.Options{
 		Architecture: awslambda.Architecture_X86_64(), Vpc: vpc,
 		VpcSubnets:     &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED},
 		SecurityGroups: []awsec2.ISecurityGroup{sg}, Layers: []awslambda.ILayerVersion{layer},
@@ -314,9 +316,9 @@ func TestBundlingFailureNamesTheEntryAndTheCompilerError(t *testing.T) {
 	stack := awscdk.NewStack(app, jsii.String("Broken"), nil)
 	entry := filepath.Join("testdata", "broken")
 	cdktest.ExpectProblemIn(t, `IdempotentConsumer "Broken"`, func() {
-		gofn.New(stack, gofn.Props{Kind: "IdempotentConsumer", Main: "consumer", Entry: entry, ModuleDir: filepath.Join("..", "..", ".."),
-			Timeout: 30 * time.Second, MemorySize: 256})
-	}, "Entry: got "+entry+"; it does not build: ./main.go:7:6: declared and not used: n; fix the main package and synth again")
+		gofn.New(stack, gofn.Props{Kind: "IdempotentConsumer", Main: "consumer", Options: function.Options{
+			Entry: entry, ModuleDir: filepath.Join("..", "..", ".."), Timeout: 30 * time.Second, MemorySize: 256}})
+	}, "Function.Entry: got "+entry+"; it does not build: ./main.go:7:6: declared and not used: n; fix the main package and synth again")
 }
 
 // Entries the check must let through: a main that reaches functions/consume through a package
@@ -333,7 +335,7 @@ func TestValidateAcceptsMainsAsBundlingBuildsThem(t *testing.T) {
 		{"amd64 only", writeDir(t, map[string]string{"main_amd64.go": "package main\n\nfunc main() {}\n"}), awslambda.Architecture_X86_64()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := gofn.Props{Main: "consumer", Timeout: 30 * time.Second, MemorySize: 256, Entry: tc.entry}
+			p := gofn.Props{Main: "consumer", Options: function.Options{Timeout: 30 * time.Second, MemorySize: 256, Entry: tc.entry}}
 			p.Architecture = tc.arch
 			problems := validate.New("Test", "fn")
 			p.Validate(problems)

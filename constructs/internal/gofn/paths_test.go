@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
@@ -190,7 +191,7 @@ func TestValidateNamesEntryWhenTheSourceIsNotFound(t *testing.T) {
 	t.Cleanup(func() { defaultLocator = saved })
 	defaultLocator = locator{caller: trimmedCaller, buildInfo: mainModule("example.com/app", "(devel)"), goList: noGoList(t)}
 	cdktest.ExpectProblem(t, func() {
-		p := Props{Main: "consumer", Timeout: 30 * time.Second, MemorySize: 256}
+		p := Props{Main: "consumer", Options: function.Options{Timeout: 30 * time.Second, MemorySize: 256}}
 		problems := validate.New("IdempotentConsumer", "App/Orders/Consumer")
 		p.Validate(problems)
 		problems.Check()
@@ -224,7 +225,7 @@ func TestValidateInVendorMode(t *testing.T) {
 	for _, main := range []string{"consumer", "dispatcher"} {
 		lib := map[string]string{"consumer": "consume", "dispatcher": "dispatch"}[main]
 		cdktest.ExpectProblem(t, func() {
-			p := Props{Main: main, Timeout: 30 * time.Second, MemorySize: 256}
+			p := Props{Main: main, Options: function.Options{Timeout: 30 * time.Second, MemorySize: 256}}
 			problems := validate.New("IdempotentConsumer", "App/Orders/Consumer")
 			p.Validate(problems)
 			problems.Check()

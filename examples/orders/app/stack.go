@@ -9,6 +9,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/monitoring"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
@@ -65,8 +66,10 @@ func NewOrdersStack(scope constructs.Construct, id string, props *OrdersStackPro
 			Topic: awssns.Topic_FromTopicArn(stack, jsii.String("OnCall"), jsii.String(props.AlarmTopicArn)),
 		},
 		Consumer: &consumer.IdempotentConsumerProps{
-			Entry:       entry,
-			Environment: map[string]string{"ORDERS_TABLE_NAME": *orders.TableName()},
+			Function: function.Options{
+				Entry:       entry,
+				Environment: map[string]string{"ORDERS_TABLE_NAME": *orders.TableName()},
+			},
 		},
 	})
 	// The effect's one call, and nothing more.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/queue"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
@@ -38,8 +39,10 @@ func NewBilling(scope constructs.Construct, id string) awscdk.Stack {
 	p := pipeline.NewPipeline(stack, "Invoicing", &pipeline.PipelineProps{
 		ExistingQueue: existing,
 		Consumer: &consumer.IdempotentConsumerProps{
-			Entry:       "functions/billing",
-			Environment: map[string]string{"INVOICES_TABLE_NAME": *invoices.TableName()},
+			Function: function.Options{
+				Entry:       "functions/billing",
+				Environment: map[string]string{"INVOICES_TABLE_NAME": *invoices.TableName()},
+			},
 		},
 	})
 	invoices.Grant(p.Consumer().Function(), jsii.String("dynamodb:PutItem"))

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
@@ -44,8 +45,10 @@ func NewShop(scope constructs.Construct, id string) awscdk.Stack {
 	})
 	intake := pipeline.NewPipeline(stack, "Intake", &pipeline.PipelineProps{
 		Consumer: &consumer.IdempotentConsumerProps{
-			Entry:       "functions/intake",
-			Environment: map[string]string{"ORDERS_TABLE_NAME": *orders.TableName()},
+			Function: function.Options{
+				Entry:       "functions/intake",
+				Environment: map[string]string{"ORDERS_TABLE_NAME": *orders.TableName()},
+			},
 		},
 	})
 	orders.GrantWriteData(intake.Consumer().Function())
