@@ -30,27 +30,10 @@ func (s severity) String() string {
 	return "ticket"
 }
 
-// Runbook anchors: one section of docs/runbooks.md per alarm kind. The anchor is GitHub's
-// for the section's heading (lower case, punctuation dropped, spaces as hyphens);
-// TestEveryAlarmHasARunbookSection checks each against the document.
-const (
-	anchorDLQ                = "dlq-not-empty"
-	anchorOldestMessage      = "oldest-message-too-old"
-	anchorBacklog            = "backlog"
-	anchorStalled            = "stalled-consumer"
-	anchorConsumerErrors     = "consumer-errors"
-	anchorThrottles          = "function-throttles"
-	anchorDispatcherErrors   = "dispatcher-errors"
-	anchorFailureQueue       = "dispatcher-failure-queue-not-empty"
-	anchorScheduleTargetErrs = "schedule-target-errors"
-	anchorScheduleDropped    = "schedule-invocations-dropped"
-	anchorScheduleDLQFailed  = "schedule-dlq-delivery-failed"
-	anchorScheduleDLQ        = "schedule-dlq-not-empty"
-	anchorTableThrottles     = "table-throttles"
-	anchorTableSystemErrors  = "table-system-errors"
-	anchorUnhealthy          = "pipeline-unhealthy"
-	anchorHeartbeat          = "heartbeat-missing"
-)
+// anchorUnhealthy is the composite alarm's section of docs/runbooks.md (each alarm of the
+// Watch methods names its own in its definition, alarms.go). The anchor is GitHub's for the
+// section's heading (lower case, punctuation dropped, spaces as hyphens).
+const anchorUnhealthy = "pipeline-unhealthy"
 
 // describe ends an alarm description with its severity and its runbook section.
 func (m *pipelineMonitoring) describe(text string, sev severity, anchor string) string {

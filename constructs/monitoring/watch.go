@@ -11,17 +11,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
-	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
-
-// Missing data is NOT_BREACHING for every alarm below, each for its own reason (stated per
-// alarm). None of these metrics is a heartbeat: SQS stops publishing for a queue that has been
-// empty and idle for 6 hours, and Lambda, Scheduler and DynamoDB publish error and throttle
-// counts only when there is something to count. BREACHING would page on every quiet night.
 
 // Consumer and dispatcher counters, taken from functions/telemetry so the dashboard charts
 // exactly the names the functions register. The functions publish them with one dimension,
@@ -54,77 +48,37 @@ func (m *pipelineMonitoring) WatchQueue(label string, source, deadLetter awssqs.
 		return prior
 	}
 	scope := m.begin("Queue", label)
-	src, dlq := *source.QueueName(), *deadLetter.QueueName()
 	p := m.s.period
-
-	// The commands name the deployed stack (AWS::StackName), so an operator paged at night
-	// copies them as they are; the consumer, once watched (WatchConsumer on source), is named
-	// for its log.
-	dlqDescription := func(consumer string) string {
-		who := "the consumer"
-		if consumer != "" {
-			who += " " + consumer
-		}
-		return fmt.Sprintf("[%s] Messages in the dead-letter queue %s: bad input %s moved there at its first receive, or messages that failed on %s maxReceiveCount times (its log says why). "+
-			"First: pipelinectl dlq inspect --stack %s --pipeline %s (by DeadLetterReason); once fixed, dlq redrive with the same flags and --yes.",
-			label, dlq, who, src, *awscdk.Aws_STACK_NAME(), label)
+	w := &queueWatch{label: label, src: *source.QueueName(), dlq: *deadLetter.QueueName(), srcArn: *source.QueueArn(),
+		stackName: *awscdk.Aws_STACK_NAME(), consumer: consumerOf(m, source).in(m), s: &m.s,
+		dlqVisible: deadLetter.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", "")),
+		oldest:     source.MetricApproximateAgeOfOldestMessage(metricOpts(p, "Maximum", "")),
+		backlog:    source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Minimum", "")),
 	}
-	dlqVisible := deadLetter.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", ""))
-	oldest := source.MetricApproximateAgeOfOldestMessage(metricOpts(p, "Maximum", ""))
-	backlog := source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Minimum", ""))
-
-	a := QueueAlarms{
-		// One message is enough and one minute is the finest SQS resolution: a DLQ message is
-		// work the pipeline gave up on. Depth, not NumberOfMessagesSent: SQS does not count
-		// messages moved by a redrive policy as sent. Missing data: an empty DLQ goes idle
-		// and SQS stops publishing, so silence means empty.
-		DeadLetterMessages: m.alarm(scope, alarmSpec{
-			id: "DeadLetterMessages", metric: dlqVisible, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevPage, runbook: anchorDLQ,
-			description: dlqDescription(consumerOf(m, source).in(m)),
-		}),
-		// Compared once per period: the age threshold is already the time the problem has
-		// lasted. Missing data: an idle, empty queue publishes nothing.
-		OldestMessage: m.alarm(scope, alarmSpec{
-			id: "OldestMessage", metric: oldest, threshold: m.s.oldestMessageAge.Seconds(), periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorOldestMessage,
-			description: fmt.Sprintf("[%s] The oldest message on %s has waited %s or more: messages are not processed in time. "+
-				"Check first the consumer's Errors and Throttles alarms, then the event source mapping (aws lambda list-event-source-mappings --event-source-arn %s: State, LastProcessingResult), "+
-				"then the consumer logs for a message retried again and again (receive count). A stuck message reaches the DLQ after maxReceiveCount receives.",
-				label, src, shortDuration(m.s.oldestMessageAge), *source.QueueArn()),
-		}),
-		// The minimum in each period must stay high for several periods: a burst the consumer
-		// drains (a dispatcher fan-out) stays quiet. Missing data: idle, empty queue.
-		Backlog: m.alarm(scope, alarmSpec{
-			id: "Backlog", metric: backlog, threshold: float64(m.s.queueDepth), periods: m.s.backlogPeriods,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorBacklog,
-			description: fmt.Sprintf("[%s] %s has held %d or more visible messages for %s: producers outpace the consumer. "+
-				"Check first whether the consumer is failing (Errors, Throttles, DLQ alarms); if it is healthy, raise its maximum concurrency or batch size, "+
-				"and check the idempotency table for throttles.", label, src, m.s.queueDepth, span(m.s.backlogPeriods, p)),
-		}),
-	}
+	a, made := makeAlarms[QueueAlarms](m, scope, w, queueAlarms)
+	src, dlq := w.src, w.dlq
 
 	m.dashboard.AddWidgets(
 		header(fmt.Sprintf("### Queue %s\nSource queue `%s`, dead-letter queue `%s`", label, src, dlq)),
 		graph("Messages on the source queue", []awscloudwatch.IMetric{
 			source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "visible")),
 			source.MetricApproximateNumberOfMessagesNotVisible(metricOpts(p, "Maximum", "in flight")),
-		}, []awscloudwatch.IMetric{labelled(oldest, "oldest message age (s)")}),
+		}, []awscloudwatch.IMetric{labelled(w.oldest, "oldest message age (s)")}),
 		graph("Source throughput", []awscloudwatch.IMetric{
 			source.MetricNumberOfMessagesSent(metricOpts(p, "Sum", "sent")),
 			source.MetricNumberOfMessagesReceived(metricOpts(p, "Sum", "received")),
 			source.MetricNumberOfMessagesDeleted(metricOpts(p, "Sum", "deleted")),
 		}, nil),
-		graph("Dead-letter queue", []awscloudwatch.IMetric{labelled(dlqVisible, "visible")}, nil),
-		alarmStatus("Alarms: queue "+label, a.DeadLetterMessages, a.OldestMessage, a.Backlog),
+		graph("Dead-letter queue", []awscloudwatch.IMetric{labelled(w.dlqVisible, "visible")}, nil),
+		alarmStatus("Alarms: queue "+label, made...),
 	)
+	// The DLQ alarm (the list's first) names the consumer once WatchConsumer is called on
+	// source.
 	watchesOf(m).redescribe[queueKey(source)] = func(c consumerName) {
-		if name := c.in(m); name != "" {
-			a.DeadLetterMessages.Node().DefaultChild().(awscloudwatch.CfnAlarm).SetAlarmDescription(
-				jsii.String(m.describe(dlqDescription(name), sevPage, anchorDLQ)))
+		if w.consumer = c.in(m); w.consumer != "" {
+			d := queueAlarms[0]
+			made[0].Node().DefaultChild().(awscloudwatch.CfnAlarm).SetAlarmDescription(
+				jsii.String(m.describe(d.describe(w), d.severity, d.runbook)))
 		}
 	}
 	watchesOf(m).queues[key] = a
@@ -188,38 +142,8 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		Period: cdkDuration(p),
 	})
 
-	a := ConsumerAlarms{
-		// Errors are whole-invocation failures only (records fail as batchItemFailures), so
-		// one is already a real problem. Missing data: Lambda publishes only when invoked.
-		Errors: m.alarm(scope, alarmSpec{
-			id: "Errors", metric: fn.MetricErrors(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorConsumerErrors,
-			description: fmt.Sprintf("[%s] The consumer function %s failed whole invocations (crash, timeout, bad configuration): every record of those batches returns to %s and is retried. "+
-				"Failed single records do not count here (they are batch item failures). "+
-				"Check first the function's logs for the error or \"Task timed out\", then the latest deployment and its environment variables.", label, name, src),
-		}),
-		// Any throttle delays messages and adds receives toward maxReceiveCount. Missing
-		// data: Lambda publishes Throttles only when it throttles.
-		Throttles: m.alarm(scope, alarmSpec{
-			id: "Throttles", metric: fn.MetricThrottles(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorThrottles,
-			description: fmt.Sprintf("[%s] Lambda throttled the consumer function %s: messages on %s wait longer and their receive counts rise toward the DLQ. "+
-				"Check first the function's reserved concurrency against the event source's maximum concurrency, then the account's concurrency (ConcurrentExecutions) and other functions using it.", label, name, src),
-		}),
-		// Several periods, longer than any Lambda timeout, so one slow batch does not count.
-		// Missing data: the expression has no data only when the queue is idle and empty.
-		Stalled: m.alarm(scope, alarmSpec{
-			id: "Stalled", metric: stalled, threshold: 1, periods: m.s.stallPeriods,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevPage, runbook: anchorStalled,
-			description: fmt.Sprintf("[%s] Messages have waited on %s for %s and the consumer %s deleted none: it stopped acknowledging. "+
-				"Either it is not receiving: check the event source mapping (aws lambda list-event-source-mappings --function-name %s: State Enabled, LastProcessingResult) and the role's sqs:ReceiveMessage and kms:Decrypt; "+
-				"or it reports every record as failed: check the Failed and InvalidInput metrics and the logs. Messages reach the DLQ after maxReceiveCount receives.",
-				label, src, span(m.s.stallPeriods, p), name, name),
-		}),
-	}
+	w := &consumerWatch{label: label, name: name, src: src, fn: fn, s: &m.s, stalled: stalled}
+	a, made := makeAlarms[ConsumerAlarms](m, scope, w, consumerAlarms)
 
 	records := make([]awscloudwatch.IMetric, len(consumerMetrics))
 	for i, n := range consumerMetrics {
@@ -237,7 +161,7 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 			source.MetricNumberOfMessagesDeleted(metricOpts(p, "Sum", "deleted")),
 			source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "visible")),
 		}, []awscloudwatch.IMetric{stalled}),
-		alarmStatus("Alarms: consumer "+label, a.Errors, a.Throttles, a.Stalled),
+		alarmStatus("Alarms: consumer "+label, made...),
 	}
 	if id := mappingWithMetrics(fn, source); id != nil {
 		mapping := func(metric, label string) awscloudwatch.IMetric {
@@ -303,105 +227,28 @@ func (m *pipelineMonitoring) WatchDispatcher(label string, fn awslambda.IFunctio
 			Statistic:     jsii.String("Sum"),
 		})
 	}
-	sdlqVisible := scheduleDeadLetter.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", ""))
-	fqVisible := failureQueue.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", ""))
-	targetErrors := scheduler(metricSchedulerTargetErrs)
-	dropped := scheduler(metricSchedulerDropped)
-	dlqFailed := scheduler(metricSchedulerDLQFailed)
-
-	w := dispatcherWatch{label: label, name: name, sched: sched, group: group, sdlq: sdlq, fq: fq, fn: fn, p: p, scheduler: scheduler,
-		sdlqVisible: sdlqVisible, fqVisible: fqVisible, targetErrors: targetErrors, dropped: dropped, dlqFailed: dlqFailed}
-	a := m.dispatcherAlarms(scope, w)
-	m.dispatcherRow(w, a)
+	w := &dispatcherWatch{label: label, name: name, sched: sched, group: group, sdlq: sdlq, fq: fq, fn: fn, s: &m.s, scheduler: scheduler,
+		sdlqVisible:  scheduleDeadLetter.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", "")),
+		fqVisible:    failureQueue.MetricApproximateNumberOfMessagesVisible(metricOpts(deadLetterPeriod, "Maximum", "")),
+		targetErrors: scheduler(metricSchedulerTargetErrs),
+		dropped:      scheduler(metricSchedulerDropped),
+		dlqFailed:    scheduler(metricSchedulerDLQFailed),
+	}
+	a, made := makeAlarms[DispatcherAlarms](m, scope, w, dispatcherAlarms)
+	m.dispatcherRow(w, made)
 	watchesOf(m).dispatchers[key] = a
 	return a
 }
 
-// dispatcherWatch is what a dispatcher's alarms and dashboard row read.
-type dispatcherWatch struct {
-	label, name, sched, group, sdlq, fq                      string
-	fn                                                       awslambda.IFunction
-	p                                                        time.Duration
-	scheduler                                                func(metricName string) awscloudwatch.Metric
-	sdlqVisible, fqVisible, targetErrors, dropped, dlqFailed awscloudwatch.Metric
-}
-
-// dispatcherAlarms makes the dispatcher's alarms: its function's errors and throttles, the
-// schedule's target errors, drops and dead letters, and the failed runs' two queues.
-func (m *pipelineMonitoring) dispatcherAlarms(scope constructs.Construct, w dispatcherWatch) DispatcherAlarms {
-	label, name, sched, group, sdlq, fq, fn, p := w.label, w.name, w.sched, w.group, w.sdlq, w.fq, w.fn, w.p
-	sdlqVisible, fqVisible, targetErrors, dropped, dlqFailed := w.sdlqVisible, w.fqVisible, w.targetErrors, w.dropped, w.dlqFailed
-	// Every Scheduler and Lambda count below is published only when it is non-zero or the
-	// function runs, and both queues go idle when empty: missing data is NOT_BREACHING.
-	a := DispatcherAlarms{
-		Errors: m.alarm(scope, alarmSpec{
-			id: "Errors", metric: fn.MetricErrors(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorDispatcherErrors,
-			description: fmt.Sprintf("[%s] The dispatcher function %s failed an invocation: a scheduled fan-out may have left items unsent. "+
-				"Lambda retries the asynchronous invocation; what still fails lands in %s (its own alarm). "+
-				"Check first the logs for SendMessageBatch failures (SendFailed metric) and the function's sqs:SendMessage and kms permissions on the queue.", label, name, fq),
-		}),
-		Throttles: m.alarm(scope, alarmSpec{
-			id: "Throttles", metric: fn.MetricThrottles(metricOpts(p, "Sum", "")), threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorThrottles,
-			description: fmt.Sprintf("[%s] Lambda throttled the dispatcher function %s: scheduled runs are delayed (Lambda keeps retrying asynchronous events for up to its maximum event age, then sends them to %s). "+
-				"Check first the function's reserved concurrency and the account's concurrency.", label, name, fq),
-		}),
-		ScheduleTargetErrors: m.alarm(scope, alarmSpec{
-			id: "ScheduleTargetErrors", metric: targetErrors, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorScheduleTargetErrs,
-			description: fmt.Sprintf("[%s] EventBridge Scheduler could not hand schedule %s (group %s) to %s: the Lambda Invoke call failed (TargetErrorCount). "+
-				"Scheduler retries per the schedule's retry policy. Check first the scheduler role's lambda:InvokeFunction permission, then whether the function exists and is throttled (TargetErrorThrottledCount).", label, sched, group, name),
-		}),
-		ScheduleDropped: m.alarm(scope, alarmSpec{
-			id: "ScheduleDropped", metric: dropped, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevPage, runbook: anchorScheduleDropped,
-			description: fmt.Sprintf("[%s] EventBridge Scheduler dropped invocations in group %s after exhausting the retry policy (InvocationDroppedCount): those scheduled runs of %s did not happen. "+
-				"Check first the target errors alarm for the cause, then the schedule DLQ %s. Re-run a missed period by invoking the dispatcher with its scheduledTime: keys are deterministic, so a re-run is safe.", label, group, name, sdlq),
-		}),
-		ScheduleDeadLetterFailed: m.alarm(scope, alarmSpec{
-			id: "ScheduleDeadLetterFailed", metric: dlqFailed, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevPage, runbook: anchorScheduleDLQFailed,
-			description: fmt.Sprintf("[%s] EventBridge Scheduler could not deliver failed invocations of group %s to the schedule DLQ %s (InvocationsFailedToBeSentToDeadLetterCount): those events are lost. "+
-				"Check first the scheduler role's sqs:SendMessage on the DLQ and, if it is encrypted with a customer key, the key policy. Re-run the missed periods by hand.", label, group, sdlq),
-		}),
-		// Immediate, like every DLQ: a message here is a scheduled run that never reached the function.
-		ScheduleDeadLetter: m.alarm(scope, alarmSpec{
-			id: "ScheduleDeadLetterMessages", metric: sdlqVisible, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevPage, runbook: anchorScheduleDLQ,
-			description: fmt.Sprintf("[%s] Scheduled invocations of %s are in the schedule DLQ %s: Scheduler gave up handing them to Lambda. "+
-				"Each message body is the event the schedule sent; its attributes hold the error. Fix the cause (see the target errors alarm), "+
-				"then replay each body with aws lambda invoke --function-name %s --invocation-type Event --payload fileb://body.json and delete the message. Replays are safe: keys are deterministic.", label, name, sdlq, name),
-		}),
-		// Immediate: a message here is a fan-out that failed after Lambda's own retries.
-		FailureDestination: m.alarm(scope, alarmSpec{
-			id: "FailureDestinationMessages", metric: fqVisible, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevPage, runbook: anchorFailureQueue,
-			description: fmt.Sprintf("[%s] Dispatcher invocations of %s failed after Lambda's asynchronous retries and are in %s: those periods were not (fully) fanned out. "+
-				"An on-failure destination record holds requestPayload (the scheduled event) and responsePayload (the error); a function DLQ message is the event itself. "+
-				"Fix the cause, then re-invoke the dispatcher with that event and delete the message: items already sent are absorbed as duplicates by the consumer.", label, name, fq),
-		}),
-	}
-	return a
-}
-
 // dispatcherRow adds the dispatcher's row to the dashboard.
-func (m *pipelineMonitoring) dispatcherRow(w dispatcherWatch, a DispatcherAlarms) {
-	label, name, sched, group, sdlq, fq, fn, p, scheduler := w.label, w.name, w.sched, w.group, w.sdlq, w.fq, w.fn, w.p, w.scheduler
-	sdlqVisible, fqVisible, targetErrors, dropped, dlqFailed := w.sdlqVisible, w.fqVisible, w.targetErrors, w.dropped, w.dlqFailed
+func (m *pipelineMonitoring) dispatcherRow(w *dispatcherWatch, alarms []awscloudwatch.Alarm) {
+	label, name, group, fn, p, scheduler := w.label, w.name, w.group, w.fn, w.s.period, w.scheduler
 	items := make([]awscloudwatch.IMetric, len(dispatcherMetrics))
 	for i, n := range dispatcherMetrics {
 		items[i] = m.emfMetric(n, name, p)
 	}
 	m.dashboard.AddWidgets(
-		header(fmt.Sprintf("### Dispatcher %s\nFunction `%s`, schedule `%s` (group `%s`), schedule DLQ `%s`, on-failure queue `%s`", label, name, sched, group, sdlq, fq)),
+		header(fmt.Sprintf("### Dispatcher %s\nFunction `%s`, schedule `%s` (group `%s`), schedule DLQ `%s`, on-failure queue `%s`", label, name, w.sched, group, w.sdlq, w.fq)),
 		graph("Invocations", []awscloudwatch.IMetric{
 			fn.MetricInvocations(metricOpts(p, "Sum", "invocations")),
 			fn.MetricErrors(metricOpts(p, "Sum", "errors")),
@@ -409,16 +256,15 @@ func (m *pipelineMonitoring) dispatcherRow(w dispatcherWatch, a DispatcherAlarms
 		}, []awscloudwatch.IMetric{fn.MetricDuration(metricOpts(p, "Maximum", "duration max (ms)"))}),
 		graph("Schedule group "+group, []awscloudwatch.IMetric{
 			labelled(scheduler(metricSchedulerAttempts), "attempts"),
-			labelled(targetErrors, "target errors"),
+			labelled(w.targetErrors, "target errors"),
 			labelled(scheduler(metricSchedulerThrottled), "target throttled"),
-			labelled(dropped, "dropped"),
+			labelled(w.dropped, "dropped"),
 			labelled(scheduler(metricSchedulerSentToDLQ), "sent to DLQ"),
-			labelled(dlqFailed, "failed to reach DLQ"),
+			labelled(w.dlqFailed, "failed to reach DLQ"),
 		}, nil),
 		graph("Items", items, nil),
-		graph("Failed runs", []awscloudwatch.IMetric{labelled(sdlqVisible, "schedule DLQ"), labelled(fqVisible, "on-failure queue")}, nil),
-		alarmStatus("Alarms: dispatcher "+label, a.Errors, a.Throttles, a.ScheduleTargetErrors, a.ScheduleDropped,
-			a.ScheduleDeadLetterFailed, a.ScheduleDeadLetter, a.FailureDestination),
+		graph("Failed runs", []awscloudwatch.IMetric{labelled(w.sdlqVisible, "schedule DLQ"), labelled(w.fqVisible, "on-failure queue")}, nil),
+		alarmStatus("Alarms: dispatcher "+label, alarms...),
 	)
 }
 
@@ -452,24 +298,12 @@ func (m *pipelineMonitoring) WatchHeartbeat(label string, fn awslambda.IFunction
 		Statistic:     jsii.String("Sum"),
 	})
 
-	// Missing data is BREACHING here, the one alarm that is: the consumer publishes
-	// ProbeCompleted only when it completed a probe, so no data is exactly "no heartbeat".
-	a := HeartbeatAlarms{
-		Missing: m.alarm(scope, alarmSpec{
-			id: "Missing", metric: unlabelled, threshold: 1, below: true, periods: heartbeatPeriods,
-			missingData: awscloudwatch.TreatMissingData_BREACHING,
-			severity:    sevPage, runbook: anchorHeartbeat,
-			description: fmt.Sprintf("[%s] No heartbeat completed in the consumer %s for %s (one is sent every %s): the pipeline is broken even if nothing waits yet. "+
-				"Check first the consumer's Errors and its logs (kms:Decrypt or dynamodb:UpdateItem AccessDenied), then the event source mapping "+
-				"(aws lambda list-event-source-mappings --function-name %s: State Enabled), then the heartbeat schedule's TargetErrorCount (its role, the queue's key policy). "+
-				"pipelinectl verify names the broken part.",
-				label, name, span(heartbeatPeriods, every), shortDuration(every), name),
-		}),
-	}
+	w := &heartbeatWatch{label: label, name: name, every: every, completed: unlabelled}
+	a, made := makeAlarms[HeartbeatAlarms](m, scope, w, heartbeatAlarms)
 	m.dashboard.AddWidgets(
 		header(fmt.Sprintf("### Heartbeat %s\nA probe every %s through consumer `%s`", label, shortDuration(every), name)),
 		graph("Heartbeats completed", []awscloudwatch.IMetric{completed}, nil),
-		alarmStatus("Alarms: heartbeat "+label, a.Missing),
+		alarmStatus("Alarms: heartbeat "+label, made...),
 	)
 	watchesOf(m).heartbeats[key] = a
 	return a
@@ -519,35 +353,8 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 		Period:       cdkDuration(p),
 	})
 
-	// DynamoDB publishes throttle and error counts only when they are non-zero: missing data
-	// is NOT_BREACHING. One period: the store already retried before giving up on a record.
-	a := TableAlarms{
-		ReadThrottles: m.alarm(scope, alarmSpec{
-			id: "ReadThrottles", metric: readThrottles, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorTableThrottles,
-			description: fmt.Sprintf("[%s] DynamoDB throttled reads on %s. The idempotency store retries with backoff; records that still fail return to SQS and are retried. "+
-				"On-demand tables throttle on a hot partition or above twice their previous peak; provisioned ones when a burst outruns auto scaling or hits its maximum. "+
-				"Check first ThrottledRequests by operation and Contributor Insights for a hot key, then the table's maximum (throughput or auto scaling).", label, name),
-		}),
-		WriteThrottles: m.alarm(scope, alarmSpec{
-			id: "WriteThrottles", metric: writeThrottles, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorTableThrottles,
-			description: fmt.Sprintf("[%s] DynamoDB throttled writes on %s: acquiring or completing idempotency records is slowed (every new message writes twice). "+
-				"The store retries with backoff; records that still fail return to SQS. "+
-				"Check first a traffic spike (consumer concurrency, a large fan-out), then Contributor Insights for a hot key, then the table's maximum throughput setting "+
-				"(provisioned: ConsumedWriteCapacityUnits against the auto scaling maximum).", label, name),
-		}),
-		SystemErrors: m.alarm(scope, alarmSpec{
-			id: "SystemErrors", metric: systemErrors, threshold: 1, periods: 1,
-			missingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-			severity:    sevTicket, runbook: anchorTableSystemErrors,
-			description: fmt.Sprintf("[%s] DynamoDB returned internal server errors (SystemErrors) on %s for the idempotency store's item operations. "+
-				"The store retries them; records that still fail return to SQS. Check first the AWS Health Dashboard for DynamoDB in this Region; "+
-				"if it persists without an event there, open a support case with the request ids from the consumer logs.", label, name),
-		}),
-	}
+	w := &tableWatch{label: label, name: name, readThrottles: readThrottles, writeThrottles: writeThrottles, systemErrors: systemErrors}
+	a, made := makeAlarms[TableAlarms](m, scope, w, tableAlarms)
 
 	// UserErrors and ConditionalCheckFailedRequests are charted only: every duplicate message
 	// and every lock held by another worker is a conditional check failure by design (the
@@ -565,7 +372,7 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 			table.MetricConditionalCheckFailedRequests(metricOpts(p, "Sum", "conditional check failed")),
 			table.MetricUserErrors(metricOpts(p, "Sum", "user errors (account-wide)")),
 		}, nil),
-		alarmStatus("Alarms: table "+label, a.ReadThrottles, a.WriteThrottles, a.SystemErrors),
+		alarmStatus("Alarms: table "+label, made...),
 	)
 	watchesOf(m).tables[key] = a
 	return a
