@@ -36,7 +36,7 @@ func TestCompositeKeysStayApartInCache(t *testing.T) {
 				t.Errorf("failed %v, effects %q; want no failure and both effects", failed, effects)
 			}
 			for _, id := range []string{"m1", "m2"} {
-				if r := recs[id]; r["outcome"] != OutcomeProcessed {
+				if r := recs[id]; r["outcome"] != telemetry.OutcomeProcessed {
 					t.Errorf("%s: line %v, want processed", id, r)
 				}
 			}
@@ -49,7 +49,7 @@ func TestCompositeKeysStayApartInCache(t *testing.T) {
 				t.Errorf("redelivery: failed %v effects %q metrics %v", failed, effects, metrics)
 			}
 			for _, id := range []string{"m1", "m2"} {
-				if r := recs[id]; r["outcome"] != OutcomeDuplicate {
+				if r := recs[id]; r["outcome"] != telemetry.OutcomeDuplicate {
 					t.Errorf("redelivery of %s: line %v, want duplicate", id, r)
 				}
 			}
@@ -105,7 +105,7 @@ func TestOversizeResultIsDroppedAndCounted(t *testing.T) {
 	if failed != 0 || len(lines["effect applied"]) != 1 {
 		t.Fatalf("first delivery: %d failed, %d effects; want none failed, one effect", failed, len(lines["effect applied"]))
 	}
-	if out := lines["record outcome"]; len(out) != 1 || out[0]["outcome"] != OutcomeProcessed || out[0]["resultDropped"] != true {
+	if out := lines["record outcome"]; len(out) != 1 || out[0]["outcome"] != telemetry.OutcomeProcessed || out[0]["resultDropped"] != true {
 		t.Errorf("record lines %v, want one processed with resultDropped", out)
 	}
 	drop := lines["result not stored"]
@@ -131,7 +131,7 @@ func TestOversizeResultIsDroppedAndCounted(t *testing.T) {
 	if failed != 0 || len(lines["effect applied"]) != 0 || len(lines["result not stored"]) != 0 {
 		t.Errorf("redelivery: %d failed, lines %v; want no failure, no effect, no new drop", failed, lines)
 	}
-	if out := lines["record outcome"]; len(out) != 1 || out[0]["outcome"] != OutcomeDuplicate || out[0]["resultDropped"] != true {
+	if out := lines["record outcome"]; len(out) != 1 || out[0]["outcome"] != telemetry.OutcomeDuplicate || out[0]["resultDropped"] != true {
 		t.Errorf("redelivery lines %v, want one duplicate with resultDropped", out)
 	}
 	if emf["ResultDropped"] != 0.0 || emf["Duplicate"] != 1.0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 func TestBadInputFailsOnlyItsRecord(t *testing.T) {
@@ -46,7 +47,7 @@ func TestBadInputFailsOnlyItsRecord(t *testing.T) {
 			t.Errorf("%s: no record line", id)
 			continue
 		}
-		if r["outcome"] != OutcomeInvalidInput || r["reasonCode"] != string(w.code) || !strings.HasPrefix(r["reason"].(string), w.reason) || r["level"] != "WARN" {
+		if r["outcome"] != telemetry.OutcomeInvalidInput || r["reasonCode"] != string(w.code) || !strings.HasPrefix(r["reason"].(string), w.reason) || r["level"] != "WARN" {
 			t.Errorf("%s: line %v, want outcome invalid_input, code %s, reason %q", id, r, w.code, w.reason)
 		}
 	}
@@ -57,7 +58,7 @@ func TestBadInputFailsOnlyItsRecord(t *testing.T) {
 		t.Errorf("failed = %v, want %v", failed, sortedCopy(wantFailed))
 	}
 	for _, id := range []string{"valid-1", "valid-2"} {
-		if recs[id]["outcome"] != OutcomeProcessed {
+		if recs[id]["outcome"] != telemetry.OutcomeProcessed {
 			t.Errorf("%s: %v, want processed", id, recs[id])
 		}
 	}
@@ -110,7 +111,7 @@ func TestRedeliveredBatchIsAbsorbed(t *testing.T) {
 	if metrics["Duplicate"] != 4 || metrics["Processed"] != 0 || metrics["Failed"] != 0 {
 		t.Errorf("redelivery metrics = %v", metrics)
 	}
-	if r := recs["m-k3"]; r["outcome"] != OutcomeDuplicate || r["receiveCount"] != 2.0 || r["idempotencyKey"] != "k3" || r["attempt"] != 1.0 {
+	if r := recs["m-k3"]; r["outcome"] != telemetry.OutcomeDuplicate || r["receiveCount"] != 2.0 || r["idempotencyKey"] != "k3" || r["attempt"] != 1.0 {
 		t.Errorf("duplicate line = %v", r)
 	}
 }
@@ -125,7 +126,7 @@ func TestSameKeyTwiceInOneBatch(t *testing.T) {
 		t.Fatalf("effects %v metrics %v", effects, metrics)
 	}
 	if len(failed) == 1 {
-		if recs[failed[0]]["outcome"] != OutcomeInFlightElsewhere || metrics["Failed"] != 1 {
+		if recs[failed[0]]["outcome"] != telemetry.OutcomeInFlightElsewhere || metrics["Failed"] != 1 {
 			t.Fatalf("failed %v: %v", failed, recs[failed[0]])
 		}
 		_, _, effects, metrics = hs.invoke(events.SQSEvent{Records: []events.SQSMessage{record(failed[0], `{"idempotencyKey":"same"}`)}})
@@ -161,10 +162,10 @@ func TestFIFOGroupFailureStopsOnlyThatGroup(t *testing.T) {
 	if !sameSet(effects, []string{"A-1", "B-1", "B-2", "C-1"}) {
 		t.Errorf("effects = %v, want A-1, B-1, B-2, C-1 (A-3 must not run after A-2 failed)", effects)
 	}
-	if r := recs["a2"]; r["outcome"] != OutcomeEffectFailed || !strings.Contains(r["reason"].(string), "downstream said no") || r["groupId"] != "A" {
+	if r := recs["a2"]; r["outcome"] != telemetry.OutcomeEffectFailed || !strings.Contains(r["reason"].(string), "downstream said no") || r["groupId"] != "A" {
 		t.Errorf("a2 line = %v", r)
 	}
-	if r := recs["a3"]; r["outcome"] != OutcomeSkippedGroupFailed || r["groupId"] != "A" {
+	if r := recs["a3"]; r["outcome"] != telemetry.OutcomeSkippedGroupFailed || r["groupId"] != "A" {
 		t.Errorf("a3 line = %v", r)
 	}
 	if metrics["Processed"] != 4 || metrics["Failed"] != 2 {
@@ -181,7 +182,7 @@ func TestFIFOGroupFailureStopsOnlyThatGroup(t *testing.T) {
 		}
 	}
 	failed, recs, effects, _ = hs.invoke(again)
-	if len(failed) != 0 || !reflect.DeepEqual(effects, []string{"A-2", "A-3"}) || recs["a1"]["outcome"] != OutcomeDuplicate {
+	if len(failed) != 0 || !reflect.DeepEqual(effects, []string{"A-2", "A-3"}) || recs["a1"]["outcome"] != telemetry.OutcomeDuplicate {
 		t.Errorf("redelivery: failed %v effects %v a1 %v", failed, effects, recs["a1"])
 	}
 	if recs["a2"]["attempt"] != 2.0 {
@@ -210,7 +211,7 @@ func TestPayloadMismatchFailsWithTypedError(t *testing.T) {
 	if !reflect.DeepEqual(failed, []string{"p2"}) || len(effects) != 0 {
 		t.Errorf("failed %v effects %v; want p2 failed, no effect", failed, effects)
 	}
-	if r := recs["p2"]; r["outcome"] != OutcomePayloadMismatch || r["level"] != "ERROR" || !strings.Contains(r["reason"].(string), "different payload") {
+	if r := recs["p2"]; r["outcome"] != telemetry.OutcomePayloadMismatch || r["level"] != "ERROR" || !strings.Contains(r["reason"].(string), "different payload") {
 		t.Errorf("line = %v", r)
 	}
 	// A key reused for other content is bad input: InvalidInput counts it, for an alarm on
@@ -263,7 +264,7 @@ func TestInFlightElsewhereFailsTheRecord(t *testing.T) {
 	if !reflect.DeepEqual(failed, []string{"busy-1"}) || !reflect.DeepEqual(effects, []string{"free"}) {
 		t.Errorf("failed %v effects %v", failed, effects)
 	}
-	if r := recs["busy-1"]; r["outcome"] != OutcomeInFlightElsewhere || r["level"] != "WARN" {
+	if r := recs["busy-1"]; r["outcome"] != telemetry.OutcomeInFlightElsewhere || r["level"] != "WARN" {
 		t.Errorf("line = %v", r)
 	}
 	if metrics["InFlightElsewhere"] != 1 || metrics["Failed"] != 1 || metrics["Processed"] != 1 {
@@ -271,7 +272,7 @@ func TestInFlightElsewhereFailsTheRecord(t *testing.T) {
 	}
 	// Once the other owner completed, the redelivery is a duplicate.
 	_, recs, effects, _ = hs.invoke(events.SQSEvent{Records: []events.SQSMessage{record("busy-1", body)}})
-	if recs["busy-1"]["outcome"] != OutcomeDuplicate || len(effects) != 0 {
+	if recs["busy-1"]["outcome"] != telemetry.OutcomeDuplicate || len(effects) != 0 {
 		t.Errorf("redelivery: %v, effects %v", recs["busy-1"], effects)
 	}
 }
@@ -293,7 +294,7 @@ func TestLockTakenOverIsCounted(t *testing.T) {
 	if len(failed) != 0 || !reflect.DeepEqual(effects, []string{"crashed"}) {
 		t.Fatalf("failed %v effects %v", failed, effects)
 	}
-	if r := recs["c-2"]; r["outcome"] != OutcomeProcessed || r["tookOver"] != true || r["attempt"] != 2.0 {
+	if r := recs["c-2"]; r["outcome"] != telemetry.OutcomeProcessed || r["tookOver"] != true || r["attempt"] != 2.0 {
 		t.Errorf("line = %v", r)
 	}
 	if metrics["LockTakenOver"] != 1 || metrics["Processed"] != 1 {
@@ -327,7 +328,7 @@ func TestEffectFailureIsRetriedOnRedelivery(t *testing.T) {
 	hs := newHarness(t, nil, failOn(map[string]*atomic.Bool{"flaky": &fails}))
 	rec := record("f1", `{"idempotencyKey":"flaky"}`)
 	failed, recs, _, metrics := hs.invoke(events.SQSEvent{Records: []events.SQSMessage{rec}})
-	if !reflect.DeepEqual(failed, []string{"f1"}) || recs["f1"]["outcome"] != OutcomeEffectFailed || metrics["Failed"] != 1 || metrics["Processed"] != 0 {
+	if !reflect.DeepEqual(failed, []string{"f1"}) || recs["f1"]["outcome"] != telemetry.OutcomeEffectFailed || metrics["Failed"] != 1 || metrics["Processed"] != 0 {
 		t.Fatalf("failed %v line %v metrics %v", failed, recs["f1"], metrics)
 	}
 	fails.Store(false)
@@ -352,7 +353,7 @@ func TestPanickingEffectFailsItsRecord(t *testing.T) {
 	if !reflect.DeepEqual(failed, []string{"p"}) || !reflect.DeepEqual(effects, []string{"fine"}) {
 		t.Errorf("failed %v effects %v", failed, effects)
 	}
-	if r := recs["p"]; r["outcome"] != OutcomePanicked || !strings.Contains(r["reason"].(string), "effect bug") {
+	if r := recs["p"]; r["outcome"] != telemetry.OutcomePanicked || !strings.Contains(r["reason"].(string), "effect bug") {
 		t.Errorf("line = %v", r)
 	}
 	if metrics["Failed"] != 1 {
@@ -404,7 +405,7 @@ func tenantFromGroup(t *testing.T, fifoQueue bool) {
 	if recs["t2"]["tenant"] != "tenant-2" {
 		t.Errorf("t2 line = %v", recs["t2"])
 	}
-	if r := recs["no-group"]; r["outcome"] != OutcomeInvalidInput || !strings.Contains(r["reason"].(string), "MessageGroupId is missing") {
+	if r := recs["no-group"]; r["outcome"] != telemetry.OutcomeInvalidInput || !strings.Contains(r["reason"].(string), "MessageGroupId is missing") {
 		t.Errorf("no-group line = %v", r)
 	}
 	if metrics["InvalidInput"] != 1 || metrics["Processed"] != 2 {
@@ -413,7 +414,7 @@ func tenantFromGroup(t *testing.T, fifoQueue bool) {
 	// A later delivery of the key in the same tenant is a duplicate. (In one batch of a
 	// standard queue the two would run at once, and one would wait for the other's lock.)
 	failed, recs, effects, _ = hs.invoke(events.SQSEvent{Records: []events.SQSMessage{fifo("t1-again", "tenant-1")}})
-	if len(failed) != 0 || len(effects) != 0 || recs["t1-again"]["outcome"] != OutcomeDuplicate {
+	if len(failed) != 0 || len(effects) != 0 || recs["t1-again"]["outcome"] != telemetry.OutcomeDuplicate {
 		t.Errorf("t1-again: failed %v, effects %v, line %v; want a duplicate", failed, effects, recs["t1-again"])
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 const (
@@ -218,11 +219,11 @@ func TestHandlerDeadLettersBadInput(t *testing.T) {
 		if !ok || d.code != w.code || !strings.HasPrefix(d.reason, w.reason) || !reflect.DeepEqual(d.rec, w.rec) {
 			t.Errorf("%s: dead-lettered %v (ok %v), want code %s, reason %q and the record unchanged", id, d, ok, w.code, w.reason)
 		}
-		if r := recs[id]; r["deadLettered"] != true || r["outcome"] != OutcomeInvalidInput || r["reasonCode"] != w.code || r["deadLetterError"] != nil {
+		if r := recs[id]; r["deadLettered"] != true || r["outcome"] != telemetry.OutcomeInvalidInput || r["reasonCode"] != w.code || r["deadLetterError"] != nil {
 			t.Errorf("%s: line %v, want deadLettered=true, outcome invalid_input", id, r)
 		}
 	}
-	if !reflect.DeepEqual(effects, []string{"order-1"}) || recs["good"]["outcome"] != OutcomeProcessed || recs["good"]["deadLettered"] != nil {
+	if !reflect.DeepEqual(effects, []string{"order-1"}) || recs["good"]["outcome"] != telemetry.OutcomeProcessed || recs["good"]["deadLettered"] != nil {
 		t.Errorf("effects %v, good line %v", effects, recs["good"])
 	}
 	if metrics["DeadLettered"] != 2 || metrics["InvalidInput"] != 2 || metrics["Failed"] != 0 || metrics["Processed"] != 1 {
@@ -244,7 +245,7 @@ func TestHandlerDeadLetterFailureFailsTheRecord(t *testing.T) {
 		t.Errorf("Send calls = %v, want one per bad record", dl.seen)
 	}
 	for _, id := range []string{"not-json", "missing-key"} {
-		if r := recs[id]; r["deadLetterError"] != "dead-letter message x: throttled" || r["deadLettered"] != nil || r["outcome"] != OutcomeInvalidInput {
+		if r := recs[id]; r["deadLetterError"] != "dead-letter message x: throttled" || r["deadLettered"] != nil || r["outcome"] != telemetry.OutcomeInvalidInput {
 			t.Errorf("%s: line %v, want deadLetterError and no deadLettered", id, r)
 		}
 	}
@@ -277,7 +278,7 @@ func TestHandlerDeadLetterUnblocksFIFOGroup(t *testing.T) {
 		if !reflect.DeepEqual(failed, []string{"bad", "g2"}) || !sameSet(effects, []string{"G-1", "H-1"}) {
 			t.Errorf("failed %v effects %v, want bad and g2 failed, G-2 not run", failed, effects)
 		}
-		if recs["bad"]["outcome"] != OutcomeInvalidInput || recs["g2"]["outcome"] != OutcomeSkippedGroupFailed {
+		if recs["bad"]["outcome"] != telemetry.OutcomeInvalidInput || recs["g2"]["outcome"] != telemetry.OutcomeSkippedGroupFailed {
 			t.Errorf("lines: bad %v, g2 %v", recs["bad"], recs["g2"])
 		}
 	})
@@ -301,7 +302,7 @@ func TestHandlerDeadLetterUnblocksFIFOGroup(t *testing.T) {
 		if d := dl.byID()["bad"]; len(dl.got) != 1 || d.code != string(msgkey.CodeValueWrongType) || d.rec.Attributes["MessageGroupId"] != "g" {
 			t.Errorf("dead-lettered %v, want only bad (value_wrong_type, group g)", dl.got)
 		}
-		if recs["bad"]["deadLettered"] != true || recs["g2"]["outcome"] != OutcomeProcessed {
+		if recs["bad"]["deadLettered"] != true || recs["g2"]["outcome"] != telemetry.OutcomeProcessed {
 			t.Errorf("lines: bad %v, g2 %v", recs["bad"], recs["g2"])
 		}
 		if metrics["DeadLettered"] != 1 || metrics["Processed"] != 3 || metrics["Failed"] != 0 {
@@ -324,10 +325,10 @@ func TestHandlerDeadLettersPayloadMismatch(t *testing.T) {
 		t.Errorf("failed %v effects %v; want p2 acknowledged, no effect", failed, effects)
 	}
 	d := dl.byID()["p2"]
-	if len(dl.got) != 1 || d.code != OutcomePayloadMismatch || !strings.Contains(d.reason, "different payload") || !reflect.DeepEqual(d.rec, reused) {
+	if len(dl.got) != 1 || d.code != telemetry.OutcomePayloadMismatch || !strings.Contains(d.reason, "different payload") || !reflect.DeepEqual(d.rec, reused) {
 		t.Errorf("dead-lettered %v, want p2 with code payload_mismatch", dl.got)
 	}
-	if r := recs["p2"]; r["outcome"] != OutcomePayloadMismatch || r["deadLettered"] != true || r["idempotencyKey"] != "pay-1" {
+	if r := recs["p2"]; r["outcome"] != telemetry.OutcomePayloadMismatch || r["deadLettered"] != true || r["idempotencyKey"] != "pay-1" {
 		t.Errorf("line = %v", r)
 	}
 	if metrics["DeadLettered"] != 1 || metrics["InvalidInput"] != 1 || metrics["Failed"] != 0 || metrics["Processed"] != 0 || metrics["Duplicate"] != 0 {
@@ -402,10 +403,10 @@ func TestEffectInvalidInputIsDeadLettered(t *testing.T) {
 		t.Errorf("failed = %v, want none: the bad record is in the DLQ", failed)
 	}
 	d, ok := dl.byID()["bad"]
-	if !ok || d.code != OutcomeInvalidInput || !strings.Contains(d.reason, `order order-7: amount "ten": invalid input`) {
+	if !ok || d.code != telemetry.OutcomeInvalidInput || !strings.Contains(d.reason, `order order-7: amount "ten": invalid input`) {
 		t.Errorf("dead-lettered %+v (ok %v), want code invalid_input and the effect's error as reason", d, ok)
 	}
-	if r := recs["bad"]; r["outcome"] != OutcomeInvalidInput || r["deadLettered"] != true {
+	if r := recs["bad"]; r["outcome"] != telemetry.OutcomeInvalidInput || r["deadLettered"] != true {
 		t.Errorf("line %v, want outcome invalid_input, deadLettered", r)
 	}
 	if metrics["InvalidInput"] != 1 || metrics["DeadLettered"] != 1 || metrics["Failed"] != 0 || metrics["Processed"] != 1 {

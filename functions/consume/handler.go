@@ -61,24 +61,36 @@ func LogEffect(log *slog.Logger) Effect {
 	}
 }
 
-// Outcomes logged per record (the "outcome" field).
+// The outcomes logged per record (the "outcome" field), by their old names.
 const (
-	OutcomeProcessed          = "processed"
-	OutcomeDuplicate          = "duplicate"
-	OutcomeInFlightElsewhere  = "in_flight_elsewhere"
-	OutcomeInvalidInput       = "invalid_input"
-	OutcomePayloadMismatch    = "payload_mismatch"
-	OutcomeEffectFailed       = "effect_failed"
-	OutcomeLockLost           = "lock_lost"
-	OutcomeStoreError         = "store_error"
-	OutcomePanicked           = "panicked"
-	OutcomeSkippedGroupFailed = "skipped_group_failed"
-	OutcomeSkippedDeadline    = "skipped_deadline"
-	OutcomeAbandoned          = "abandoned_at_deadline"
-	// OutcomeProbe and OutcomeProbeDuplicate end a probe (AttrProbe): its record completed,
-	// or was already complete; no effect ran.
-	OutcomeProbe          = "probe"
-	OutcomeProbeDuplicate = "probe_duplicate"
+	// Deprecated: use telemetry.OutcomeProcessed (the same value).
+	OutcomeProcessed = telemetry.OutcomeProcessed
+	// Deprecated: use telemetry.OutcomeDuplicate (the same value).
+	OutcomeDuplicate = telemetry.OutcomeDuplicate
+	// Deprecated: use telemetry.OutcomeInFlightElsewhere (the same value).
+	OutcomeInFlightElsewhere = telemetry.OutcomeInFlightElsewhere
+	// Deprecated: use telemetry.OutcomeInvalidInput (the same value).
+	OutcomeInvalidInput = telemetry.OutcomeInvalidInput
+	// Deprecated: use telemetry.OutcomePayloadMismatch (the same value).
+	OutcomePayloadMismatch = telemetry.OutcomePayloadMismatch
+	// Deprecated: use telemetry.OutcomeEffectFailed (the same value).
+	OutcomeEffectFailed = telemetry.OutcomeEffectFailed
+	// Deprecated: use telemetry.OutcomeLockLost (the same value).
+	OutcomeLockLost = telemetry.OutcomeLockLost
+	// Deprecated: use telemetry.OutcomeStoreError (the same value).
+	OutcomeStoreError = telemetry.OutcomeStoreError
+	// Deprecated: use telemetry.OutcomePanicked (the same value).
+	OutcomePanicked = telemetry.OutcomePanicked
+	// Deprecated: use telemetry.OutcomeSkippedGroupFailed (the same value).
+	OutcomeSkippedGroupFailed = telemetry.OutcomeSkippedGroupFailed
+	// Deprecated: use telemetry.OutcomeSkippedDeadline (the same value).
+	OutcomeSkippedDeadline = telemetry.OutcomeSkippedDeadline
+	// Deprecated: use telemetry.OutcomeAbandoned (the same value).
+	OutcomeAbandoned = telemetry.OutcomeAbandoned
+	// Deprecated: use telemetry.OutcomeProbe (the same value).
+	OutcomeProbe = telemetry.OutcomeProbe
+	// Deprecated: use telemetry.OutcomeProbeDuplicate (the same value).
+	OutcomeProbeDuplicate = telemetry.OutcomeProbeDuplicate
 )
 
 // AttrProbe marks a probe message: `pipelinectl verify` sends two with the same value, and
@@ -158,13 +170,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		case res.Duplicate:
 			continue // the same MessageId earlier in this event carries the line
 		case res.Status == batch.StatusSkippedGroupFailed:
-			outcome = OutcomeSkippedGroupFailed
+			outcome = telemetry.OutcomeSkippedGroupFailed
 		case res.Status == batch.StatusSkippedDeadline:
-			outcome = OutcomeSkippedDeadline
+			outcome = telemetry.OutcomeSkippedDeadline
 		case res.Status == batch.StatusPanicked:
-			outcome = OutcomePanicked
+			outcome = telemetry.OutcomePanicked
 		case errors.Is(res.Err, batch.ErrStillRunning):
-			outcome = OutcomeAbandoned
+			outcome = telemetry.OutcomeAbandoned
 		default:
 			continue
 		}
@@ -188,11 +200,11 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 	}
 	key, err := h.keySrc.Extract(rec, h.maxBody)
 	if err != nil {
-		return h.reject(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
+		return h.reject(ctx, rec, "", telemetry.OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
 	}
 	tenant, err := h.tenantOf(rec)
 	if err != nil {
-		return h.reject(ctx, rec, key, OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
+		return h.reject(ctx, rec, key, telemetry.OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
 	}
 	msg := Message{ID: rec.MessageId, Key: key, Tenant: tenant, GroupID: rec.Attributes["MessageGroupId"],
 		ReceiveCount: receiveCount(rec), Body: rec.Body, Record: rec}
@@ -206,23 +218,23 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 	var outcome, metric string
 	switch {
 	case err == nil && res.Outcome == idempotency.OutcomeDuplicate:
-		outcome, metric = OutcomeDuplicate, telemetry.MetricDuplicate
+		outcome, metric = telemetry.OutcomeDuplicate, telemetry.MetricDuplicate
 	case err == nil:
-		outcome, metric = OutcomeProcessed, telemetry.MetricProcessed
+		outcome, metric = telemetry.OutcomeProcessed, telemetry.MetricProcessed
 	case errors.Is(err, idempotency.ErrInProgress):
-		outcome, metric = OutcomeInFlightElsewhere, telemetry.MetricInFlightElsewhere
+		outcome, metric = telemetry.OutcomeInFlightElsewhere, telemetry.MetricInFlightElsewhere
 	case errors.Is(err, idempotency.ErrInvalidRequest), errors.Is(err, ErrInvalidInput):
-		outcome, metric = OutcomeInvalidInput, telemetry.MetricInvalidInput
+		outcome, metric = telemetry.OutcomeInvalidInput, telemetry.MetricInvalidInput
 	case errors.Is(err, idempotency.ErrPayloadMismatch):
 		// A producer reused a key for other content: bad input like any other, so the one
 		// count an operator alarms on for bad input includes it; the outcome tells them apart.
-		outcome, metric = OutcomePayloadMismatch, telemetry.MetricInvalidInput
+		outcome, metric = telemetry.OutcomePayloadMismatch, telemetry.MetricInvalidInput
 	case errors.Is(err, idempotency.ErrLockLost):
-		outcome = OutcomeLockLost
+		outcome = telemetry.OutcomeLockLost
 	case errors.As(err, new(*idempotency.HandlerError)):
-		outcome = OutcomeEffectFailed
+		outcome = telemetry.OutcomeEffectFailed
 	default:
-		outcome = OutcomeStoreError
+		outcome = telemetry.OutcomeStoreError
 	}
 	extra := []slog.Attr{slog.Int("attempt", res.Attempt)}
 	if tenant != "" {
@@ -237,7 +249,7 @@ func (h *Handler) Record(ctx context.Context, rec events.SQSMessage) error {
 			h.resultDropped(ctx, rec, key, len(res.Data))
 		}
 	}
-	if outcome == OutcomeInvalidInput || outcome == OutcomePayloadMismatch {
+	if outcome == telemetry.OutcomeInvalidInput || outcome == telemetry.OutcomePayloadMismatch {
 		return h.reject(ctx, rec, key, outcome, metric, err, extra...)
 	}
 	return h.done(ctx, rec, key, outcome, metric, err, extra...)
@@ -252,7 +264,7 @@ func (h *Handler) probe(ctx context.Context, rec events.SQSMessage, a events.SQS
 	}
 	if !msgkey.ValidProbeID(id) {
 		err := &msgkey.InputError{Source: msgkey.Source{Kind: msgkey.SourceAttribute, Name: contract.AttrProbe}, Code: "probe_invalid", Reason: fmt.Sprintf("attribute %s %q: %s", contract.AttrProbe, id, msgkey.ProbeIDRule)}
-		return h.reject(ctx, rec, "", OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
+		return h.reject(ctx, rec, "", telemetry.OutcomeInvalidInput, telemetry.MetricInvalidInput, err)
 	}
 	key, tenant := contract.ProbeKeyPrefix+id, ""
 	if h.tenant.Group || h.tenant.Source.Kind != 0 {
@@ -262,13 +274,13 @@ func (h *Handler) probe(ctx context.Context, rec events.SQSMessage, a events.SQS
 		func(context.Context) ([]byte, error) { return nil, nil })
 	switch {
 	case err == nil && res.Outcome == idempotency.OutcomeDuplicate:
-		return h.done(ctx, rec, key, OutcomeProbeDuplicate, telemetry.MetricProbeCompleted, nil, slog.Bool("probe", true))
+		return h.done(ctx, rec, key, telemetry.OutcomeProbeDuplicate, telemetry.MetricProbeCompleted, nil, slog.Bool("probe", true))
 	case err == nil:
-		return h.done(ctx, rec, key, OutcomeProbe, telemetry.MetricProbeCompleted, nil, slog.Bool("probe", true))
+		return h.done(ctx, rec, key, telemetry.OutcomeProbe, telemetry.MetricProbeCompleted, nil, slog.Bool("probe", true))
 	case errors.Is(err, idempotency.ErrInProgress):
-		return h.done(ctx, rec, key, OutcomeInFlightElsewhere, telemetry.MetricInFlightElsewhere, err, slog.Bool("probe", true))
+		return h.done(ctx, rec, key, telemetry.OutcomeInFlightElsewhere, telemetry.MetricInFlightElsewhere, err, slog.Bool("probe", true))
 	}
-	return h.done(ctx, rec, key, OutcomeStoreError, "", err, slog.Bool("probe", true))
+	return h.done(ctx, rec, key, telemetry.OutcomeStoreError, "", err, slog.Bool("probe", true))
 }
 
 // resultDropped reports an effect result the Guard could not store, once, where it happened:
@@ -314,8 +326,8 @@ func (h *Handler) done(ctx context.Context, rec events.SQSMessage, key, outcome,
 	}
 	level := slog.LevelInfo
 	switch outcome {
-	case OutcomeProcessed, OutcomeDuplicate, OutcomeProbe, OutcomeProbeDuplicate:
-	case OutcomeInFlightElsewhere, OutcomeInvalidInput:
+	case telemetry.OutcomeProcessed, telemetry.OutcomeDuplicate, telemetry.OutcomeProbe, telemetry.OutcomeProbeDuplicate:
+	case telemetry.OutcomeInFlightElsewhere, telemetry.OutcomeInvalidInput:
 		level = slog.LevelWarn // expected now and then; the DLQ and its alarm catch what persists
 	default:
 		level = slog.LevelError

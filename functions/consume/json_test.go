@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 // invoice is a work item's payload as a user's consumer reads it.
@@ -70,7 +71,7 @@ func TestJSONEffect(t *testing.T) {
 		if !ok || d.code != want[0] || !strings.Contains(d.reason, want[1]) {
 			t.Errorf("%s: dead-lettered %+v (ok %v), want code %s and %q", id, d, ok, want[0], want[1])
 		}
-		if recs[id]["outcome"] != OutcomeInvalidInput || recs[id]["deadLettered"] != true {
+		if recs[id]["outcome"] != telemetry.OutcomeInvalidInput || recs[id]["deadLettered"] != true {
 			t.Errorf("%s: line %v", id, recs[id])
 		}
 	}

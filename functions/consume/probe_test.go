@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 func probeRecord(id, value string) events.SQSMessage {
@@ -29,11 +31,11 @@ func TestProbeCompletesItsRecordAndRunsNoEffect(t *testing.T) {
 		if len(failed) != 0 || len(effects) != 1 || effects[0] != "real" || metrics["Processed"] != 1 || metrics["InvalidInput"] != 0 || metrics["ProbeCompleted"] != 1 {
 			t.Fatalf("%v: failed %v effects %v metrics %v", env, failed, effects, metrics)
 		}
-		if r := recs["p1"]; r["outcome"] != OutcomeProbe || r["idempotencyKey"] != ProbeKeyPrefix+id || r["probe"] != true || r["level"] != "INFO" {
+		if r := recs["p1"]; r["outcome"] != telemetry.OutcomeProbe || r["idempotencyKey"] != ProbeKeyPrefix+id || r["probe"] != true || r["level"] != "INFO" {
 			t.Errorf("%v: probe line = %v", env, r)
 		}
 		failed, recs, effects, metrics = hs.invoke(events.SQSEvent{Records: []events.SQSMessage{probeRecord("p2", id)}})
-		if len(failed) != 0 || len(effects) != 0 || recs["p2"]["outcome"] != OutcomeProbeDuplicate || metrics["ProbeCompleted"] != 1 {
+		if len(failed) != 0 || len(effects) != 0 || recs["p2"]["outcome"] != telemetry.OutcomeProbeDuplicate || metrics["ProbeCompleted"] != 1 {
 			t.Errorf("%v: second probe: failed %v effects %v line %v metrics %v", env, failed, effects, recs["p2"], metrics)
 		}
 		_, _, _, metrics = hs.invoke(events.SQSEvent{Records: []events.SQSMessage{record("m2", `{"idempotencyKey":"real-2","tenant":"t"}`)}})

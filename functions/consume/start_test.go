@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/idempotent-sqs/pipeline/functions/contract"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 func TestInitWithBadConfigFailsEveryInvocation(t *testing.T) {
@@ -126,7 +127,7 @@ func TestInitWithSDKClientAgainstEndpointEnv(t *testing.T) {
 		"AWS_ENDPOINT_URL_DYNAMODB": srv.Endpoint(), "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local",
 		"AWS_SECRET_ACCESS_KEY": "local"})), WithOutput(out))
 	ev := events.SQSEvent{Records: []events.SQSMessage{record("m1", `{"idempotencyKey":"via-sdk"}`)}}
-	for i, want := range []string{OutcomeProcessed, OutcomeDuplicate} {
+	for i, want := range []string{telemetry.OutcomeProcessed, telemetry.OutcomeDuplicate} {
 		resp, err := h(context.Background(), ev)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("invocation %d: %v, %v\n%s", i, resp, err, out.buf.String())

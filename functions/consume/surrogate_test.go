@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 // The JSON escapes "\ud800", "\udbff" and "\udfff" are lone UTF-16 surrogates, which
@@ -59,7 +60,7 @@ func tableIDs(t *testing.T, table string) []string {
 func checkLoneSurrogateLine(t *testing.T, id string, line map[string]any) {
 	t.Helper()
 	reason, _ := line["reason"].(string)
-	if line["outcome"] != OutcomeInvalidInput || line["reasonCode"] != string(msgkey.CodeValueInvalid) ||
+	if line["outcome"] != telemetry.OutcomeInvalidInput || line["reasonCode"] != string(msgkey.CodeValueInvalid) ||
 		!strings.Contains(reason, "lone surrogate escape") || line["idempotencyKey"] != "" {
 		t.Errorf("%s (%s): line %v, want outcome invalid_input, reasonCode value_invalid, a reason naming the lone surrogate escape and no key",
 			id, surrogateBodies[id], line)
@@ -77,7 +78,7 @@ func TestLoneSurrogateKeysAreInvalidInput(t *testing.T) {
 		for _, id := range loneSurrogateIDs {
 			checkLoneSurrogateLine(t, id, recs[id])
 		}
-		if r := recs["replacement"]; r["outcome"] != OutcomeProcessed || r["idempotencyKey"] != "order-\uFFFD" {
+		if r := recs["replacement"]; r["outcome"] != telemetry.OutcomeProcessed || r["idempotencyKey"] != "order-\uFFFD" {
 			t.Errorf("replacement: line %v, want processed with key order-\\uFFFD", r)
 		}
 		if !reflect.DeepEqual(effects, []string{"order-\uFFFD"}) {
@@ -95,7 +96,7 @@ func TestLoneSurrogateKeysAreInvalidInput(t *testing.T) {
 		// Redelivered, each lone surrogate is rejected again (not taken as a duplicate of the
 		// processed key), and the genuine one is a duplicate of itself.
 		failed, recs, effects, _ = hs.invoke(surrogateEvent())
-		if !reflect.DeepEqual(failed, loneSurrogateIDs) || len(effects) != 0 || recs["replacement"]["outcome"] != OutcomeDuplicate {
+		if !reflect.DeepEqual(failed, loneSurrogateIDs) || len(effects) != 0 || recs["replacement"]["outcome"] != telemetry.OutcomeDuplicate {
 			t.Errorf("redelivery: failed %v effects %q replacement %v", failed, effects, recs["replacement"])
 		}
 	})
@@ -144,7 +145,7 @@ func TestLoneSurrogateKeysAreInvalidInput(t *testing.T) {
 			t.Errorf("failed %v effects %q, want t-lone failed and one effect", failed, effects)
 		}
 		reason, _ := recs["t-lone"]["reason"].(string)
-		if recs["t-lone"]["outcome"] != OutcomeInvalidInput || !strings.Contains(reason, `body field "tenant" contains the lone surrogate escape \udc00`) {
+		if recs["t-lone"]["outcome"] != telemetry.OutcomeInvalidInput || !strings.Contains(reason, `body field "tenant" contains the lone surrogate escape \udc00`) {
 			t.Errorf("t-lone: line %v", recs["t-lone"])
 		}
 		if ids := tableIDs(t, hs.table); !reflect.DeepEqual(ids, []string{"consumer#acme-\uFFFD"}) {

@@ -23,6 +23,27 @@ const (
 	AttrReason         = "reason"
 )
 
+// The consumer's outcomes: the value of AttrOutcome on the one line it logs per record, which
+// runbooks, Logs Insights queries and the tests read.
+const (
+	OutcomeProcessed          = "processed"             // the effect ran and its record completed
+	OutcomeDuplicate          = "duplicate"             // the record was already complete: no effect
+	OutcomeInFlightElsewhere  = "in_flight_elsewhere"   // another worker holds the record's lock: retried
+	OutcomeInvalidInput       = "invalid_input"         // bad input: dead-lettered with its reason
+	OutcomePayloadMismatch    = "payload_mismatch"      // the key was used for other content: bad input
+	OutcomeEffectFailed       = "effect_failed"         // the effect returned an error: retried
+	OutcomeLockLost           = "lock_lost"             // the lock lapsed and was taken over mid-effect
+	OutcomeStoreError         = "store_error"           // the idempotency table failed: retried
+	OutcomePanicked           = "panicked"              // the effect panicked: retried
+	OutcomeSkippedGroupFailed = "skipped_group_failed"  // FIFO: an earlier record of its group failed
+	OutcomeSkippedDeadline    = "skipped_deadline"      // not started, the deadline was too close
+	OutcomeAbandoned          = "abandoned_at_deadline" // still running at the deadline: reported failed
+	// OutcomeProbe and OutcomeProbeDuplicate end a probe (contract.AttrProbe): its record
+	// completed, or was already complete; no effect ran.
+	OutcomeProbe          = "probe"
+	OutcomeProbeDuplicate = "probe_duplicate"
+)
+
 // ErrInvalidLevel is returned (wrapped) by ParseLevel for a name it does not know.
 var ErrInvalidLevel = errors.New("invalid log level")
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
@@ -405,7 +406,7 @@ func TestAlarmsHeartbeat(t *testing.T) {
 			}
 			outcomes := w.ledger.Outcomes()
 			report(t, "healthy for %v (%d periods of %v on the alarm clock): %d heartbeats sent, %d completed (%d as duplicates), alarm %s OK",
-				healthy.Round(100*time.Millisecond), len(ev.Values), period, o.Heartbeats.Load(), outcomes["probe"]+outcomes["probe_duplicate"], outcomes["probe_duplicate"], id)
+				healthy.Round(100*time.Millisecond), len(ev.Values), period, o.Heartbeats.Load(), outcomes[telemetry.OutcomeProbe]+outcomes[telemetry.OutcomeProbeDuplicate], outcomes[telemetry.OutcomeProbeDuplicate], id)
 
 			since := time.Now()
 			if c.table {

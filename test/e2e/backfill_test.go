@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
@@ -95,11 +96,11 @@ func TestBackfillTwiceRunsEachOccurrenceOnce(t *testing.T) {
 		want = append(want, dispatchKeys(t, w, p, from.Add(time.Duration(h)*time.Hour), items)...)
 	}
 	checkOnce(t, w.ledger, want)
-	if dup := w.ledger.Outcomes()["duplicate"]; dup != len(want) {
+	if dup := w.ledger.Outcomes()[telemetry.OutcomeDuplicate]; dup != len(want) {
 		t.Errorf("%d duplicates reached the consumer, want %d (the second backfill's messages)", dup, len(want))
 	}
 	report(t, "a 3-hour gap of an hourly schedule backfilled twice: %d dispatcher invocations, %d effects for %d keys, %d duplicates absorbed, %d records delivered, drained in %v",
-		invocations.Load(), len(w.ledger.Effects()), len(want), w.ledger.Outcomes()["duplicate"], pl.Stats.Received.Load(), took.Round(10*time.Millisecond))
+		invocations.Load(), len(w.ledger.Effects()), len(want), w.ledger.Outcomes()[telemetry.OutcomeDuplicate], pl.Stats.Received.Load(), took.Round(10*time.Millisecond))
 }
 
 // handleInvoke serves Lambda's Invoke (RequestResponse) for the function fnName on mux, with

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 )
 
 // TestDSTSpringForward: a daily 01:30 Europe/Berlin schedule across the spring-forward change.
@@ -77,12 +79,12 @@ func TestDSTSpringForward(t *testing.T) {
 			}
 			queued := int64(len(want) + wantDuplicates) // messages in the queue: one per key, and the repeats
 			redelivered := max(pl.Stats.Received.Load()-queued, 0)
-			if got := out["duplicate"]; got < wantDuplicates || int64(got-wantDuplicates) > redelivered {
+			if got := out[telemetry.OutcomeDuplicate]; got < wantDuplicates || int64(got-wantDuplicates) > redelivered {
 				t.Errorf("%s: %d duplicates reached the consumer, want %d from the repeated firing, plus at most one per redelivered record (%d records delivered for %d queued: %d redelivered)",
 					kind(fifo), got, wantDuplicates, pl.Stats.Received.Load(), queued, redelivered)
 			}
 			report(t, "Berlin 01:30 on 2025-03-30 (00:30Z) and 2025-03-31 (23:30Z the same UTC day), Sunday fired twice, %d items: %d effects for %d keys, %d duplicates absorbed by the consumer, %d records delivered, drained in %v",
-				len(items), len(w.ledger.Effects()), len(want), out["duplicate"], pl.Stats.Received.Load(), took.Round(10*time.Millisecond))
+				len(items), len(w.ledger.Effects()), len(want), out[telemetry.OutcomeDuplicate], pl.Stats.Received.Load(), took.Round(10*time.Millisecond))
 		})
 	}
 }

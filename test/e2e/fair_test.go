@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
@@ -76,7 +77,7 @@ func TestFairQueue(t *testing.T) {
 	// The failing message's outcome line, not its receive: stopping the poller cancels an
 	// invocation still running, whose record then reports nothing.
 	took := w.waitFor("every other message's effect, the bad one in the DLQ and the failing one's store error", w.patience(p.Queue), func() bool {
-		return len(w.ledger.Effects()) >= len(want) && w.ledger.Outcomes()["store_error"] >= 1 && w.depth(p.DLQ) >= 1
+		return len(w.ledger.Effects()) >= len(want) && w.ledger.Outcomes()[telemetry.OutcomeStoreError] >= 1 && w.depth(p.DLQ) >= 1
 	})
 	stop()
 	w.quiesce()
@@ -94,11 +95,11 @@ func TestFairQueue(t *testing.T) {
 	late := map[string]bool{} // bodies of records skipped or abandoned at the deadline
 	for _, r := range w.ledger.Records() {
 		switch r.Outcome {
-		case "skipped_group_failed":
+		case telemetry.OutcomeSkippedGroupFailed:
 			heldBack = append(heldBack, w.recv.body(r.MessageID))
-		case "skipped_deadline", "abandoned_at_deadline":
+		case telemetry.OutcomeSkippedDeadline, telemetry.OutcomeAbandoned:
 			late[w.recv.body(r.MessageID)] = true
-		case "store_error":
+		case telemetry.OutcomeStoreError:
 			// The invocation's deadline cut the record's store call (the consumer logs that
 			// as a store error, the reason says the deadline).
 			if strings.Contains(r.Reason, context.DeadlineExceeded.Error()) {
@@ -142,7 +143,7 @@ func TestFairQueue(t *testing.T) {
 			t.Errorf("the function got MessageGroupId %q for %s, want its tenant %q", seen[b], b, g)
 		}
 	}
-	if oc := w.ledger.Outcomes(); oc["store_error"] < 1 {
+	if oc := w.ledger.Outcomes(); oc[telemetry.OutcomeStoreError] < 1 {
 		t.Errorf("outcomes %v, want the failing message's store_error", oc)
 	}
 	report(t, "a fair queue, 4 tenants of 9 messages and one of tenant-0's failing ahead of them (%d of its own behind it in its invocation): %d effects once, none held back; "+

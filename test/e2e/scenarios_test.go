@@ -19,6 +19,7 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
+	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 
@@ -147,13 +148,13 @@ func TestSchedulerFiresTwice(t *testing.T) {
 			// loaded machine), so the counts are exact when none of that happened.
 			wantDup := wantMessages - len(items)
 			failed := pl.Stats.InvokeErrors.Load() + pl.Stats.DeleteErrors.Load()
-			late := out["skipped_deadline"] + out["abandoned_at_deadline"] + out["store_error"]
-			if dup := out["duplicate"]; dup < wantDup || (failed == 0 && late == 0 && dup != wantDup) {
+			late := out[telemetry.OutcomeSkippedDeadline] + out[telemetry.OutcomeAbandoned] + out[telemetry.OutcomeStoreError]
+			if dup := out[telemetry.OutcomeDuplicate]; dup < wantDup || (failed == 0 && late == 0 && dup != wantDup) {
 				t.Errorf("%s: %d duplicates reached the consumer, want %d (%d invocations or deletes failed: %q; outcomes %v)",
 					kind(fifo), dup, wantDup, failed, head(w.invokeFailures()), out)
 			}
 			report(t, "%d items x 2 firings: %d SendMessageBatch calls (%.2f per message sent), %d messages kept by SQS, %d records delivered, %d duplicates absorbed by the consumer, %d effects, lost 0, twice 0, drained in %v",
-				len(items), sent, float64(sent)/float64(2*len(items)), w.recv.distinct(), pl.Stats.Received.Load(), out["duplicate"], len(w.ledger.Effects()), took.Round(10*time.Millisecond))
+				len(items), sent, float64(sent)/float64(2*len(items)), w.recv.distinct(), pl.Stats.Received.Load(), out[telemetry.OutcomeDuplicate], len(w.ledger.Effects()), took.Round(10*time.Millisecond))
 		})
 	}
 }
@@ -191,11 +192,11 @@ func TestDuplicatesAndConcurrentConsumers(t *testing.T) {
 			// abandoned at the invocation's deadline while its effect ran (checkOnce holds the
 			// effect to once); every other copy is answered as a duplicate.
 			out := w.ledger.Outcomes()
-			if out["processed"] > keys || out["processed"]+out["abandoned_at_deadline"] < keys || out["duplicate"] < keys*(copies-1) {
+			if out[telemetry.OutcomeProcessed] > keys || out[telemetry.OutcomeProcessed]+out[telemetry.OutcomeAbandoned] < keys || out[telemetry.OutcomeDuplicate] < keys*(copies-1) {
 				t.Errorf("outcomes %v: want %d processed (or abandoned at the deadline) and at least %d duplicates", out, keys, keys*(copies-1))
 			}
 			report(t, "%d keys x %d copies over 4 environments: %d invocations, %d records, %d processed, %d duplicates, %d in flight elsewhere (redelivered), lost 0, twice 0, %v",
-				keys, copies, pl.Stats.Invocations.Load(), pl.Stats.Received.Load(), out["processed"], out["duplicate"], out["in_flight_elsewhere"], took.Round(10*time.Millisecond))
+				keys, copies, pl.Stats.Invocations.Load(), pl.Stats.Received.Load(), out[telemetry.OutcomeProcessed], out[telemetry.OutcomeDuplicate], out[telemetry.OutcomeInFlightElsewhere], took.Round(10*time.Millisecond))
 		})
 	}
 }
@@ -377,16 +378,16 @@ func TestPoisonMessages(t *testing.T) {
 			t.Errorf("DLQ holds %q, want exactly the poison and the stuck message %q", got, wantDead)
 		}
 		oc := w.ledger.Outcomes()
-		if sendFailed := deadLetterSendsFailed(t, w.ledger); oc["invalid_input"] != len(poisonBodies)+sendFailed || oc["dead_lettered"] != len(poisonBodies) {
+		if sendFailed := deadLetterSendsFailed(t, w.ledger); oc[telemetry.OutcomeInvalidInput] != len(poisonBodies)+sendFailed || oc["dead_lettered"] != len(poisonBodies) {
 			t.Errorf("outcomes %v, %d dead-letter sends failed: want each poison message dead-lettered once (%d), and rejected once more for each failed send",
 				oc, sendFailed, len(poisonBodies))
 		}
 		// Redriven after exactly maxReceiveCount receives, each reported as failed (a receive
 		// whose record a loaded machine did not start in time is reported as skipped instead).
 		stuckReceives := len(w.recv.of(body(stuck)))
-		if stuckReceives != maxRecv || oc["store_error"] < 1 || oc["store_error"] > maxRecv {
+		if stuckReceives != maxRecv || oc[telemetry.OutcomeStoreError] < 1 || oc[telemetry.OutcomeStoreError] > maxRecv {
 			t.Errorf("the stuck message was received %d times and failed %d times, want maxReceiveCount = %d receives before the redrive, each a failure",
-				stuckReceives, oc["store_error"], maxRecv)
+				stuckReceives, oc[telemetry.OutcomeStoreError], maxRecv)
 		}
 		var poisonReceives []int
 		for _, b := range poisonBodies {
@@ -394,7 +395,7 @@ func TestPoisonMessages(t *testing.T) {
 		}
 		report(t, "%d good + %d poison + 1 stuck: good done and poison dead-lettered in %v (visibility %v; poison received %v times); the stuck one redriven after %d receives, %v later; DLQ = poison + stuck; %d invocations, %d records skipped at the deadline",
 			len(want), len(poisonBodies), good.Round(10*time.Millisecond), vis, poisonReceives, stuckReceives, redriven.Round(time.Second),
-			pl.Stats.Invocations.Load(), oc["skipped_deadline"])
+			pl.Stats.Invocations.Load(), oc[telemetry.OutcomeSkippedDeadline])
 	})
 	t.Run("fifo", func(t *testing.T) {
 		t.Parallel()
@@ -427,7 +428,7 @@ func TestPoisonMessages(t *testing.T) {
 		order := w.ledger.Order()
 		oc := w.ledger.Outcomes()
 		report(t, "group a (poison second) and group b done in %v (visibility %v): DLQ %q; effect order %v; %d records skipped at the deadline",
-			took.Round(10*time.Millisecond), vis, dead, order, oc["skipped_deadline"])
+			took.Round(10*time.Millisecond), vis, dead, order, oc[telemetry.OutcomeSkippedDeadline])
 		if !slices.Equal(dead, []string{poison}) {
 			t.Errorf("FIFO DLQ holds %q, want only the poison message", dead)
 		}
@@ -442,14 +443,14 @@ func TestPoisonMessages(t *testing.T) {
 		sendFailed := deadLetterSendsFailed(t, w.ledger)
 		for _, r := range w.ledger.Records() {
 			switch r.Outcome {
-			case "processed", "duplicate", "probe", "probe_duplicate":
-			case "skipped_group_failed":
-				if last[r.Group] == "invalid_input" {
+			case telemetry.OutcomeProcessed, telemetry.OutcomeDuplicate, telemetry.OutcomeProbe, telemetry.OutcomeProbeDuplicate:
+			case telemetry.OutcomeSkippedGroupFailed:
+				if last[r.Group] == telemetry.OutcomeInvalidInput {
 					behindPoison++
 				} else {
 					behindOther++
 				}
-			case "invalid_input":
+			case telemetry.OutcomeInvalidInput:
 				last[r.Group] = r.Outcome
 				if r.DeadLetterError != "" {
 					last[r.Group] = "a failed dead-letter send"
@@ -458,7 +459,7 @@ func TestPoisonMessages(t *testing.T) {
 				last[r.Group] = r.Outcome
 			}
 		}
-		if behindPoison != 0 || oc["invalid_input"] != 1+sendFailed || oc["dead_lettered"] != 1 {
+		if behindPoison != 0 || oc[telemetry.OutcomeInvalidInput] != 1+sendFailed || oc["dead_lettered"] != 1 {
 			t.Errorf("outcomes %v: %d records skipped behind the poison, %d dead-letter sends failed; want none skipped, the poison rejected and dead-lettered once (and rejected again once for each failed send)",
 				oc, behindPoison, sendFailed)
 		}
@@ -574,12 +575,12 @@ func TestDynamoDBFaults(t *testing.T) {
 	w.quiesce()
 	checkOnce(t, w.ledger, want)
 	oc := w.ledger.Outcomes()
-	if w.dynamo.Injected.Load() == 0 || out.keys() == 0 || oc["store_error"] < out.keys() {
+	if w.dynamo.Injected.Load() == 0 || out.keys() == 0 || oc[telemetry.OutcomeStoreError] < out.keys() {
 		t.Errorf("faults not exercised: %d injected, %d keys in outage, outcomes %v", w.dynamo.Injected.Load(), out.keys(), oc)
 	}
 	c := w.dynamo.Counts()
 	report(t, "%d messages; %d DynamoDB errors injected over %d calls; %d keys in an outage -> %d store_error records redelivered; lost 0, twice 0; %v",
-		len(want), w.dynamo.Injected.Load(), c["UpdateItem/acquire"]+c["UpdateItem/complete"]+c["UpdateItem/release"], out.keys(), oc["store_error"], took.Round(10*time.Millisecond))
+		len(want), w.dynamo.Injected.Load(), c["UpdateItem/acquire"]+c["UpdateItem/complete"]+c["UpdateItem/release"], out.keys(), oc[telemetry.OutcomeStoreError], took.Round(10*time.Millisecond))
 	table := w.consumerTable(p)
 	// The e2e assembly's table is provisioned with auto scaling (the Makefile's
 	// tableCapacity): deployed as the template says, it loses nothing under throttling either.
@@ -675,8 +676,8 @@ func TestCappedTable(t *testing.T) {
 		t.Error("no write was throttled: the cap was not reached, the test did not run as designed")
 	}
 	oc := w.ledger.Outcomes()
-	if len(twice) > oc["store_error"] {
-		t.Errorf("%d effects ran twice, more than the %d records that failed (store_error)", len(twice), oc["store_error"])
+	if len(twice) > oc[telemetry.OutcomeStoreError] {
+		t.Errorf("%d effects ran twice, more than the %d records that failed (store_error)", len(twice), oc[telemetry.OutcomeStoreError])
 	}
 	// A complete that gave up after MaxAttempts ran 59 of 200 effects twice here (30%); one
 	// that retries while its lock holds, 1 to 5 (runs on this machine and in CI).
@@ -684,7 +685,7 @@ func TestCappedTable(t *testing.T) {
 		t.Errorf("%d of %d effects ran twice: does complete still retry while its lock holds (functions/idempotency, retryUntil)?", len(twice), n)
 	}
 	report(t, "%d messages through a table capped at %d writes/s: %d writes throttled, %d records failed and were redelivered (store_error); lost %d, DLQ 0, effects run twice %d, in %v",
-		n, writesPerSecond, throttled, oc["store_error"], len(lost), len(twice), took.Round(10*time.Millisecond))
+		n, writesPerSecond, throttled, oc[telemetry.OutcomeStoreError], len(lost), len(twice), took.Round(10*time.Millisecond))
 	table := w.consumerTable(p)
 	must := []alarmRef{watching("write throttles on "+table, "TableName", table, "DynamoDB/WriteThrottleEvents", "DynamoDB/ThrottledRequests")}
 	w.expectAlarms("a capped table", since, w.alarmWait(must...), must...)
