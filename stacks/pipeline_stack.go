@@ -70,34 +70,12 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 	awscdk.NewStack_Override(s, scope, jsii.String(id), &sp)
 	stack := awscdk.Stack(s)
 
-	var hardening *pipeline.Hardening
-	var tableProps *table.IdempotencyTableProps
-	var dataKey awskms.IKey // nil: each data store's default encryption
+	var sh shared
+	sh.cfg = cfg
 	if cfg.Hardened {
-		// One key for the log groups and the flow logs, one VPC for both pipelines, and one
-		// key for the data: the table and its backups, every queue. Two keys, so that who
-		// may read the logs and who may read the data are separate key policies.
-		logKey := awskms.NewKey(stack, jsii.String("LogKey"), &awskms.KeyProps{
-			EnableKeyRotation: jsii.Bool(true),
-			Description:       jsii.String("Log groups of the idempotent SQS pipelines (hardened)"),
-		})
-		dataKey = awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{
-			EnableKeyRotation: jsii.Bool(true),
-			Description:       jsii.String("Idempotency table, its backups and the queues of the idempotent SQS pipelines (hardened)"),
-		})
-		hardening = &pipeline.Hardening{Vpc: pipeline.NewIsolatedVpc(stack, "Vpc", logKey), LogKey: logKey}
-		tableProps = &table.IdempotencyTableProps{BackupRetention: pipeline.DefaultHardenedBackupRetention, EncryptionKey: dataKey}
+		sh.hardening, sh.dataKey = hardenedParts(stack)
 	}
-	if cfg.TableCapacity != nil || cfg.TableMaxWriteUnits != 0 {
-		if tableProps == nil {
-			tableProps = &table.IdempotencyTableProps{}
-		}
-		tableProps.ProvisionedCapacity = cfg.TableCapacity
-		if cfg.TableMaxWriteUnits != 0 {
-			tableProps.MaxOnDemandThroughput = &table.OnDemandThroughputCap{WriteUnits: cfg.TableMaxWriteUnits}
-		}
-	}
-	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", tableProps)
+	s.table = table.NewIdempotencyTable(stack, "IdempotencyTable", cfg.tableProps(sh.dataKey))
 	s.monitoring = monitoring.NewPipelineMonitoring(stack, "Monitoring", &monitoring.PipelineMonitoringProps{
 		AlarmEmails:      cfg.AlarmEmails,
 		TicketEmails:     cfg.TicketEmails,
@@ -105,43 +83,15 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 		SlackChannelId:   cfg.SlackChannelID,
 	})
 	s.monitoring.WatchTable("IdempotencyTable", s.table.Table())
+	sh.table, sh.monitoring = s.table, s.monitoring
 
-	var heartbeatProps *heartbeat.HeartbeatProps
-	if cfg.Heartbeat != HeartbeatOff {
-		heartbeatProps = &heartbeat.HeartbeatProps{Every: cfg.Heartbeat}
-	}
-	build := func(name string, fifo bool, items []dispatcher.WorkItem) pipeline.Pipeline {
-		consumerProps := &consumer.IdempotentConsumerProps{
-			Function:           function.Options{Timeout: cfg.ConsumerTimeout, MemorySize: cfg.ConsumerMemoryMB},
-			ProvisionedPollers: cfg.ConsumerPollers, MaxConcurrency: cfg.ConsumerMaxConcurrency,
-		}
-		if !fifo { // a FIFO mapping takes at most 10 records and no window
-			consumerProps.BatchSize, consumerProps.MaxBatchingWindow = cfg.ConsumerBatchSize, cfg.ConsumerBatchWindow
-		}
-		return pipeline.NewPipeline(stack, name, &pipeline.PipelineProps{
-			Fifo:          fifo,
-			EncryptionKey: dataKey,
-			Table:         s.table,
-			Monitoring:    s.monitoring,
-			Queue:         &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
-			Consumer:      consumerProps,
-			Hardening:     hardening,
-			Heartbeat:     heartbeatProps,
-			Dispatcher: &dispatcher.ScheduledDispatcherProps{
-				JobName:  name + "-job",
-				Cron:     cfg.Schedule,
-				TimeZone: cfg.TimeZone,
-				Items:    items,
-			},
-		})
-	}
 	// Sample work items: replace them with your own (or your own ItemSource in the
 	// dispatcher). On the FIFO pipeline the group is the ordering unit, here a tenant.
-	s.standard = build("Standard", false, []dispatcher.WorkItem{
+	s.standard = sh.pipeline(stack, "Standard", false, []dispatcher.WorkItem{
 		{ID: "report-daily", Payload: map[string]any{"kind": "report"}},
 		{ID: "cleanup-sessions", Payload: map[string]any{"kind": "cleanup"}},
 	})
-	s.fifo = build("Fifo", true, []dispatcher.WorkItem{
+	s.fifo = sh.pipeline(stack, "Fifo", true, []dispatcher.WorkItem{
 		{ID: "invoice-tenant-a", Group: "tenant-a", Payload: map[string]any{"kind": "invoice"}},
 		{ID: "invoice-tenant-b", Group: "tenant-b", Payload: map[string]any{"kind": "invoice"}},
 	})
@@ -152,6 +102,83 @@ func NewPipelineStack(scope constructs.Construct, id string, props *PipelineStac
 	monitoring.Outputs(stack, s.monitoring)
 	warnReservedConcurrency(stack)
 	return s
+}
+
+// hardenedParts are the hardened profile's VPC and keys: one key for the log groups and the
+// flow logs, one VPC for both pipelines, and one key for the data (the table and its
+// backups, every queue). Two keys, so that who may read the logs and who may read the data
+// are separate key policies.
+func hardenedParts(stack awscdk.Stack) (*pipeline.Hardening, awskms.IKey) {
+	logKey := awskms.NewKey(stack, jsii.String("LogKey"), &awskms.KeyProps{
+		EnableKeyRotation: jsii.Bool(true),
+		Description:       jsii.String("Log groups of the idempotent SQS pipelines (hardened)"),
+	})
+	dataKey := awskms.NewKey(stack, jsii.String("DataKey"), &awskms.KeyProps{
+		EnableKeyRotation: jsii.Bool(true),
+		Description:       jsii.String("Idempotency table, its backups and the queues of the idempotent SQS pipelines (hardened)"),
+	})
+	return &pipeline.Hardening{Vpc: pipeline.NewIsolatedVpc(stack, "Vpc", logKey), LogKey: logKey}, dataKey
+}
+
+// tableProps are the shared table's props: the hardened profile's backups under dataKey
+// (nil when not hardened), and the capacity cfg asks for; nil for the defaults.
+func (cfg Config) tableProps(dataKey awskms.IKey) *table.IdempotencyTableProps {
+	var tp *table.IdempotencyTableProps
+	if cfg.Hardened {
+		tp = &table.IdempotencyTableProps{BackupRetention: pipeline.DefaultHardenedBackupRetention, EncryptionKey: dataKey}
+	}
+	if cfg.TableCapacity != nil || cfg.TableMaxWriteUnits != 0 {
+		if tp == nil {
+			tp = &table.IdempotencyTableProps{}
+		}
+		tp.ProvisionedCapacity = cfg.TableCapacity
+		if cfg.TableMaxWriteUnits != 0 {
+			tp.MaxOnDemandThroughput = &table.OnDemandThroughputCap{WriteUnits: cfg.TableMaxWriteUnits}
+		}
+	}
+	return tp
+}
+
+// shared is what the stack's pipelines are built on: its settings, the one table and
+// monitoring, and in the hardened profile its VPC and keys.
+type shared struct {
+	cfg        Config
+	table      table.IdempotencyTable
+	monitoring monitoring.PipelineMonitoring
+	hardening  *pipeline.Hardening // nil: not hardened
+	dataKey    awskms.IKey         // nil: each data store's default encryption
+}
+
+// pipeline builds one pipeline of the stack, name, sending items on cfg's schedule.
+func (sh shared) pipeline(stack awscdk.Stack, name string, fifo bool, items []dispatcher.WorkItem) pipeline.Pipeline {
+	cfg := sh.cfg
+	consumerProps := &consumer.IdempotentConsumerProps{
+		Function:           function.Options{Timeout: cfg.ConsumerTimeout, MemorySize: cfg.ConsumerMemoryMB},
+		ProvisionedPollers: cfg.ConsumerPollers, MaxConcurrency: cfg.ConsumerMaxConcurrency,
+	}
+	if !fifo { // a FIFO mapping takes at most 10 records and no window
+		consumerProps.BatchSize, consumerProps.MaxBatchingWindow = cfg.ConsumerBatchSize, cfg.ConsumerBatchWindow
+	}
+	var heartbeatProps *heartbeat.HeartbeatProps
+	if cfg.Heartbeat != HeartbeatOff {
+		heartbeatProps = &heartbeat.HeartbeatProps{Every: cfg.Heartbeat}
+	}
+	return pipeline.NewPipeline(stack, name, &pipeline.PipelineProps{
+		Fifo:          fifo,
+		EncryptionKey: sh.dataKey,
+		Table:         sh.table,
+		Monitoring:    sh.monitoring,
+		Queue:         &queue.ProcessingQueueProps{Fifo: fifo, VisibilityTimeout: cfg.VisibilityTimeout, MaxMessageSize: cfg.MaxMessageSize},
+		Consumer:      consumerProps,
+		Hardening:     sh.hardening,
+		Heartbeat:     heartbeatProps,
+		Dispatcher: &dispatcher.ScheduledDispatcherProps{
+			JobName:  name + "-job",
+			Cron:     cfg.Schedule,
+			TimeZone: cfg.TimeZone,
+			Items:    items,
+		},
+	})
 }
 
 // WarningReservedConcurrency is the id of the synth warning for a stack whose functions

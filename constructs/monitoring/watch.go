@@ -125,13 +125,20 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 	if redescribe, ok := watchesOf(m).redescribe[queueKey(source)]; ok {
 		redescribe(consumerName{name, fn})
 	}
-	p := m.s.period
+	w := &consumerWatch{label: label, name: name, src: src, fn: fn, s: &m.s, stalled: stalledMetric(source, m.s.period)}
+	a, made := makeAlarms[ConsumerAlarms](m, scope, w, consumerAlarms)
+	m.consumerRow(w, source, made)
+	watchesOf(m).consumers[key] = a
+	return a
+}
 
-	// Messages "wait" when any are on the queue, visible or in flight: a consumer that
-	// receives and fails every record keeps them in flight, one that stopped receiving
-	// leaves them visible, and either way nothing is deleted. FILL keeps a missing data
-	// point (idle queue) from hiding the other series.
-	stalled := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+// stalledMetric is 1 in a period when messages wait on source and none are deleted, else 0.
+// Messages "wait" when any are on the queue, visible or in flight: a consumer that receives
+// and fails every record keeps them in flight, one that stopped receiving leaves them
+// visible, and either way nothing is deleted. FILL keeps a missing data point (idle queue)
+// from hiding the other series.
+func stalledMetric(source awssqs.IQueue, p time.Duration) awscloudwatch.IMetric {
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String("IF((FILL(visible, 0) + FILL(inflight, 0)) > 0 AND FILL(deleted, 0) == 0, 1, 0)"),
 		UsingMetrics: &map[string]awscloudwatch.IMetric{
 			"visible":  source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "")),
@@ -141,16 +148,19 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		Label:  jsii.String("stalled (1 = messages waiting, none deleted)"),
 		Period: cdkDuration(p),
 	})
+}
 
-	w := &consumerWatch{label: label, name: name, src: src, fn: fn, s: &m.s, stalled: stalled}
-	a, made := makeAlarms[ConsumerAlarms](m, scope, w, consumerAlarms)
-
+// consumerRow adds the consumer's row to the dashboard: its invocations, its records by
+// outcome, what it acknowledges, its alarms and, when the mapping publishes them, the event
+// source mapping's own counts.
+func (m *pipelineMonitoring) consumerRow(w *consumerWatch, source awssqs.IQueue, alarms []awscloudwatch.Alarm) {
+	fn, p := w.fn, w.s.period
 	records := make([]awscloudwatch.IMetric, len(consumerMetrics))
 	for i, n := range consumerMetrics {
-		records[i] = m.emfMetric(n, name, p)
+		records[i] = m.emfMetric(n, w.name, p)
 	}
 	widgets := []awscloudwatch.IWidget{
-		header(fmt.Sprintf("### Consumer %s\nFunction `%s` reading queue `%s`", label, name, src)),
+		header(fmt.Sprintf("### Consumer %s\nFunction `%s` reading queue `%s`", w.label, w.name, w.src)),
 		graph("Invocations", []awscloudwatch.IMetric{
 			fn.MetricInvocations(metricOpts(p, "Sum", "invocations")),
 			fn.MetricErrors(metricOpts(p, "Sum", "errors")),
@@ -160,8 +170,8 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		graph("Acknowledgement", []awscloudwatch.IMetric{
 			source.MetricNumberOfMessagesDeleted(metricOpts(p, "Sum", "deleted")),
 			source.MetricApproximateNumberOfMessagesVisible(metricOpts(p, "Maximum", "visible")),
-		}, []awscloudwatch.IMetric{stalled}),
-		alarmStatus("Alarms: consumer "+label, made...),
+		}, []awscloudwatch.IMetric{w.stalled}),
+		alarmStatus("Alarms: consumer "+w.label, alarms...),
 	}
 	if id := mappingWithMetrics(fn, source); id != nil {
 		mapping := func(metric, label string) awscloudwatch.IMetric {
@@ -178,8 +188,6 @@ func (m *pipelineMonitoring) WatchConsumer(label string, fn awslambda.IFunction,
 		}, nil))
 	}
 	m.dashboard.AddWidgets(widgets...)
-	watchesOf(m).consumers[key] = a
-	return a
 }
 
 // mappingWithMetrics is the id (UUID) of fn's event source mapping from source when fn is a
@@ -332,26 +340,7 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 	// would need one metric per operation.
 	readThrottles := table.Metric(jsii.String("ReadThrottleEvents"), metricOpts(p, "Sum", ""))
 	writeThrottles := table.Metric(jsii.String("WriteThrottleEvents"), metricOpts(p, "Sum", ""))
-	ops := map[string]awscloudwatch.IMetric{}
-	expr := ""
-	for _, op := range tableOperations {
-		id := "e_" + op
-		ops[id] = table.Metric(jsii.String("SystemErrors"), &awscloudwatch.MetricOptions{
-			DimensionsMap: &map[string]*string{"TableName": table.TableName(), "Operation": jsii.String(op)},
-			Period:        cdkDuration(p),
-			Statistic:     jsii.String("Sum"),
-		})
-		if expr != "" {
-			expr += " + "
-		}
-		expr += "FILL(" + id + ", 0)"
-	}
-	systemErrors := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression:   jsii.String(expr),
-		UsingMetrics: &ops,
-		Label:        jsii.String("system errors"),
-		Period:       cdkDuration(p),
-	})
+	systemErrors := systemErrorsMetric(table, p)
 
 	w := &tableWatch{label: label, name: name, readThrottles: readThrottles, writeThrottles: writeThrottles, systemErrors: systemErrors}
 	a, made := makeAlarms[TableAlarms](m, scope, w, tableAlarms)
@@ -376,6 +365,31 @@ func (m *pipelineMonitoring) WatchTable(label string, table awsdynamodb.ITable) 
 	)
 	watchesOf(m).tables[key] = a
 	return a
+}
+
+// systemErrorsMetric sums table's SystemErrors over tableOperations (DynamoDB publishes them
+// per operation).
+func systemErrorsMetric(table awsdynamodb.ITable, p time.Duration) awscloudwatch.IMetric {
+	ops := map[string]awscloudwatch.IMetric{}
+	expr := ""
+	for _, op := range tableOperations {
+		id := "e_" + op
+		ops[id] = table.Metric(jsii.String("SystemErrors"), &awscloudwatch.MetricOptions{
+			DimensionsMap: &map[string]*string{"TableName": table.TableName(), "Operation": jsii.String(op)},
+			Period:        cdkDuration(p),
+			Statistic:     jsii.String("Sum"),
+		})
+		if expr != "" {
+			expr += " + "
+		}
+		expr += "FILL(" + id + ", 0)"
+	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String(expr),
+		UsingMetrics: &ops,
+		Label:        jsii.String("system errors"),
+		Period:       cdkDuration(p),
+	})
 }
 
 // emfMetric is a counter the functions publish with Embedded Metric Format; service is the

@@ -147,8 +147,9 @@ func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
 	return cfg, env.Err(ErrConfig)
 }
 
-// readKeys reads where a message's key is and how its record is keyed: the key prefix, the
-// key and tenant sources, the table's key attributes, each by package contract's rules.
+// readKeys reads where a message's key is and how its record is keyed: the key prefix and
+// the key source, then (readKeyAttrs) the table's key attributes and the tenant source, each
+// by package contract's rules.
 func readKeys(env *envconf.Reader, cfg *Config) {
 	bad, optional := env.Bad, env.Optional
 	idem := &cfg.Idempotency
@@ -170,9 +171,15 @@ func readKeys(env *envconf.Reader, cfg *Config) {
 		}
 	}
 
-	// The key attribute names: the record's own attributes, invalid UTF-8 and a sort key
-	// equal to the partition key would be refused by idempotency.New too, but without naming
-	// the variable.
+	readKeyAttrs(env, cfg)
+}
+
+// readKeyAttrs reads the table's key attribute names and, with a sort key, where the tenant
+// is. The record's own attributes, invalid UTF-8 and a sort key equal to the partition key
+// would be refused by idempotency.New too, but without naming the variable.
+func readKeyAttrs(env *envconf.Reader, cfg *Config) {
+	bad, optional := env.Bad, env.Optional
+	idem := &cfg.Idempotency
 	idem.PartitionKeyAttr = idempotency.DefaultPartitionKeyAttr
 	if v, ok := optional(envPartitionKey); ok {
 		if err := contract.CheckPartitionKey(v); err != nil {

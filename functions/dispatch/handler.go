@@ -253,37 +253,9 @@ func (h *Handler) messages(items []Item, occ string) ([]message, error) {
 			continue
 		}
 		seen[it.ID] = i
-		if r, ok := badSQSChar(it.ID); !ok {
-			problems = append(problems, fmt.Sprintf("%s: character %U is not accepted by SQS", where, r))
-			continue
-		}
-		m := message{itemID: it.ID, key: msgkey.DispatchKey(h.cfg.JobName, occ, it.ID)}
-		if err := msgkey.ValidateKey(m.key); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", where, err))
-			continue
-		}
-		m.group = it.Group
-		if m.group == "" && h.cfg.Fifo {
-			m.group = h.cfg.DefaultGroupID
-		}
-		if m.group != "" {
-			if err := msgkey.ValidateGroupID(m.group); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: group: %v", where, err))
-				continue
-			}
-		}
-		if h.cfg.Fifo {
-			m.dedupID = msgkey.DeduplicationID(m.key)
-		}
-		body, err := json.Marshal(messageBody{IdempotencyKey: m.key, Job: h.cfg.JobName, Occurrence: occ, ItemID: it.ID, Payload: it.Payload})
+		m, err := h.message(it, occ)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: payload is not valid JSON: %v", where, err))
-			continue
-		}
-		m.body = string(body)
-		m.size = len(m.body) + len(attrKey) + len("String") + len(m.key)
-		if m.size > maxMessageBytes {
-			problems = append(problems, fmt.Sprintf("%s: message is %d bytes, larger than %d", where, m.size, maxMessageBytes))
+			problems = append(problems, fmt.Sprintf("%s: %v", where, err))
 			continue
 		}
 		msgs = append(msgs, m)
@@ -298,6 +270,40 @@ func (h *Handler) messages(items []Item, occ string) ([]message, error) {
 		return nil, fmt.Errorf("%w: %d of %d items invalid: %s%s", ErrInvalidItems, n, len(items), strings.Join(problems, "; "), more)
 	}
 	return msgs, nil
+}
+
+// message is item's message for the occurrence occ: its key, group, deduplication id and
+// body, each checked as SQS and the consumer will check it.
+func (h *Handler) message(it Item, occ string) (message, error) {
+	if r, ok := badSQSChar(it.ID); !ok {
+		return message{}, fmt.Errorf("character %U is not accepted by SQS", r)
+	}
+	m := message{itemID: it.ID, key: msgkey.DispatchKey(h.cfg.JobName, occ, it.ID)}
+	if err := msgkey.ValidateKey(m.key); err != nil {
+		return message{}, err
+	}
+	m.group = it.Group
+	if m.group == "" && h.cfg.Fifo {
+		m.group = h.cfg.DefaultGroupID
+	}
+	if m.group != "" {
+		if err := msgkey.ValidateGroupID(m.group); err != nil {
+			return message{}, fmt.Errorf("group: %w", err)
+		}
+	}
+	if h.cfg.Fifo {
+		m.dedupID = msgkey.DeduplicationID(m.key)
+	}
+	body, err := json.Marshal(messageBody{IdempotencyKey: m.key, Job: h.cfg.JobName, Occurrence: occ, ItemID: it.ID, Payload: it.Payload})
+	if err != nil {
+		return message{}, fmt.Errorf("payload is not valid JSON: %w", err)
+	}
+	m.body = string(body)
+	m.size = len(m.body) + len(attrKey) + len("String") + len(m.key)
+	if m.size > maxMessageBytes {
+		return message{}, fmt.Errorf("message is %d bytes, larger than %d", m.size, maxMessageBytes)
+	}
+	return m, nil
 }
 
 // badSQSChar finds a character SQS rejects in message attributes and bodies (outside #x9 #xA

@@ -113,24 +113,7 @@ func (h *Handler) sendBatch(ctx context.Context, batch []*entryState) (int, []*e
 	byID := make(map[string]*entryState, len(batch))
 	for i, e := range batch {
 		byID[e.id] = e
-		attr := attrKey
-		if e.msg.probe {
-			attr = contract.AttrProbe
-		}
-		entry := types.SendMessageBatchRequestEntry{
-			Id:          aws.String(e.id),
-			MessageBody: aws.String(e.msg.body),
-			MessageAttributes: map[string]types.MessageAttributeValue{
-				attr: {DataType: aws.String("String"), StringValue: aws.String(e.msg.key)},
-			},
-		}
-		if e.msg.group != "" {
-			entry.MessageGroupId = aws.String(e.msg.group)
-		}
-		if e.msg.dedupID != "" {
-			entry.MessageDeduplicationId = aws.String(e.msg.dedupID)
-		}
-		in.Entries[i] = entry
+		in.Entries[i] = e.entry()
 	}
 
 	out, err := h.sqs.SendMessageBatch(ctx, in)
@@ -172,6 +155,29 @@ func (h *Handler) sendBatch(ctx context.Context, batch []*entryState) (int, []*e
 		again = append(again, e)
 	}
 	return ok, again
+}
+
+// entry is e's message as an entry of SendMessageBatch: its key in the attribute the
+// consumer reads (the probe's own for a probe), its group and deduplication id on FIFO.
+func (e *entryState) entry() types.SendMessageBatchRequestEntry {
+	attr := attrKey
+	if e.msg.probe {
+		attr = contract.AttrProbe
+	}
+	entry := types.SendMessageBatchRequestEntry{
+		Id:          aws.String(e.id),
+		MessageBody: aws.String(e.msg.body),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			attr: {DataType: aws.String("String"), StringValue: aws.String(e.msg.key)},
+		},
+	}
+	if e.msg.group != "" {
+		entry.MessageGroupId = aws.String(e.msg.group)
+	}
+	if e.msg.dedupID != "" {
+		entry.MessageDeduplicationId = aws.String(e.msg.dedupID)
+	}
+	return entry
 }
 
 // permanent reports whether a failed call should not be retried: the context is done, or SQS

@@ -130,6 +130,21 @@ func (cfg Config) withDefaults(apiNil bool) (Config, error) {
 			add("Config.TableName is empty: set it to the idempotency table's name (IDEMPOTENCY_TABLE_NAME), or set Config.Disabled")
 		}
 	}
+	cfg.keysWithDefaults(add)
+	cfg.durationsWithDefaults(add)
+	cfg.Retry.withDefaults(add)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if len(problems) > 0 {
+		return cfg, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(problems...))
+	}
+	return cfg, nil
+}
+
+// keysWithDefaults defaults and checks what makes up each record's key: the id's prefix
+// and the table's key attributes.
+func (cfg *Config) keysWithDefaults(add func(format string, args ...any)) {
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = DefaultKeyPrefix
 	}
@@ -161,7 +176,11 @@ func (cfg Config) withDefaults(apiNil bool) (Config, error) {
 		add("Config.SortKeyAttr = %q is the same as Config.PartitionKeyAttr: use the table's sort key attribute, or leave it empty for a partition-key-only table",
 			cfg.SortKeyAttr)
 	}
+}
 
+// durationsWithDefaults defaults and checks how long a lock and a record last, and the
+// cache's size.
+func (cfg *Config) durationsWithDefaults(add func(format string, args ...any)) {
 	if cfg.LockCap == 0 {
 		cfg.LockCap = DefaultLockCap
 	}
@@ -184,8 +203,10 @@ func (cfg Config) withDefaults(apiNil bool) (Config, error) {
 	if cfg.CacheSize < 0 {
 		add("Config.CacheSize = %d: must be >= 1 to cache COMPLETED records, or 0 to turn the cache off", cfg.CacheSize)
 	}
+}
 
-	r := &cfg.Retry
+// withDefaults defaults and checks the store's retries of throttled and failed calls.
+func (r *RetryPolicy) withDefaults(add func(format string, args ...any)) {
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = DefaultRetryMaxAttempts
 	}
@@ -206,11 +227,4 @@ func (cfg Config) withDefaults(apiNil bool) (Config, error) {
 		add("Config.Retry.MaxDelay = %s is below Config.Retry.BaseDelay = %s: raise MaxDelay, or 0 for the default %s",
 			r.MaxDelay, r.BaseDelay, DefaultRetryMaxDelay)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if len(problems) > 0 {
-		return cfg, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(problems...))
-	}
-	return cfg, nil
 }

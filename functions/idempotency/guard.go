@@ -192,14 +192,26 @@ func (g *Guard) Run(ctx context.Context, req Request, fn func(ctx context.Contex
 		herr.ReleaseErr = g.release(fctx, k, owner, attempt)
 		return res, herr
 	}
+	dropped, err := g.complete(retryUntil(fctx, lock), k, owner, attempt, hash, data)
+	if err != nil {
+		return res, err
+	}
+	res.Outcome, res.Data, res.ResultDropped = OutcomeProcessed, data, dropped
+	return res, nil
+}
+
+// complete marks the record COMPLETED, fenced by owner and attempt, with data as its result
+// when results are stored (dropped: too large to store, so completed without it), and
+// caches it.
+func (g *Guard) complete(ctx context.Context, k recordKey, owner string, attempt int, hash string, data []byte) (dropped bool, err error) {
 	var stored []byte
 	if g.cfg.StoreResult && data != nil {
 		stored = data
 	}
 	expiration := g.cfg.Now().Add(g.cfg.RecordTTL)
-	dropped, err := g.store.complete(retryUntil(fctx, lock), k, completeInput{owner: owner, attempt: attempt, expiration: expiration, data: stored})
+	dropped, err = g.store.complete(ctx, k, completeInput{owner: owner, attempt: attempt, expiration: expiration, data: stored})
 	if err = g.fenceErr(err, k, "complete", owner, StatusCompleted); err != nil {
-		return res, err
+		return false, err
 	}
 	if dropped {
 		stored = nil
@@ -207,8 +219,7 @@ func (g *Guard) Run(ctx context.Context, req Request, fn func(ctx context.Contex
 	if g.cache != nil {
 		g.cache.put(k.cacheKey(), cachedRecord{expiration: expiration.Unix(), hash: hash, data: bytes.Clone(stored), attempt: attempt, dropped: dropped})
 	}
-	res.Outcome, res.Data, res.ResultDropped = OutcomeProcessed, data, dropped
-	return res, nil
+	return dropped, nil
 }
 
 // call runs fn; if it panics, the record is released before the panic goes on, so the next

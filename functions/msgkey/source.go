@@ -122,28 +122,9 @@ func (s Source) fromBody(body string) (string, *InputError) {
 		return "", s.bad(CodeBodyNotObject, fmt.Sprintf("message body is a JSON %s, want an object with field %q", jsonKind(trimmed), s.Name))
 	}
 
-	dec := json.NewDecoder(strings.NewReader(body))
-	if _, err := dec.Token(); err != nil { // the opening '{', already known to be there
-		return "", s.bad(CodeBodyNotJSON, "message body is not JSON: "+err.Error())
-	}
-	var (
-		raw   json.RawMessage
-		found int
-	)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", s.bad(CodeBodyNotJSON, "message body is not JSON: "+err.Error())
-		}
-		name, _ := tok.(string) // object keys are always strings in valid JSON
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil && err != io.EOF {
-			return "", s.bad(CodeBodyNotJSON, "message body is not JSON: "+err.Error())
-		}
-		if name == s.Name {
-			found++
-			raw = v
-		}
+	raw, found, ierr := s.field(body)
+	if ierr != nil {
+		return "", ierr
 	}
 	switch {
 	case found == 0:
@@ -168,6 +149,35 @@ func (s Source) fromBody(body string) (string, *InputError) {
 		return "", s.bad(CodeBodyNotJSON, fmt.Sprintf("body field %q: %v", s.Name, err))
 	}
 	return value, nil
+}
+
+// field is the value of the object body's top-level field s.Name (the last one) and how
+// often it appears; body is valid JSON and an object.
+func (s Source) field(body string) (json.RawMessage, int, *InputError) {
+	dec := json.NewDecoder(strings.NewReader(body))
+	if _, err := dec.Token(); err != nil { // the opening '{', already known to be there
+		return nil, 0, s.bad(CodeBodyNotJSON, "message body is not JSON: "+err.Error())
+	}
+	var (
+		raw   json.RawMessage
+		found int
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, 0, s.bad(CodeBodyNotJSON, "message body is not JSON: "+err.Error())
+		}
+		name, _ := tok.(string) // object keys are always strings in valid JSON
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil && err != io.EOF {
+			return nil, 0, s.bad(CodeBodyNotJSON, "message body is not JSON: "+err.Error())
+		}
+		if name == s.Name {
+			found++
+			raw = v
+		}
+	}
+	return raw, found, nil
 }
 
 func (s Source) fromAttribute(attrs map[string]events.SQSMessageAttribute) (string, *InputError) {

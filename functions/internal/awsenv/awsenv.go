@@ -40,6 +40,7 @@
 package awsenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,99 +86,119 @@ const credentialSource = "EnvConfigCredentials"
 // SDK service id) from the environment. Every missing or unusable variable is reported in one
 // error that names it and wraps errConfig.
 func Load(lookup func(string) (string, bool), service string) (aws.Config, error) {
-	get := func(name string) string {
+	l := &loader{get: func(name string) string {
 		v, _ := lookup(name)
 		return strings.TrimSpace(v)
+	}}
+	cfg := aws.Config{Region: l.region()}
+	creds := l.credentials()
+	cfg.Credentials = staticCredentials(creds)
+	cfg.BaseEndpoint, cfg.ConfigSources = l.endpoints(service)
+	if env := l.get(envExecutionEnvironment); env != "" {
+		cfg.RuntimeEnvironment.EnvironmentIdentifier = aws.ExecutionEnvironmentID(env)
 	}
-	var problems []string
-	cfg := aws.Config{}
+	cfg.AccountIDEndpointMode = l.accountIDEndpointMode(creds.AccountID)
+	if v := l.get(envCABundle); v != "" {
+		l.problem("%s=%q: a custom certificate bundle is not supported by this function's AWS client "+
+			"(it would connect without it); remove it, or build your function's clients with config.LoadDefaultConfig", envCABundle, v)
+	}
+	if len(l.problems) > 0 {
+		return aws.Config{}, fmt.Errorf("%w: %s", errConfig, strings.Join(l.problems, "; "))
+	}
+	cfg.HTTPClient = sdkhttp.Wrap(nil)
+	return cfg, nil
+}
 
-	cfg.Region = get(envRegion)
-	if cfg.Region == "" {
-		cfg.Region = get(envDefaultRegion)
-	}
-	if cfg.Region == "" {
-		problems = append(problems, fmt.Sprintf("%s is not set (Lambda sets it; for a local run export %s=us-east-1)", envRegion, envRegion))
-	}
+// loader reads Lambda's variables and collects every problem with them, so that one error
+// names them all.
+type loader struct {
+	get      func(name string) string // the variable, trimmed; "" when unset
+	problems []string
+}
 
+func (l *loader) problem(format string, args ...any) {
+	l.problems = append(l.problems, fmt.Sprintf(format, args...))
+}
+
+// region is AWS_REGION, else AWS_DEFAULT_REGION.
+func (l *loader) region() string {
+	region := cmp.Or(l.get(envRegion), l.get(envDefaultRegion))
+	if region == "" {
+		l.problem("%s is not set (Lambda sets it; for a local run export %s=us-east-1)", envRegion, envRegion)
+	}
+	return region
+}
+
+// credentials are the execution role's, from the variables Lambda sets.
+func (l *loader) credentials() aws.Credentials {
 	creds := aws.Credentials{
-		AccessKeyID:     get(envAccessKeyID),
-		SecretAccessKey: get(envSecretAccessKey),
-		SessionToken:    get(envSessionToken),
-		AccountID:       get(envAccountID),
+		AccessKeyID:     l.get(envAccessKeyID),
+		SecretAccessKey: l.get(envSecretAccessKey),
+		SessionToken:    l.get(envSessionToken),
+		AccountID:       l.get(envAccountID),
 		Source:          credentialSource,
 	}
 	for _, v := range []struct{ name, value string }{
 		{envAccessKeyID, creds.AccessKeyID}, {envSecretAccessKey, creds.SecretAccessKey},
 	} {
 		if v.value == "" {
-			problems = append(problems, fmt.Sprintf("%s is not set (Lambda sets it from the execution role; "+
-				"shared config files and profiles are not read)", v.name))
+			l.problem("%s is not set (Lambda sets it from the execution role; shared config files and profiles are not read)", v.name)
 		}
 	}
-	cfg.Credentials = staticCredentials(creds)
+	return creds
+}
 
-	endpointVar, endpoint, err := endpointFor(get, service)
+// endpoints are service's endpoint override (nil: the SDK resolves the regional endpoint)
+// and the FIPS and dual-stack settings, as config sources: the service clients read these
+// two from the config sources, as from the SDK's loader.
+func (l *loader) endpoints(service string) (*string, []any) {
+	endpointVar, endpoint, err := endpointFor(l.get, service)
 	if err != nil {
-		problems = append(problems, err.Error())
+		l.problems = append(l.problems, err.Error())
 	}
-	if endpoint != "" {
-		cfg.BaseEndpoint = aws.String(endpoint)
-	}
-
-	if env := get(envExecutionEnvironment); env != "" {
-		cfg.RuntimeEnvironment.EnvironmentIdentifier = aws.ExecutionEnvironmentID(env)
-	}
-
 	var ep endpointSettings
 	for _, v := range []struct {
 		name string
 		dst  *bool
 	}{{envUseFIPSEndpoint, &ep.fips}, {envUseDualStackEndpoint, &ep.dualStack}} {
-		switch value := strings.ToLower(get(v.name)); value {
+		switch value := strings.ToLower(l.get(v.name)); value {
 		case "":
 		case "true", "false":
 			*v.dst = value == "true"
 		default:
-			problems = append(problems, fmt.Sprintf("%s=%q: want true or false", v.name, get(v.name)))
+			l.problem("%s=%q: want true or false", v.name, l.get(v.name))
 		}
 	}
-	// The service clients read these two from the config sources, as from the SDK's loader.
-	cfg.ConfigSources = []any{ep}
-	if endpoint != "" {
-		// The endpoint rules refuse both with a custom endpoint on every call; say it once, here.
-		for _, v := range []struct {
-			name string
-			on   bool
-		}{{envUseFIPSEndpoint, ep.fips}, {envUseDualStackEndpoint, ep.dualStack}} {
-			if v.on {
-				problems = append(problems, fmt.Sprintf("%s=true with %s=%q: the SDK has no FIPS or dual-stack form of a custom endpoint "+
-					"(every call would fail); unset one of them", v.name, endpointVar, endpoint))
-			}
+	if endpoint == "" {
+		return nil, []any{ep}
+	}
+	// The endpoint rules refuse both with a custom endpoint on every call; say it once, here.
+	for _, v := range []struct {
+		name string
+		on   bool
+	}{{envUseFIPSEndpoint, ep.fips}, {envUseDualStackEndpoint, ep.dualStack}} {
+		if v.on {
+			l.problem("%s=true with %s=%q: the SDK has no FIPS or dual-stack form of a custom endpoint "+
+				"(every call would fail); unset one of them", v.name, endpointVar, endpoint)
 		}
 	}
+	return aws.String(endpoint), []any{ep}
+}
 
-	switch mode := get(envAccountIDEndpoint); aws.AccountIDEndpointMode(mode) {
+// accountIDEndpointMode is AWS_ACCOUNT_ID_ENDPOINT_MODE; required needs the account id.
+func (l *loader) accountIDEndpointMode(accountID string) aws.AccountIDEndpointMode {
+	switch mode := aws.AccountIDEndpointMode(l.get(envAccountIDEndpoint)); mode {
 	case aws.AccountIDEndpointModeUnset, aws.AccountIDEndpointModePreferred, aws.AccountIDEndpointModeDisabled:
-		cfg.AccountIDEndpointMode = aws.AccountIDEndpointMode(mode)
+		return mode
 	case aws.AccountIDEndpointModeRequired:
-		if creds.AccountID == "" {
-			problems = append(problems, fmt.Sprintf("%s=required but %s is not set (every call would fail)", envAccountIDEndpoint, envAccountID))
+		if accountID == "" {
+			l.problem("%s=required but %s is not set (every call would fail)", envAccountIDEndpoint, envAccountID)
 		}
-		cfg.AccountIDEndpointMode = aws.AccountIDEndpointModeRequired
+		return mode
 	default:
-		problems = append(problems, fmt.Sprintf("%s=%q: want preferred, required or disabled", envAccountIDEndpoint, mode))
+		l.problem("%s=%q: want preferred, required or disabled", envAccountIDEndpoint, mode)
+		return ""
 	}
-	if v := get(envCABundle); v != "" {
-		problems = append(problems, fmt.Sprintf("%s=%q: a custom certificate bundle is not supported by this function's AWS client "+
-			"(it would connect without it); remove it, or build your function's clients with config.LoadDefaultConfig", envCABundle, v))
-	}
-
-	if len(problems) > 0 {
-		return aws.Config{}, fmt.Errorf("%w: %s", errConfig, strings.Join(problems, "; "))
-	}
-	cfg.HTTPClient = sdkhttp.Wrap(nil)
-	return cfg, nil
 }
 
 // endpointFor returns the endpoint override for service and the variable it came from:
