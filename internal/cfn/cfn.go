@@ -191,22 +191,23 @@ func ReadExistingQueues(dir, stack string, keep ...func(path string) bool) (map[
 	return readMetadata[ExistingQueue](dir, stack, ExistingQueueMetadata, nil, keep)
 }
 
-// readMetadata reads the entries of one metadata type of stack in the cloud assembly at dir
-// (the manifest's and the additional metadata file's), by the logical id of the resource
-// whose construct path carries each; fill, when not nil, is given each entry's path.
-func readMetadata[T any](dir, stack, typ string, fill func(*T, string), keep []func(string) bool) (map[string]T, error) {
+// metadataEntries are a stack's cloud assembly metadata by construct path.
+type metadataEntries = map[string][]struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// stackMetadata is the metadata of stack in the cloud assembly dir: the manifest's, and the
+// additional metadata file's when the CLI moved it there.
+func stackMetadata(dir, stack string) (metadataEntries, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return nil, err
 	}
-	type entries = map[string][]struct {
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
 	var m struct {
 		Artifacts map[string]struct {
 			Type       string `json:"type"`
-			Metadata   entries
+			Metadata   metadataEntries
 			Additional string `json:"additionalMetadataFile"`
 		} `json:"artifacts"`
 	}
@@ -223,7 +224,7 @@ func readMetadata[T any](dir, stack, typ string, fill func(*T, string), keep []f
 		if err != nil {
 			return nil, err
 		}
-		var more entries
+		var more metadataEntries
 		if err := json.Unmarshal(raw, &more); err != nil {
 			return nil, fmt.Errorf("%s/%s: %w", dir, a.Additional, err)
 		}
@@ -231,6 +232,17 @@ func readMetadata[T any](dir, stack, typ string, fill func(*T, string), keep []f
 		for path, es := range a.Metadata {
 			md[path] = append(md[path], es...)
 		}
+	}
+	return md, nil
+}
+
+// readMetadata reads the entries of one metadata type of stack in the cloud assembly at dir
+// (the manifest's and the additional metadata file's), by the logical id of the resource
+// whose construct path carries each; fill, when not nil, is given each entry's path.
+func readMetadata[T any](dir, stack, typ string, fill func(*T, string), keep []func(string) bool) (map[string]T, error) {
+	md, err := stackMetadata(dir, stack)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]T{}
 	for path, es := range md {

@@ -138,16 +138,13 @@ func parse(args []string, w cli.Streams) (options, *cli.Common, error) {
 	fs.BoolVar(&o.yes, "yes", false, "invoke (default: dry run)")
 	fs.Var(cli.NewWholeNumber(&o.rate, "invocations a second"), "rate", "invocations per second at most")
 	cli.OutputFlag(fs, c)
-	pos, err := cli.Parse(fs, args)
-	if err != nil {
-		return o, nil, err
-	}
-	if err := cli.NoArgs("backfill", pos); err != nil {
+	if err := cli.ParseNoArgs(fs, args); err != nil {
 		return o, nil, err
 	}
 	if err := c.CheckOutput(); err != nil {
 		return o, nil, err
 	}
+	var err error
 	if o.from, err = time.Parse(time.RFC3339, o.fromText); err != nil {
 		return o, nil, cli.Usagef("--from %q: give an RFC 3339 time, e.g. 2026-11-25T00:00:00Z", o.fromText)
 	}

@@ -38,3 +38,13 @@ func NoArgs(cmd string, pos []string) error {
 	}
 	return nil
 }
+
+// ParseNoArgs parses args into fs (as Parse) for a command that takes flags only: an
+// argument left over is a usage error naming the command (fs's name).
+func ParseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	return NoArgs(fs.Name(), pos)
+}

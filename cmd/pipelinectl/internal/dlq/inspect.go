@@ -112,43 +112,17 @@ func printRecordTTL(w io.Writer, t target, pipeline string) {
 
 // Inspect is `pipelinectl dlq inspect ARGS`.
 func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
-	fs, c := cli.NewFlags("dlq inspect", InspectUsage, w.Out)
-	sample := fs.Int("sample", 1, "messages shown per group")
-	maxScan := fs.Int("max", defaultMaxScan, "messages scanned at most")
-	hold := fs.Duration("hold", maxHold, "visibility timeout of the scan")
-	includeInvalid := fs.Bool("include-invalid", false, "plan as redrive --include-invalid would")
-	includeExpired := fs.Bool("include-expired", false, "plan as redrive --include-expired would")
-	ttl := recordTTLFlag(fs)
-	cli.OutputFlag(fs, c)
-	pos, err := cli.Parse(fs, args)
+	o, c, err := parseInspect(args, w)
 	if err != nil {
 		return err
 	}
-	if err := cli.NoArgs("dlq inspect", pos); err != nil {
-		return err
-	}
-	if err := checkRecordTTL(ttl); err != nil {
-		return err
-	}
-	if err := c.CheckOutput(); err != nil {
-		return err
-	}
-	if *sample < 0 {
-		return cli.Usagef("--sample %d: use 0 or more", *sample)
-	}
-	if *maxScan < 1 {
-		return cli.Usagef("--max %d: use 1 or more", *maxScan)
-	}
-	if *hold < 2*time.Second || *hold > maxHold {
-		return cli.Usagef("--hold %s: use between 2s and %s", *hold, maxHold)
-	}
-	cl, t, q, err := openDLQ(ctx, c, ttl, connect)
+	cl, t, q, err := openDLQ(ctx, c, o.ttl, connect)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	lost := &lostReceives{}
-	msgs, err := Peek(withLostReceives(ctx, lost), cl.SQS, q.URL, *maxScan, *hold)
+	msgs, err := Peek(withLostReceives(ctx, lost), cl.SQS, q.URL, o.maxScan, o.hold)
 	held := time.Since(start)
 	interrupted := ctx.Err() != nil
 	// A receive that failed for good ends the scan as Ctrl-C does: what was scanned is
@@ -161,15 +135,12 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 	errors.As(err, &hidden)
 	stdout := w.Text(c)
 
-	kind := "standard"
-	if q.FIFO {
-		kind = "FIFO"
-	}
+	kind := queueKind(q.FIFO)
 	now := time.Now()
-	p := &planner{fifo: q.FIFO, includeInvalid: *includeInvalid, includeExpired: *includeExpired, ttl: t.RecordTTL}
+	p := &planner{fifo: q.FIFO, includeInvalid: o.includeInvalid, includeExpired: o.includeExpired, ttl: t.RecordTTL}
 	decisions := p.judgeAll(msgs, now)
 	rep := InspectReport{DLQ: q.URL, Kind: kind, Source: t.SourceURL, Visible: q.Visible, InFlight: q.InFlight, Delayed: q.Delayed,
-		Scanned: len(msgs), StoppedAtMax: len(msgs) >= *maxScan, Interrupted: interrupted, NotSeen: max(0, int(q.Visible)-len(msgs))}
+		Scanned: len(msgs), StoppedAtMax: len(msgs) >= o.maxScan, Interrupted: interrupted, NotSeen: max(0, int(q.Visible)-len(msgs))}
 	if t.RecordTTL > 0 {
 		rep.RecordTTL = t.RecordTTL.String()
 	}
@@ -178,20 +149,15 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		fmt.Fprintf(stdout, "source    %s\n", t.SourceURL)
 	}
 	fmt.Fprintf(stdout, "messages  %d visible, %d in flight, %d delayed (SQS's approximate counts)\n", q.Visible, q.InFlight, q.Delayed)
-	printScanned(stdout, len(msgs), held, hidden, scanStop(interrupted, failed != nil, len(msgs), *maxScan, q))
+	printScanned(stdout, len(msgs), held, hidden, scanStop(interrupted, failed != nil, len(msgs), o.maxScan, q))
 	if q.InFlight > 0 {
 		fmt.Fprintf(stdout, "in flight %d before the scan: another reader holds them (an inspect or a redrive), or a receive whose response was lost; "+
 			"they reappear when their visibility timeout ends\n", q.InFlight)
 	}
 	printRecordTTL(stdout, t, c.Pipeline)
-	for _, d := range decisions {
-		rep.Messages = append(rep.Messages, messageReport(d, now, t.RecordTTL))
-	}
-	for _, b := range p.blockedGroups() {
-		rep.BlockedGroups = append(rep.BlockedGroups, blockedReport{Group: b.group, From: b.blocker, Why: b.why, Behind: b.behind})
-	}
+	rep.addPlan(decisions, p, now, t.RecordTTL)
 	if len(msgs) > 0 {
-		printInspect(stdout, decisions, p, t, q, now, *sample)
+		printInspect(stdout, decisions, p, t, q, now, o.sample)
 	}
 	if c.Output == "json" {
 		cli.WriteJSON(w.Out, rep)
@@ -200,6 +166,56 @@ func Inspect(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		return inspectNotDone(len(msgs), interrupted, failed, hidden, lost)
 	}
 	return nil
+}
+
+// addPlan adds the plan to rep: what redrive would do with each message, and the FIFO groups
+// it would leave blocked.
+func (rep *InspectReport) addPlan(decisions []decision, p *planner, now time.Time, ttl time.Duration) {
+	for _, d := range decisions {
+		rep.Messages = append(rep.Messages, messageReport(d, now, ttl))
+	}
+	for _, b := range p.blockedGroups() {
+		rep.BlockedGroups = append(rep.BlockedGroups, blockedReport{Group: b.group, From: b.blocker, Why: b.why, Behind: b.behind})
+	}
+}
+
+// inspectOptions are dlq inspect's flags.
+type inspectOptions struct {
+	sample, maxScan                int
+	hold                           time.Duration
+	includeInvalid, includeExpired bool
+	ttl                            *recordTTL
+}
+
+// parseInspect reads and checks dlq inspect's flags.
+func parseInspect(args []string, w cli.Streams) (inspectOptions, *cli.Common, error) {
+	var o inspectOptions
+	fs, c := cli.NewFlags("dlq inspect", InspectUsage, w.Out)
+	fs.IntVar(&o.sample, "sample", 1, "messages shown per group")
+	fs.IntVar(&o.maxScan, "max", defaultMaxScan, "messages scanned at most")
+	fs.DurationVar(&o.hold, "hold", maxHold, "visibility timeout of the scan")
+	fs.BoolVar(&o.includeInvalid, "include-invalid", false, "plan as redrive --include-invalid would")
+	fs.BoolVar(&o.includeExpired, "include-expired", false, "plan as redrive --include-expired would")
+	o.ttl = recordTTLFlag(fs)
+	cli.OutputFlag(fs, c)
+	if err := cli.ParseNoArgs(fs, args); err != nil {
+		return o, nil, err
+	}
+	if err := checkRecordTTL(o.ttl); err != nil {
+		return o, nil, err
+	}
+	if err := c.CheckOutput(); err != nil {
+		return o, nil, err
+	}
+	switch {
+	case o.sample < 0:
+		return o, nil, cli.Usagef("--sample %d: use 0 or more", o.sample)
+	case o.maxScan < 1:
+		return o, nil, cli.Usagef("--max %d: use 1 or more", o.maxScan)
+	case o.hold < 2*time.Second || o.hold > maxHold:
+		return o, nil, cli.Usagef("--hold %s: use between 2s and %s", o.hold, maxHold)
+	}
+	return o, c, nil
 }
 
 // scanStop is why a scan of n messages stopped where it did, for the scanned line; "" when
@@ -266,38 +282,12 @@ func printInspect(stdout io.Writer, decisions []decision, p *planner, t target, 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "REASON\tCOUNT\tOLDEST\tREDRIVE")
 	for _, g := range groups {
-		n := g.n
 		for _, m := range g.msgs {
 			if outlivesRecord(m, t.RecordTTL, now) {
 				outlived = append(outlived, m)
 			}
 		}
-		var parts []string
-		switch {
-		case n[vBad] == len(g.msgs):
-			parts = append(parts, "stays (bad input; --include-invalid moves it)")
-		case n[vExpired] == len(g.msgs):
-			parts = append(parts, "stays (older than the record TTL; --include-expired moves it)")
-		case n[vMove] == len(g.msgs):
-			parts = append(parts, "moves")
-		default:
-			if n[vMove] > 0 {
-				parts = append(parts, fmt.Sprintf("%d move", n[vMove]))
-			}
-			if n[vBad] > 0 {
-				parts = append(parts, fmt.Sprintf("%d stay: bad input (--include-invalid moves them)", n[vBad]))
-			}
-			if n[vExpired] > 0 {
-				parts = append(parts, fmt.Sprintf("%d stay: older than the record TTL (--include-expired moves them)", n[vExpired]))
-			}
-		}
-		if n[vBehind] > 0 {
-			if n[vBehind] == len(g.msgs) {
-				parts = []string{"stays"}
-			}
-			parts = append(parts, fmt.Sprintf("%d stay: behind a message that stays in their FIFO group", n[vBehind]))
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s (%s ago)\t%s\n", g.reason, len(g.msgs), g.oldest.UTC().Format(time.RFC3339), now.Sub(g.oldest).Round(time.Second), strings.Join(parts, "; "))
+		fmt.Fprintf(tw, "%s\t%d\t%s (%s ago)\t%s\n", g.reason, len(g.msgs), g.oldest.UTC().Format(time.RFC3339), now.Sub(g.oldest).Round(time.Second), g.redrive())
 	}
 	tw.Flush()
 	if len(outlived) > 0 {
@@ -308,24 +298,61 @@ func printInspect(stdout io.Writer, decisions []decision, p *planner, t target, 
 		}
 	}
 	if q.FIFO {
-		counts := map[string]int{}
-		for _, m := range msgs {
-			counts[group(m)]++
-		}
-		var parts []string
-		for _, g := range slices.Sorted(maps.Keys(counts)) {
-			parts = append(parts, fmt.Sprintf("%s (%d)", g, counts[g]))
-		}
-		fmt.Fprintf(stdout, "\nFIFO groups scanned: %s\n", strings.Join(parts, ", "))
-		for _, b := range p.blockedGroups() {
-			fmt.Fprintf(stdout, "FIFO group %s stays from message %s on (%s): %d scanned behind it stay too, and any not scanned\n", b.group, b.blocker, b.why, b.behind)
-		}
+		printFIFOGroups(stdout, msgs, p)
 	}
 	for _, g := range groups {
 		for i, m := range g.msgs[:min(sample, len(g.msgs))] {
 			fmt.Fprintf(stdout, "\n%s, sample %d of %d\n", g.reason, i+1, len(g.msgs))
 			printMessage(stdout, m)
 		}
+	}
+}
+
+// redrive is what a redrive does with g's messages, for inspect's REDRIVE column.
+func (g reasonVerdicts) redrive() string {
+	n := g.n
+	var parts []string
+	switch {
+	case n[vBad] == len(g.msgs):
+		parts = append(parts, "stays (bad input; --include-invalid moves it)")
+	case n[vExpired] == len(g.msgs):
+		parts = append(parts, "stays (older than the record TTL; --include-expired moves it)")
+	case n[vMove] == len(g.msgs):
+		parts = append(parts, "moves")
+	default:
+		if n[vMove] > 0 {
+			parts = append(parts, fmt.Sprintf("%d move", n[vMove]))
+		}
+		if n[vBad] > 0 {
+			parts = append(parts, fmt.Sprintf("%d stay: bad input (--include-invalid moves them)", n[vBad]))
+		}
+		if n[vExpired] > 0 {
+			parts = append(parts, fmt.Sprintf("%d stay: older than the record TTL (--include-expired moves them)", n[vExpired]))
+		}
+	}
+	if n[vBehind] > 0 {
+		if n[vBehind] == len(g.msgs) {
+			parts = []string{"stays"}
+		}
+		parts = append(parts, fmt.Sprintf("%d stay: behind a message that stays in their FIFO group", n[vBehind]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// printFIFOGroups names the FIFO groups scanned, with how many messages each, and the groups
+// a redrive would leave blocked from a message on.
+func printFIFOGroups(stdout io.Writer, msgs []types.Message, p *planner) {
+	counts := map[string]int{}
+	for _, m := range msgs {
+		counts[group(m)]++
+	}
+	var parts []string
+	for _, g := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s (%d)", g, counts[g]))
+	}
+	fmt.Fprintf(stdout, "\nFIFO groups scanned: %s\n", strings.Join(parts, ", "))
+	for _, b := range p.blockedGroups() {
+		fmt.Fprintf(stdout, "FIFO group %s stays from message %s on (%s): %d scanned behind it stay too, and any not scanned\n", b.group, b.blocker, b.why, b.behind)
 	}
 }
 

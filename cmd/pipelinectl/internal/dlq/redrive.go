@@ -115,21 +115,7 @@ func Redrive(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 
 	p, err := planRedrive(ctx, cl.SQS, dlq, t, o)
 	if err != nil {
-		// Ctrl-C in the scan, or a receive that failed for good, ends as an interrupt does:
-		// what the scan held is given back (Peek), a receive whose answer was lost is named
-		// with when its batch reappears, then the resume line. A receive cut off by the
-		// interrupt is not a failure of its own.
-		why := "interrupted during the scan, before anything moved"
-		if ctx.Err() == nil {
-			why = "the scan could not give back what it held, before anything moved"
-			if f := scanFailure(err); f != nil {
-				why = "a receive failed during the scan, before anything moved: " + cli.InWords(f)
-			}
-		}
-		var h *hiddenError
-		if errors.As(err, &h) {
-			why += "; " + h.Error()
-		}
+		why, h := scanNotDone(ctx, err)
 		s.GaveBack = len(p.msgs) - h.count()
 		return s.finish(ctx, cl.SQS, dlq, c, w, &cli.NotDone{Why: why})
 	}
@@ -152,6 +138,26 @@ func Redrive(ctx context.Context, args []string, w cli.Streams, connect cli.Conn
 		return err
 	}
 	return s.finish(ctx, cl.SQS, dlq, c, w, moveErr)
+}
+
+// scanNotDone says why a plan's scan ended before anything moved, and what it could not give
+// back (nil: all of it). Ctrl-C in the scan, or a receive that failed for good, ends as an
+// interrupt does: what the scan held is given back (Peek), a receive whose answer was lost
+// is named with when its batch reappears, then the resume line. A receive cut off by the
+// interrupt is not a failure of its own.
+func scanNotDone(ctx context.Context, err error) (string, *hiddenError) {
+	why := "interrupted during the scan, before anything moved"
+	if ctx.Err() == nil {
+		why = "the scan could not give back what it held, before anything moved"
+		if f := scanFailure(err); f != nil {
+			why = "a receive failed during the scan, before anything moved: " + cli.InWords(f)
+		}
+	}
+	var h *hiddenError
+	if errors.As(err, &h) {
+		why += "; " + h.Error()
+	}
+	return why, h
 }
 
 // redriveOptions are dlq redrive's own flags.
@@ -177,11 +183,7 @@ func parseRedrive(args []string, w cli.Streams) (redriveOptions, *cli.Common, er
 	fs.DurationVar(&o.wait, "wait", defaultTaskMax, "how long to wait for a move task")
 	fs.StringVar(&o.journal, "journal", "", "the redrive journal file")
 	cli.OutputFlag(fs, c)
-	pos, err := cli.Parse(fs, args)
-	if err != nil {
-		return o, nil, err
-	}
-	if err := cli.NoArgs("dlq redrive", pos); err != nil {
+	if err := cli.ParseNoArgs(fs, args); err != nil {
 		return o, nil, err
 	}
 	if isSet(fs, "rate") && (o.rate < 1 || o.rate > maxRate) {
@@ -332,26 +334,8 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 	}
 	useTask := p.useTask
 	if useTask {
-		var moved int64
-		moved, moveErr = moveTask(ctx, api, dlq, dest, o.rate, o.wait, out)
-		s.Moved += moved
-		s.audit.event("move task: %d moved (SQS's approximate count; a task keeps no per-message record)", moved)
-		s.byTask = true
-		if moveErr != nil && dlq.FIFO && errors.Is(moveErr, errTaskUnsupported) {
-			fmt.Fprintf(out, "move task not supported for this FIFO queue (%s): receive, send, delete in group order\n", cli.InWords(moveErr))
-			moveErr = nil
-			useTask, s.taskThenMover = false, true
-		}
-		if moveErr != nil {
+		if useTask, moveErr = byTask(ctx, api, dlq, dest, o, out, s); moveErr != nil {
 			return moveErr, nil
-		}
-	}
-	if useTask && dlq.FIFO {
-		// A server may finish a FIFO move task without moving everything (ElasticMQ moves
-		// nothing): what is left goes the receive way, after what the task moved.
-		if rest, err := cli.GetQueue(ctx, api, dlq.URL); err == nil && rest.Visible > 0 {
-			fmt.Fprintf(out, "the move task left %d messages: receive, send, delete in group order\n", rest.Visible)
-			useTask, s.taskThenMover = false, true
 		}
 	}
 	if useTask {
@@ -369,6 +353,34 @@ func move(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, p *redr
 		j.compact()
 	}
 	return errors.Join(r.errs...), nil
+}
+
+// byTask moves dlq's messages with an SQS move task, and reports whether the task moved them
+// all: on a FIFO queue whose task SQS refuses, or that leaves messages behind, the mover
+// goes on after it.
+func byTask(ctx context.Context, api *sqs.Client, dlq, dest cli.QueueInfo, o redriveOptions, out io.Writer, s *RedriveSummary) (bool, error) {
+	moved, err := moveTask(ctx, api, dlq, dest, o.rate, o.wait, out)
+	s.Moved += moved
+	s.audit.event("move task: %d moved (SQS's approximate count; a task keeps no per-message record)", moved)
+	s.byTask = true
+	if err != nil && dlq.FIFO && errors.Is(err, errTaskUnsupported) {
+		fmt.Fprintf(out, "move task not supported for this FIFO queue (%s): receive, send, delete in group order\n", cli.InWords(err))
+		s.taskThenMover = true
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	if dlq.FIFO {
+		// A server may finish a FIFO move task without moving everything (ElasticMQ moves
+		// nothing): what is left goes the receive way, after what the task moved.
+		if rest, err := cli.GetQueue(ctx, api, dlq.URL); err == nil && rest.Visible > 0 {
+			fmt.Fprintf(out, "the move task left %d messages: receive, send, delete in group order\n", rest.Visible)
+			s.taskThenMover = true
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // isSet reports whether the flag was given on the command line.

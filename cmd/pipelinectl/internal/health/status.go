@@ -131,11 +131,7 @@ func eventSourceMappings(ctx context.Context, rc *cli.RESTClient, fn string) ([]
 func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
 	fs, c := cli.NewFlags("status", StatusUsage, w.Out)
 	cli.OutputFlag(fs, c)
-	pos, err := cli.Parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := cli.NoArgs("status", pos); err != nil {
+	if err := cli.ParseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if err := c.CheckOutput(); err != nil {
@@ -148,36 +144,14 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 	}
 
 	// The paging alarms in ALARM, by pipeline, read once for all of them.
-	// What cannot be read is said, and the rest is still read and printed: at night the queue
-	// depths matter most when CloudWatch is what cannot be reached.
-	var alarms []Alarm
-	var alarmsErr error
 	composites := cli.Composites(outputs, names)
 	composite := strings.Join(composites, ", ")
-	if composite != "" {
-		all, err := childAlarms(ctx, cl.REST, composites...)
-		if err != nil {
-			alarmsErr = fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", composite, cli.Explain(err))
-		}
-		for _, a := range all {
-			if a.State == "ALARM" {
-				alarms = append(alarms, a)
-			}
-		}
-	}
+	alarms, alarmsErr := firingAlarms(ctx, cl, composites)
 	unread := 0
 	var all []PipelineStatus
 	unhealthy := 0
-	listed := map[string]bool{}
 	for _, p := range names {
-		listed[p] = true
-	}
-	for _, p := range names {
-		where := "--outputs " + cli.ShellQuote(c.Outputs)
-		if c.Stack != "" && c.Outputs == "" {
-			where = "--stack " + cli.ShellQuote(c.Stack)
-		}
-		s := pipelineStatusOf(ctx, cl, outputs, p, where)
+		s := pipelineStatusOf(ctx, cl, outputs, p, stackFlags(c))
 		s.AlarmsChecked = composite != "" && alarmsErr == nil
 		if alarmsErr != nil {
 			s.Unread = append(s.Unread, "alarms: "+alarmsErr.Error())
@@ -185,12 +159,7 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 		if len(s.Unread) > 0 {
 			unread++
 		}
-		for _, a := range alarms {
-			if a.label() == p {
-				s.Alarms = append(s.Alarms, a)
-				s.Problems = append(s.Problems, fmt.Sprintf("alarm %s is in ALARM: %s (runbook: %s)", a.Name, a.Reason, a.runbook()))
-			}
-		}
+		s.addAlarms(alarms)
 		if len(s.Problems) > 0 || len(s.Unread) > 0 {
 			unhealthy++
 		}
@@ -203,7 +172,7 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 	// A paging alarm of none of the stack's pipelines (another label on the same monitoring)
 	// is the stack's problem; with --pipeline only that pipeline's alarms count.
 	for _, a := range alarms {
-		if !listed[a.label()] && c.Pipeline == "" {
+		if !slices.Contains(names, a.label()) && c.Pipeline == "" {
 			fmt.Fprintf(out, "stack\n  PROBLEM   alarm %s is in ALARM: %s (runbook: %s)\n", a.Name, a.Reason, a.runbook())
 			unhealthy++
 		}
@@ -218,6 +187,44 @@ func Status(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 		return fmt.Errorf("status: %d of %d pipelines need a look", unhealthy, len(names))
 	}
 	return nil
+}
+
+// stackFlags are the flags that found the stack, for the commands status prints.
+func stackFlags(c *cli.Common) string {
+	if c.Stack != "" && c.Outputs == "" {
+		return "--stack " + cli.ShellQuote(c.Stack)
+	}
+	return "--outputs " + cli.ShellQuote(c.Outputs)
+}
+
+// firingAlarms are the alarms in ALARM among those the composite alarms cover. What cannot
+// be read is said, and the rest is still read and printed: at night the queue depths matter
+// most when CloudWatch is what cannot be reached.
+func firingAlarms(ctx context.Context, cl *cli.Clients, composites []string) ([]Alarm, error) {
+	if len(composites) == 0 {
+		return nil, nil
+	}
+	all, err := childAlarms(ctx, cl.REST, composites...)
+	if err != nil {
+		err = fmt.Errorf("the alarms of %s: %w (pipelinectl's cloudwatch:DescribeAlarms)", strings.Join(composites, ", "), cli.Explain(err))
+	}
+	var firing []Alarm
+	for _, a := range all {
+		if a.State == "ALARM" {
+			firing = append(firing, a)
+		}
+	}
+	return firing, err
+}
+
+// addAlarms adds the firing alarms of s's pipeline (its label) to s, each a problem.
+func (s *PipelineStatus) addAlarms(firing []Alarm) {
+	for _, a := range firing {
+		if a.label() == s.Pipeline {
+			s.Alarms = append(s.Alarms, a)
+			s.Problems = append(s.Problems, fmt.Sprintf("alarm %s is in ALARM: %s (runbook: %s)", a.Name, a.Reason, a.runbook()))
+		}
+	}
 }
 
 // pipelineStatusOf reads pipeline p's queues and its consumer's mappings, and names what

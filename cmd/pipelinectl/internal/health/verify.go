@@ -76,11 +76,7 @@ func Verify(ctx context.Context, args []string, w cli.Streams, connect cli.Conne
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for each probe")
 	keyPrefix := fs.String("key-prefix", "", "the consumer's key prefix (default: output <Pipeline>KeyPrefix, else the pipeline name)")
 	cli.OutputFlag(fs, c)
-	pos, err := cli.Parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := cli.NoArgs("verify", pos); err != nil {
+	if err := cli.ParseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if err := c.CheckOutput(); err != nil {
@@ -215,15 +211,8 @@ func verifyPipeline(ctx context.Context, cl *cli.Clients, outputs map[string]str
 	}
 	id := newProbeID()
 	r.Probe = contract.ProbeKeyPrefix + id
-	for i := 1; i <= 2; i++ {
-		in := &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(contract.ProbeBody(id, "pipelinectl verify")),
-			MessageAttributes: map[string]types.MessageAttributeValue{contract.AttrProbe: {DataType: aws.String("String"), StringValue: aws.String(id)}}}
-		if srcQ.FIFO {
-			in.MessageGroupId, in.MessageDeduplicationId = aws.String(contract.ProbeGroup), aws.String(id+"-"+strconv.Itoa(i))
-		}
-		if _, err := cl.SQS.SendMessage(ctx, in); err != nil {
-			return fail("cannot send a probe to %s: %v (pipelinectl's sqs:SendMessage on the queue, and kms:GenerateDataKey on its key if it has a customer managed one)", src, cli.Explain(err))
-		}
+	if err := sendProbe(ctx, cl.SQS, srcQ, id); err != nil {
+		return fail("cannot send a probe to %s: %v (pipelinectl's sqs:SendMessage on the queue, and kms:GenerateDataKey on its key if it has a customer managed one)", src, cli.Explain(err))
 	}
 	fmt.Fprintf(out, "%-12s probes %s sent to %s; waiting up to %s for its record\n", p, r.Probe, src, timeout)
 	w := probeWait{cl: cl, admin: admin, composite: composite, src: src, dlqURL: dlqURL, table: table, consumerFn: fn, dlqBefore: dlqBefore.Visible, timeout: timeout}
@@ -256,6 +245,22 @@ func verifyPipeline(ctx context.Context, cl *cli.Clients, outputs map[string]str
 	}
 	r.OK = true
 	return r
+}
+
+// sendProbe sends the probe id to q twice: the consumer must complete it once and take the
+// copy for a duplicate (on FIFO, two deduplication ids, so SQS delivers both).
+func sendProbe(ctx context.Context, api *sqs.Client, q cli.QueueInfo, id string) error {
+	for i := 1; i <= 2; i++ {
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(contract.ProbeBody(id, "pipelinectl verify")),
+			MessageAttributes: map[string]types.MessageAttributeValue{contract.AttrProbe: {DataType: aws.String("String"), StringValue: aws.String(id)}}}
+		if q.FIFO {
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String(contract.ProbeGroup), aws.String(id+"-"+strconv.Itoa(i))
+		}
+		if _, err := api.SendMessage(ctx, in); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newProbeID() string {

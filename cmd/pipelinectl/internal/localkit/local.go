@@ -136,53 +136,11 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func localUp(ctx context.Context, args []string, w cli.Streams) error {
-	fs := flag.NewFlagSet("local up", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() { fmt.Fprint(w.Out, Usage) }
-	var opts local.Options
-	var stacks stringList
-	var send, pipeline, fire string
-	var logs bool
-	every := 2 * time.Second
-	fs.StringVar(&opts.Assembly, "assembly", "cdk.out", "")
-	fs.Var(&stacks, "stack", "")
-	fs.StringVar(&send, "send", "", "")
-	fs.StringVar(&pipeline, "pipeline", "", "")
-	fs.StringVar(&fire, "fire", "", "")
-	fs.BoolVar(&opts.Cron, "cron", true, "")
-	fs.IntVar(&opts.Environments, "environments", 2, "")
-	fs.DurationVar(&opts.VisibilityTimeout, "visibility-timeout", 0, "")
-	fs.BoolVar(&logs, "logs", false, "")
-	var params, env, secrets assignments
-	fs.Var(&params, "parameter", "")
-	fs.Var(&secrets, "secret", "")
-	fs.Var(&env, "env", "")
-	fs.DurationVar(&every, "every", every, "")
-	pos, err := cli.Parse(fs, args)
+	u, err := parseUp(args, w)
 	if err != nil {
 		return err
 	}
-	if err := cli.NoArgs("local up", pos); err != nil {
-		return err
-	}
-	if opts.Environments < 1 {
-		return cli.Usagef("--environments %d: want 1 or more", opts.Environments)
-	}
-	if every < 100*time.Millisecond {
-		return cli.Usagef("--every %v: want 100ms or more", every)
-	}
-	var bodies []string
-	if send != "" {
-		if bodies, err = readBodies(send); err != nil {
-			return cli.Usagef("--send %s: %v", send, err)
-		}
-	}
-	opts.Stacks = stacks
-	opts.Parameters, opts.Env, opts.Secrets = params.m, env.m, secrets.m
-	opts.Progress = w.Err
-	if logs {
-		opts.StackLogs = func(stack, fn string, line []byte) { fmt.Fprintf(w.Out, "%s/%s | %s\n", stack, fn, line) }
-	}
+	opts := u.opts
 	started := time.Now()
 	kit, err := local.Start(ctx, opts)
 	if err != nil {
@@ -201,10 +159,65 @@ func localUp(ctx context.Context, args []string, w cli.Streams) error {
 	if err := printUp(w.Out, kit, opts.Assembly, started); err != nil {
 		return err
 	}
-	if err := sendAndFire(ctx, kit, w.Out, send, pipeline, fire, bodies); err != nil {
+	if err := sendAndFire(ctx, kit, w.Out, u.send, u.pipeline, u.fire, u.bodies); err != nil {
 		return err
 	}
-	return watch(ctx, kit, every, w.Out)
+	return watch(ctx, kit, u.every, w.Out)
+}
+
+// upOptions are local up's flags: the kit's options, and what to send, fire and print.
+type upOptions struct {
+	opts                 local.Options
+	send, pipeline, fire string
+	bodies               []string // read from send
+	every                time.Duration
+}
+
+// parseUp reads and checks local up's flags.
+func parseUp(args []string, w cli.Streams) (upOptions, error) {
+	fs := flag.NewFlagSet("local up", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { fmt.Fprint(w.Out, Usage) }
+	u := upOptions{every: 2 * time.Second}
+	opts := &u.opts
+	var stacks stringList
+	var logs bool
+	fs.StringVar(&opts.Assembly, "assembly", "cdk.out", "")
+	fs.Var(&stacks, "stack", "")
+	fs.StringVar(&u.send, "send", "", "")
+	fs.StringVar(&u.pipeline, "pipeline", "", "")
+	fs.StringVar(&u.fire, "fire", "", "")
+	fs.BoolVar(&opts.Cron, "cron", true, "")
+	fs.IntVar(&opts.Environments, "environments", 2, "")
+	fs.DurationVar(&opts.VisibilityTimeout, "visibility-timeout", 0, "")
+	fs.BoolVar(&logs, "logs", false, "")
+	var params, env, secrets assignments
+	fs.Var(&params, "parameter", "")
+	fs.Var(&secrets, "secret", "")
+	fs.Var(&env, "env", "")
+	fs.DurationVar(&u.every, "every", u.every, "")
+	if err := cli.ParseNoArgs(fs, args); err != nil {
+		return u, err
+	}
+	if opts.Environments < 1 {
+		return u, cli.Usagef("--environments %d: want 1 or more", opts.Environments)
+	}
+	if u.every < 100*time.Millisecond {
+		return u, cli.Usagef("--every %v: want 100ms or more", u.every)
+	}
+	if u.send != "" {
+		var err error
+		if u.bodies, err = readBodies(u.send); err != nil {
+			return u, cli.Usagef("--send %s: %v", u.send, err)
+		}
+	}
+	opts.Stacks = stacks
+	opts.Parameters, opts.Env, opts.Secrets = params.m, env.m, secrets.m
+	opts.Progress = w.Err
+	if logs {
+		opts.StackLogs = func(stack, fn string, line []byte) { fmt.Fprintf(w.Out, "%s/%s | %s\n", stack, fn, line) }
+	}
+	return u, nil
 }
 
 // printUp prints what local up started: each pipeline with its queues and table, what is not

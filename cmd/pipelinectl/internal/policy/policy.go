@@ -66,11 +66,7 @@ const Usage = `pipelinectl policy: the least-privilege IAM policy for operating 
 func Run(ctx context.Context, args []string, w cli.Streams, connect cli.Connector) error {
 	fs, c := cli.NewFlags("policy", Usage, w.Out)
 	access := fs.String("access", "operate", "read or operate")
-	pos, err := cli.Parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := cli.NoArgs("policy", pos); err != nil {
+	if err := cli.ParseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if *access != "read" && *access != "operate" {
@@ -99,6 +95,19 @@ func Run(ctx context.Context, args []string, w cli.Streams, connect cli.Connecto
 	if err != nil {
 		return err
 	}
+	doc, err := document(c, outputs, *access, dlqArn)
+	if err != nil {
+		return err
+	}
+	cli.WriteJSON(w.Out, doc)
+	return nil
+}
+
+// document is the policy that lets an operator run pipelinectl's commands of access (read or
+// operate) on c.Pipeline, whose outputs and dead-letter queue's ARN are given: each statement
+// names that pipeline's resources, where the service allows it, in the DLQ's partition,
+// region and account.
+func document(c *cli.Common, outputs map[string]string, access, dlqArn string) (Document, error) {
 	parts := strings.Split(dlqArn, ":")
 	partition, region, account := parts[1], parts[3], parts[4]
 	doc := Document{Version: "2012-10-17"}
@@ -108,20 +117,21 @@ func Run(ctx context.Context, args []string, w cli.Streams, connect cli.Connecto
 	add("InspectDeadLetterQueue", inspectDLQ, dlqArn)
 	var srcArn string
 	if src := outputs[c.Pipeline+cli.OutQueueURL]; src != "" {
+		var err error
 		if srcArn, err = ARNOfQueueURL(src, region); err != nil {
-			return err
+			return Document{}, err
 		}
 	}
-	if *access == "read" && srcArn != "" {
+	if access == "read" && srcArn != "" {
 		add("ReadPipelineQueue", []string{"sqs:GetQueueAttributes"}, srcArn) // status's depths
 	}
-	if *access == "operate" {
+	if access == "operate" {
 		add("RedriveFromDeadLetterQueue", redriveDLQ, dlqArn)
 		if srcArn != "" {
 			add("RedriveToPipelineQueue", redriveDestination, srcArn)
 		}
 	}
-	if fn, name := outputs[c.Pipeline+cli.OutDispatcher], outputs[c.Pipeline+cli.OutSchedule]; *access == "operate" && fn != "" && name != "" {
+	if fn, name := outputs[c.Pipeline+cli.OutDispatcher], outputs[c.Pipeline+cli.OutSchedule]; access == "operate" && fn != "" && name != "" {
 		add("ReadSchedule", backfillSchedule, fmt.Sprintf("arn:%s:scheduler:%s:%s:schedule/%s/%s", partition, region, account,
 			cmp.Or(outputs[c.Pipeline+cli.OutScheduleGroup], "default"), name))
 		add("InvokeDispatcher", backfillInvoke, fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", partition, region, account, fn))
@@ -140,15 +150,14 @@ func Run(ctx context.Context, args []string, w cli.Streams, connect cli.Connecto
 	if table := cli.PipelineOutput(outputs, c.Pipeline, cli.OutTableName); table != "" {
 		tableArn := fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", partition, region, account, table)
 		add("ReadIdempotencyRecords", readRecord, tableArn)
-		if *access == "operate" {
+		if access == "operate" {
 			add("ReleaseIdempotencyRecords", releaseRecord, tableArn)
 		}
 	}
 	if c.Stack != "" {
 		add("ReadStackOutputs", readOutputs, fmt.Sprintf("arn:%s:cloudformation:%s:%s:stack/%s/*", partition, region, account, c.Stack))
 	}
-	cli.WriteJSON(w.Out, doc)
-	return nil
+	return doc, nil
 }
 
 // ARNOfQueueURL is the ARN of the queue at an SQS URL: https://sqs.REGION.amazonaws.com/
