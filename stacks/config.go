@@ -3,7 +3,9 @@ package stacks
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,33 +84,79 @@ type Config struct {
 }
 
 // The CDK context keys the app reads (cdk.json, or `cdk synth -c key=value`). The app's doc
-// comment and docs/settings.md list each one; a test keeps them in step with this list.
+// comment and docs/settings.md list each one, and a test keeps them in step with ContextKeys.
 const (
-	ContextStage             = "stage"
-	ContextAlarmEmail        = "alarmEmail"
-	ContextTicketEmail       = "ticketEmail"
-	ContextSlackWorkspace    = "slackWorkspace"
-	ContextSlackChannel      = "slackChannel"
-	ContextSchedule          = "schedule"
-	ContextTimeZone          = "timezone"
-	ContextConsumerTimeout   = "consumerTimeout"
-	ContextVisibilityTimeout = "visibilityTimeout"
-	ContextMaxMessageSize    = "maxMessageSize"
-	ContextHardened          = "hardened"
-	ContextHeartbeat         = "heartbeat"
-	ContextTableCapacity     = "tableCapacity"
-	ContextTableMaxWrites    = "tableMaxWriteUnits"
-	ContextConsumerPollers   = "consumerPollers"
-	ContextBatchSize         = "consumerBatchSize"
-	ContextBatchWindow       = "consumerBatchWindow"
-	ContextConsumerMemory    = "consumerMemory"
-	ContextMaxConcurrency    = "consumerMaxConcurrency"
-	ContextAccount           = "account"
-	ContextRegion            = "region"
+	keyStage             = "stage"
+	keyAlarmEmail        = "alarmEmail"
+	keyTicketEmail       = "ticketEmail"
+	keySlackWorkspace    = "slackWorkspace"
+	keySlackChannel      = "slackChannel"
+	keySchedule          = "schedule"
+	keyTimeZone          = "timezone"
+	keyConsumerTimeout   = "consumerTimeout"
+	keyVisibilityTimeout = "visibilityTimeout"
+	keyMaxMessageSize    = "maxMessageSize"
+	keyHardened          = "hardened"
+	keyHeartbeat         = "heartbeat"
+	keyTableCapacity     = "tableCapacity"
+	keyTableMaxWrites    = "tableMaxWriteUnits"
+	keyConsumerPollers   = "consumerPollers"
+	keyBatchSize         = "consumerBatchSize"
+	keyBatchWindow       = "consumerBatchWindow"
+	keyConsumerMemory    = "consumerMemory"
+	keyMaxConcurrency    = "consumerMaxConcurrency"
+	keyAccount           = "account"
+	keyRegion            = "region"
+)
+
+// The context keys by their old Go names.
+const (
+	// Deprecated: the key is the string "stage" (ContextKeys lists every key).
+	ContextStage = keyStage
+	// Deprecated: the key is the string "alarmEmail" (ContextKeys lists every key).
+	ContextAlarmEmail = keyAlarmEmail
+	// Deprecated: the key is the string "ticketEmail" (ContextKeys lists every key).
+	ContextTicketEmail = keyTicketEmail
+	// Deprecated: the key is the string "slackWorkspace" (ContextKeys lists every key).
+	ContextSlackWorkspace = keySlackWorkspace
+	// Deprecated: the key is the string "slackChannel" (ContextKeys lists every key).
+	ContextSlackChannel = keySlackChannel
+	// Deprecated: the key is the string "schedule" (ContextKeys lists every key).
+	ContextSchedule = keySchedule
+	// Deprecated: the key is the string "timezone" (ContextKeys lists every key).
+	ContextTimeZone = keyTimeZone
+	// Deprecated: the key is the string "consumerTimeout" (ContextKeys lists every key).
+	ContextConsumerTimeout = keyConsumerTimeout
+	// Deprecated: the key is the string "visibilityTimeout" (ContextKeys lists every key).
+	ContextVisibilityTimeout = keyVisibilityTimeout
+	// Deprecated: the key is the string "maxMessageSize" (ContextKeys lists every key).
+	ContextMaxMessageSize = keyMaxMessageSize
+	// Deprecated: the key is the string "hardened" (ContextKeys lists every key).
+	ContextHardened = keyHardened
+	// Deprecated: the key is the string "heartbeat" (ContextKeys lists every key).
+	ContextHeartbeat = keyHeartbeat
+	// Deprecated: the key is the string "tableCapacity" (ContextKeys lists every key).
+	ContextTableCapacity = keyTableCapacity
+	// Deprecated: the key is the string "tableMaxWriteUnits" (ContextKeys lists every key).
+	ContextTableMaxWrites = keyTableMaxWrites
+	// Deprecated: the key is the string "consumerPollers" (ContextKeys lists every key).
+	ContextConsumerPollers = keyConsumerPollers
+	// Deprecated: the key is the string "consumerBatchSize" (ContextKeys lists every key).
+	ContextBatchSize = keyBatchSize
+	// Deprecated: the key is the string "consumerBatchWindow" (ContextKeys lists every key).
+	ContextBatchWindow = keyBatchWindow
+	// Deprecated: the key is the string "consumerMemory" (ContextKeys lists every key).
+	ContextConsumerMemory = keyConsumerMemory
+	// Deprecated: the key is the string "consumerMaxConcurrency" (ContextKeys lists every key).
+	ContextMaxConcurrency = keyMaxConcurrency
+	// Deprecated: the key is the string "account" (ContextKeys lists every key).
+	ContextAccount = keyAccount
+	// Deprecated: the key is the string "region" (ContextKeys lists every key).
+	ContextRegion = keyRegion
 )
 
 // ContextKeys lists every context key ConfigFromContext reads.
-var ContextKeys = []string{ContextStage, ContextAlarmEmail, ContextTicketEmail, ContextSlackWorkspace, ContextSlackChannel, ContextSchedule, ContextTimeZone, ContextConsumerTimeout, ContextVisibilityTimeout, ContextMaxMessageSize, ContextTableCapacity, ContextTableMaxWrites, ContextConsumerPollers, ContextBatchSize, ContextBatchWindow, ContextConsumerMemory, ContextMaxConcurrency, ContextHardened, ContextHeartbeat, ContextAccount, ContextRegion}
+var ContextKeys = []string{keyStage, keyAlarmEmail, keyTicketEmail, keySlackWorkspace, keySlackChannel, keySchedule, keyTimeZone, keyConsumerTimeout, keyVisibilityTimeout, keyMaxMessageSize, keyTableCapacity, keyTableMaxWrites, keyConsumerPollers, keyBatchSize, keyBatchWindow, keyConsumerMemory, keyMaxConcurrency, keyHardened, keyHeartbeat, keyAccount, keyRegion}
 
 var (
 	stagePattern   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,31}$`)
@@ -120,20 +168,21 @@ var (
 func ConfigFromContext(app awscdk.App) (Config, error) {
 	c := &contextReader{node: app.Node()}
 	cfg := Config{
-		Stage:    c.str(ContextStage),
-		Schedule: c.str(ContextSchedule),
-		TimeZone: c.str(ContextTimeZone),
+		Stage:    c.str(keyStage),
+		Schedule: c.str(keySchedule),
+		TimeZone: c.str(keyTimeZone),
 		// Monitoring validates both (format, and both or neither).
-		SlackWorkspaceID: c.str(ContextSlackWorkspace),
-		SlackChannelID:   c.str(ContextSlackChannel),
-		Account:          c.str(ContextAccount),
-		Region:           c.str(ContextRegion),
-		AlarmEmails:      c.list(ContextAlarmEmail),
-		TicketEmails:     c.list(ContextTicketEmail),
+		SlackWorkspaceID: c.str(keySlackWorkspace),
+		SlackChannelID:   c.str(keySlackChannel),
+		Account:          c.str(keyAccount),
+		Region:           c.str(keyRegion),
+		AlarmEmails:      c.list(keyAlarmEmail),
+		TicketEmails:     c.list(keyTicketEmail),
 	}
 	c.readConsumer(&cfg)
 	c.readTable(&cfg)
 	c.readSwitches(&cfg)
+	c.checkKeys()
 	cfg = cfg.withDefaults()
 	if !stagePattern.MatchString(cfg.Stage) {
 		c.bad("context stage: got %q; use a letter then up to 31 letters, digits or hyphens", cfg.Stage)
@@ -163,6 +212,46 @@ func (c *contextReader) bad(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Sprintf(format, args...))
 }
 
+// checkKeys refuses a context key that is not one of ContextKeys but is that close to one,
+// ignoring case (Stage, consumerTimout, heartbeats): one edit away from a key shorter than
+// 8 characters, two from a longer one. A typo would leave the setting at its default without
+// a word. Other keys (CDK's feature flags, a key of your own) pass.
+func (c *contextReader) checkKeys() {
+	all, _ := c.node.GetAllContext(nil).(map[string]any)
+	for _, key := range slices.Sorted(maps.Keys(all)) {
+		if slices.Contains(ContextKeys, key) {
+			continue
+		}
+		for _, known := range ContextKeys {
+			if editDistance(strings.ToLower(key), strings.ToLower(known)) <= min(2, len(known)/4) {
+				c.bad("context %s: not a key the app reads; did you mean %s? (docs/settings.md lists every key)", key, known)
+				break
+			}
+		}
+	}
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
 // str is the key's value as text, trimmed ("" when unset).
 func (c *contextReader) str(key string) string {
 	v := c.node.TryGetContext(jsii.String(key))
@@ -188,8 +277,8 @@ func (c *contextReader) list(key string) []string {
 // them, which the construct cannot know.
 func (c *contextReader) readConsumer(cfg *Config) {
 	for key, dst := range map[string]*time.Duration{
-		ContextConsumerTimeout:   &cfg.ConsumerTimeout,
-		ContextVisibilityTimeout: &cfg.VisibilityTimeout,
+		keyConsumerTimeout:   &cfg.ConsumerTimeout,
+		keyVisibilityTimeout: &cfg.VisibilityTimeout,
 	} {
 		if s := c.str(key); s != "" {
 			d, err := time.ParseDuration(s)
@@ -200,17 +289,17 @@ func (c *contextReader) readConsumer(cfg *Config) {
 			*dst = d
 		}
 	}
-	if s := c.str(ContextBatchWindow); s != "" {
+	if s := c.str(keyBatchWindow); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			c.bad("context %s: got %q; use a Go duration of whole seconds up to 5m such as 1s, or leave it out for none", ContextBatchWindow, s)
+			c.bad("context %s: got %q; use a Go duration of whole seconds up to 5m such as 1s, or leave it out for none", keyBatchWindow, s)
 		}
 		cfg.ConsumerBatchWindow = d
 	}
 	for key, dst := range map[string]*int{
-		ContextBatchSize:      &cfg.ConsumerBatchSize,
-		ContextConsumerMemory: &cfg.ConsumerMemoryMB,
-		ContextMaxConcurrency: &cfg.ConsumerMaxConcurrency,
+		keyBatchSize:      &cfg.ConsumerBatchSize,
+		keyConsumerMemory: &cfg.ConsumerMemoryMB,
+		keyMaxConcurrency: &cfg.ConsumerMaxConcurrency,
 	} {
 		if s := c.str(key); s != "" {
 			n, err := strconv.Atoi(s)
@@ -220,47 +309,47 @@ func (c *contextReader) readConsumer(cfg *Config) {
 			*dst = n
 		}
 	}
-	if s := c.str(ContextMaxMessageSize); s != "" {
+	if s := c.str(keyMaxMessageSize); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			c.bad("context %s: got %q; use a whole number of bytes from 1024 to 1048576", ContextMaxMessageSize, s)
+			c.bad("context %s: got %q; use a whole number of bytes from 1024 to 1048576", keyMaxMessageSize, s)
 		}
 		cfg.MaxMessageSize = n
 	}
-	if s := c.str(ContextConsumerPollers); s != "" {
+	if s := c.str(keyConsumerPollers); s != "" {
 		m := pollersPattern.FindStringSubmatch(s)
 		if m == nil {
-			c.bad("context %s: got %q; use MIN-MAX event pollers, e.g. 2-20 (provisioned mode), or leave it out for the default mode", ContextConsumerPollers, s)
+			c.bad("context %s: got %q; use MIN-MAX event pollers, e.g. 2-20 (provisioned mode), or leave it out for the default mode", keyConsumerPollers, s)
 		} else {
 			lo, _ := strconv.Atoi(m[1])
 			hi, _ := strconv.Atoi(m[2])
 			cfg.ConsumerPollers = &consumer.ProvisionedPollers{Minimum: lo, Maximum: hi}
 		}
 	}
-	if cfg.ConsumerBatchSize > 10 && cfg.ConsumerBatchWindow == 0 && c.str(ContextBatchWindow) == "" {
+	if cfg.ConsumerBatchSize > 10 && cfg.ConsumerBatchWindow == 0 && c.str(keyBatchWindow) == "" {
 		c.bad("context %s: got %d; above 10 records an SQS event source needs a batching window: add %s=1s (or more)",
-			ContextBatchSize, cfg.ConsumerBatchSize, ContextBatchWindow)
+			keyBatchSize, cfg.ConsumerBatchSize, keyBatchWindow)
 	}
 	if cfg.ConsumerMaxConcurrency > 0 && cfg.ConsumerPollers != nil {
 		c.bad("context %s and %s: set one; in provisioned mode the pollers' maximum x 10 bounds the concurrency",
-			ContextMaxConcurrency, ContextConsumerPollers)
+			keyMaxConcurrency, keyConsumerPollers)
 	}
 }
 
 // readTable reads the table's capacity keys.
 func (c *contextReader) readTable(cfg *Config) {
-	if s := c.str(ContextTableCapacity); s != "" && s != "on-demand" {
+	if s := c.str(keyTableCapacity); s != "" && s != "on-demand" {
 		tc, err := parseTableCapacity(s)
 		if err != nil {
 			c.errs = append(c.errs, err.Error())
 		}
 		cfg.TableCapacity = tc
 	}
-	if s := c.str(ContextTableMaxWrites); s != "" {
+	if s := c.str(keyTableMaxWrites); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			c.bad("context %s: got %q; use a whole number of write request units a second, at least 1 "+
-				"(about 2 per new message a second at your peak), or leave it out for no cap", ContextTableMaxWrites, s)
+				"(about 2 per new message a second at your peak), or leave it out for no cap", keyTableMaxWrites, s)
 		}
 		cfg.TableMaxWriteUnits = n
 	}
@@ -268,21 +357,21 @@ func (c *contextReader) readTable(cfg *Config) {
 
 // readSwitches reads the hardening and the heartbeat.
 func (c *contextReader) readSwitches(cfg *Config) {
-	switch s := c.str(ContextHardened); s {
+	switch s := c.str(keyHardened); s {
 	case "", "false":
 	case "true":
 		cfg.Hardened = true
 	default:
-		c.bad("context %s: got %q; use true or false", ContextHardened, s)
+		c.bad("context %s: got %q; use true or false", keyHardened, s)
 	}
-	switch s := c.str(ContextHeartbeat); s {
+	switch s := c.str(keyHeartbeat); s {
 	case "":
 	case "off":
 		cfg.Heartbeat = HeartbeatOff
 	default:
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			c.bad("context %s: got %q; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)", ContextHeartbeat, s)
+			c.bad("context %s: got %q; use off, or a Go duration of whole minutes from 1m to 12h such as 5m (the default)", keyHeartbeat, s)
 		}
 		cfg.Heartbeat = d
 	}
@@ -305,7 +394,7 @@ var tableCapacityPattern = regexp.MustCompile(`^([0-9]+)-([0-9]+)(?:@([0-9]+))?$
 func parseTableCapacity(s string) (*table.ProvisionedCapacity, error) {
 	m := tableCapacityPattern.FindStringSubmatch(s)
 	if m == nil {
-		return nil, fmt.Errorf("context %s: got %q; use on-demand (the default), or provisioned write capacity units MIN-MAX with an optional @TARGET utilization percent, e.g. 5-500 or 5-500@70", ContextTableCapacity, s)
+		return nil, fmt.Errorf("context %s: got %q; use on-demand (the default), or provisioned write capacity units MIN-MAX with an optional @TARGET utilization percent, e.g. 5-500 or 5-500@70", keyTableCapacity, s)
 	}
 	n := func(x string) int { v, _ := strconv.Atoi(x); return v }
 	c := &table.ProvisionedCapacity{MinWriteUnits: n(m[1]), MaxWriteUnits: n(m[2])}

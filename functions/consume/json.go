@@ -24,7 +24,7 @@ const (
 // type, or that the type's Validate refuses. It wraps ErrInvalidInput, so the message goes to
 // the dead-letter queue at its first receive with DeadLetterReason "<Code>: <Reason>".
 type BodyError struct {
-	Code   msgkey.Code
+	Code   msgkey.Code // CodeBodyNotJSON, CodeBodyMismatch or CodeBodyInvalid
 	Reason string
 }
 
@@ -42,8 +42,9 @@ type Validator interface {
 // JSON returns an Effect that decodes each message's body into a T and calls effect with it:
 // the start every effect on JSON bodies shares, and its one "is this bad input?" decision.
 // A body that is not JSON, that does not decode into T (a field of the wrong type, a second
-// JSON value after the first), or whose T (or *T) refuses it with Validate is bad input: the
-// effect does not run and the message goes to the dead-letter queue at once (BodyError).
+// JSON value after the first), or whose T (or *T) refuses it with Validate (a Validator) is
+// bad input: the effect does not run and the message goes to the dead-letter queue at once
+// (BodyError).
 // Fields T does not have are ignored. For the dispatcher's messages T is
 // msgkey.DispatchMessage[P], P the work item's payload type:
 //

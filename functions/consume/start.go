@@ -100,7 +100,8 @@ func StartWith(build BuildFunc, opts ...Option) {
 // instead of running it: it reads the environment (see LoadConfig), builds the DynamoDB
 // client (unless IDEMPOTENCY_DISABLED) and the dead-letter queue's SQS client (when
 // DEAD_LETTER_QUEUE_URL is set) from the Lambda environment, calls build (nil, or an Effect
-// nil, means LogEffect), and wires a Handler. Use it in tests, or to run the handler under a main loop of your own.
+// nil, means LogEffect), and wires a Handler. Use it in tests, or to run the handler under a
+// main loop of your own.
 //
 // A configuration that cannot work does not exit the process (Lambda would only retry the
 // cold start and report an opaque Runtime.ExitError): Init logs the reason once and returns a

@@ -114,7 +114,9 @@ func NewHandler(cfg Config, api SQSAPI, items ItemSource, log *slog.Logger, metr
 // Handle turns ev into one message per work item and sends them. The occurrence comes from
 // the event's scheduledTime, never the wall clock, so a repeated or retried invocation for the
 // same scheduled occurrence produces byte-identical messages with the same keys, and two
-// different occurrences never share one.
+// different occurrences never share one. Its error wraps ErrInvalidEvent for an event it
+// cannot use, ErrInvalidItems for work items it refuses (sending none of them), and ErrUnsent
+// (an *UnsentError naming them) for messages still unsent after retries.
 func (h *Handler) Handle(ctx context.Context, ev Event) (Summary, error) {
 	defer h.flushMetrics()
 	if ev.Probe != "" {

@@ -348,6 +348,35 @@ func TestConfigFromContextRejectsBadValues(t *testing.T) {
 	}
 }
 
+// A context key one edit (two for a long key, or only case) away from one the app reads is a typo that
+// would leave its setting at the default: synth fails naming the key it meant. Other keys
+// (feature flags, a key of the user's own) pass.
+func TestConfigFromContextRefusesAMistypedKey(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
+		"consumerTimout": "2m", "Stage": "prod", "heartbeats": "off",
+		"consumerTimeout": "1m", "myTeam": "payments", "myStage": "x", "@aws-cdk/aws-lambda:recognizeLayerVersion": true,
+	}})
+	_, err := stacks.ConfigFromContext(app)
+	if err == nil {
+		t.Fatal("expected an error for the mistyped keys")
+	}
+	for _, want := range []string{
+		"context Stage: not a key the app reads; did you mean stage? (docs/settings.md lists every key)",
+		"context consumerTimout: not a key the app reads; did you mean consumerTimeout? (docs/settings.md lists every key)",
+		"context heartbeats: not a key the app reads; did you mean heartbeat? (docs/settings.md lists every key)",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	// myStage is two edits from stage: too far for a 5-letter key.
+	for _, fine := range []string{"myTeam", "@aws-cdk", "context consumerTimeout", "context myStage"} {
+		if strings.Contains(err.Error(), fine) {
+			t.Errorf("error names %s, which is not a typo:\n%v", fine, err)
+		}
+	}
+}
+
 func TestConfigFromContextDefaultsAndEmails(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
 		"alarmEmail": "a@example.com, b@example.com", "ticketEmail": "tickets@example.com,",
