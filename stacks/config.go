@@ -17,6 +17,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/table"
+	"github.com/idempotent-sqs/pipeline/internal/editdist"
 )
 
 // Config is what the CDK app reads from context (see stacks/app for the keys). Zero values
@@ -223,33 +224,12 @@ func (c *contextReader) checkKeys() {
 			continue
 		}
 		for _, known := range ContextKeys {
-			if editDistance(strings.ToLower(key), strings.ToLower(known)) <= min(2, len(known)/4) {
+			if editdist.Distance(strings.ToLower(key), strings.ToLower(known)) <= min(2, len(known)/4) {
 				c.bad("context %s: not a key the app reads; did you mean %s? (docs/settings.md lists every key)", key, known)
 				break
 			}
 		}
 	}
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // str is the key's value as text, trimmed ("" when unset).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/internal/editdist"
 )
 
 // Exit codes: one table for every command (docs/operator-cli.md, and the usage text; a test
@@ -34,7 +36,7 @@ var ErrHelp = errors.New("help printed")
 func DidYouMean(got string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
-		d := editDistance(got, c)
+		d := editdist.Distance(got, c)
 		if strings.HasPrefix(c, got) && len(got) >= 3 {
 			d = min(d, 1)
 		}
@@ -46,27 +48,6 @@ func DidYouMean(got string, candidates []string) string {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean %s?", best)
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // Pause waits d or until ctx ends; it reports whether the whole d passed.
