@@ -26,6 +26,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/ledger"
+	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 )
 
 // DefaultEnvironments is Options.Environments unless set: the execution environments each
@@ -198,8 +200,8 @@ type run struct {
 	Running
 	p      standin.Pipeline
 	st     *stackRun
-	ledger *standin.Ledger
-	poller *standin.Poller
+	ledger *ledger.Ledger
+	poller *poller.Poller
 	// lastErr is the consumer's last failed invocation (an error it returned, a crash, a
 	// failed init, a timeout), for Status.
 	lastErr atomic.Pointer[string]

@@ -12,6 +12,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/ledger"
+	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 )
 
 // The start's last stage, run: each consumer's execution environments behind its poller,
@@ -57,7 +59,7 @@ func (k *Kit) runStack(ctx context.Context, st *stackRun, sp *stackPlan, sources
 		r := &run{Running: Running{Name: pipelineName(path, ref.DisplayName), Stack: ref.DisplayName, StackName: ref.StackName,
 			QueueURL: d.QueueURL[p.Queue], DLQURL: d.QueueURL[p.DLQ], Table: env[contract.EnvTableName],
 			Consumer: p.Consumer, Dispatcher: p.Dispatcher, ConsumerName: d.FunctionName(p.Consumer), Fifo: p.Fifo, Filters: p.Mapping.Filters},
-			p: p, st: st, ledger: standin.NewLedger()}
+			p: p, st: st, ledger: ledger.New()}
 		if p.Dispatcher != "" {
 			r.DispatcherName = d.FunctionName(p.Dispatcher)
 		}
@@ -66,7 +68,7 @@ func (k *Kit) runStack(ctx context.Context, st *stackRun, sp *stackPlan, sources
 		if p.Mapping.MaxConcurrency > 0 {
 			n = min(n, p.Mapping.MaxConcurrency)
 		}
-		envs := make([]standin.Invoker, n)
+		envs := make([]poller.Invoker, n)
 		for i := range envs {
 			e, err := k.env(ctx, st, p.Consumer, bins[ref.ID+"/"+p.Consumer], r.ledger.Line)
 			if err != nil {
@@ -84,7 +86,7 @@ func (k *Kit) runStack(ctx context.Context, st *stackRun, sp *stackPlan, sources
 				}
 			}
 		}
-		r.poller = &standin.Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: k.region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
+		r.poller = &poller.Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: k.region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
 		if k.at != nil { // the deployed queue unchanged: each receive asks for it
 			r.poller.VisibilityTimeout = int32(k.visibility(t, p).Seconds())
 		}
@@ -164,8 +166,8 @@ func (k *Kit) startEnv(st *stackRun, id, bin string, vars map[string]string, led
 
 // invoker is a poller's view of an environment: a function error fails the invocation, and
 // each invocation is a Lambda metric.
-func (k *Kit) invoker(st *stackRun, id string, e *lambdart.Env, r *run) standin.Invoker {
-	return standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+func (k *Kit) invoker(st *stackRun, id string, e *lambdart.Env, r *run) poller.Invoker {
+	return poller.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		res, err := k.invoke(ctx, st, id, e, payload)
 		if err == nil && res.FunctionError != nil {
 			err = res.FunctionError

@@ -379,6 +379,12 @@ type Mapping struct {
 	props map[string]any // as in the template, for the numbers a parameter gives
 }
 
+// Delivers reports whether Lambda delivers a record, as the JSON of its event record, through
+// m's filter criteria: it matches one of them, or m has none.
+func (m Mapping) Delivers(record []byte) bool {
+	return m.criteria == nil || m.criteria.Match(record)
+}
+
 // Schedule is an AWS::Scheduler::Schedule targeting a function.
 type Schedule struct {
 	LogicalID string

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
-	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 )
 
 // TestFairQueue: a standard queue used as a fair queue, each message carrying its tenant as
@@ -55,7 +55,7 @@ func TestFairQueue(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]string{} // body: the MessageGroupId the function got
 	behind := 0                 // tenant-0's messages in the failing one's invocation, after it
-	envs := make([]standin.Invoker, 2)
+	envs := make([]poller.Invoker, 2)
 	for i := range envs {
 		envs[i] = watched(t, w.invoker(w.env(p.Consumer, w.consumerOutput)), func(ev events.SQSEvent, _ int) {
 			mu.Lock()

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 )
 
 // TestLargeMessages: the e2e assembly's queues take SQS's largest messages (maxMessageSize
@@ -112,8 +112,8 @@ func TestTenLargestMessages(t *testing.T) {
 	var mu sync.Mutex
 	var batches []string
 	rec := watched(t, w.invoker(w.env(p.Consumer, w.consumerOutput)), func(ev events.SQSEvent, size int) {
-		if size > standin.MaxPayload {
-			t.Errorf("an invocation of %d records and %d bytes, over Lambda's %d", len(ev.Records), size, standin.MaxPayload)
+		if size > poller.MaxPayload {
+			t.Errorf("an invocation of %d records and %d bytes, over Lambda's %d", len(ev.Records), size, poller.MaxPayload)
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -24,6 +24,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/ledger"
 )
 
 func kind(fifo bool) string {
@@ -37,7 +38,7 @@ func kind(fifo bool) string {
 // DLQ, and fails the test for any such send that failed for another reason than the
 // invocation's time running out (a loaded machine): the record then fails as a whole and
 // comes back, to be rejected again, which is the contract; any other failure is a defect.
-func deadLetterSendsFailed(t *testing.T, l *standin.Ledger) int {
+func deadLetterSendsFailed(t *testing.T, l *ledger.Ledger) int {
 	t.Helper()
 	n := 0
 	for _, r := range l.Records() {
@@ -57,7 +58,7 @@ func deadLetterSendsFailed(t *testing.T, l *standin.Ledger) int {
 
 // checkOnce fails the test unless every wanted key's effect ran exactly once and nothing
 // else ran.
-func checkOnce(t *testing.T, l *standin.Ledger, want []string) {
+func checkOnce(t *testing.T, l *ledger.Ledger, want []string) {
 	t.Helper()
 	lost, twice, unexpected := l.Check(want)
 	if len(lost)+len(twice)+len(unexpected) > 0 {

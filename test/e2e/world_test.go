@@ -32,6 +32,8 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/ledger"
+	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 )
 
 // EnvAssembly names the cloud assembly directory the suite deploys (`make e2e` synthesizes
@@ -127,7 +129,7 @@ type world struct {
 	db     *dynamodb.Client
 	dynamo *ddbproxy.Proxy // consumers -> DynamoDB Local
 	sqsPx  *ddbproxy.Proxy // dispatchers -> SQS server
-	ledger *standin.Ledger
+	ledger *ledger.Ledger
 	region string
 
 	mu          sync.Mutex
@@ -143,7 +145,7 @@ var worldSeq atomic.Int64
 func newWorld(t *testing.T, name string) *world {
 	t.Helper()
 	ctx := t.Context()
-	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: standin.NewLedger(), recv: newReceiveLog(), fnOf: map[*lambdart.Env]string{}}
+	w := &world{t: t, sq: sqsd.Client(), db: ddb.Client(), ledger: ledger.New(), recv: newReceiveLog(), fnOf: map[*lambdart.Env]string{}}
 	w.pollSQ = sqsd.Client(func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, w.recv.middleware) })
 	suffix := fmt.Sprintf("%s%d", name, worldSeq.Add(1))
 	var err error
@@ -253,8 +255,8 @@ func (w *world) invoke(ctx context.Context, e *lambdart.Env, payload []byte) (la
 
 // invoker adapts an Env to the poller's Invoker (a function error fails the invocation),
 // and keeps, for failure messages, why an invocation failed as a whole.
-func (w *world) invoker(e *lambdart.Env) standin.Invoker {
-	inv := standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+func (w *world) invoker(e *lambdart.Env) poller.Invoker {
+	inv := poller.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		res, err := w.invoke(ctx, e, payload)
 		if err != nil {
 			return nil, err
@@ -264,7 +266,7 @@ func (w *world) invoker(e *lambdart.Env) standin.Invoker {
 		}
 		return res.Payload, nil
 	})
-	return standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+	return poller.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		out, err := inv.Invoke(ctx, payload)
 		if err != nil && ctx.Err() == nil {
 			w.mu.Lock()
@@ -284,16 +286,16 @@ func (w *world) invokeFailures() []string {
 
 // poller is the pipeline's event source mapping over the given execution environments, with
 // its receives in w.recv.
-func (w *world) poller(p standin.Pipeline, envs ...standin.Invoker) *standin.Poller {
-	return &standin.Poller{SQS: w.pollSQ, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
+func (w *world) poller(p standin.Pipeline, envs ...poller.Invoker) *poller.Poller {
+	return &poller.Poller{SQS: w.pollSQ, QueueURL: w.d.QueueURL[p.Queue], QueueARN: w.d.QueueARN[p.Queue],
 		Region: sqslocal.Region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
 }
 
 // poll runs n consumer environments behind the pipeline's event source mapping until the
 // returned stop is called.
-func (w *world) poll(p standin.Pipeline, n int) (*standin.Poller, func()) {
+func (w *world) poll(p standin.Pipeline, n int) (*poller.Poller, func()) {
 	w.t.Helper()
-	envs := make([]standin.Invoker, n)
+	envs := make([]poller.Invoker, n)
 	for i := range envs {
 		envs[i] = w.invoker(w.env(p.Consumer, w.consumerOutput))
 	}
@@ -305,7 +307,7 @@ func (w *world) poll(p standin.Pipeline, n int) (*standin.Poller, func()) {
 }
 
 // runPoller runs a Poller until the returned stop is called (stop waits for it).
-func (w *world) runPoller(pl *standin.Poller) func() {
+func (w *world) runPoller(pl *poller.Poller) func() {
 	if pl.Region == "" {
 		pl.Region = sqslocal.Region
 	}
@@ -549,8 +551,8 @@ func report(t *testing.T, format string, args ...any) {
 }
 
 // watched is inv, with each event it is given shown to seen first, with its size in bytes.
-func watched(t *testing.T, inv standin.Invoker, seen func(ev events.SQSEvent, size int)) standin.Invoker {
-	return standin.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+func watched(t *testing.T, inv poller.Invoker, seen func(ev events.SQSEvent, size int)) poller.Invoker {
+	return poller.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
 		var ev events.SQSEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			t.Errorf("the event is not an SQS event: %v", err)

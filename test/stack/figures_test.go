@@ -21,7 +21,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/idempotency"
 	"github.com/idempotent-sqs/pipeline/functions/msgkey"
 	"github.com/idempotent-sqs/pipeline/functions/runtimefit"
-	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 	"github.com/idempotent-sqs/pipeline/local"
 )
 
@@ -103,7 +103,7 @@ func TestDesignDefaultsAsCoded(t *testing.T) {
 		fmt.Sprintf("rate of `Every`, default %s", spoken(heartbeat.DefaultEvery)),
 		fmt.Sprintf("at %d minutes, %d small records a day per pipeline", heartbeat.DefaultEvery/time.Minute, 24*time.Hour/heartbeat.DefaultEvery),
 		fmt.Sprintf("(`BatchSize`, default %d)", consumer.DefaultBatchSize),
-		fmt.Sprintf("(%s bytes of event JSON, `standin.MaxPayload`)", withCommas(standin.MaxPayload)),
+		fmt.Sprintf("(%s bytes of event JSON, `poller.MaxPayload`)", withCommas(poller.MaxPayload)),
 		fmt.Sprintf("(`Options.Environments`, default %d)", local.DefaultEnvironments),
 		fmt.Sprintf("(%s MB is one vCPU; 256 MB about %.3f of one)", withCommas(runtimefit.MBPerVCPU), vcpuShare),
 		fmt.Sprintf("at most %s of rendered input", kib(dispatcher.MaxInputBytes)),

@@ -53,6 +53,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 )
 
 func main() {
@@ -157,7 +158,7 @@ type bench struct {
 	sendPx, pollPx   *ddbproxy.Proxy // dispatcher -> ElasticMQ, poller -> ElasticMQ
 	dispatchers      map[string]*fn  // by queue type
 	consumer         *fn
-	poller           *standin.Poller
+	poller           *poller.Poller
 	queueURL         map[string]string
 
 	mu    sync.Mutex
@@ -303,11 +304,11 @@ func run(ctx context.Context, batches, batchSize, items, memory int) error {
 		return err
 	}
 	defer b.consumer.env.Close()
-	b.poller = &standin.Poller{
+	b.poller = &poller.Poller{
 		SQS:      sqsSrv.Client(func(o *sqs.Options) { o.BaseEndpoint = aws.String(b.pollPx.URL) }),
 		QueueURL: b.queueURL["standard"], QueueARN: arns["standard"], Region: sqslocal.Region,
 		Mapping: standin.Mapping{BatchSize: batchSize, ReportFailures: true},
-		Envs:    []standin.Invoker{b.consumer},
+		Envs:    []poller.Invoker{b.consumer},
 	}
 
 	// Warm-up: one batch of another period through dispatcher and consumer, so no measured

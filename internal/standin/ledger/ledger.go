@@ -1,4 +1,6 @@
-package standin
+// Package ledger reads the consumers' structured log lines for the local kit and the
+// scenario tests: how often each key's effect ran, and every record's outcome.
+package ledger
 
 import (
 	"encoding/json"
@@ -22,8 +24,8 @@ type Ledger struct {
 	last     []string
 }
 
-// NewLedger returns an empty Ledger.
-func NewLedger() *Ledger {
+// New returns an empty Ledger.
+func New() *Ledger {
 	return &Ledger{effects: map[string]int{}, outcomes: map[string]int{}}
 }
 

@@ -1,4 +1,7 @@
-package standin
+// Package poller stands in for Lambda's SQS event source mapping in the local kit and the
+// scenario tests: it receives batches as the mapping does and invokes a function through an
+// Invoker, deleting what the response does not report failed.
+package poller
 
 import (
 	"context"
@@ -16,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 // Invoker runs one invocation in one execution environment and returns the function's
@@ -45,14 +50,14 @@ type Poller struct {
 	QueueURL string
 	QueueARN string
 	Region   string
-	Mapping  Mapping
+	Mapping  standin.Mapping
 	Fifo     bool      // the queue is a FIFO queue: no batching window
 	Envs     []Invoker // one concurrent poller each; at most Mapping.MaxConcurrency are used
 	// VisibilityTimeout, when set (whole seconds), is asked for on each receive instead of
 	// the queue's own: a shorter one for a queue the poller may not change (a deployed one).
 	VisibilityTimeout int32
 
-	Stats PollerStats
+	Stats Stats
 
 	lastErr atomic.Value // string: the last delete error, for LastDeleteError
 }
@@ -63,8 +68,8 @@ func (p *Poller) LastDeleteError() string {
 	return s
 }
 
-// PollerStats counts what the pollers did; safe to read while they run.
-type PollerStats struct {
+// Stats counts what the pollers did; safe to read while they run.
+type Stats struct {
 	Invocations    atomic.Int64
 	InvokeErrors   atomic.Int64 // invocations that failed as a whole
 	Received       atomic.Int64 // records handed to the function
@@ -218,14 +223,14 @@ func (p *Poller) receive(ctx context.Context, held []sqstypes.Message) (batch, r
 // that matches no filter is deleted from the queue, never delivered (one whose delete fails
 // comes back after the visibility timeout and is filtered again). It returns the others.
 func (p *Poller) filter(ctx context.Context, msgs []sqstypes.Message) []sqstypes.Message {
-	if p.Mapping.criteria == nil {
+	if len(p.Mapping.Filters) == 0 {
 		return msgs
 	}
 	var keep []sqstypes.Message
 	drop := map[string]sqstypes.Message{}
 	for _, m := range msgs {
 		b, _ := json.Marshal(p.record(m))
-		if p.Mapping.criteria.Match(b) {
+		if p.Mapping.Delivers(b) {
 			keep = append(keep, m)
 		} else {
 			drop[aws.ToString(m.MessageId)] = m

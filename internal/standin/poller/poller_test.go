@@ -1,4 +1,4 @@
-package standin_test
+package poller_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 )
 
 // batch is one invocation the poller made: when, its records and its payload's size.
@@ -74,7 +75,7 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 		}
 		rec := &recorder{}
 		m.ReportFailures = true
-		p := &standin.Poller{SQS: sq, QueueURL: url, QueueARN: arn, Region: sqslocal.Region, Mapping: m, Envs: []standin.Invoker{rec}}
+		p := &poller.Poller{SQS: sq, QueueURL: url, QueueARN: arn, Region: sqslocal.Region, Mapping: m, Envs: []poller.Invoker{rec}}
 		pctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- p.Run(pctx) }()
@@ -124,8 +125,8 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 		seen := map[string]bool{}
 		var sizes []string
 		for _, b := range got {
-			if b.bytes > standin.MaxPayload {
-				t.Errorf("an invocation of %d records and %d bytes: over Lambda's %d", len(b.records), b.bytes, standin.MaxPayload)
+			if b.bytes > poller.MaxPayload {
+				t.Errorf("an invocation of %d records and %d bytes: over Lambda's %d", len(b.records), b.bytes, poller.MaxPayload)
 			}
 			for _, r := range b.records {
 				if seen[r.Body[:2]] {
@@ -149,7 +150,7 @@ func TestPollerBatchesAsLambda(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := &recorder{}
-		p := &standin.Poller{SQS: sq, QueueURL: url, QueueARN: arn, Fifo: true, Mapping: standin.Mapping{BatchSize: 10, WindowSeconds: 30}, Envs: []standin.Invoker{rec}}
+		p := &poller.Poller{SQS: sq, QueueURL: url, QueueARN: arn, Fifo: true, Mapping: standin.Mapping{BatchSize: 10, WindowSeconds: 30}, Envs: []poller.Invoker{rec}}
 		pctx, stop := context.WithTimeout(ctx, 10*time.Second)
 		defer stop()
 		start := time.Now()
