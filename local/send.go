@@ -13,6 +13,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/schedule"
 )
 
 // Message is one message to send. On a FIFO queue GroupID defaults to "local" and
@@ -120,7 +121,7 @@ func (k *Kit) fire(ctx context.Context, r *run, at time.Time) (attempts int, err
 	if err != nil {
 		return 0, fmt.Errorf("local: %w", err)
 	}
-	payload, err := standin.ScheduleInput(s, at, fmt.Sprintf("local-%d-%d", time.Now().UnixNano(), k.fires.Add(1)), nil)
+	payload, err := schedule.Input(s, at, fmt.Sprintf("local-%d-%d", time.Now().UnixNano(), k.fires.Add(1)), nil)
 	if err != nil {
 		return 0, fmt.Errorf("local: %w", err)
 	}
@@ -145,7 +146,7 @@ func (k *Kit) cron(r *run) error {
 		return err
 	}
 	now := k.opts.now()
-	e, err := s.Parse(now)
+	e, err := schedule.Of(s, now)
 	if err != nil {
 		return err
 	}

@@ -15,22 +15,6 @@ import (
 // These test the kit itself, without backends: a kit that miscounts would let every
 // scenario pass.
 
-func TestScheduleInput(t *testing.T) {
-	s := Schedule{LogicalID: "S", Input: `{"executionId":"<aws.scheduler.execution-id>","items":[{"id":"a"}],"job":"j","scheduledTime":"<aws.scheduler.scheduled-time>"}`}
-	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	in, err := ScheduleInput(s, at, "e1", nil)
-	if err != nil || string(in) != `{"executionId":"e1","items":[{"id":"a"}],"job":"j","scheduledTime":"2026-11-23T10:00:00Z"}` {
-		t.Errorf("ScheduleInput = %s, %v", in, err)
-	}
-	in, err = ScheduleInput(s, at, "e2", []map[string]any{{"id": "b"}})
-	if err != nil || !strings.Contains(string(in), `"items":[{"id":"b"}]`) {
-		t.Errorf("ScheduleInput with items = %s, %v", in, err)
-	}
-	if _, err := ScheduleInput(Schedule{LogicalID: "S", Input: `{"job":"j"}`}, at, "e", nil); err == nil || !strings.Contains(err.Error(), "wall clock") {
-		t.Errorf("an input without the scheduled time: err = %v, want the wall-clock error", err)
-	}
-}
-
 func TestLoadTemplate(t *testing.T) {
 	write := func(t *testing.T, doc string) string {
 		p := filepath.Join(t.TempDir(), "S.template.json")

@@ -20,6 +20,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/schedule"
 )
 
 // watchAlarms starts recording the world's metrics (standin.Observer); call it right after
@@ -336,7 +337,7 @@ func TestAlarmsDispatcherFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, err := standin.ScheduleInput(s, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), "exec-denied", nil)
+			in, err := schedule.Input(s, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), "exec-denied", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

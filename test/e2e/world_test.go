@@ -34,6 +34,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 	"github.com/idempotent-sqs/pipeline/internal/standin/ledger"
 	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
+	"github.com/idempotent-sqs/pipeline/internal/standin/schedule"
 )
 
 // EnvAssembly names the cloud assembly directory the suite deploys (`make e2e` synthesizes
@@ -344,7 +345,7 @@ func (w *world) dispatch(e *lambdart.Env, p standin.Pipeline, scheduled time.Tim
 	if err != nil {
 		return err
 	}
-	in, err := standin.ScheduleInput(s, scheduled, execID, items)
+	in, err := schedule.Input(s, scheduled, execID, items)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package standin
+package schedule
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
 func TestScheduleExpressionNext(t *testing.T) {
@@ -35,7 +37,7 @@ func TestScheduleExpressionNext(t *testing.T) {
 		{"rate(1 day)", "", []string{"2026-11-27T21:45:00Z"}},
 		{"at(2026-12-24T18:00:00)", "America/New_York", []string{"2026-12-24T23:00:00Z"}},
 	} {
-		e, err := parseScheduleExpression(c.expr, c.zone, time.Date(2026, 11, 26, 21, 45, 0, 0, time.UTC))
+		e, err := Parse(c.expr, c.zone, time.Date(2026, 11, 26, 21, 45, 0, 0, time.UTC))
 		if err != nil {
 			t.Errorf("%s: %v", c.expr, err)
 			continue
@@ -50,14 +52,14 @@ func TestScheduleExpressionNext(t *testing.T) {
 			at = next
 		}
 	}
-	past, err := parseScheduleExpression("at(2020-01-01T00:00:00)", "", now)
+	past, err := Parse("at(2020-01-01T00:00:00)", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if next, ok := past.Next(now); ok {
 		t.Errorf("an at() in the past fires at %v", next)
 	}
-	gone, err := parseScheduleExpression("cron(0 0 1 1 ? 2020-2025)", "", now)
+	gone, err := Parse("cron(0 0 1 1 ? 2020-2025)", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestScheduleExpressionErrors(t *testing.T) {
 		{"rate(5 seconds)", "", `want cron(...), rate(N minutes|hours|days) or at(yyyy-mm-ddThh:mm:ss)`},
 		{"cron(0 * * * ? *)", "Mars/Olympus", `schedule time zone "Mars/Olympus"`},
 	} {
-		if _, err := parseScheduleExpression(c.expr, c.zone, time.Now()); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Parse(c.expr, c.zone, time.Now()); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: err = %v, want %q", c.expr, c.zone, err, c.want)
 		}
 	}
@@ -91,12 +93,12 @@ func TestScheduleParseDeployTime(t *testing.T) {
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := LoadTemplate(p)
+	tmpl, err := standin.LoadTemplate(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `schedule S: ScheduleExpression {"Ref":"Cron"} is a deploy-time value the kit cannot know: leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)`
-	if _, err := tmpl.Schedules[0].Parse(time.Now()); err == nil || err.Error() != want {
+	if _, err := Of(tmpl.Schedules[0], time.Now()); err == nil || err.Error() != want {
 		t.Errorf("parse = %v, want %q", err, want)
 	}
 
@@ -108,24 +110,40 @@ func TestScheduleParseDeployTime(t *testing.T) {
 	if err := os.WriteFile(p, []byte(withDefault), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if tmpl, err = LoadTemplate(p); err != nil {
+	if tmpl, err = standin.LoadTemplate(p); err != nil {
 		t.Fatal(err)
 	}
 	want = `schedule S: ScheduleExpression {"Fn::Join":["",["cron(",{"Ref":"Cron"},")"]]} and ScheduleExpressionTimezone {"Ref":"Zone"} is a deploy-time value the kit cannot know: ` +
 		`leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)`
-	if _, err := tmpl.Schedules[0].Parse(time.Now()); err == nil || err.Error() != want {
+	if _, err := Of(tmpl.Schedules[0], time.Now()); err == nil || err.Error() != want {
 		t.Errorf("parse before the parameters have values = %v, want %q", err, want)
 	}
 	if err := tmpl.UseParameters(map[string]string{"Zone": "Europe/Paris"}); err != nil {
 		t.Fatal(err)
 	}
-	if e, err := tmpl.Schedules[0].Parse(time.Now()); err != nil || e.String() != "cron(0 3 * * ? *) Europe/Paris" {
+	if e, err := Of(tmpl.Schedules[0], time.Now()); err != nil || e.String() != "cron(0 3 * * ? *) Europe/Paris" {
 		t.Errorf("parse with the Default and a value given = %v, %v; want cron(0 3 * * ? *) Europe/Paris", e, err)
 	}
 
-	s := Schedule{LogicalID: "S", Expression: "cron(0 * * *)"}
-	if _, err := s.Parse(time.Now()); err == nil || !strings.Contains(err.Error(), `schedule S: schedule expression "cron(0 * * *)": cron "0 * * *": fields: 4 fields, want 6`) ||
+	s := standin.Schedule{LogicalID: "S", Expression: "cron(0 * * *)"}
+	if _, err := Of(s, time.Now()); err == nil || !strings.Contains(err.Error(), `schedule S: schedule expression "cron(0 * * *)": cron "0 * * *": fields: 4 fields, want 6`) ||
 		!strings.HasSuffix(err.Error(), "fire it with Fire (--fire)") {
 		t.Errorf("parse of a bad cron = %v", err)
+	}
+}
+
+func TestInput(t *testing.T) {
+	s := standin.Schedule{LogicalID: "S", Input: `{"executionId":"<aws.scheduler.execution-id>","items":[{"id":"a"}],"job":"j","scheduledTime":"<aws.scheduler.scheduled-time>"}`}
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	in, err := Input(s, at, "e1", nil)
+	if err != nil || string(in) != `{"executionId":"e1","items":[{"id":"a"}],"job":"j","scheduledTime":"2026-11-23T10:00:00Z"}` {
+		t.Errorf("ScheduleInput = %s, %v", in, err)
+	}
+	in, err = Input(s, at, "e2", []map[string]any{{"id": "b"}})
+	if err != nil || !strings.Contains(string(in), `"items":[{"id":"b"}]`) {
+		t.Errorf("ScheduleInput with items = %s, %v", in, err)
+	}
+	if _, err := Input(standin.Schedule{LogicalID: "S", Input: `{"job":"j"}`}, at, "e", nil); err == nil || !strings.Contains(err.Error(), "wall clock") {
+		t.Errorf("an input without the scheduled time: err = %v, want the wall-clock error", err)
 	}
 }

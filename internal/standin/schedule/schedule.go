@@ -1,6 +1,10 @@
-package standin
+// Package schedule stands in for EventBridge Scheduler in the local kit and the scenario
+// tests: when a schedule of a template fires (Of, Expression.Next) and the event it hands its
+// target (Input).
+package schedule
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -9,12 +13,13 @@ import (
 	_ "time/tzdata" // a schedule's time zone resolves on a machine without a zone database
 
 	"github.com/idempotent-sqs/pipeline/internal/awscron"
+	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
 
-// ScheduleExpression is an EventBridge Scheduler ScheduleExpression with its time zone:
+// Expression is an EventBridge Scheduler ScheduleExpression with its time zone:
 // cron(minutes hours day-of-month month day-of-week year), rate(N unit) or at(time). Next
 // gives its firing times.
-type ScheduleExpression struct {
+type Expression struct {
 	expr  string
 	loc   *time.Location
 	rate  time.Duration // rate(...)
@@ -29,11 +34,11 @@ var (
 	atExpr       = regexp.MustCompile(`^at\(([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\)$`)
 )
 
-// parseScheduleExpression parses expr in the time zone zone ("" is UTC). A rate schedule
+// Parse parses expr in the time zone zone ("" is UTC). A rate schedule
 // counts from start, as Scheduler counts from the schedule's creation. A cron is evaluated
 // by package awscron, which the dispatcher construct checks it with at synth: Scheduler's
 // documented rules, a local time that a spring-forward change skips included.
-func parseScheduleExpression(expr, zone string, start time.Time) (*ScheduleExpression, error) {
+func Parse(expr, zone string, start time.Time) (*Expression, error) {
 	loc := time.UTC
 	if zone != "" {
 		var err error
@@ -41,7 +46,7 @@ func parseScheduleExpression(expr, zone string, start time.Time) (*ScheduleExpre
 			return nil, fmt.Errorf("schedule time zone %q: %w", zone, err)
 		}
 	}
-	e := &ScheduleExpression{expr: expr, loc: loc}
+	e := &Expression{expr: expr, loc: loc}
 	if m := rateSchedule.FindStringSubmatch(expr); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		unit := map[byte]time.Duration{'m': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[m[2][0]]
@@ -70,14 +75,14 @@ func parseScheduleExpression(expr, zone string, start time.Time) (*ScheduleExpre
 	return e, nil
 }
 
-// Parse is the schedule's expression, or an error saying why the kit cannot fire it on
-// its own and what to do instead.
-func (s Schedule) Parse(start time.Time) (*ScheduleExpression, error) {
+// Of is the expression of s, a schedule of a template, counting a rate from start; or an
+// error saying why the kit cannot fire it on its own and what to do instead.
+func Of(s standin.Schedule, start time.Time) (*Expression, error) {
 	const instead = "leave Options.Cron off (pipelinectl local up --cron=false) and fire it with Fire (--fire)"
 	if len(s.DeployTime) > 0 {
 		return nil, fmt.Errorf("schedule %s: %s is a deploy-time value the kit cannot know: %s", s.LogicalID, strings.Join(s.DeployTime, " and "), instead)
 	}
-	e, err := parseScheduleExpression(s.Expression, s.Timezone, start)
+	e, err := Parse(s.Expression, s.Timezone, start)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %s: %w; %s", s.LogicalID, err, instead)
 	}
@@ -85,13 +90,13 @@ func (s Schedule) Parse(start time.Time) (*ScheduleExpression, error) {
 }
 
 // String is the expression and its time zone.
-func (e *ScheduleExpression) String() string { return e.expr + " " + e.loc.String() }
+func (e *Expression) String() string { return e.expr + " " + e.loc.String() }
 
 // Next is the first firing time after t, and false when there is none (an at() in the
 // past, a cron whose dates have all gone by). A local time that occurs twice (a fall-back
 // change) fires once, at its first instant: the kit's choice, since Scheduler documents
 // only that it runs once.
-func (e *ScheduleExpression) Next(t time.Time) (time.Time, bool) {
+func (e *Expression) Next(t time.Time) (time.Time, bool) {
 	switch {
 	case e.rate > 0:
 		if t.Before(e.start) {
@@ -117,4 +122,31 @@ func (e *ScheduleExpression) Next(t time.Time) (time.Time, bool) {
 		from = to
 	}
 	return time.Time{}, false
+}
+
+// Input is the event EventBridge Scheduler hands the dispatcher for one firing: the
+// schedule's target input from the template with Scheduler's context attributes filled in.
+// A retried or duplicated firing carries the same scheduled time and a different execution
+// id, which is what the dispatcher must derive its keys from. items, when not nil, replaces
+// the template's work items (the scenarios need more than the two the stack ships with).
+func Input(s standin.Schedule, scheduled time.Time, executionID string, items []map[string]any) ([]byte, error) {
+	if !strings.Contains(s.Input, "<aws.scheduler.scheduled-time>") {
+		return nil, fmt.Errorf("schedule %s: the input does not carry <aws.scheduler.scheduled-time>: the dispatcher would have to use the wall clock", s.LogicalID)
+	}
+	in := strings.NewReplacer(
+		"<aws.scheduler.scheduled-time>", scheduled.UTC().Format(time.RFC3339),
+		"<aws.scheduler.execution-id>", executionID,
+	).Replace(s.Input)
+	if items == nil {
+		return []byte(in), nil
+	}
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(in), &ev); err != nil {
+		return nil, fmt.Errorf("schedule %s input: %w", s.LogicalID, err)
+	}
+	if _, ok := ev["items"]; !ok {
+		return nil, fmt.Errorf("schedule %s input has no items to replace", s.LogicalID)
+	}
+	ev["items"] = items
+	return json.Marshal(ev)
 }
