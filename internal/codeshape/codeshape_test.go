@@ -14,6 +14,9 @@ import (
 // maxFunctionLines is the longest a function may be, from its signature to its closing brace.
 const maxFunctionLines = 100
 
+// longFunctionLines is where a function starts to be long: how many are over it is logged.
+const longFunctionLines = 60
+
 // Every function of the module and its examples (tests, testdata and benchmarks aside) is
 // at most maxFunctionLines long; the longest are logged.
 func TestNoFunctionIsLong(t *testing.T) {
@@ -58,6 +61,17 @@ func TestNoFunctionIsLong(t *testing.T) {
 	for _, f := range all[:3] {
 		t.Logf("%d lines: %s", f.lines, f.where)
 	}
+	over, shipped := 0, 0
+	for _, f := range all {
+		if f.lines > longFunctionLines {
+			over++
+			if !strings.HasPrefix(f.where, "test/") && !strings.HasPrefix(f.where, "examples/") {
+				shipped++
+			}
+		}
+	}
+	t.Logf("%d of %d functions are over %d lines, %d of them shipped (outside test/ and examples/): a figure to watch, not a limit",
+		over, len(all), longFunctionLines, shipped)
 	for _, f := range all {
 		if f.lines > maxFunctionLines {
 			t.Errorf("%s is %d lines, over %d: split it into its steps", f.where, f.lines, maxFunctionLines)
