@@ -215,8 +215,9 @@ func (c *contextReader) bad(format string, args ...any) {
 
 // checkKeys refuses a context key that is not one of ContextKeys but is that close to one,
 // ignoring case (Stage, consumerTimout, heartbeats): one edit away from a key shorter than
-// 8 characters, two from a longer one. A typo would leave the setting at its default without
-// a word. Other keys (CDK's feature flags, a key of your own) pass.
+// 8 characters, two from a key of 8 or more. A typo would leave the setting at its default
+// without a word. Other keys (CDK's feature flags, a key of your own that is not that close)
+// pass.
 func (c *contextReader) checkKeys() {
 	all, _ := c.node.GetAllContext(nil).(map[string]any)
 	for _, key := range slices.Sorted(maps.Keys(all)) {

@@ -25,18 +25,20 @@
 //
 //	func ship(ctx context.Context, msg consume.Message) ([]byte, error) { ... }
 //
-// Set Entry to that package's directory (and ModuleDir to its go.mod's directory when the
-// search upwards from Entry would find another one). The construct stays correct for it: the
-// same environment contract (IDEMPOTENCY_*, DEAD_LETTER_QUEUE_URL, BATCH_*, the tunables),
-// which functions/consume reads, and the same grants on the queue, the table and the
-// dead-letter queue. What your effect needs beyond that, you add: variables in Environment,
-// permissions on the function itself, which is the concrete awslambda.Function:
+// Set Function.Entry to that package's directory (and Function.ModuleDir to its go.mod's
+// directory when the search upwards from Entry would find another one). The construct stays
+// correct for it: the same environment contract (IDEMPOTENCY_*, DEAD_LETTER_QUEUE_URL,
+// BATCH_*, the tunables), which functions/consume reads, and the same grants on the queue,
+// the table and the dead-letter queue. What your effect needs beyond that, you add:
+// variables in Function.Environment, permissions on the function itself, which is the
+// concrete awslambda.Function:
 //
 //	orders.GrantWriteData(c.Function())
 //
 // Architecture, Vpc (with VpcSubnets and SecurityGroups), Layers,
-// ReservedConcurrentExecutions and MemorySize are props; every resource the construct creates
-// is reachable as its concrete L2 type (Function, Role, LogGroup, EventSource) for the rest.
+// ReservedConcurrentExecutions and MemorySize are fields of Function (function.Options);
+// every resource the construct creates is reachable as its concrete L2 type (Function, Role,
+// LogGroup, EventSource) for the rest.
 //
 // # Your own resources
 //

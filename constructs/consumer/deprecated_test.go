@@ -95,6 +95,11 @@ func TestDeprecatedFieldsInProblems(t *testing.T) {
 			"Environment: both Environment and Function.Environment are set, to different values; set Function.Environment alone (Environment is deprecated)"},
 		{"deprecated reserved concurrency below MaxConcurrency", consumer.IdempotentConsumerProps{ReservedConcurrentExecutions: 5},
 			"ReservedConcurrentExecutions: 5 is below MaxConcurrency 10"},
+		{"timeout set both ways, Function's out of range: the problem names Function.Timeout",
+			consumer.IdempotentConsumerProps{Timeout: 30 * time.Second, Function: function.Options{Timeout: 20 * time.Minute}},
+			"Function.Timeout: got 20m0s; use whole seconds from 1s to 15m0s (Lambda's limits)"},
+		{"empty deprecated list and a Function list: no conflict", consumer.IdempotentConsumerProps{
+			Layers: []awslambda.ILayerVersion{}, Function: function.Options{Environment: map[string]string{"A": "1"}}, Environment: map[string]string{}}, ""},
 		{"timeout set both ways to one value", consumer.IdempotentConsumerProps{Timeout: 30 * time.Second, Function: function.Options{Timeout: 30 * time.Second}}, ""},
 	} {
 		tc.props.Queue = newFakeQueue(scratch, tc.name+" queue", false, 3*time.Minute, 4*24*time.Hour)

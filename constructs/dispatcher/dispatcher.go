@@ -29,18 +29,18 @@
 //
 //	func main() { dispatch.Start(shards{}) }
 //
-// Set Entry to that package's directory. The construct stays correct for it: the same
+// Set Function.Entry to that package's directory. The construct stays correct for it: the same
 // environment contract (QUEUE_URL, JOB_NAME, DEFAULT_MESSAGE_GROUP_ID, SEND_MAX_ATTEMPTS and
 // the tunables), which functions/dispatch reads, the same schedule input and the same grants
 // on the queue and the failure queue. Items may then be empty. What your source needs beyond
-// that, you add: variables in Environment, permissions on the function itself, which is the
-// concrete awslambda.Function:
+// that, you add: variables in Function.Environment, permissions on the function itself,
+// which is the concrete awslambda.Function:
 //
 //	shardsTable.GrantReadData(d.Function())
 //
 // Architecture, Vpc (with VpcSubnets and SecurityGroups), Layers,
-// ReservedConcurrentExecutions and MemorySize are props; every resource the construct creates
-// is reachable as its concrete L2 type for the rest.
+// ReservedConcurrentExecutions and MemorySize are fields of Function (function.Options);
+// every resource the construct creates is reachable as its concrete L2 type for the rest.
 //
 // # Your own resources
 //
@@ -53,8 +53,8 @@
 //
 // Cron, TimeZone, JobName and DefaultGroup may be tokens (a CfnParameter's ValueAsString,
 // an SSM parameter): validation skips the checks it cannot make, and CloudFormation or
-// Scheduler reject a bad value at deploy. Items, Entry and ModuleDir cannot be tokens: they
-// are checked and built at synth.
+// Scheduler reject a bad value at deploy. Items, Function.Entry and Function.ModuleDir cannot
+// be tokens: they are checked and built at synth.
 package dispatcher
 
 import (
@@ -161,7 +161,7 @@ type ScheduledDispatcherProps struct {
 	// Queue the dispatcher sends to. Required.
 	Queue Target
 	// Items are the work items of every run, in the schedule's input. At least one with the
-	// default function, which sends exactly these; optional with your own Entry, whose
+	// default function, which sends exactly these; optional with your own Function.Entry, whose
 	// ItemSource decides (it sees them in dispatch.Run). Cannot hold tokens in ID or Group.
 	Items []WorkItem
 

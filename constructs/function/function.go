@@ -10,7 +10,8 @@
 //
 // Each construct validates the options at synth with its own rules on top (the consumer's
 // Timeout against the queue's visibility timeout, for one) and documents them on its
-// Function field; an error names the prop as Function.<field>.
+// Function field; an error names the prop as Function.<field> (or by its deprecated
+// top-level name, where the construct still has one and the user set that).
 package function
 
 import (

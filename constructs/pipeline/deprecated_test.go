@@ -11,6 +11,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
+	"github.com/idempotent-sqs/pipeline/constructs/function"
 	"github.com/idempotent-sqs/pipeline/constructs/pipeline"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
@@ -46,4 +47,25 @@ func TestDeprecatedFunctionFieldsReachThePipeline(t *testing.T) {
 			"MemorySize": 512, "ReservedConcurrentExecutions": pipeline.DispatcherReservedConcurrency,
 		})
 	})
+}
+
+// Hardening fills in what a deprecated field leaves unset, an empty list included, and
+// replaces the subnets of a deprecated VpcSubnets without Vpc as it replaces Function's,
+// without a conflict the user did not make; a conflict the user did make is still reported.
+func TestHardeningMakesNoConflictOfDeprecatedFields(t *testing.T) {
+	s := cdktest.NewStack(cdktest.NewApp(), "HardenedDeprecated")
+	vpc := pipeline.NewIsolatedVpc(s, "Vpc", awskms.NewKey(s, jsii.String("FlowLogKey"), &awskms.KeyProps{EnableKeyRotation: jsii.Bool(true)}))
+	pipeline.NewPipeline(s, "Orders", &pipeline.PipelineProps{
+		Hardening: &pipeline.Hardening{Vpc: vpc},
+		Consumer: &consumer.IdempotentConsumerProps{SecurityGroups: []awsec2.ISecurityGroup{},
+			VpcSubnets: &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED}},
+		Dispatcher: &dispatcher.ScheduledDispatcherProps{Items: []dispatcher.WorkItem{{ID: "nightly"}}, SecurityGroups: []awsec2.ISecurityGroup{}},
+	})
+
+	cdktest.ExpectProblem(t, func() {
+		pipeline.NewPipeline(s, "Both", &pipeline.PipelineProps{
+			Hardening: &pipeline.Hardening{Vpc: vpc},
+			Consumer:  &consumer.IdempotentConsumerProps{Timeout: time.Minute, Function: function.Options{Timeout: 2 * time.Minute}},
+		})
+	}, "Timeout: both Timeout and Function.Timeout are set, to different values; set Function.Timeout alone (Timeout is deprecated)")
 }

@@ -146,6 +146,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) Pi
 	}
 	if h != nil {
 		hardenConsumer(h, &cp, fnSG, logKey)
+		gofn.Sync(&cp, props.consumerGiven())
 	}
 	p.consumer = consumer.NewIdempotentConsumer(p, "Consumer", &cp)
 
@@ -220,7 +221,7 @@ func (p *pipeline) buildStores(props *PipelineProps, qp queue.ProcessingQueuePro
 		// The queue's visibility timeout derives from the consumer's timeout (6x).
 		qp.Fifo, qp.ConsumerTimeout = props.Fifo, cp.Function.Timeout
 		if !gofn.ValidTimeout(cp.Function.Timeout) {
-			// The consumer reports Consumer.Function.Timeout, the prop the user set, with all its other
+			// The consumer reports the timeout, by the prop the user set, with all its other
 			// problems; the queue (built first) takes the default meanwhile instead of failing
 			// on a ConsumerTimeout the user never set.
 			qp.ConsumerTimeout = queue.DefaultConsumerTimeout
@@ -263,6 +264,8 @@ func (p *pipeline) buildDispatcher(label string, props *PipelineProps, fnSG func
 			if dp.Function.ReservedConcurrentExecutions == 0 {
 				dp.Function.ReservedConcurrentExecutions = DispatcherReservedConcurrency
 			}
+			_, given := gofn.FromProps(props.Dispatcher)
+			gofn.Sync(&dp, given)
 		}
 		p.dispatcher = dispatcher.NewScheduledDispatcher(p, "Dispatcher", &dp)
 		p.monitoring.WatchDispatcher(label, p.dispatcher.Function(), p.dispatcher.Schedule(),
@@ -325,6 +328,16 @@ func (props *PipelineProps) consumerProps() consumer.IdempotentConsumerProps {
 	return cp
 }
 
+// consumerGiven says which of the consumer's function options the user set through their
+// deprecated fields.
+func (props *PipelineProps) consumerGiven() gofn.Given {
+	if props.Consumer == nil {
+		return gofn.Given{}
+	}
+	_, given := gofn.FromProps(props.Consumer)
+	return given
+}
+
 // check rejects combinations the pipeline cannot honour; the parts validate their own props.
 func check(scope constructs.Construct, id string, props *PipelineProps, qp queue.ProcessingQueueProps, cp consumer.IdempotentConsumerProps) {
 	v := validate.NewIn(constructKind, scope, id)
@@ -351,11 +364,7 @@ func check(scope constructs.Construct, id string, props *PipelineProps, qp queue
 		v.Add("Queue.Fifo", qp.Fifo, "leave it unset and set the pipeline's Fifo prop instead")
 	}
 	if qp.ConsumerTimeout != 0 && qp.ConsumerTimeout != cp.Function.Timeout {
-		timeout := "Consumer.Function.Timeout"
-		if props.Consumer != nil {
-			_, given := gofn.FromProps(props.Consumer)
-			timeout = "Consumer." + given.Prop("Timeout")
-		}
+		timeout := "Consumer." + props.consumerGiven().Prop("Timeout")
 		v.Add("Queue.ConsumerTimeout", qp.ConsumerTimeout,
 			"leave it unset: the pipeline derives it from "+timeout+" ("+cp.Function.Timeout.String()+")")
 	}

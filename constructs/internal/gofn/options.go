@@ -41,40 +41,73 @@ func (g Given) report(problems *validate.Problems) {
 var optionFields = reflect.VisibleFields(reflect.TypeFor[function.Options]())
 
 // FromProps is the function options a construct's props give: props.Function, each field
-// left zero there taken from the deprecated top-level field of the same name and type, if
-// props has one. props is a pointer to the construct's props struct. An option set both ways
-// to different values (pointers, interfaces and slice elements compared by identity) is a
-// conflict, reported by Validate; set both ways to the same value, it is not (the pipeline
-// construct fills Function from the deprecated fields before the consumer reads them).
+// left unset there (zero, or an empty slice or map) taken from the deprecated top-level field
+// of the same name and type, if props has one. props is a pointer to the construct's props
+// struct. An option set both ways to different values (pointers, interfaces and slice
+// elements compared by identity) is a conflict, reported by Validate, and problems name it
+// Function.<field>: Function's value is the one checked. Set both ways to the same value it is
+// not a conflict (the pipeline construct fills Function from the deprecated fields before
+// the consumer reads them).
 func FromProps(props any) (function.Options, Given) {
 	v := reflect.ValueOf(props).Elem()
 	opts := v.FieldByName("Function").Interface().(function.Options)
 	o := reflect.ValueOf(&opts).Elem()
 	g := Given{deprecated: map[string]bool{}}
 	for _, f := range optionFields {
-		old, ok := v.Type().FieldByName(f.Name)
-		if !ok || old.Type != f.Type || len(old.Index) != 1 {
+		was, ok := deprecatedField(v, f)
+		if !ok || unset(was) {
 			continue
 		}
-		was := v.FieldByIndex(old.Index)
-		if was.IsZero() {
-			continue
-		}
-		g.deprecated[f.Name] = true
 		now := o.FieldByIndex(f.Index)
 		switch {
-		case now.IsZero():
+		case unset(now):
 			now.Set(was)
-		case !same(now, was):
+			g.deprecated[f.Name] = true
+		case same(now, was):
+			g.deprecated[f.Name] = true
+		default:
 			g.conflicts = append(g.conflicts, f.Name)
 		}
 	}
 	return opts, g
 }
 
+// Sync sets each deprecated field of props that g says the user set (FromProps of the
+// user's own props) to its Function field's value: after the pipeline construct changed
+// Function (its hardening), the two agree again, so the part that reads them sees no
+// conflict the user did not make, and still sees the ones the user did.
+func Sync(props any, g Given) {
+	v := reflect.ValueOf(props).Elem()
+	fn := v.FieldByName("Function")
+	for _, f := range optionFields {
+		if was, ok := deprecatedField(v, f); ok && g.deprecated[f.Name] {
+			was.Set(fn.FieldByIndex(f.Index))
+		}
+	}
+}
+
+// deprecatedField is the top-level field of the props struct v that came before the option
+// f: the same name and type.
+func deprecatedField(v reflect.Value, f reflect.StructField) (reflect.Value, bool) {
+	old, ok := v.Type().FieldByName(f.Name)
+	if !ok || old.Type != f.Type || len(old.Index) != 1 {
+		return reflect.Value{}, false
+	}
+	return v.FieldByIndex(old.Index), true
+}
+
+// unset reports whether an option holds nothing: its zero value, or an empty slice or map.
+func unset(v reflect.Value) bool {
+	if k := v.Kind(); k == reflect.Slice || k == reflect.Map {
+		return v.Len() == 0
+	}
+	return v.IsZero()
+}
+
 // same reports whether a and b hold the same value: the same objects for pointers and
 // interfaces (two jsii objects are never equal field by field), element by element for
-// slices, key by key for maps.
+// slices, key by key for maps, and by value where Go cannot compare (an interface holding a
+// struct with a slice).
 func same(a, b reflect.Value) bool {
 	switch a.Kind() {
 	case reflect.Slice:
@@ -89,9 +122,11 @@ func same(a, b reflect.Value) bool {
 		return true
 	case reflect.Map:
 		return reflect.DeepEqual(a.Interface(), b.Interface())
-	default:
-		return a.Equal(b)
 	}
+	if !a.Comparable() || !b.Comparable() {
+		return reflect.DeepEqual(a.Interface(), b.Interface())
+	}
+	return a.Equal(b)
 }
 
 // validateOptions holds the network, layer, concurrency and architecture options to
