@@ -1,8 +1,6 @@
 package consumer_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/consumer"
 	"github.com/idempotent-sqs/pipeline/constructs/function"
-	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
@@ -62,23 +59,6 @@ func TestDeprecatedFunctionFieldsStillWork(t *testing.T) {
 // pipeline construct passes them on), it is not.
 func TestDeprecatedFieldsInProblems(t *testing.T) {
 	scratch := cdktest.NewStack(cdktest.NewApp(), "Scratch")
-	problems := func(id string, props consumer.IdempotentConsumerProps) []string {
-		t.Helper()
-		var got []string
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					verr, ok := validate.AsError(r)
-					if !ok {
-						panic(r)
-					}
-					got = verr.Problems
-				}
-			}()
-			consumer.NewIdempotentConsumer(scratch, id, &props)
-		}()
-		return got
-	}
 	for _, tc := range []struct {
 		name  string
 		props consumer.IdempotentConsumerProps
@@ -104,15 +84,7 @@ func TestDeprecatedFieldsInProblems(t *testing.T) {
 	} {
 		tc.props.Queue = newFakeQueue(scratch, tc.name+" queue", false, 3*time.Minute, 4*24*time.Hour)
 		tc.props.Table = newFakeTable(scratch, tc.name+" table", "")
-		got := problems(tc.name, tc.props)
-		if tc.want == "" {
-			if len(got) > 0 {
-				t.Errorf("%s: want no problem, got %q", tc.name, got)
-			}
-			continue
-		}
-		if !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, tc.want) }) {
-			t.Errorf("%s: want a problem starting %q, got %q", tc.name, tc.want, got)
-		}
+		got := cdktest.Problems(func() { consumer.NewIdempotentConsumer(scratch, tc.name, &tc.props) })
+		cdktest.ExpectProblemStarting(t, tc.name, got, tc.want)
 	}
 }

@@ -1,8 +1,6 @@
 package dispatcher_test
 
 import (
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/constructs/dispatcher"
 	"github.com/idempotent-sqs/pipeline/constructs/function"
-	"github.com/idempotent-sqs/pipeline/constructs/validate"
 	"github.com/idempotent-sqs/pipeline/internal/cdktest"
 )
 
@@ -78,27 +75,7 @@ func TestDeprecatedFieldsInProblems(t *testing.T) {
 		{"memory set both ways to one value", dispatcher.ScheduledDispatcherProps{Items: items, MemorySize: 512, Function: function.Options{MemorySize: 512}}, ""},
 	} {
 		tc.props.Queue, tc.props.JobName = newFakeQueue(scratch, tc.name+" queue", false), "job"
-		var got []string
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					verr, ok := validate.AsError(r)
-					if !ok {
-						panic(r)
-					}
-					got = verr.Problems
-				}
-			}()
-			dispatcher.NewScheduledDispatcher(scratch, tc.name, &tc.props)
-		}()
-		if tc.want == "" {
-			if len(got) > 0 {
-				t.Errorf("%s: want no problem, got %q", tc.name, got)
-			}
-			continue
-		}
-		if !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, tc.want) }) {
-			t.Errorf("%s: want a problem starting %q, got %q", tc.name, tc.want, got)
-		}
+		got := cdktest.Problems(func() { dispatcher.NewScheduledDispatcher(scratch, tc.name, &tc.props) })
+		cdktest.ExpectProblemStarting(t, tc.name, got, tc.want)
 	}
 }

@@ -2,9 +2,13 @@ package cdktest
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+
+	"github.com/idempotent-sqs/pipeline/constructs/validate"
 )
 
 // SetDeprecated sets each field of opts (a struct) in the field of the same name of props (a
@@ -43,5 +47,33 @@ func ExpectSameResource(t *testing.T, tpl assertions.Template, got, want string,
 	}
 	if g, w := render(got), render(want); g != w {
 		t.Errorf("%s:\n%s\nwant the same as %s:\n%s", got, g, want, w)
+	}
+}
+
+// Problems runs build and returns the problems of the *validate.Error it panics with, nil
+// when it builds; any other panic goes on.
+func Problems(build func()) (problems []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			verr, ok := validate.AsError(r)
+			if !ok {
+				panic(r)
+			}
+			problems = verr.Problems
+		}
+	}()
+	build()
+	return nil
+}
+
+// ExpectProblemStarting fails t unless one of got starts with want, or, for want "", unless
+// got is empty. name is the case, for the message.
+func ExpectProblemStarting(t *testing.T, name string, got []string, want string) {
+	t.Helper()
+	switch {
+	case want == "" && len(got) > 0:
+		t.Errorf("%s: want no problem, got %q", name, got)
+	case want != "" && !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, want) }):
+		t.Errorf("%s: want a problem starting %q, got %q", name, want, got)
 	}
 }
