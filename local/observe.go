@@ -17,7 +17,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
-	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 )
 
 // Endpoints are the local servers' URLs, for the AWS SDKs and CLI (AWS_ENDPOINT_URL_SQS,
@@ -456,7 +456,7 @@ func (k *Kit) WaitForAlarm(ctx context.Context, match string) (AlarmState, error
 		var seen []string
 		for _, a := range states {
 			if strings.Contains(a.LogicalID, match) || strings.Contains(a.Name, match) {
-				if a.State == standin.StateAlarm {
+				if a.State == alarm.StateAlarm {
 					return a, nil
 				}
 				seen = append(seen, a.LogicalID+" "+a.State)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
@@ -294,8 +295,8 @@ func TestQueueWithoutRedrivePolicy(t *testing.T) {
 // The kit's alarm states and clock scale are its pieces' (internal/standin), which evaluate
 // the alarms: a user comparing AlarmState.State with StateAlarm compares what they produce.
 func TestStatesAreTheEvaluators(t *testing.T) {
-	if StateOK != standin.StateOK || StateAlarm != standin.StateAlarm || StateInsufficient != standin.StateInsufficient || AlarmTimeScale != standin.AlarmTimeScale {
-		t.Error("local's alarm states or AlarmTimeScale differ from internal/standin's")
+	if StateOK != alarm.StateOK || StateAlarm != alarm.StateAlarm || StateInsufficient != alarm.StateInsufficient || AlarmTimeScale != alarm.TimeScale {
+		t.Error("local's alarm states or AlarmTimeScale differ from internal/standin/alarm's")
 	}
 }
 

@@ -249,7 +249,7 @@ func importValue(deps []*standin.Deployment, name string) (any, error) {
 			}
 		}
 	}
-	return nil, standin.UnresolvedImport(name)
+	return nil, cfn.UnresolvedImport(name)
 }
 
 func stackSuffix(ref cfn.StackRef) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 )
 
 // InvokeAsync stands in for Lambda's asynchronous invocation (Scheduler's) of function of
@@ -20,7 +21,7 @@ import (
 // one attempt. It returns the attempts made and the last failure (nil when an attempt
 // succeeded). A function without an EventInvokeConfig is an error: the template does not
 // say how Lambda retries it.
-func InvokeAsync(ctx context.Context, d *Deployment, sq *sqs.Client, function string, payload []byte, clock Clock,
+func InvokeAsync(ctx context.Context, d *Deployment, sq *sqs.Client, function string, payload []byte, clock alarm.Clock,
 	invoke func(context.Context, []byte) (lambdart.Result, error), functionARN string) (int, error) {
 	cfg, ok := d.Template.InvokeConfigs[function]
 	if !ok {
@@ -32,7 +33,7 @@ func InvokeAsync(ctx context.Context, d *Deployment, sq *sqs.Client, function st
 			select {
 			case <-ctx.Done():
 				return i, ctx.Err()
-			case <-time.After(clock.wallDuration(time.Duration(i) * time.Minute)):
+			case <-time.After(clock.WallDuration(time.Duration(i) * time.Minute)):
 			}
 		}
 		res, err := invoke(ctx, payload)

@@ -20,6 +20,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 )
 
@@ -279,14 +280,14 @@ func (d *Deployment) QueueAttributes(q Queue) (map[string]string, error) {
 		switch {
 		case slices.Contains(plainQueueAttrs, k):
 			v, err := d.Resolve(q.Props[k])
-			var u *unresolved
-			if errors.As(err, &u) && u.param != "" {
-				return nil, fmt.Errorf("queue %s: %s refers to %w: %s", q.LogicalID, k, u, giveParameter(u.param))
+			var u *cfn.Unresolved
+			if errors.As(err, &u) && u.Param != "" {
+				return nil, fmt.Errorf("queue %s: %s refers to %w: %s", q.LogicalID, k, u, giveParameter(u.Param))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("queue %s: %s refers to %w", q.LogicalID, k, err)
 			}
-			attrs[k] = scalar(v)
+			attrs[k] = cfn.Scalar(v)
 		case k == "QueueName", k == "RedrivePolicy", k == "RedriveAllowPolicy":
 		case ignoredQueueProps[k]:
 			d.ignore("queue " + q.LogicalID + " " + k)
@@ -477,14 +478,14 @@ func giveParameter(name string) string {
 // envError says why a variable has no local value and how to give it one.
 func envError(function, name string, err error) error {
 	set := fmt.Sprintf("Options.Env[%q] or pipelinectl local up --env %s.%s=VALUE", function+"."+name, function, name)
-	var u *unresolved
+	var u *cfn.Unresolved
 	if !errors.As(err, &u) {
 		return fmt.Errorf("function %s: %s: %w; set the variable for the local run with %s", function, name, err, set)
 	}
-	if u.param != "" {
-		return fmt.Errorf("function %s: %s refers to %s, %s: %s, or set the variable with %s", function, name, u.what, u.why, giveParameter(u.param), set)
+	if u.Param != "" {
+		return fmt.Errorf("function %s: %s refers to %s, %s: %s, or set the variable with %s", function, name, u.What, u.Why, giveParameter(u.Param), set)
 	}
-	return fmt.Errorf("function %s: %s refers to %s, %s: set the variable for the local run with %s", function, name, u.what, u.why, set)
+	return fmt.Errorf("function %s: %s refers to %s, %s: set the variable for the local run with %s", function, name, u.What, u.Why, set)
 }
 
 var (
@@ -497,13 +498,13 @@ var (
 func (d *Deployment) notLocal(id, attr string) error {
 	typ, ok := d.Template.Types[id]
 	if !ok {
-		return &unresolved{what: id, why: "which is not a resource or parameter of the template"}
+		return &cfn.Unresolved{What: id, Why: "which is not a resource or parameter of the template"}
 	}
 	what := id + " (" + typ + ")"
 	if attr != "" {
-		return &unresolved{what: id + "." + attr + " (" + typ + ")", why: "an attribute the local kit has no value for"}
+		return &cfn.Unresolved{What: id + "." + attr + " (" + typ + ")", Why: "an attribute the local kit has no value for"}
 	}
-	return &unresolved{what: what, why: "which the local kit does not create"}
+	return &cfn.Unresolved{What: what, Why: "which the local kit does not create"}
 }
 
 // FunctionName is the name a function of the template has locally: its logical id and the

@@ -77,10 +77,6 @@ func (t *Template) StandInQueue(mapping string, q cfn.ExistingQueue) ([]string, 
 	return notes, nil
 }
 
-var pseudo = map[string]string{
-	"AWS::Partition": "aws", "AWS::Region": "local", "AWS::AccountId": "000000000000", "AWS::URLSuffix": "amazonaws.com",
-}
-
 // queueNameOf is the queue name at the end of an SQS ARN (arn:aws:sqs:region:account:name)
 // or queue URL (https://sqs.region.amazonaws.com/account/name), "" for anything else.
 func queueNameOf(s string) string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 )
 
 // These test the kit itself, without backends: a kit that miscounts would let every
@@ -176,5 +177,71 @@ func TestStandInQueue(t *testing.T) {
 	}
 	if _, err := load().StandInQueue("Nope", q); err == nil || !strings.Contains(err.Error(), "mapping Nope: no event source mapping of an imported queue") {
 		t.Errorf("StandInQueue of an unknown mapping: err = %v", err)
+	}
+}
+
+// The template's alarms, as LoadTemplate reads them, evaluated together: composite alarms
+// whose rules name their children by reference and by name.
+
+func TestLoadTemplateAlarms(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	doc := `{"Resources":{
+	  "Q":{"Type":"AWS::SQS::Queue","Properties":{}},
+	  "DLQAlarm":{"Type":"AWS::CloudWatch::Alarm","Properties":{"ComparisonOperator":"GreaterThanOrEqualToThreshold","EvaluationPeriods":1,"DatapointsToAlarm":1,
+	    "Dimensions":[{"Name":"QueueName","Value":{"Fn::GetAtt":["Q","QueueName"]}}],"MetricName":"ApproximateNumberOfMessagesVisible","Namespace":"AWS/SQS",
+	    "Period":60,"Statistic":"Maximum","Threshold":1,"TreatMissingData":"notBreaching","AlarmName":"dlq-alarm"}},
+	  "ErrAlarm":{"Type":"AWS::CloudWatch::Alarm","Properties":{"ComparisonOperator":"GreaterThanOrEqualToThreshold","EvaluationPeriods":1,
+	    "Dimensions":[{"Name":"FunctionName","Value":{"Ref":"F"}}],"MetricName":"Errors","Namespace":"AWS/Lambda","Period":60,"Statistic":"Sum","Threshold":1,"TreatMissingData":"notBreaching"}},
+	  "Unhealthy":{"Type":"AWS::CloudWatch::CompositeAlarm","Properties":{"AlarmRule":{"Fn::Join":["",["ALARM(\"",{"Fn::GetAtt":["ErrAlarm","Arn"]},"\") OR ALARM(\"dlq-alarm\")"]]}}},
+	  "Both":{"Type":"AWS::CloudWatch::CompositeAlarm","Properties":{"AlarmRule":{"Fn::Join":["",["ALARM(\"",{"Fn::GetAtt":["ErrAlarm","Arn"]},"\") AND NOT OK(",{"Ref":"Unhealthy"},")"]]}}}}}`
+	p := filepath.Join(t.TempDir(), "S.template.json")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := LoadTemplate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tmpl.Alarms) != 2 || len(tmpl.Composites) != 2 {
+		t.Fatalf("%d alarms, %d composites; want 2, 2", len(tmpl.Alarms), len(tmpl.Composites))
+	}
+	dlq := tmpl.Alarms[slices.IndexFunc(tmpl.Alarms, func(a alarm.Alarm) bool { return a.LogicalID == "DLQAlarm" })]
+	if !dlq.Reads("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q") || dlq.Period != time.Minute {
+		t.Errorf("DLQ alarm = %+v", dlq)
+	}
+	s := alarm.NewSeries()
+	// Minute 1: an error; minute 3: a DLQ message.
+	for minute, v := range []float64{0, 1, 0, 0} {
+		s.Add(alarm.NewMetricID("AWS/Lambda", "Errors", "FunctionName", "F"), t0.Add(time.Duration(minute)*time.Minute+time.Second), v)
+	}
+	for minute, v := range []float64{0, 0, 0, 1} {
+		s.Add(alarm.NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q"), t0.Add(time.Duration(minute)*time.Minute+time.Second), v)
+	}
+	evs, err := alarm.EvaluateAll(tmpl.Alarms, tmpl.Composites, s, alarm.Clock{Start: t0, Scale: 1}, t0.Add(4*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(id string, minute int) string {
+		return evs[id].StateAt(t0.Add(time.Duration(minute) * time.Minute))
+	}
+	for _, c := range []struct {
+		id     string
+		minute int
+		want   string
+	}{
+		{"Unhealthy", 1, alarm.StateOK}, {"Unhealthy", 2, alarm.StateAlarm}, {"Unhealthy", 3, alarm.StateOK}, {"Unhealthy", 4, alarm.StateAlarm},
+		{"Both", 2, alarm.StateAlarm}, {"Both", 4, alarm.StateOK},
+	} {
+		if got := at(c.id, c.minute); got != c.want {
+			t.Errorf("%s after minute %d: %s, want %s", c.id, c.minute, got, c.want)
+		}
+	}
+
+	bad := strings.Replace(doc, `"GreaterThanOrEqualToThreshold","EvaluationPeriods":1,"DatapointsToAlarm":1`, `"LessThanLowerOrGreaterThanUpperThreshold","EvaluationPeriods":1,"DatapointsToAlarm":1`, 1)
+	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadTemplate(p); err == nil || !strings.Contains(err.Error(), `alarm DLQAlarm: comparison "LessThanLowerOrGreaterThanUpperThreshold" is not evaluated`) {
+		t.Errorf("an anomaly detection alarm: err = %v", err)
 	}
 }

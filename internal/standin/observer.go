@@ -18,12 +18,8 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 )
-
-// wallDuration is the wall-clock length of d on the alarm clock.
-func (c Clock) wallDuration(d time.Duration) time.Duration {
-	return time.Duration(float64(d) / c.Scale)
-}
 
 // Observer records what one deployment's run produces as the CloudWatch metrics its alarms read:
 // the functions' EMF lines, Lambda's Invocations, Errors and Duration per invocation,
@@ -34,9 +30,9 @@ type Observer struct {
 	d           *Deployment
 	sq          *sqs.Client
 	errorf      func(format string, args ...any)
-	Series      *Series
-	Clock       Clock
-	ages        *ageTracker
+	Series      *alarm.Series
+	Clock       alarm.Clock
+	ages        *alarm.AgeTracker
 	fnByName    map[string]string // Lambda function name -> logical id
 	queueByURL  map[string]string
 	tableByName map[string]string
@@ -57,7 +53,7 @@ type Observer struct {
 // function name its environments run under; errorf reports what the observer could not do
 // (a heartbeat input that is not a SendMessage request). Stop it when the run ends.
 func NewObserver(d *Deployment, sq *sqs.Client, functionName func(id string) string, scale int, errorf func(format string, args ...any)) *Observer {
-	o := &Observer{d: d, sq: sq, errorf: errorf, Series: newSeries(), Clock: Clock{Start: time.Now(), Scale: float64(scale)}, ages: newAgeTracker(),
+	o := &Observer{d: d, sq: sq, errorf: errorf, Series: alarm.NewSeries(), Clock: alarm.Clock{Start: time.Now(), Scale: float64(scale)}, ages: alarm.NewAgeTracker(),
 		fnByName: map[string]string{}, queueByURL: map[string]string{}, tableByName: map[string]string{}, done: make(chan struct{})}
 	for id := range d.Template.Functions {
 		o.fnByName[functionName(id)] = id
@@ -102,7 +98,7 @@ func (o *Observer) StartHeartbeats(queue string) {
 		o.beats.Add(1)
 		go func() {
 			defer o.beats.Done()
-			tick := time.NewTicker(o.Clock.wallDuration(s.Rate))
+			tick := time.NewTicker(o.Clock.WallDuration(s.Rate))
 			defer tick.Stop()
 			for {
 				o.heartbeat(s)
@@ -150,8 +146,8 @@ func (o *Observer) heartbeat(s SendSchedule) {
 	}
 }
 
-func sqsMetric(name, queue string) MetricID {
-	return newMetricID("AWS/SQS", name, "QueueName", queue)
+func sqsMetric(name, queue string) alarm.MetricID {
+	return alarm.NewMetricID("AWS/SQS", name, "QueueName", queue)
 }
 
 // sample records every queue's depth and oldest message age every half minute of the alarm
@@ -159,7 +155,7 @@ func sqsMetric(name, queue string) MetricID {
 // its counters: SQS publishes them for every active queue each minute.
 func (o *Observer) sample(ctx context.Context) {
 	defer close(o.done)
-	tick := time.NewTicker(o.Clock.wallDuration(time.Minute / 2))
+	tick := time.NewTicker(o.Clock.WallDuration(time.Minute / 2))
 	defer tick.Stop()
 	queues := slices.Sorted(maps.Keys(o.d.QueueURL))
 	for {
@@ -264,8 +260,8 @@ func (o *Observer) Sent(queue string, ok []sqstypes.SendMessageBatchResultEntry)
 // invocation records Lambda's metrics for one invocation of function (a logical id): a
 // failure as a whole (function error, timeout, crash) is an Error.
 func (o *Observer) Invocation(function string, start time.Time, res lambdart.Result, err error) {
-	m := func(name string) MetricID {
-		return newMetricID("AWS/Lambda", name, "FunctionName", function)
+	m := func(name string) alarm.MetricID {
+		return alarm.NewMetricID("AWS/Lambda", name, "FunctionName", function)
 	}
 	failed := 0.0
 	if err != nil || res.FunctionError != nil {
@@ -280,7 +276,7 @@ func (o *Observer) Invocation(function string, start time.Time, res lambdart.Res
 
 // line records a function's output line when it is EMF.
 func (o *Observer) Line(b []byte) {
-	recordEMF(o.Series, b, func(dim, v string) string {
+	alarm.RecordEMF(o.Series, b, func(dim, v string) string {
 		if id, ok := o.fnByName[v]; ok && dim == "Service" {
 			return id
 		}
@@ -298,8 +294,8 @@ func (o *Observer) Dynamo(c ddbproxy.Call, r ddbproxy.Reply) {
 		return
 	}
 	now := time.Now()
-	db := func(name string, dims ...string) MetricID {
-		return newMetricID("AWS/DynamoDB", name, dims...)
+	db := func(name string, dims ...string) alarm.MetricID {
+		return alarm.NewMetricID("AWS/DynamoDB", name, dims...)
 	}
 	switch {
 	case r.Type == "ThrottlingException" || r.Type == "ProvisionedThroughputExceededException" || r.Type == "RequestLimitExceeded":
@@ -319,23 +315,22 @@ func (o *Observer) Dynamo(c ddbproxy.Call, r ddbproxy.Reply) {
 }
 
 // evaluate applies every alarm of the template to what the run produced until end.
-func (o *Observer) Evaluate(end time.Time) (map[string]Evaluation, error) {
-	t, err := o.withoutIdleHeartbeats()
+func (o *Observer) Evaluate(end time.Time) (map[string]alarm.Evaluation, error) {
+	alarms, err := o.withoutIdleHeartbeats()
 	if err != nil {
 		return nil, err
 	}
-	return evaluateAll(t, o.Series, o.Clock, end)
+	return alarm.EvaluateAll(alarms, o.d.Template.Composites, o.Series, o.Clock, end)
 }
 
-// withoutIdleHeartbeats is the template to evaluate: the heartbeat alarm of a pipeline whose
+// withoutIdleHeartbeats is the template's alarms to evaluate: the heartbeat alarm of a pipeline whose
 // heartbeats do not run (StartHeartbeats was not called for its queue: in a test, it is driven by
 // hand, or not at all) treats missing data as not breaching, as if that pipeline had no
 // heartbeat. Evaluated as synthesized it would report the missing schedule in every such
 // scenario, not the failure under test. Where the heartbeats run, the alarm is evaluated as
 // synthesized.
-func (o *Observer) withoutIdleHeartbeats() (*Template, error) {
-	t := *o.d.Template
-	ps, err := t.Pipelines()
+func (o *Observer) withoutIdleHeartbeats() ([]alarm.Alarm, error) {
+	ps, err := o.d.Template.Pipelines()
 	if err != nil {
 		return nil, err
 	}
@@ -345,13 +340,13 @@ func (o *Observer) withoutIdleHeartbeats() (*Template, error) {
 		idle[p.Consumer] = !o.beating[p.Queue]
 	}
 	o.beatMu.Unlock()
-	t.Alarms = slices.Clone(t.Alarms)
-	for i, a := range t.Alarms {
+	alarms := slices.Clone(o.d.Template.Alarms)
+	for i, a := range alarms {
 		for _, m := range a.Metrics() {
 			if m.Name == "ProbeCompleted" && idle[m.Dim("Service")] {
-				t.Alarms[i].TreatMissingData = "notBreaching"
+				alarms[i].TreatMissingData = "notBreaching"
 			}
 		}
 	}
-	return &t, nil
+	return alarms, nil
 }

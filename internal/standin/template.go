@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/functions/contract"
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 	"github.com/idempotent-sqs/pipeline/internal/eventfilter"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 )
 
 // Resource types the kit deploys or runs.
@@ -33,6 +34,8 @@ const (
 	typeTopic        = "AWS::SNS::Topic"
 	typeSubscription = "AWS::SNS::Subscription"
 	typeSecret       = "AWS::SecretsManager::Secret"
+	typeAlarm        = "AWS::CloudWatch::Alarm"
+	typeComposite    = "AWS::CloudWatch::CompositeAlarm"
 )
 
 // Template is the part of a synthesized stack that runs: every resource keyed by logical id.
@@ -58,8 +61,8 @@ type Template struct {
 	// SendSchedules are the schedules whose target is SQS SendMessage itself (the heartbeats).
 	SendSchedules []SendSchedule
 	// Alarms and Composites are the stack's CloudWatch alarms (alarms.go evaluates them).
-	Alarms     []Alarm
-	Composites []CompositeAlarm
+	Alarms     []alarm.Alarm
+	Composites []alarm.Composite
 	// InvokeConfigs are the functions' asynchronous invocation settings, by function.
 	InvokeConfigs map[string]InvokeConfig
 	// Outputs are the stack's outputs, their values still CloudFormation expressions.
@@ -160,7 +163,7 @@ func (q Queue) VisibilityTimeout() time.Duration {
 	if _, ok := q.Props["VisibilityTimeout"]; !ok {
 		return 30 * time.Second
 	}
-	return time.Duration(asFloat(q.Props["VisibilityTimeout"])) * time.Second
+	return time.Duration(cfn.Float(q.Props["VisibilityTimeout"])) * time.Second
 }
 
 // Bucket is an AWS::S3::Bucket's properties.
@@ -236,7 +239,7 @@ func (t *Template) UseParameters(given map[string]string) error {
 	for name, p := range t.Parameters {
 		v, ok := given[name]
 		if !ok && p.Default != nil && !p.FromSSM() {
-			v, ok = scalar(p.Default), true
+			v, ok = cfn.Scalar(p.Default), true
 		}
 		p.Value = nil
 		if ok {
@@ -446,7 +449,7 @@ var rateExpr = regexp.MustCompile(`^rate\(([0-9]+) (minute|minutes|hour|hours)\)
 
 func parseSendSchedule(id string, p map[string]any) (SendSchedule, error) {
 	retry, _ := cfn.Dig(p, "Target", "RetryPolicy").(map[string]any)
-	s := SendSchedule{LogicalID: id, Retries: intProp(retry, "MaximumRetryAttempts", 185)}
+	s := SendSchedule{LogicalID: id, Retries: cfn.Int(retry, "MaximumRetryAttempts", 185)}
 	var refs []string
 	s.Input = cfn.JoinString(cfn.Dig(p, "Target", "Input"), func(part any) string {
 		refs = append(refs, cfn.RefTarget(part))
@@ -686,7 +689,7 @@ func readFunction(t *Template, id string, r resource, doc map[string]resource) e
 		}
 	}
 	env, _ := cfn.Dig(p, "Environment", "Variables").(map[string]any)
-	f := Function{LogicalID: id, Env: env, Timeout: intProp(p, "Timeout", 3), MemoryMB: intProp(p, "MemorySize", 128)}
+	f := Function{LogicalID: id, Env: env, Timeout: cfn.Int(p, "Timeout", 3), MemoryMB: cfn.Int(p, "MemorySize", 128)}
 	f.Handler, _ = p["Handler"].(string)
 	f.Runtime, _ = p["Runtime"].(string)
 	f.Path, _ = r.Metadata["aws:cdk:path"].(string)
@@ -718,9 +721,9 @@ func readMapping(t *Template, id string, r resource, doc map[string]resource) er
 	m := Mapping{
 		LogicalID:      id,
 		Queue:          cfn.RefTarget(p["EventSourceArn"]),
-		BatchSize:      intProp(p, "BatchSize", 10),
-		WindowSeconds:  intProp(p, "MaximumBatchingWindowInSeconds", 0),
-		MaxConcurrency: int(asFloat(cfn.Dig(p, "ScalingConfig", "MaximumConcurrency"))),
+		BatchSize:      cfn.Int(p, "BatchSize", 10),
+		WindowSeconds:  cfn.Int(p, "MaximumBatchingWindowInSeconds", 0),
+		MaxConcurrency: int(cfn.Float(cfn.Dig(p, "ScalingConfig", "MaximumConcurrency"))),
 	}
 	if _, param := t.Parameters[m.Queue]; m.Queue == "" || param {
 		// A queue the stack does not create: imported, or given by a parameter (a
@@ -773,15 +776,15 @@ func readSchedule(t *Template, id string, r resource, doc map[string]resource) e
 // readInvokeConfig reads a function's asynchronous invocation settings.
 func readInvokeConfig(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
-	t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: intProp(p, "MaximumRetryAttempts", 2),
-		OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), MaxEventAgeSecs: intProp(p, "MaximumEventAgeInSeconds", 21600)}
+	t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: cfn.Int(p, "MaximumRetryAttempts", 2),
+		OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), MaxEventAgeSecs: cfn.Int(p, "MaximumEventAgeInSeconds", 21600)}
 	return nil
 }
 
 // readAlarm reads a metric alarm.
 func readAlarm(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
-	a, err := parseAlarm(id, p)
+	a, err := alarm.Parse(id, p)
 	if err != nil {
 		return err
 	}
@@ -792,7 +795,7 @@ func readAlarm(t *Template, id string, r resource, doc map[string]resource) erro
 // readComposite reads a composite alarm.
 func readComposite(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
-	c, err := parseComposite(id, p)
+	c, err := alarm.ParseComposite(id, p)
 	if err != nil {
 		return err
 	}

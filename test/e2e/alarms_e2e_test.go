@@ -20,13 +20,14 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 	"github.com/idempotent-sqs/pipeline/internal/standin/schedule"
 )
 
 // watchAlarms starts recording the world's metrics (standin.Observer); call it right after
 // newWorld, before any poller or function starts. The alarm clock starts now.
 func (w *world) watchAlarms() *standin.Observer {
-	o := standin.NewObserver(w.d, w.sq, w.functionName, standin.AlarmTimeScale, w.t.Errorf)
+	o := standin.NewObserver(w.d, w.sq, w.functionName, alarm.TimeScale, w.t.Errorf)
 	w.obs = o
 	w.pollSQ = sqsd.Client(func(opt *sqs.Options) { opt.APIOptions = append(opt.APIOptions, w.recv.middleware, o.Middleware) })
 	w.dynamo.Observe = o.Dynamo
@@ -35,7 +36,7 @@ func (w *world) watchAlarms() *standin.Observer {
 }
 
 // evaluate is o.Evaluate, failing the test on an error.
-func (w *world) evaluate(end time.Time) map[string]standin.Evaluation {
+func (w *world) evaluate(end time.Time) map[string]alarm.Evaluation {
 	w.t.Helper()
 	evs, err := w.obs.Evaluate(end)
 	if err != nil {
@@ -48,13 +49,13 @@ func (w *world) evaluate(end time.Time) map[string]standin.Evaluation {
 // survives renamed alarms: a failure mode whose alarm is gone from the template fails.
 type alarmRef struct {
 	what  string
-	match func(standin.Alarm) bool
+	match func(alarm.Alarm) bool
 }
 
 // watching matches an alarm that reads any of the metrics (namespace/name) with the
 // dimension dim = resource.
 func watching(what, dim, resource string, metrics ...string) alarmRef {
-	return alarmRef{what: what, match: func(a standin.Alarm) bool {
+	return alarmRef{what: what, match: func(a alarm.Alarm) bool {
 		for _, m := range metrics {
 			ns, name, _ := strings.Cut(m, "/")
 			ns = "AWS/" + ns
@@ -68,7 +69,7 @@ func watching(what, dim, resource string, metrics ...string) alarmRef {
 
 // heartbeatAlarm matches the alarm on the heartbeats a consumer completes.
 func heartbeatAlarm(p standin.Pipeline) alarmRef {
-	return alarmRef{what: "heartbeats completed by " + p.Consumer, match: func(a standin.Alarm) bool {
+	return alarmRef{what: "heartbeats completed by " + p.Consumer, match: func(a alarm.Alarm) bool {
 		for _, m := range a.Metrics() {
 			if m.Name == "ProbeCompleted" && m.Dim("Service") == p.Consumer {
 				return true
@@ -125,7 +126,7 @@ func (w *world) expectAlarms(mode string, since time.Time, timeout time.Duration
 		}
 	}
 	from := o.Clock.Alarm(since)
-	var evs map[string]standin.Evaluation
+	var evs map[string]alarm.Evaluation
 	deadline := time.Now().Add(timeout)
 	for {
 		evs = w.evaluate(time.Now())
@@ -190,7 +191,7 @@ func (w *world) alarmWait(must ...alarmRef) time.Duration {
 			}
 		}
 	}
-	return longest/standin.AlarmTimeScale + time.Minute
+	return longest/alarm.TimeScale + time.Minute
 }
 
 // expectQuiet checks a healthy phase [from, to]: no alarm, composite ones included, may be
@@ -221,7 +222,7 @@ func (w *world) longestPeriod() time.Duration {
 	for _, a := range w.d.Template.Alarms {
 		p = max(p, a.Period)
 	}
-	return p / standin.AlarmTimeScale
+	return p / alarm.TimeScale
 }
 
 // consumerTable is the logical id of the idempotency table a consumer writes.
@@ -233,7 +234,7 @@ func (w *world) consumerTable(p standin.Pipeline) string {
 // invocation, its retries and its on-failure destination.
 func (w *world) invokeAsync(e *lambdart.Env, function string, payload []byte) (int, error) {
 	w.t.Helper()
-	n, err := standin.InvokeAsync(w.t.Context(), w.d, w.sq, function, payload, standin.Clock{Scale: standin.AlarmTimeScale},
+	n, err := standin.InvokeAsync(w.t.Context(), w.d, w.sq, function, payload, alarm.Clock{Scale: alarm.TimeScale},
 		func(ctx context.Context, payload []byte) (lambdart.Result, error) { return w.invoke(ctx, e, payload) }, e.FunctionARN())
 	if _, ok := w.d.Template.InvokeConfigs[function]; !ok || strings.HasPrefix(fmt.Sprint(err), "on-failure destination") {
 		w.t.Fatal(err)
@@ -255,7 +256,7 @@ func TestAlarmsStalledConsumer(t *testing.T) {
 			p := w.pipeline(fifo)
 			stalled := watching("deletes from "+p.Queue+" (stalled consumer)", "QueueName", p.Queue, "SQS/NumberOfMessagesDeleted")
 			oldest := watching("the oldest message on "+p.Queue, "QueueName", p.Queue, "SQS/ApproximateAgeOfOldestMessage")
-			backlog := alarmRef{what: "visible messages on " + p.Queue + " (backlog)", match: func(a standin.Alarm) bool {
+			backlog := alarmRef{what: "visible messages on " + p.Queue + " (backlog)", match: func(a alarm.Alarm) bool {
 				return dlqAlarm(p.Queue).match(a) && !stalled.match(a)
 			}}
 			// Enough messages for the backlog alarm's threshold, read from the template.
@@ -398,11 +399,11 @@ func TestAlarmsHeartbeat(t *testing.T) {
 			// Healthy on heartbeats alone: four complete periods (twice what the alarm
 			// evaluates), and the alarm never in ALARM.
 			const quiet = 4
-			healthy := w.waitFor("four complete heartbeat periods", 2*time.Minute+2*quiet*period/standin.AlarmTimeScale, func() bool {
+			healthy := w.waitFor("four complete heartbeat periods", 2*time.Minute+2*quiet*period/alarm.TimeScale, func() bool {
 				return len(w.evaluate(time.Now())[id].Values) >= quiet
 			})
 			ev := w.evaluate(time.Now())[id]
-			if state := ev.StateAt(o.Clock.Alarm(time.Now())); state != standin.StateOK || ev.AlarmedWithin(o.Clock.Start, o.Clock.Alarm(time.Now())) {
+			if state := ev.StateAt(o.Clock.Alarm(time.Now())); state != alarm.StateOK || ev.AlarmedWithin(o.Clock.Start, o.Clock.Alarm(time.Now())) {
 				t.Fatalf("healthy, with heartbeats completing: alarm %s is %s (datapoints %v, transitions %v)", id, state, ev.Values, ev.Transitions)
 			}
 			outcomes := w.ledger.Outcomes()
@@ -460,7 +461,7 @@ func printAlarmTable(t *standin.Template) {
 }
 
 // notDriven says why no scenario raises an alarm.
-func notDriven(t *standin.Template, a standin.Alarm) string {
+func notDriven(t *standin.Template, a alarm.Alarm) string {
 	for _, m := range a.Metrics() {
 		switch {
 		case m.Namespace == "AWS/Scheduler":

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
 )
@@ -160,7 +161,7 @@ func handleDescribeAlarms(mux *http.ServeMux, w *world, calls *atomic.Int32) {
 		full := true
 		if name := r.Form.Get("ChildrenOfAlarmName"); name != "" {
 			full = false
-			var comp *standin.CompositeAlarm
+			var comp *alarm.Composite
 			for i, c := range w.d.Template.Composites {
 				if c.LogicalID == name {
 					comp = &w.d.Template.Composites[i]

@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/idempotent-sqs/pipeline/internal/ddbproxy"
-
-	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 )
 
 // TestVerify: `pipelinectl verify` after a deploy, against the deployed consumer and
@@ -87,7 +86,7 @@ func TestVerify(t *testing.T) {
 	}
 	inAlarm := func(id string) func() bool {
 		return func() bool {
-			return w.evaluate(time.Now())[id].StateAt(o.Clock.Alarm(time.Now())) == standin.StateAlarm
+			return w.evaluate(time.Now())[id].StateAt(o.Clock.Alarm(time.Now())) == alarm.StateAlarm
 		}
 	}
 	w.dynamo.Policy = func(c ddbproxy.Call) ddbproxy.Fault {

@@ -32,6 +32,7 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/sqslocal"
 
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 	"github.com/idempotent-sqs/pipeline/internal/standin/ledger"
 	"github.com/idempotent-sqs/pipeline/internal/standin/poller"
 	"github.com/idempotent-sqs/pipeline/internal/standin/schedule"
@@ -99,7 +100,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	fmt.Printf("e2e: template %s from %s; SQS server %s at %s; DynamoDB Local at %s; %d alarms and %d composite alarms evaluated on an alarm clock %dx the wall clock\n",
-		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint(), len(tmpl.Alarms), len(tmpl.Composites), standin.AlarmTimeScale)
+		tmpl.Name, dir, sqsd.Kind(), sqsd.Endpoint(), ddb.Endpoint(), len(tmpl.Alarms), len(tmpl.Composites), alarm.TimeScale)
 	code := m.Run()
 	if ctlBin != "" && ctlErr == nil {
 		os.RemoveAll(filepath.Dir(ctlBin)) // the pipelinectl a scenario built

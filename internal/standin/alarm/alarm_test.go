@@ -1,10 +1,7 @@
-package standin
+package alarm
 
 import (
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +22,7 @@ func perMinute(s *Series, m MetricID, vals ...float64) {
 }
 
 func simpleAlarm(stat string, threshold float64, m, n int, missing string, metric MetricID) Alarm {
-	return Alarm{LogicalID: "A", Queries: []MetricQuery{{ID: "m1", Metric: metric, Period: time.Minute, Stat: stat, ReturnData: true}},
+	return Alarm{LogicalID: "A", Queries: []Query{{ID: "m1", Metric: metric, Period: time.Minute, Stat: stat, ReturnData: true}},
 		Period: time.Minute, Threshold: threshold, Comparison: "GreaterThanOrEqualToThreshold",
 		EvaluationPeriods: n, DatapointsToAlarm: m, TreatMissingData: missing}
 }
@@ -50,7 +47,7 @@ func states(t *testing.T, a Alarm, s *Series, periods int) string {
 var nan = math.NaN()
 
 func TestEvaluateMOfN(t *testing.T) {
-	m := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
+	m := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
 	for _, tc := range []struct {
 		name string
 		m, n int
@@ -62,7 +59,7 @@ func TestEvaluateMOfN(t *testing.T) {
 		{"2 of 3 fires on two within three", 2, 3, []float64{5, 0, 5, 0, 0}, "O.AO."},
 		{"below the threshold never fires", 1, 1, []float64{0.5, 0.9, 0}, "O.."},
 	} {
-		s := newSeries()
+		s := NewSeries()
 		perMinute(s, m, tc.vals...)
 		a := simpleAlarm("Maximum", 1, tc.m, tc.n, "notBreaching", m)
 		if got := states(t, a, s, len(tc.vals)); got != tc.want {
@@ -72,7 +69,7 @@ func TestEvaluateMOfN(t *testing.T) {
 }
 
 func TestEvaluateMissingData(t *testing.T) {
-	m := newMetricID("AWS/Lambda", "Errors", "FunctionName", "F")
+	m := NewMetricID("AWS/Lambda", "Errors", "FunctionName", "F")
 	vals := []float64{nan, 2, nan, nan, nan}
 	for _, tc := range []struct{ mode, want string }{
 		{"notBreaching", "OA.O."}, // gaps are good
@@ -81,7 +78,7 @@ func TestEvaluateMissingData(t *testing.T) {
 		{"ignore", ".A..."},       // gaps keep the state
 		{"", ".A.I."},             // CloudWatch's default is missing
 	} {
-		s := newSeries()
+		s := NewSeries()
 		perMinute(s, m, vals...)
 		a := simpleAlarm("Sum", 1, 1, 2, tc.mode, m)
 		if tc.mode == "breaching" {
@@ -96,14 +93,14 @@ func TestEvaluateMissingData(t *testing.T) {
 func TestEvaluateDynamoDBIgnoresMissingData(t *testing.T) {
 	// CloudWatch ignores missing data for AWS/DynamoDB metrics whatever the alarm says: after
 	// a throttle, quiet periods keep the alarm in ALARM.
-	m := newMetricID("AWS/DynamoDB", "WriteThrottleEvents", "TableName", "T")
-	s := newSeries()
+	m := NewMetricID("AWS/DynamoDB", "WriteThrottleEvents", "TableName", "T")
+	s := NewSeries()
 	perMinute(s, m, nan, 3, nan, nan)
 	if got := states(t, simpleAlarm("Sum", 1, 1, 1, "notBreaching", m), s, 4); got != ".A.." {
 		t.Errorf("DynamoDB alarm: %s, want .A.. (missing data ignored)", got)
 	}
-	other := newMetricID("AWS/Lambda", "Errors", "FunctionName", "F")
-	s2 := newSeries()
+	other := NewMetricID("AWS/Lambda", "Errors", "FunctionName", "F")
+	s2 := NewSeries()
 	perMinute(s2, other, nan, 3, nan, nan)
 	if got := states(t, simpleAlarm("Sum", 1, 1, 1, "notBreaching", other), s2, 4); got != "OAO." {
 		t.Errorf("Lambda alarm: %s, want OAO.", got)
@@ -111,8 +108,8 @@ func TestEvaluateDynamoDBIgnoresMissingData(t *testing.T) {
 }
 
 func TestEvaluateStatistics(t *testing.T) {
-	m := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
-	s := newSeries()
+	m := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
+	s := NewSeries()
 	// Two samples per minute: the minimum of minute 2 dips below 1000.
 	for i, v := range []float64{1200, 1500, 1100, 900, 1300, 1300} {
 		s.Add(m, t0.Add(time.Duration(i)*30*time.Second+time.Second), v)
@@ -139,12 +136,12 @@ func TestEvaluateStatistics(t *testing.T) {
 
 // stalled is the stalled-consumer expression as the monitoring construct writes it.
 func stalled(n int) Alarm {
-	q := func(id, name, stat string) MetricQuery {
-		return MetricQuery{ID: id, Metric: newMetricID("AWS/SQS", name, "QueueName", "Q"), Period: time.Minute, Stat: stat}
+	q := func(id, name, stat string) Query {
+		return Query{ID: id, Metric: NewMetricID("AWS/SQS", name, "QueueName", "Q"), Period: time.Minute, Stat: stat}
 	}
 	return Alarm{LogicalID: "Stalled", Period: time.Minute, Threshold: 1, Comparison: "GreaterThanOrEqualToThreshold",
 		EvaluationPeriods: n, DatapointsToAlarm: n, TreatMissingData: "notBreaching",
-		Queries: []MetricQuery{
+		Queries: []Query{
 			{ID: "expr_1", Expression: "IF((FILL(visible, 0) + FILL(inflight, 0)) > 0 AND FILL(deleted, 0) == 0, 1, 0)", ReturnData: true},
 			q("visible", "ApproximateNumberOfMessagesVisible", "Maximum"),
 			q("inflight", "ApproximateNumberOfMessagesNotVisible", "Maximum"),
@@ -153,9 +150,9 @@ func stalled(n int) Alarm {
 }
 
 func TestEvaluateStalledExpression(t *testing.T) {
-	visible := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
-	inflight := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "QueueName", "Q")
-	deleted := newMetricID("AWS/SQS", "NumberOfMessagesDeleted", "QueueName", "Q")
+	visible := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
+	inflight := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "QueueName", "Q")
+	deleted := NewMetricID("AWS/SQS", "NumberOfMessagesDeleted", "QueueName", "Q")
 	for _, tc := range []struct {
 		name           string
 		vis, infl, del []float64
@@ -170,7 +167,7 @@ func TestEvaluateStalledExpression(t *testing.T) {
 		// No data from any metric: the expression has none, which notBreaching treats as good.
 		{"no data at all", []float64{nan, nan, nan, nan}, []float64{nan, nan, nan, nan}, []float64{nan, nan, nan, nan}, "O..."},
 	} {
-		s := newSeries()
+		s := NewSeries()
 		perMinute(s, visible, tc.vis...)
 		perMinute(s, inflight, tc.infl...)
 		perMinute(s, deleted, tc.del...)
@@ -214,75 +211,17 @@ func TestMathAndRuleParseErrors(t *testing.T) {
 	}
 }
 
-func TestLoadTemplateAlarms(t *testing.T) {
-	doc := `{"Resources":{
-	  "Q":{"Type":"AWS::SQS::Queue","Properties":{}},
-	  "DLQAlarm":{"Type":"AWS::CloudWatch::Alarm","Properties":{"ComparisonOperator":"GreaterThanOrEqualToThreshold","EvaluationPeriods":1,"DatapointsToAlarm":1,
-	    "Dimensions":[{"Name":"QueueName","Value":{"Fn::GetAtt":["Q","QueueName"]}}],"MetricName":"ApproximateNumberOfMessagesVisible","Namespace":"AWS/SQS",
-	    "Period":60,"Statistic":"Maximum","Threshold":1,"TreatMissingData":"notBreaching","AlarmName":"dlq-alarm"}},
-	  "ErrAlarm":{"Type":"AWS::CloudWatch::Alarm","Properties":{"ComparisonOperator":"GreaterThanOrEqualToThreshold","EvaluationPeriods":1,
-	    "Dimensions":[{"Name":"FunctionName","Value":{"Ref":"F"}}],"MetricName":"Errors","Namespace":"AWS/Lambda","Period":60,"Statistic":"Sum","Threshold":1,"TreatMissingData":"notBreaching"}},
-	  "Unhealthy":{"Type":"AWS::CloudWatch::CompositeAlarm","Properties":{"AlarmRule":{"Fn::Join":["",["ALARM(\"",{"Fn::GetAtt":["ErrAlarm","Arn"]},"\") OR ALARM(\"dlq-alarm\")"]]}}},
-	  "Both":{"Type":"AWS::CloudWatch::CompositeAlarm","Properties":{"AlarmRule":{"Fn::Join":["",["ALARM(\"",{"Fn::GetAtt":["ErrAlarm","Arn"]},"\") AND NOT OK(",{"Ref":"Unhealthy"},")"]]}}}}}`
-	p := filepath.Join(t.TempDir(), "S.template.json")
-	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := LoadTemplate(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tmpl.Alarms) != 2 || len(tmpl.Composites) != 2 {
-		t.Fatalf("%d alarms, %d composites; want 2, 2", len(tmpl.Alarms), len(tmpl.Composites))
-	}
-	dlq := tmpl.Alarms[slices.IndexFunc(tmpl.Alarms, func(a Alarm) bool { return a.LogicalID == "DLQAlarm" })]
-	if !dlq.Reads("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q") || dlq.Period != time.Minute {
-		t.Errorf("DLQ alarm = %+v", dlq)
-	}
-	s := newSeries()
-	// Minute 1: an error; minute 3: a DLQ message.
-	perMinute(s, newMetricID("AWS/Lambda", "Errors", "FunctionName", "F"), 0, 1, 0, 0)
-	perMinute(s, newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q"), 0, 0, 0, 1)
-	evs, err := evaluateAll(tmpl, s, Clock{Start: t0, Scale: 1}, t0.Add(4*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := func(id string, minute int) string {
-		return evs[id].StateAt(t0.Add(time.Duration(minute) * time.Minute))
-	}
-	for _, c := range []struct {
-		id     string
-		minute int
-		want   string
-	}{
-		{"Unhealthy", 1, StateOK}, {"Unhealthy", 2, StateAlarm}, {"Unhealthy", 3, StateOK}, {"Unhealthy", 4, StateAlarm},
-		{"Both", 2, StateAlarm}, {"Both", 4, StateOK},
-	} {
-		if got := at(c.id, c.minute); got != c.want {
-			t.Errorf("%s after minute %d: %s, want %s", c.id, c.minute, got, c.want)
-		}
-	}
-
-	bad := strings.Replace(doc, `"GreaterThanOrEqualToThreshold","EvaluationPeriods":1,"DatapointsToAlarm":1`, `"LessThanLowerOrGreaterThanUpperThreshold","EvaluationPeriods":1,"DatapointsToAlarm":1`, 1)
-	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadTemplate(p); err == nil || !strings.Contains(err.Error(), `alarm DLQAlarm: comparison "LessThanLowerOrGreaterThanUpperThreshold" is not evaluated`) {
-		t.Errorf("an anomaly detection alarm: err = %v", err)
-	}
-}
-
 func TestClockScale(t *testing.T) {
 	// One DLQ minute is 2 s of the run at the suite's scale, a 5-minute period 10 s.
-	c := Clock{Start: t0, Scale: AlarmTimeScale}
+	c := Clock{Start: t0, Scale: TimeScale}
 	if got := c.Alarm(t0.Add(2 * time.Second)).Sub(t0); got != time.Minute {
 		t.Errorf("2 s of the run = %v on the alarm clock, want 1m", got)
 	}
 	if got := c.Wall(t0.Add(5 * time.Minute)).Sub(t0); got != 10*time.Second {
 		t.Errorf("5m on the alarm clock = %v of the run, want 10s", got)
 	}
-	m := newMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
-	s := newSeries()
+	m := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
+	s := NewSeries()
 	s.Add(m, t0.Add(3*time.Second), 1) // in the second alarm minute
 	ev, err := Evaluate(simpleAlarm("Maximum", 1, 1, 1, "notBreaching", m), s, c, t0.Add(5*time.Second))
 	if err != nil {
@@ -295,28 +234,28 @@ func TestClockScale(t *testing.T) {
 }
 
 func TestRecordEMF(t *testing.T) {
-	s := newSeries()
+	s := NewSeries()
 	line := `{"Failed":0,"Processed":2,"Service":"consumer-fn-x1","_aws":{"Timestamp":1795428000000,"CloudWatchMetrics":[{"Namespace":"IdempotentSQS","Dimensions":[["Service"]],"Metrics":[{"Name":"Processed","Unit":"Count"},{"Name":"Failed","Unit":"Count"}]}]}}`
-	if !recordEMF(s, []byte(line), func(dim, v string) string { return strings.TrimSuffix(v, "-x1") }) {
+	if !RecordEMF(s, []byte(line), func(dim, v string) string { return strings.TrimSuffix(v, "-x1") }) {
 		t.Fatal("an EMF line was not recognized")
 	}
-	processed := newMetricID("IdempotentSQS", "Processed", "Service", "consumer-fn")
+	processed := NewMetricID("IdempotentSQS", "Processed", "Service", "consumer-fn")
 	got := s.snapshot(processed)
 	if len(got) != 1 || got[0].v != 2 || !got[0].t.Equal(time.UnixMilli(1795428000000)) {
 		t.Errorf("Processed = %v", got)
 	}
-	if !s.Has(newMetricID("IdempotentSQS", "Failed", "Service", "consumer-fn")) {
+	if !s.Has(NewMetricID("IdempotentSQS", "Failed", "Service", "consumer-fn")) {
 		t.Error("Failed (0) not recorded: a zero is data, not missing data")
 	}
 	for _, l := range []string{`{"message":"effect applied"}`, `not json`} {
-		if recordEMF(s, []byte(l), nil) {
+		if RecordEMF(s, []byte(l), nil) {
 			t.Errorf("%q taken for EMF", l)
 		}
 	}
 }
 
 func TestAgeTracker(t *testing.T) {
-	a := newAgeTracker()
+	a := NewAgeTracker()
 	a.Sent("Q", "m1", t0)
 	a.Sent("Q", "m2", t0.Add(time.Minute))
 	if age, ok := a.Oldest("Q", t0.Add(2*time.Minute)); !ok || age != 2*time.Minute {
@@ -343,13 +282,13 @@ func TestEvaluateSumOfFilledMetrics(t *testing.T) {
 	// UpdateItem ever has data. The sum must still be a datapoint, and fire.
 	a := Alarm{LogicalID: "SystemErrors", Period: time.Minute, Threshold: 1, Comparison: "GreaterThanOrEqualToThreshold",
 		EvaluationPeriods: 1, DatapointsToAlarm: 1, TreatMissingData: "notBreaching",
-		Queries: []MetricQuery{{ID: "expr_1", Expression: "FILL(e_GetItem, 0) + FILL(e_UpdateItem, 0)", ReturnData: true}}}
+		Queries: []Query{{ID: "expr_1", Expression: "FILL(e_GetItem, 0) + FILL(e_UpdateItem, 0)", ReturnData: true}}}
 	for _, op := range []string{"GetItem", "UpdateItem"} {
-		a.Queries = append(a.Queries, MetricQuery{ID: "e_" + op, Period: time.Minute, Stat: "Sum",
-			Metric: newMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", op)})
+		a.Queries = append(a.Queries, Query{ID: "e_" + op, Period: time.Minute, Stat: "Sum",
+			Metric: NewMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", op)})
 	}
-	s := newSeries()
-	perMinute(s, newMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", "UpdateItem"), nan, 2, nan)
+	s := NewSeries()
+	perMinute(s, NewMetricID("AWS/DynamoDB", "SystemErrors", "TableName", "T", "Operation", "UpdateItem"), nan, 2, nan)
 	// DynamoDB: missing data is ignored, so the alarm holds ALARM through the quiet minute.
 	if got := states(t, a, s, 3); got != ".A." {
 		t.Errorf("system errors: %s, want .A.", got)

@@ -1,4 +1,4 @@
-package standin
+package alarm
 
 import (
 	"encoding/json"
@@ -12,11 +12,11 @@ import (
 // (alarms_e2e_test.go) adds Lambda's invocation metrics, DynamoDB's error and throttle counts
 // and the queues' sampled depths.
 
-// recordEMF records the metrics of one Embedded Metric Format line (as CloudWatch Logs
+// RecordEMF records the metrics of one Embedded Metric Format line (as CloudWatch Logs
 // extracts them: every metric of every directive, with each dimension set, at the line's
 // timestamp) and reports whether the line was EMF. resource maps a dimension value to the
 // name alarms use for it (a function name to its logical id); nil keeps values as they are.
-func recordEMF(s *Series, line []byte, resource func(dim, value string) string) bool {
+func RecordEMF(s *Series, line []byte, resource func(dim, value string) string) bool {
 	var root map[string]json.RawMessage
 	if json.Unmarshal(line, &root) != nil || root["_aws"] == nil {
 		return false
@@ -47,7 +47,7 @@ func recordEMF(s *Series, line []byte, resource func(dim, value string) string) 
 			for _, m := range d.Metrics {
 				var one float64
 				var many []float64
-				id := newMetricID(d.Namespace, m.Name, kv...)
+				id := NewMetricID(d.Namespace, m.Name, kv...)
 				if json.Unmarshal(root[m.Name], &one) == nil {
 					s.Add(id, at, one)
 				} else if json.Unmarshal(root[m.Name], &many) == nil {
@@ -61,11 +61,11 @@ func recordEMF(s *Series, line []byte, resource func(dim, value string) string) 
 	return true
 }
 
-// ageTracker follows the messages of each queue that the harness sent or a poller received,
+// AgeTracker follows the messages of each queue that the harness sent or a poller received,
 // to give ApproximateAgeOfOldestMessage, which no local SQS server reports. As SQS does, it
 // leaves out a message received three times or more (SQS moves it to the back of the queue
 // and reports the next oldest). Safe for concurrent use.
-type ageTracker struct {
+type AgeTracker struct {
 	mu   sync.Mutex
 	live map[string]map[string]tracked // queue -> message id -> message
 }
@@ -75,10 +75,10 @@ type tracked struct {
 	receives int
 }
 
-// newAgeTracker returns an empty ageTracker.
-func newAgeTracker() *ageTracker { return &ageTracker{live: map[string]map[string]tracked{}} }
+// NewAgeTracker returns an empty ageTracker.
+func NewAgeTracker() *AgeTracker { return &AgeTracker{live: map[string]map[string]tracked{}} }
 
-func (a *ageTracker) queue(q string) map[string]tracked {
+func (a *AgeTracker) queue(q string) map[string]tracked {
 	m := a.live[q]
 	if m == nil {
 		m = map[string]tracked{}
@@ -88,7 +88,7 @@ func (a *ageTracker) queue(q string) map[string]tracked {
 }
 
 // Sent records a message sent to queue at sent.
-func (a *ageTracker) Sent(queue, id string, sent time.Time) {
+func (a *AgeTracker) Sent(queue, id string, sent time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.queue(queue)[id]; !ok {
@@ -97,14 +97,14 @@ func (a *ageTracker) Sent(queue, id string, sent time.Time) {
 }
 
 // Received records a receive of a message: its SentTimestamp and ApproximateReceiveCount.
-func (a *ageTracker) Received(queue, id string, sent time.Time, receiveCount int) {
+func (a *AgeTracker) Received(queue, id string, sent time.Time, receiveCount int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.queue(queue)[id] = tracked{sent: sent, receives: receiveCount}
 }
 
 // Deleted forgets a message.
-func (a *ageTracker) Deleted(queue, id string) {
+func (a *AgeTracker) Deleted(queue, id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.queue(queue), id)
@@ -112,7 +112,7 @@ func (a *ageTracker) Deleted(queue, id string) {
 
 // Empty forgets every message of a queue the server reports empty (messages a redrive
 // policy moved away leave no other trace).
-func (a *ageTracker) Empty(queue string) {
+func (a *AgeTracker) Empty(queue string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.live, queue)
@@ -120,7 +120,7 @@ func (a *ageTracker) Empty(queue string) {
 
 // Oldest is the age at now of the oldest message of queue received fewer than three times,
 // and whether there is one.
-func (a *ageTracker) Oldest(queue string, now time.Time) (time.Duration, bool) {
+func (a *AgeTracker) Oldest(queue string, now time.Time) (time.Duration, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var oldest time.Time

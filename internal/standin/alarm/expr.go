@@ -1,4 +1,4 @@
-package standin
+package alarm
 
 import (
 	"fmt"

@@ -1,4 +1,11 @@
-package standin
+// Package alarm is CloudWatch for the local kit: it reads an AWS::CloudWatch::Alarm or
+// AWS::CloudWatch::CompositeAlarm as synthesized (Parse, ParseComposite) and evaluates it
+// with CloudWatch's rules (period, statistic, threshold, M of N, missing data, metric math,
+// alarm rules) over the metrics a run produced (Series; RecordEMF reads a function's
+// embedded-metric log lines into one). Nothing here knows which alarms a stack has: a
+// caller asks which alarms went to ALARM, and the verdict is the template's definitions
+// applied to the run's data.
+package alarm
 
 import (
 	"fmt"
@@ -13,25 +20,13 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
-// This file is the alarm half of the harness: it reads every AWS::CloudWatch::Alarm and
-// AWS::CloudWatch::CompositeAlarm of the template and evaluates them, with CloudWatch's
-// rules, over the metrics a run produced (Series). Nothing here knows which alarms the stack
-// has: a scenario asks which alarms went to ALARM, and the verdict is the template's
-// definitions applied to the run's data.
-
-// Resource types of the alarms.
-const (
-	typeAlarm     = "AWS::CloudWatch::Alarm"
-	typeComposite = "AWS::CloudWatch::CompositeAlarm"
-)
-
-// AlarmTimeScale is how much faster the alarm clock runs than the wall clock: every alarm is
+// TimeScale is how much faster the alarm clock runs than the wall clock: every alarm is
 // evaluated with its synthesized period, statistic, threshold, M of N and missing-data
-// treatment, but on a clock where one real second is AlarmTimeScale seconds, so a 5-minute
+// treatment, but on a clock where one real second is TimeScale seconds, so a 5-minute
 // period takes 10 s of the run and a 1-minute DLQ period 2 s. Ages the harness reads (the
 // age of the oldest message) are read on the same clock. This is the only place time is
 // compressed.
-const AlarmTimeScale = 30
+const TimeScale = 30
 
 // Alarm states.
 const (
@@ -48,8 +43,8 @@ type MetricID struct {
 	Dims            string // "Name=Value" pairs, sorted by name, comma-separated
 }
 
-// newMetricID builds a MetricID from dimension pairs (name, value, name, value...).
-func newMetricID(namespace, name string, dims ...string) MetricID {
+// NewMetricID builds a MetricID from dimension pairs (name, value, name, value...).
+func NewMetricID(namespace, name string, dims ...string) MetricID {
 	var pairs []string
 	for i := 0; i+1 < len(dims); i += 2 {
 		pairs = append(pairs, dims[i]+"="+dims[i+1])
@@ -70,9 +65,9 @@ func (m MetricID) Dim(name string) string {
 
 func (m MetricID) String() string { return m.Namespace + " " + m.Name + " {" + m.Dims + "}" }
 
-// MetricQuery is one entry of an alarm's Metrics array, or the single metric of a plain
+// Query is one entry of an alarm's Metrics array, or the single metric of a plain
 // alarm (Id "m1").
-type MetricQuery struct {
+type Query struct {
 	ID         string
 	Expression string // metric math; empty for a metric
 	Metric     MetricID
@@ -84,7 +79,7 @@ type MetricQuery struct {
 // Alarm is an AWS::CloudWatch::Alarm as synthesized.
 type Alarm struct {
 	LogicalID, Name, Description string
-	Queries                      []MetricQuery
+	Queries                      []Query
 	Period                       time.Duration // of the returned query
 	Threshold                    float64
 	Comparison                   string
@@ -130,9 +125,9 @@ func (a Alarm) missingTreatment() string {
 	return a.TreatMissingData
 }
 
-// CompositeAlarm is an AWS::CloudWatch::CompositeAlarm; its rule names child alarms by
+// Composite is an AWS::CloudWatch::Composite; its rule names child alarms by
 // logical id.
-type CompositeAlarm struct {
+type Composite struct {
 	LogicalID, Name, Description string
 	Rule                         string
 	Actions                      []string
@@ -141,13 +136,13 @@ type CompositeAlarm struct {
 
 // Children are the alarms the rule names, as it names them (logical ids or alarm names), in
 // the rule's order.
-func (c CompositeAlarm) Children() []string { return c.rule.children(nil) }
+func (c Composite) Children() []string { return c.rule.children(nil) }
 
-// parseAlarm reads an AWS::CloudWatch::Alarm's properties. Anything the evaluator cannot
+// Parse reads an AWS::CloudWatch::Alarm's properties. Anything the evaluator cannot
 // apply faithfully (anomaly detection, an unknown statistic) is an error, never ignored.
-func parseAlarm(id string, p map[string]any) (Alarm, error) {
-	a := Alarm{LogicalID: id, Threshold: asFloat(p["Threshold"]), Comparison: str(p["ComparisonOperator"]),
-		EvaluationPeriods: int(asFloat(p["EvaluationPeriods"])), DatapointsToAlarm: int(asFloat(p["DatapointsToAlarm"])),
+func Parse(id string, p map[string]any) (Alarm, error) {
+	a := Alarm{LogicalID: id, Threshold: cfn.Float(p["Threshold"]), Comparison: str(p["ComparisonOperator"]),
+		EvaluationPeriods: int(cfn.Float(p["EvaluationPeriods"])), DatapointsToAlarm: int(cfn.Float(p["DatapointsToAlarm"])),
 		TreatMissingData: str(p["TreatMissingData"]), Name: str(p["AlarmName"]),
 		Description: cfn.JoinString(p["AlarmDescription"], func(ref any) string { return "<" + cfn.RefTarget(ref) + ">" })}
 	if a.DatapointsToAlarm == 0 {
@@ -166,20 +161,20 @@ func parseAlarm(id string, p map[string]any) (Alarm, error) {
 	if ms, ok := p["Metrics"].([]any); ok {
 		for _, raw := range ms {
 			m, _ := raw.(map[string]any)
-			q := MetricQuery{ID: str(m["Id"]), Expression: str(m["Expression"]), ReturnData: true}
+			q := Query{ID: str(m["Id"]), Expression: str(m["Expression"]), ReturnData: true}
 			if rd, ok := m["ReturnData"].(bool); ok {
 				q.ReturnData = rd
 			}
 			if st, ok := m["MetricStat"].(map[string]any); ok {
 				met, _ := st["Metric"].(map[string]any)
 				q.Metric = metricID(str(met["Namespace"]), str(met["MetricName"]), met["Dimensions"])
-				q.Period = time.Duration(asFloat(st["Period"])) * time.Second
+				q.Period = time.Duration(cfn.Float(st["Period"])) * time.Second
 				q.Stat = str(st["Stat"])
 			} else if q.Expression == "" {
 				return fail("metric %s has neither MetricStat nor Expression", q.ID)
 			}
 			if q.Expression != "" {
-				q.Period = time.Duration(asFloat(m["Period"])) * time.Second
+				q.Period = time.Duration(cfn.Float(m["Period"])) * time.Second
 				if _, err := parseMath(q.Expression); err != nil {
 					return fail("expression %s: %v", q.ID, err)
 				}
@@ -191,11 +186,11 @@ func parseAlarm(id string, p map[string]any) (Alarm, error) {
 		if stat == "" {
 			stat = str(p["ExtendedStatistic"])
 		}
-		a.Queries = []MetricQuery{{ID: "m1", ReturnData: true, Stat: stat,
+		a.Queries = []Query{{ID: "m1", ReturnData: true, Stat: stat,
 			Metric: metricID(str(p["Namespace"]), str(p["MetricName"]), p["Dimensions"]),
-			Period: time.Duration(asFloat(p["Period"])) * time.Second}}
+			Period: time.Duration(cfn.Float(p["Period"])) * time.Second}}
 	}
-	var returned []MetricQuery
+	var returned []Query
 	for _, q := range a.Queries {
 		if q.Stat != "" {
 			if _, err := statistic(q.Stat, nil); err != nil {
@@ -221,10 +216,10 @@ func parseAlarm(id string, p map[string]any) (Alarm, error) {
 	return a, nil
 }
 
-// parseComposite reads an AWS::CloudWatch::CompositeAlarm: its AlarmRule, a string or an
+// ParseComposite reads an AWS::CloudWatch::CompositeAlarm: its AlarmRule, a string or an
 // Fn::Join, names children by ARN (Fn::GetAtt X.Arn) or name (Ref X); both become X.
-func parseComposite(id string, p map[string]any) (CompositeAlarm, error) {
-	c := CompositeAlarm{LogicalID: id, Name: str(p["AlarmName"]), Description: str(p["AlarmDescription"]), Actions: refs(p["AlarmActions"])}
+func ParseComposite(id string, p map[string]any) (Composite, error) {
+	c := Composite{LogicalID: id, Name: str(p["AlarmName"]), Description: str(p["AlarmDescription"]), Actions: refs(p["AlarmActions"])}
 	rule, err := flatten(p["AlarmRule"])
 	if err != nil {
 		return c, fmt.Errorf("composite alarm %s: AlarmRule: %w", id, err)
@@ -270,11 +265,11 @@ func metricID(namespace, name string, dims any) MetricID {
 		m, _ := d.(map[string]any)
 		v := cfn.RefTarget(m["Value"])
 		if v == "" {
-			v = staticString(m["Value"]) // a name, or one of an imported queue's ARN (Fn::Select of Fn::Split)
+			v = cfn.StaticString(m["Value"]) // a name, or one of an imported queue's ARN (Fn::Select of Fn::Split)
 		}
 		kv = append(kv, str(m["Name"]), v)
 	}
-	return newMetricID(namespace, name, kv...)
+	return NewMetricID(namespace, name, kv...)
 }
 
 func refs(v any) []string {
@@ -312,8 +307,8 @@ type point struct {
 	v float64
 }
 
-// newSeries returns an empty Series.
-func newSeries() *Series { return &Series{points: map[MetricID][]point{}} }
+// NewSeries returns an empty Series.
+func NewSeries() *Series { return &Series{points: map[MetricID][]point{}} }
 
 // Add records one data point.
 func (s *Series) Add(m MetricID, t time.Time, v float64) {
@@ -340,6 +335,11 @@ func (s *Series) snapshot(m MetricID) []point {
 type Clock struct {
 	Start time.Time
 	Scale float64
+}
+
+// WallDuration is the wall-clock length of d on the alarm clock.
+func (c Clock) WallDuration(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / c.Scale)
 }
 
 // Alarm returns the alarm-clock time of wall-clock time t.
@@ -508,7 +508,7 @@ func Evaluate(a Alarm, s *Series, clock Clock, end time.Time) (Evaluation, error
 // datapoints computes the returned query's value for each of the first n periods.
 func (a Alarm) datapoints(s *Series, clock Clock, n int) ([]float64, error) {
 	perQuery := map[string][]float64{}
-	var ret MetricQuery
+	var ret Query
 	for _, q := range a.Queries {
 		if q.ReturnData {
 			ret = q
@@ -566,11 +566,11 @@ func (a Alarm) datapoints(s *Series, clock Clock, n int) ([]float64, error) {
 	return out, nil
 }
 
-// evaluateAll evaluates every alarm of t, then every composite alarm at each time one of
-// its children was evaluated. The result is keyed by logical id.
-func evaluateAll(t *Template, s *Series, clock Clock, end time.Time) (map[string]Evaluation, error) {
+// EvaluateAll evaluates every alarm of a template, then every composite alarm at each time
+// one of its children was evaluated. The result is keyed by logical id.
+func EvaluateAll(alarms []Alarm, composites []Composite, s *Series, clock Clock, end time.Time) (map[string]Evaluation, error) {
 	out := map[string]Evaluation{}
-	for _, a := range t.Alarms {
+	for _, a := range alarms {
 		ev, err := Evaluate(a, s, clock, end)
 		if err != nil {
 			return nil, err
@@ -579,12 +579,12 @@ func evaluateAll(t *Template, s *Series, clock Clock, end time.Time) (map[string
 	}
 	// A rule names a child by logical id (a template reference) or by its AlarmName.
 	byName := map[string]string{}
-	for _, a := range t.Alarms {
+	for _, a := range alarms {
 		if a.Name != "" {
 			byName[a.Name] = a.LogicalID
 		}
 	}
-	for _, c := range t.Composites {
+	for _, c := range composites {
 		if c.Name != "" {
 			byName[c.Name] = c.LogicalID
 		}
@@ -596,9 +596,9 @@ func evaluateAll(t *Template, s *Series, clock Clock, end time.Time) (map[string
 		return id
 	}
 	// Composites may have composite children: evaluate in rounds until all are done.
-	pending := slices.Clone(t.Composites)
+	pending := slices.Clone(composites)
 	for len(pending) > 0 {
-		var next []CompositeAlarm
+		var next []Composite
 		for _, c := range pending {
 			children := c.rule.children(nil)
 			ready := true
@@ -607,7 +607,7 @@ func evaluateAll(t *Template, s *Series, clock Clock, end time.Time) (map[string
 				ch = resolve(ch)
 				ev, ok := out[ch]
 				if !ok {
-					if !slices.ContainsFunc(t.Composites, func(o CompositeAlarm) bool { return o.LogicalID == ch }) {
+					if !slices.ContainsFunc(composites, func(o Composite) bool { return o.LogicalID == ch }) {
 						return nil, fmt.Errorf("composite alarm %s: child %q is not an alarm of this template", c.LogicalID, ch)
 					}
 					ready = false
