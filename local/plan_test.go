@@ -85,7 +85,9 @@ func TestCheckEnvReportsEveryUnresolvableVariable(t *testing.T) {
 		if err != nil || len(sp.pipelines) != 1 || sp.code["F"].bootstrap != filepath.Join(dir, "asset.f", "bootstrap") {
 			t.Fatalf("plan = %+v, %v; want F's pipeline, run from its asset's bootstrap", sp, err)
 		}
-		sp.planned = plannedAll([]cfn.StackRef{ref}, []*standin.Template{tmpl})[0]
+		pl := newPlanner([]cfn.StackRef{ref}, []*standin.Template{tmpl})
+		pl.plan(0)
+		sp.planned = pl.deps[0]
 		if err := checkNames([]*stackPlan{sp}, opts); err != nil {
 			return err
 		}

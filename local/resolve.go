@@ -15,42 +15,65 @@ import (
 // The start's second stage, resolve: what a stack's template takes from another stack's,
 // planned before anything exists (the names and ARNs the deployments will give): the names
 // two stacks both give, a nested stack's parameters from its parent, a queue one stack
-// imports from another. The same values are asked again of the real deployments once
-// created (create.go): nestedParameters, nestedOutput and importValue serve both.
+// imports from another. Each stack's planned deployment is made once here (again only for a
+// stack whose template links a queue of another, whose names that changes), and every value
+// is resolved through it (standin.Deployment.Resolve, cfn.Resolver). The same values are
+// asked again of the real deployments once created (create.go): nestedParameters,
+// nestedOutput and importValue serve both.
 
-// resolve links a's stacks to each other, in place, as planned: clashes, then each nested
-// stack's parameters from its parent's planned deployment (what plan reads of a template, a
-// mapping's batch size from a parameter, has its value), then the queues imported.
+// resolve links a's stacks to each other, in place, and plans each: clashes first (the
+// names depend on them); then each stack, parents before their nested stacks, its
+// parameters from its parent's planned deployment (what plan reads of a template, a
+// mapping's batch size from a parameter, has its value) and a queue its parent passes it
+// linked, then planned; then the queues one stack imports from another's exports.
 func resolve(a *assembly) error {
 	clashes(a.refs, a.templates)
-	if err := nestedPlanned(a.refs, a.templates); err != nil {
-		return err
+	p := newPlanner(a.refs, a.templates)
+	for i := range a.refs {
+		if err := p.fromParent(i); err != nil {
+			return err
+		}
+		p.plan(i)
 	}
-	if err := linkImports(a.refs, a.templates); err != nil {
-		return err
+	for i := range a.refs {
+		if err := p.linkImports(i); err != nil {
+			return err
+		}
 	}
-	a.planned = plannedAll(a.refs, a.templates)
+	a.planned = p.deps
 	return nil
 }
 
-// plannedAll is each stack's planned deployment (standin.Planned) once the stacks are
-// linked, resolving across stacks as the real ones do in create: an Fn::ImportValue from the
-// other stacks' exports, a nested stack's outputs from its deployment.
-func plannedAll(refs []cfn.StackRef, templates []*standin.Template) []*standin.Deployment {
-	deps := make([]*standin.Deployment, len(refs))
-	byID := func(id string) *standin.Deployment {
-		if i := slices.IndexFunc(refs, func(r cfn.StackRef) bool { return r.ID == id }); i >= 0 {
-			return deps[i]
-		}
-		return nil
+// planner holds each stack's planned deployment (deps, by the index of refs) while the
+// resolve stage links the stacks.
+type planner struct {
+	refs      []cfn.StackRef
+	templates []*standin.Template
+	deps      []*standin.Deployment
+}
+
+func newPlanner(refs []cfn.StackRef, templates []*standin.Template) *planner {
+	return &planner{refs: refs, templates: templates, deps: make([]*standin.Deployment, len(refs))}
+}
+
+// plan makes stack i's planned deployment (standin.Planned), resolving across stacks as the
+// real ones do in create: an Fn::ImportValue from the other stacks' exports, a nested
+// stack's outputs from its deployment.
+func (p *planner) plan(i int) {
+	ref := p.refs[i]
+	d := standin.Planned(p.templates[i], stackSuffix(ref))
+	d.StackName = ref.StackName
+	d.Import = func(name string) (any, error) { return importValue(p.deps, name) }
+	d.NestedOutput = func(res, out string) (any, error) { return nestedOutput(p.byID, ref.ID, res, out) }
+	p.deps[i] = d
+}
+
+// byID is the planned deployment of the stack of id, nil before it is planned.
+func (p *planner) byID(id string) *standin.Deployment {
+	if i := slices.IndexFunc(p.refs, func(r cfn.StackRef) bool { return r.ID == id }); i >= 0 {
+		return p.deps[i]
 	}
-	for i, ref := range refs {
-		deps[i] = standin.Planned(templates[i], stackSuffix(ref))
-		deps[i].StackName = ref.StackName
-		deps[i].Import = func(name string) (any, error) { return importValue(deps, name) }
-		deps[i].NestedOutput = func(res, out string) (any, error) { return nestedOutput(byID, ref.ID, res, out) }
-	}
-	return deps
+	return nil
 }
 
 // clashes marks, in each template, the physical names it gives (a QueueName, TableName,
@@ -123,19 +146,22 @@ func nestedParameters(ref cfn.StackRef, parent *standin.Deployment) map[string]s
 	return vals
 }
 
-// nestedPlanned gives each nested stack's template its parameters from its parent's planned
-// deployment (names and ARNs as the real one gives them; Kit.create gives them again from
-// the real one), parents first, so that what plan reads of the template (a mapping's batch
-// size from a parameter) has its value.
-func nestedPlanned(refs []cfn.StackRef, templates []*standin.Template) error {
-	planned := map[string]*standin.Deployment{}
-	for i, ref := range refs {
-		if ref.Parent != "" && planned[ref.Parent] != nil {
-			if err := templates[i].UseParameters(nestedParameters(ref, planned[ref.Parent])); err != nil {
-				return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
-			}
+// fromParent gives nested stack i its parameters from its parent's planned deployment
+// (names and ARNs as the real one gives them; Kit.create gives them again from the real
+// one), and links each of its mappings whose source is a queue its parent passes it.
+func (p *planner) fromParent(i int) error {
+	ref := p.refs[i]
+	parent := p.byID(ref.Parent)
+	if ref.Parent == "" || parent == nil {
+		return nil
+	}
+	if err := p.templates[i].UseParameters(nestedParameters(ref, parent)); err != nil {
+		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
+	}
+	for _, m := range p.templates[i].Mappings {
+		if err := p.linkParent(i, m, parent); err != nil {
+			return err
 		}
-		planned[ref.ID] = standin.Planned(templates[i], stackSuffix(ref))
 	}
 	return nil
 }
@@ -154,87 +180,67 @@ func nestedOutput(byID func(string) *standin.Deployment, parent, resource, outpu
 	return d.Resolve(v)
 }
 
-// linkImports makes each event source mapping whose source is a queue of another stack of
-// the run, imported by name (Fn::ImportValue of that stack's export of the queue's ARN, as
-// CDK writes a queue passed from one stack to another), read that stack's queue: one queue,
-// created by both stacks' deployments under the name the exporting stack gives it. It runs
-// after clashes (the names depend on them) and before plan.
-func linkImports(refs []cfn.StackRef, templates []*standin.Template) error {
-	// Each stack's planned deployment, made when first asked and again after its template
-	// links a queue (its names change).
-	planned := map[int]*standin.Deployment{}
-	plannedOf := func(j int) *standin.Deployment {
-		if planned[j] == nil {
-			planned[j] = standin.Planned(templates[j], stackSuffix(refs[j]))
+// linkImports makes each event source mapping of stack i whose source is a queue of another
+// stack of the run, imported by name (Fn::ImportValue of that stack's export of the queue's
+// ARN, as CDK writes a queue passed from one stack to another), read that stack's queue: one
+// queue, created by both stacks' deployments under the name the exporting stack gives it.
+// Stack i is planned again after a link (its names change).
+func (p *planner) linkImports(i int) error {
+	t := p.templates[i]
+	for _, m := range t.Mappings {
+		imp, ok := m.SourceArn.(map[string]any)
+		if !ok || len(imp) != 1 || imp["Fn::ImportValue"] == nil {
+			continue
 		}
-		return planned[j]
-	}
-	for i, t := range templates {
-		for _, m := range t.Mappings {
-			if err := linkParent(refs, templates, i, m, plannedOf); err != nil {
-				return err
-			}
-			delete(planned, i)
-			imp, ok := m.SourceArn.(map[string]any)
-			if !ok || len(imp) != 1 || imp["Fn::ImportValue"] == nil {
+		for j, e := range p.templates {
+			if j == i {
 				continue
 			}
-			for j, e := range templates {
-				if j == i {
+			for _, out := range slices.Sorted(maps.Keys(e.Exports)) {
+				name, err := p.deps[j].Resolve(e.Exports[out])
+				if err != nil || !reflect.DeepEqual(name, imp["Fn::ImportValue"]) {
 					continue
 				}
-				d := plannedOf(j)
-				for _, out := range slices.Sorted(maps.Keys(e.Exports)) {
-					name, err := d.Resolve(e.Exports[out])
-					if err != nil || !reflect.DeepEqual(name, imp["Fn::ImportValue"]) {
-						continue
-					}
-					ga, _ := cfn.Dig(e.Outputs, out, "Fn::GetAtt").([]any)
-					if len(ga) != 2 || ga[1] != "Arn" {
-						continue
-					}
-					q, _ := ga[0].(string)
-					if _, ok := e.Queues[q]; !ok {
-						continue
-					}
-					if err := t.LinkQueue(m.LogicalID, e, q, d.QueueName); err != nil {
-						return fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
-					}
-					delete(planned, i)
+				ga, _ := cfn.Dig(e.Outputs, out, "Fn::GetAtt").([]any)
+				if len(ga) != 2 || ga[1] != "Arn" {
+					continue
 				}
+				q, _ := ga[0].(string)
+				if _, ok := e.Queues[q]; !ok {
+					continue
+				}
+				if err := t.LinkQueue(m.LogicalID, e, q, p.deps[j].QueueName); err != nil {
+					return fmt.Errorf("local: stack %s: %w", p.refs[i].DisplayName, err)
+				}
+				p.plan(i)
 			}
 		}
 	}
 	return nil
 }
 
-// linkParent links mapping m of the nested stack refs[i], whose source is a parameter its
-// parent gives the ARN of one of the parent's queues (a queue passed into a NestedStack), to
-// that queue. Any other mapping is left as it is.
-func linkParent(refs []cfn.StackRef, templates []*standin.Template, i int, m standin.Mapping, plannedOf func(int) *standin.Deployment) error {
-	ref := refs[i]
+// linkParent links mapping m of the nested stack i, whose source is a parameter its parent
+// gives the ARN of one of the parent's queues (a queue passed into a NestedStack), to that
+// queue. Any other mapping is left as it is.
+func (p *planner) linkParent(i int, m standin.Mapping, parent *standin.Deployment) error {
+	ref := p.refs[i]
 	param := cfn.RefTarget(m.SourceArn)
-	if ref.Parent == "" || param == "" {
+	if param == "" {
 		return nil
 	}
-	j := slices.IndexFunc(refs, func(r cfn.StackRef) bool { return r.ID == ref.Parent })
-	if j < 0 {
-		return nil
-	}
-	parent := templates[j]
-	k := slices.IndexFunc(parent.Nested, func(n standin.NestedStack) bool { return n.LogicalID == ref.ParentResource })
+	k := slices.IndexFunc(parent.Template.Nested, func(n standin.NestedStack) bool { return n.LogicalID == ref.ParentResource })
 	if k < 0 {
 		return nil
 	}
-	ga, _ := cfn.Dig(parent.Nested[k].Parameters, param, "Fn::GetAtt").([]any)
+	ga, _ := cfn.Dig(parent.Template.Nested[k].Parameters, param, "Fn::GetAtt").([]any)
 	if len(ga) != 2 || ga[1] != "Arn" {
 		return nil
 	}
 	q, _ := ga[0].(string)
-	if _, ok := parent.Queues[q]; !ok {
+	if _, ok := parent.Template.Queues[q]; !ok {
 		return nil
 	}
-	if err := templates[i].LinkQueue(m.LogicalID, parent, q, plannedOf(j).QueueName); err != nil {
+	if err := p.templates[i].LinkQueue(m.LogicalID, parent.Template, q, parent.QueueName); err != nil {
 		return fmt.Errorf("local: stack %s: %w", ref.DisplayName, err)
 	}
 	return nil

@@ -11,8 +11,8 @@ import (
 // Fn::Select, Fn::Split, Fn::Sub and Fn::ImportValue, inside lists and objects at any depth.
 // It is the one evaluator of the local kit; what differs between its modes is only how a
 // name is answered, by the hooks:
-//   - static (StaticString): the pseudo parameters as placeholders, nothing else: what a
-//     template says on its own;
+//   - static (Static, StaticString): the pseudo parameters as placeholders and the
+//     parameters' values, nothing deployed: what a template says on its own;
 //   - planned and real (package standin's Deployment.Resolve): the names, URLs and ARNs a
 //     deployment gives, before anything exists or after the backends created it.
 //
@@ -263,17 +263,25 @@ var Pseudo = map[string]string{
 	"AWS::Partition": "aws", "AWS::Region": "local", "AWS::AccountId": "000000000000", "AWS::URLSuffix": "amazonaws.com",
 }
 
-// StaticString is v as a string when it depends on nothing deployed: a string, Fn::Join,
-// Fn::Select, Fn::Split and Fn::Sub of such values, the pseudo parameters as placeholders
-// (Pseudo). Anything else (a reference to a resource, a parameter or an import; a value
-// that is not a string) is "".
-func StaticString(v any) string {
-	r := Resolver{Ref: func(name string) (any, error) {
+// Static is the static mode: the pseudo parameters as placeholders (Pseudo), and the names
+// known gives a value (a template's parameters that have one); nil knows none. Nothing
+// deployed has a value.
+func Static(known func(name string) (any, bool)) Resolver {
+	return Resolver{Ref: func(name string) (any, error) {
+		if known != nil {
+			if v, ok := known(name); ok {
+				return v, nil
+			}
+		}
 		if s, ok := Pseudo[name]; ok {
 			return s, nil
 		}
 		return nil, &Unresolved{What: name, Why: "which has no value before deployment"}
 	}}
+}
+
+// String is v resolved when it resolves to a string, and "" otherwise.
+func (r Resolver) String(v any) string {
 	res, err := r.Resolve(v)
 	s, _ := res.(string)
 	if err != nil {
@@ -281,6 +289,12 @@ func StaticString(v any) string {
 	}
 	return s
 }
+
+// StaticString is v as a string when it depends on nothing deployed and on no parameter: a
+// string, Fn::Join, Fn::Select, Fn::Split and Fn::Sub of such values, the pseudo parameters
+// as placeholders (Pseudo). Anything else (a reference to a resource, a parameter or an
+// import; a value that is not a string) is "".
+func StaticString(v any) string { return Static(nil).String(v) }
 
 // Float is a numeric property's value: a number, or a string holding one (CloudFormation
 // takes both); 0 for anything else.

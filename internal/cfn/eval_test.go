@@ -133,6 +133,23 @@ func TestStaticString(t *testing.T) {
 	}
 }
 
+func TestStaticWithParameters(t *testing.T) {
+	known := func(name string) (any, bool) {
+		v, ok := map[string]any{"Cron": "0 * * * ? *"}[name]
+		return v, ok
+	}
+	cron := value(t, `{"Fn::Join": ["", ["cron(", {"Ref": "Cron"}, ")"]]}`)
+	if got := Static(known).String(cron); got != "cron(0 * * * ? *)" {
+		t.Errorf("a cron from a parameter with a value = %q", got)
+	}
+	if got := StaticString(cron); got != "" {
+		t.Errorf("the same cron, no parameter known = %q, want \"\"", got)
+	}
+	if got := Static(known).String(value(t, `{"Fn::Join": ["", ["cron(", {"Ref": "Other"}, ")"]]}`)); got != "" {
+		t.Errorf("a cron from a parameter without a value = %q, want \"\"", got)
+	}
+}
+
 func TestNumbers(t *testing.T) {
 	p := value(t, `{"Timeout": "30", "BatchSize": 10, "Bad": "ten"}`).(map[string]any)
 	if got := Int(p, "Timeout", 3); got != 30 {

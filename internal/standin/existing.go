@@ -35,7 +35,7 @@ func (t *Template) StandInQueue(mapping string, q cfn.ExistingQueue) ([]string, 
 	if i < 0 || t.Mappings[i].SourceArn == nil {
 		return nil, fmt.Errorf("mapping %s: no event source mapping of an imported queue by that logical id", mapping)
 	}
-	src := queueNameOf(staticString(t.withParameters(q.QueueArn)))
+	src := queueNameOf(t.staticString(q.QueueArn))
 	if src == "" {
 		return nil, fmt.Errorf("mapping %s: the imported queue's ARN %s is not a value the local kit can resolve "+
 			"(another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)", mapping, jsonish(q.QueueArn))
@@ -44,7 +44,7 @@ func (t *Template) StandInQueue(mapping string, q cfn.ExistingQueue) ([]string, 
 		return nil, fmt.Errorf("mapping %s: the imported queue %s has no dead-letter queue the consumer knows of: "+
 			"give the consumer a DeadLetterSource (queue.ImportProcessingQueue's DeadLetterQueueArn or DeadLetterQueueName)", mapping, src)
 	}
-	dlq := queueNameOf(staticString(t.withParameters(q.DeadLetterQueueArn)))
+	dlq := queueNameOf(t.staticString(q.DeadLetterQueueArn))
 	if dlq == "" {
 		return nil, fmt.Errorf("mapping %s: the imported dead-letter queue's ARN %s is not a value the local kit can resolve "+
 			"(another stack's export, or a parameter without a value: give it with Options.Parameters or pipelinectl local up --parameter)", mapping, jsonish(q.DeadLetterQueueArn))

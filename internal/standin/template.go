@@ -255,7 +255,7 @@ func (t *Template) UseParameters(given map[string]string) error {
 		t.Parameters[name] = p
 	}
 	for i := range t.Schedules {
-		t.Schedules[i].resolve(t.withParameters)
+		t.Schedules[i].resolve(t.staticString)
 	}
 	for i, m := range t.Mappings {
 		for _, n := range []struct {
@@ -407,20 +407,19 @@ type Schedule struct {
 	props map[string]any // as in the template, for the values parameters give
 }
 
-// resolve sets the schedule's expression and time zone from its properties, with the
-// parameters' values params gives (a CfnParameter's Default, or the value given): CDK writes
-// a cron from a parameter as {"Fn::Join": ["", ["cron(", {"Ref": "Cron"}, ")"]]}. What
-// stays unknown is listed in DeployTime.
-func (s *Schedule) resolve(params func(any) any) {
+// resolve sets the schedule's expression and time zone from its properties, each a string
+// as static renders it with the parameters' values (a CfnParameter's Default, or the value
+// given): CDK writes a cron from a parameter as {"Fn::Join": ["", ["cron(", {"Ref":
+// "Cron"}, ")"]]}. What stays unknown is listed in DeployTime.
+func (s *Schedule) resolve(static func(any) string) {
 	s.DeployTime = nil
 	for k, into := range map[string]*string{"ScheduleExpression": &s.Expression, "ScheduleExpressionTimezone": &s.Timezone} {
 		v, ok := s.props[k]
 		if !ok {
 			continue
 		}
-		unknown := false
-		str := cfn.JoinString(params(v), func(any) string { unknown = true; return "" })
-		if unknown || str == "" {
+		str := static(v)
+		if str == "" {
 			b, _ := json.Marshal(v)
 			s.DeployTime = append(s.DeployTime, k+" "+string(b))
 			continue
@@ -756,7 +755,7 @@ func readMapping(t *Template, id string, r resource, doc map[string]resource) er
 // readSchedule reads a schedule: one that sends to a queue, or one that invokes a function.
 func readSchedule(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
-	if strings.HasSuffix(cfn.JoinString(cfn.Dig(p, "Target", "Arn"), func(any) string { return "aws" }), sqsSendTarget) {
+	if strings.HasSuffix(staticString(cfn.Dig(p, "Target", "Arn")), sqsSendTarget) {
 		s, err := parseSendSchedule(id, p)
 		if err != nil {
 			return err
@@ -768,7 +767,7 @@ func readSchedule(t *Template, id string, r resource, doc map[string]resource) e
 	s := Schedule{LogicalID: id, Function: cfn.RefTarget(cfn.Dig(p, "Target", "Arn")), Input: input,
 		DeadLetter: cfn.RefTarget(cfn.Dig(p, "Target", "DeadLetterConfig", "Arn"))}
 	s.props = p
-	s.resolve(t.withParameters)
+	s.resolve(t.staticString)
 	t.Schedules = append(t.Schedules, s)
 	return nil
 }
@@ -887,7 +886,7 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 		p := Pipeline{Queue: m.Queue, DLQ: q.DeadLetterQueue(), Consumer: m.Function, Mapping: m, Fifo: q.Fifo()}
 		for id, f := range t.Functions { // a scheduled function sending to the queue
 			url := f.Env[contract.EnvQueueURL]
-			if _, err := t.ScheduleFor(id); err == nil && (cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(staticString(t.withParameters(url))) == m.Queue) {
+			if _, err := t.ScheduleFor(id); err == nil && (cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(t.staticString(url)) == m.Queue) {
 				p.Dispatcher = id
 			}
 		}

@@ -1,7 +1,7 @@
 // CloudFormation values, as the kit resolves them, all through one evaluator (cfn.Resolver):
-// statically when it reads a template (parameters with their values, the pseudo parameters:
-// withParameters, staticString), and against a deployment, planned or real, when it creates
-// the resources and the functions' environments (Deployment.Resolve).
+// statically when it reads a template (the parameters' values and the pseudo parameters:
+// Template.staticString), and against a deployment, planned or real, when it creates the
+// resources and the functions' environments (Deployment.Resolve).
 
 package standin
 
@@ -13,33 +13,17 @@ import (
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
 )
 
-// withParameters is v with every Ref of a parameter that has a value (UseParameters)
-// replaced by the value.
-func (t *Template) withParameters(v any) any {
-	switch x := v.(type) {
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = t.withParameters(e)
-		}
-		return out
-	case map[string]any:
-		if ref, ok := x["Ref"].(string); ok && len(x) == 1 {
-			if p, ok := t.Parameters[ref]; ok && p.Value != nil {
-				return p.Value
-			}
-			return x
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = t.withParameters(e)
-		}
-		return out
-	}
-	return v
+// staticString is v as a string when the template alone says it: cfn's static mode with
+// the values the parameters have (their defaults, or as given: UseParameters).
+func (t *Template) staticString(v any) string {
+	return cfn.Static(func(name string) (any, bool) {
+		p, ok := t.Parameters[name]
+		return p.Value, ok && p.Value != nil
+	}).String(v)
 }
 
-// staticString is cfn.StaticString: v as a string when it depends on nothing deployed.
+// staticString is cfn.StaticString: v as a string when it depends on nothing deployed and
+// on no parameter.
 func staticString(v any) string { return cfn.StaticString(v) }
 
 // Resolve evaluates v's intrinsics (cfn.Resolver) with the names, URLs and ARNs of this
