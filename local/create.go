@@ -111,12 +111,12 @@ func (k *Kit) create(ctx context.Context, plans []*stackPlan) error {
 }
 
 // prepare makes pipeline p's consumer a stand-in for the idempotency table it imports, if it
-// does, and gives its queue the visibility timeout it gets here (Kit.visibility).
+// does, and gives its queue the visibility timeout the plan gives it.
 func (k *Kit) prepare(ctx context.Context, st *stackRun, sp *stackPlan, p standin.Pipeline) error {
 	if err := k.standIn(ctx, st, p.Consumer); err != nil {
 		return err
 	}
-	visibility := k.visibility(sp.t, p)
+	visibility := sp.visibility[p.Queue]
 	if visibility <= 0 {
 		return nil
 	}

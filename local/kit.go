@@ -226,7 +226,7 @@ func Start(ctx context.Context, opts Options) (*Kit, error) {
 	if err := resolve(a); err != nil { // resolve.go: what one stack takes from another, as planned
 		return nil, err
 	}
-	plans, notRun, err := planAll(a) // plan.go: what runs, and what cannot and why
+	plans, notRun, err := planAll(a, opts) // plan.go: what runs, and what cannot and why
 	if err != nil {
 		return nil, err
 	}

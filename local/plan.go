@@ -32,6 +32,10 @@ type stackPlan struct {
 	code      map[string]code    // by function logical id, for the functions of pipelines
 	notRun    []string
 	planned   *standin.Deployment // the stack as the resolve stage planned it (resolve.go)
+	// visibility is the visibility timeout each running pipeline's queue gets here, by queue
+	// logical id (Options.VisibilityTimeout; 0 keeps the template's): create sets it on the
+	// kit's queues, an attached run's poller asks for it.
+	visibility map[string]time.Duration
 }
 
 // code is where a function's program comes from: its Go source, which the kit builds for
@@ -365,7 +369,7 @@ func checkNames(plans []*stackPlan, opts Options) error {
 
 // planAll is the start's third stage: it plans each stack of a (what runs, and what cannot
 // with why: Kit.NotRun), and refuses an assembly in which no pipeline would run.
-func planAll(a *assembly) (plans []*stackPlan, notRun []string, err error) {
+func planAll(a *assembly, opts Options) (plans []*stackPlan, notRun []string, err error) {
 	refs := a.refs
 	plans = make([]*stackPlan, len(refs))
 	var names []string
@@ -375,7 +379,9 @@ func planAll(a *assembly) (plans []*stackPlan, notRun []string, err error) {
 			return nil, nil, fmt.Errorf("local: stack %s: %w", refs[i].DisplayName, err)
 		}
 		plans[i].planned = a.planned[i]
+		plans[i].visibility = map[string]time.Duration{}
 		for _, p := range plans[i].pipelines {
+			plans[i].visibility[p.Queue] = visibility(opts.VisibilityTimeout, t, p)
 			if !p.Mapping.Disabled {
 				running++
 			}
@@ -395,11 +401,11 @@ func planAll(a *assembly) (plans []*stackPlan, notRun []string, err error) {
 	return plans, notRun, nil
 }
 
-// visibility is the visibility timeout a pipeline's queue gets here (Options.VisibilityTimeout):
-// the consumer's timeout and the batching window a record may wait through first, when the
-// template's is longer; 0 keeps the template's.
-func (k *Kit) visibility(t *standin.Template, p standin.Pipeline) time.Duration {
-	visibility := k.opts.VisibilityTimeout
+// visibility is the visibility timeout a pipeline's queue gets here: given (Options.VisibilityTimeout),
+// else the consumer's timeout and the batching window a record may wait through first, when
+// the template's is longer; 0 keeps the template's.
+func visibility(given time.Duration, t *standin.Template, p standin.Pipeline) time.Duration {
+	visibility := given
 	held := time.Duration(t.Functions[p.Consumer].Timeout+p.Mapping.WindowSeconds) * time.Second
 	if visibility == 0 && t.Queues[p.Queue].VisibilityTimeout() > held {
 		visibility = held
