@@ -28,7 +28,7 @@ func InvokeAsync(ctx context.Context, d *Deployment, sq *sqs.Client, function st
 		return 0, fmt.Errorf("function %s has no EventInvokeConfig: the template does not say how Lambda retries it", function)
 	}
 	var last error
-	for i := 0; i <= cfg.MaxRetries; i++ {
+	for i := 0; i <= cfg.maxRetries; i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
@@ -55,7 +55,7 @@ func InvokeAsync(ctx context.Context, d *Deployment, sq *sqs.Client, function st
 			"version":   "1.0",
 			"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
 			"requestContext": map[string]any{"requestId": fmt.Sprintf("local-%d", time.Now().UnixNano()), "functionArn": functionARN,
-				"condition": "RetriesExhausted", "approximateInvokeCount": cfg.MaxRetries + 1},
+				"condition": "RetriesExhausted", "approximateInvokeCount": cfg.maxRetries + 1},
 			"requestPayload":  request,
 			"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
 			"responsePayload": map[string]any{"errorMessage": last.Error()},
@@ -65,8 +65,8 @@ func InvokeAsync(ctx context.Context, d *Deployment, sq *sqs.Client, function st
 			in.MessageGroupId, in.MessageDeduplicationId = aws.String(function), aws.String(strconv.FormatInt(time.Now().UnixNano(), 10))
 		}
 		if _, err := sq.SendMessage(ctx, in); err != nil {
-			return cfg.MaxRetries + 1, fmt.Errorf("on-failure destination of %s: %w (after %v)", function, err, last)
+			return cfg.maxRetries + 1, fmt.Errorf("on-failure destination of %s: %w (after %v)", function, err, last)
 		}
 	}
-	return cfg.MaxRetries + 1, last
+	return cfg.maxRetries + 1, last
 }

@@ -231,7 +231,7 @@ func (d *Deployment) nameTopics() {
 		}
 		d.TopicARN[id] = "arn:aws:sns:" + d.region + ":" + d.account + ":" + name
 	}
-	for id, b := range d.Template.Buckets {
+	for id, b := range d.Template.buckets {
 		name, _ := b.Props["BucketName"].(string)
 		if !d.keeps(name) {
 			// S3's names: 3-63 characters, lower case letters, digits, dots and hyphens.
@@ -335,7 +335,7 @@ func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Ta
 	in := &dynamodb.CreateTableInput{BillingMode: dbtypes.BillingModePayPerRequest}
 	var ttl *dbtypes.TimeToLiveSpecification
 	kind := "table"
-	if tb.Global {
+	if tb.global {
 		kind = "global table" // CDK's TableV2: created as its replica in this region
 	}
 	for _, k := range slices.Sorted(maps.Keys(tb.Props)) {
@@ -355,7 +355,7 @@ func (d *Deployment) createTable(ctx context.Context, db *dynamodb.Client, tb Ta
 			switch v {
 			case "PAY_PER_REQUEST":
 			case "PROVISIONED":
-				if !tb.Global {
+				if !tb.global {
 					in.BillingMode = dbtypes.BillingModeProvisioned
 				}
 			default:
@@ -496,7 +496,7 @@ var (
 // notLocal is the error for a reference to a resource (or one of its attributes) the kit
 // has no local value for.
 func (d *Deployment) notLocal(id, attr string) error {
-	typ, ok := d.Template.Types[id]
+	typ, ok := d.Template.types[id]
 	if !ok {
 		return &cfn.Unresolved{What: id, Why: "which is not a resource or parameter of the template"}
 	}

@@ -118,7 +118,7 @@ func (t *Template) LinkQueue(mapping string, from *Template, queue string, names
 	}
 	linked := func(id string) string { return from.Name + "." + id }
 	q.Props = maps.Clone(q.Props)
-	if dlq := q.DeadLetterQueue(); dlq != "" {
+	if dlq := q.deadLetterQueue(); dlq != "" {
 		d, ok := from.Queues[dlq]
 		if !ok {
 			return fmt.Errorf("mapping %s: the dead-letter queue %s of queue %s is not a queue of stack %s", mapping, dlq, queue, from.Name)

@@ -56,7 +56,7 @@ func TestLoadTemplate(t *testing.T) {
 	if len(tmpl.SendSchedules) != 1 || len(tmpl.Schedules) != 0 {
 		t.Fatalf("SendSchedules %+v, Schedules %+v: want the heartbeat as the one SQS-target schedule", tmpl.SendSchedules, tmpl.Schedules)
 	}
-	if s := tmpl.SendSchedules[0]; s.Queue != "Q" || s.Rate != 5*time.Minute || s.Retries != 2 || s.Input != `{"MessageBody":"<aws.scheduler.scheduled-time>","QueueUrl":""}` {
+	if s := tmpl.SendSchedules[0]; s.Queue != "Q" || s.rate != 5*time.Minute || s.retries != 2 || s.Input != `{"MessageBody":"<aws.scheduler.scheduled-time>","QueueUrl":""}` {
 		t.Errorf("SendSchedule = %+v", s)
 	}
 	for _, bad := range []struct{ from, to, want string }{

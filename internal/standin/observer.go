@@ -30,7 +30,7 @@ type Observer struct {
 	d           *Deployment
 	sq          *sqs.Client
 	errorf      func(format string, args ...any)
-	Series      *alarm.Series
+	series      *alarm.Series
 	Clock       alarm.Clock
 	ages        *alarm.AgeTracker
 	fnByName    map[string]string // Lambda function name -> logical id
@@ -53,7 +53,7 @@ type Observer struct {
 // function name its environments run under; errorf reports what the observer could not do
 // (a heartbeat input that is not a SendMessage request). Stop it when the run ends.
 func NewObserver(d *Deployment, sq *sqs.Client, functionName func(id string) string, scale int, errorf func(format string, args ...any)) *Observer {
-	o := &Observer{d: d, sq: sq, errorf: errorf, Series: alarm.NewSeries(), Clock: alarm.Clock{Start: time.Now(), Scale: float64(scale)}, ages: alarm.NewAgeTracker(),
+	o := &Observer{d: d, sq: sq, errorf: errorf, series: alarm.NewSeries(), Clock: alarm.Clock{Start: time.Now(), Scale: float64(scale)}, ages: alarm.NewAgeTracker(),
 		fnByName: map[string]string{}, queueByURL: map[string]string{}, tableByName: map[string]string{}, done: make(chan struct{})}
 	for id := range d.Template.Functions {
 		o.fnByName[functionName(id)] = id
@@ -98,7 +98,7 @@ func (o *Observer) StartHeartbeats(queue string) {
 		o.beats.Add(1)
 		go func() {
 			defer o.beats.Done()
-			tick := time.NewTicker(o.Clock.WallDuration(s.Rate))
+			tick := time.NewTicker(o.Clock.WallDuration(s.rate))
 			defer tick.Stop()
 			for {
 				o.heartbeat(s)
@@ -131,12 +131,12 @@ func (o *Observer) heartbeat(s SendSchedule) {
 	if req.MessageGroupId != "" {
 		in.MessageGroupId, in.MessageDeduplicationId = aws.String(req.MessageGroupId), aws.String(req.MessageDeduplicationId)
 	}
-	for range s.Retries + 1 {
+	for range s.retries + 1 {
 		out, err := o.sq.SendMessage(o.ctx, in)
 		if err == nil {
 			now := time.Now()
 			o.ages.Sent(s.Queue, aws.ToString(out.MessageId), now)
-			o.Series.Add(sqsMetric("NumberOfMessagesSent", s.Queue), now, 1)
+			o.series.Add(sqsMetric("NumberOfMessagesSent", s.Queue), now, 1)
 			o.Heartbeats.Add(1)
 			return
 		}
@@ -179,18 +179,18 @@ func (o *Observer) sample(ctx context.Context) {
 			}
 			visible, inflight, delayed := n(sqstypes.QueueAttributeNameApproximateNumberOfMessages),
 				n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible), n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)
-			o.Series.Add(sqsMetric("ApproximateNumberOfMessagesVisible", q), now, visible)
-			o.Series.Add(sqsMetric("ApproximateNumberOfMessagesNotVisible", q), now, inflight)
-			o.Series.Add(sqsMetric("ApproximateNumberOfMessagesDelayed", q), now, delayed)
+			o.series.Add(sqsMetric("ApproximateNumberOfMessagesVisible", q), now, visible)
+			o.series.Add(sqsMetric("ApproximateNumberOfMessagesNotVisible", q), now, inflight)
+			o.series.Add(sqsMetric("ApproximateNumberOfMessagesDelayed", q), now, delayed)
 			for _, c := range []string{"NumberOfMessagesSent", "NumberOfMessagesReceived", "NumberOfMessagesDeleted"} {
-				o.Series.Add(sqsMetric(c, q), now, 0)
+				o.series.Add(sqsMetric(c, q), now, 0)
 			}
 			if visible+inflight+delayed == 0 {
 				o.ages.Empty(q)
-				o.Series.Add(sqsMetric("ApproximateAgeOfOldestMessage", q), now, 0)
+				o.series.Add(sqsMetric("ApproximateAgeOfOldestMessage", q), now, 0)
 			} else if age, ok := o.ages.Oldest(q, now); ok {
 				// Read on the alarm clock, like every time of the evaluation.
-				o.Series.Add(sqsMetric("ApproximateAgeOfOldestMessage", q), now, age.Seconds()*o.Clock.Scale)
+				o.series.Add(sqsMetric("ApproximateAgeOfOldestMessage", q), now, age.Seconds()*o.Clock.Scale)
 			}
 		}
 		select {
@@ -226,7 +226,7 @@ func (o *Observer) Middleware(stack *middleware.Stack) error {
 						o.ages.Received(q, aws.ToString(m.MessageId), time.UnixMilli(ms), count)
 					}
 				}
-				o.Series.Add(sqsMetric("NumberOfMessagesReceived", q), now, float64(len(res.Messages)))
+				o.series.Add(sqsMetric("NumberOfMessagesReceived", q), now, float64(len(res.Messages)))
 			case *sqs.DeleteMessageBatchInput:
 				q := o.queueByURL[aws.ToString(req.QueueUrl)]
 				res, _ := out.Result.(*sqs.DeleteMessageBatchOutput)
@@ -242,7 +242,7 @@ func (o *Observer) Middleware(stack *middleware.Stack) error {
 						o.ages.Deleted(q, h.([2]string)[1])
 					}
 				}
-				o.Series.Add(sqsMetric("NumberOfMessagesDeleted", q), now, float64(len(res.Successful)))
+				o.series.Add(sqsMetric("NumberOfMessagesDeleted", q), now, float64(len(res.Successful)))
 			}
 			return out, md, err
 		}), middleware.After)
@@ -254,7 +254,7 @@ func (o *Observer) Sent(queue string, ok []sqstypes.SendMessageBatchResultEntry)
 	for _, e := range ok {
 		o.ages.Sent(queue, aws.ToString(e.MessageId), now)
 	}
-	o.Series.Add(sqsMetric("NumberOfMessagesSent", queue), now, float64(len(ok)))
+	o.series.Add(sqsMetric("NumberOfMessagesSent", queue), now, float64(len(ok)))
 }
 
 // invocation records Lambda's metrics for one invocation of function (a logical id): a
@@ -267,16 +267,16 @@ func (o *Observer) Invocation(function string, start time.Time, res lambdart.Res
 	if err != nil || res.FunctionError != nil {
 		failed = 1
 	}
-	o.Series.Add(m("Invocations"), start, 1)
-	o.Series.Add(m("Errors"), start, failed)
+	o.series.Add(m("Invocations"), start, 1)
+	o.series.Add(m("Errors"), start, failed)
 	if res.Duration > 0 {
-		o.Series.Add(m("Duration"), start, float64(res.Duration.Milliseconds()))
+		o.series.Add(m("Duration"), start, float64(res.Duration.Milliseconds()))
 	}
 }
 
 // line records a function's output line when it is EMF.
 func (o *Observer) Line(b []byte) {
-	alarm.RecordEMF(o.Series, b, func(dim, v string) string {
+	alarm.RecordEMF(o.series, b, func(dim, v string) string {
 		if id, ok := o.fnByName[v]; ok && dim == "Service" {
 			return id
 		}
@@ -299,18 +299,18 @@ func (o *Observer) Dynamo(c ddbproxy.Call, r ddbproxy.Reply) {
 	}
 	switch {
 	case r.Type == "ThrottlingException" || r.Type == "ProvisionedThroughputExceededException" || r.Type == "RequestLimitExceeded":
-		o.Series.Add(db("ThrottledRequests", "TableName", table, "Operation", c.Op), now, 1)
+		o.series.Add(db("ThrottledRequests", "TableName", table, "Operation", c.Op), now, 1)
 		metric := "WriteThrottleEvents"
 		if c.Op == "GetItem" || c.Op == "Query" || c.Op == "Scan" || c.Op == "BatchGetItem" {
 			metric = "ReadThrottleEvents"
 		}
-		o.Series.Add(db(metric, "TableName", table), now, 1)
+		o.series.Add(db(metric, "TableName", table), now, 1)
 	case r.Status >= 500:
-		o.Series.Add(db("SystemErrors", "TableName", table, "Operation", c.Op), now, 1)
+		o.series.Add(db("SystemErrors", "TableName", table, "Operation", c.Op), now, 1)
 	case r.Type == "ConditionalCheckFailedException":
-		o.Series.Add(db("ConditionalCheckFailedRequests", "TableName", table), now, 1)
+		o.series.Add(db("ConditionalCheckFailedRequests", "TableName", table), now, 1)
 	default:
-		o.Series.Add(db("UserErrors"), now, 1)
+		o.series.Add(db("UserErrors"), now, 1)
 	}
 }
 
@@ -320,7 +320,7 @@ func (o *Observer) Evaluate(end time.Time) (map[string]alarm.Evaluation, error) 
 	if err != nil {
 		return nil, err
 	}
-	return alarm.EvaluateAll(alarms, o.d.Template.Composites, o.Series, o.Clock, end)
+	return alarm.EvaluateAll(alarms, o.d.Template.Composites, o.series, o.Clock, end)
 }
 
 // withoutIdleHeartbeats is the template's alarms to evaluate: the heartbeat alarm of a pipeline whose

@@ -43,8 +43,8 @@ type Template struct {
 	Name   string // the stack name (file name without .template.json)
 	Queues map[string]Queue
 	Tables map[string]Table
-	// Buckets are the S3 buckets, by logical id; BucketEvents their notifications.
-	Buckets      map[string]Bucket
+	// buckets are the S3 buckets, by logical id; BucketEvents their notifications.
+	buckets      map[string]bucket
 	BucketEvents []BucketEvents
 	// Applied are the functions that only serve what the kit does itself (CDK's handler of
 	// bucket notifications), by logical id: not run, and not listed as not run.
@@ -81,9 +81,9 @@ type Template struct {
 	// locally, every other given name is kept as it is. nil (a harness that deploys one
 	// template several times side by side): every name gets the suffix.
 	Clashes map[string]bool
-	// Types is every resource's type, by logical id: what an error about a reference the
+	// types is every resource's type, by logical id: what an error about a reference the
 	// kit cannot resolve names.
-	Types map[string]string
+	types map[string]string
 	// otherSources lists the event source mappings that do not read an SQS queue (a
 	// DynamoDB or Kinesis stream, Kafka, MQ), for NotRun.
 	otherSources []string
@@ -117,9 +117,9 @@ var (
 // invocation and where an event goes when they are exhausted.
 type InvokeConfig struct {
 	LogicalID       string
-	MaxRetries      int
+	maxRetries      int
 	OnFailureQueue  string // logical id of the on-failure destination queue, "" for none
-	MaxEventAgeSecs int
+	maxEventAgeSecs int
 }
 
 // NestedStack is an AWS::CloudFormation::Stack whose template is a file of the cloud assembly,
@@ -142,8 +142,8 @@ type Queue struct {
 // Fifo reports whether the queue is a FIFO queue.
 func (q Queue) Fifo() bool { b, _ := q.Props["FifoQueue"].(bool); return b }
 
-// DeadLetterQueue is the logical id the redrive policy points at, "" without one.
-func (q Queue) DeadLetterQueue() string {
+// deadLetterQueue is the logical id the redrive policy points at, "" without one.
+func (q Queue) deadLetterQueue() string {
 	target := cfn.Dig(q.Props, "RedrivePolicy", "deadLetterTargetArn")
 	if q.standIn {
 		return queueNameOf(staticString(target))
@@ -166,8 +166,8 @@ func (q Queue) VisibilityTimeout() time.Duration {
 	return time.Duration(cfn.Float(q.Props["VisibilityTimeout"])) * time.Second
 }
 
-// Bucket is an AWS::S3::Bucket's properties.
-type Bucket struct {
+// bucket is an AWS::S3::bucket's properties.
+type bucket struct {
 	LogicalID string
 	Props     map[string]any
 }
@@ -202,7 +202,7 @@ func (t Topic) Fifo() bool { b, _ := t.Props["FifoTopic"].(bool); return b }
 type Subscription struct {
 	LogicalID string
 	TopicArn  any // as in the template (the topic may be another stack's)
-	Protocol  string
+	protocol  string
 	Endpoint  any  // as in the template: an SQS queue's ARN for protocol sqs
 	Raw       bool // RawMessageDelivery: the message as it was published, not SNS's JSON envelope
 	// Filter is the FilterPolicy, nil for none: a message it does not match is not delivered.
@@ -217,7 +217,7 @@ type Subscription struct {
 type Table struct {
 	LogicalID string
 	Props     map[string]any
-	Global    bool
+	global    bool
 }
 
 // Parameter is a stack parameter: its type, default value (nil without one) and the value
@@ -226,9 +226,9 @@ type Parameter struct {
 	Name    string
 	Type    string
 	Default any
-	// Value is what Ref of the parameter gives locally (a string, or a list for the list
+	// value is what Ref of the parameter gives locally (a string, or a list for the list
 	// types), nil when it has none: no Default and none given.
-	Value any
+	value any
 }
 
 // UseParameters gives each parameter its local value: the one in given, by name, else its
@@ -238,18 +238,18 @@ type Parameter struct {
 func (t *Template) UseParameters(given map[string]string) error {
 	for name, p := range t.Parameters {
 		v, ok := given[name]
-		if !ok && p.Default != nil && !p.FromSSM() {
+		if !ok && p.Default != nil && !p.fromSSM() {
 			v, ok = cfn.Scalar(p.Default), true
 		}
-		p.Value = nil
+		p.value = nil
 		if ok {
-			p.Value = v
+			p.value = v
 			if strings.Contains(p.Type, "List<") || strings.Contains(p.Type, "CommaDelimitedList") {
 				var list []any
 				for _, e := range strings.Split(v, ",") {
 					list = append(list, strings.TrimSpace(e))
 				}
-				p.Value = list
+				p.value = list
 			}
 		}
 		t.Parameters[name] = p
@@ -268,7 +268,7 @@ func (t *Template) UseParameters(given map[string]string) error {
 			if !ok {
 				continue
 			}
-			v, _ := p.Value.(string)
+			v, _ := p.value.(string)
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				return fmt.Errorf("mapping %s: %s refers to parameter %s, which has no number for the local run (%q): give it one with Options.Parameters[%q] or pipelinectl local up --parameter %s=N",
@@ -300,7 +300,7 @@ func (t *Template) GivenNames() map[string]string {
 			out[name] = id
 		}
 	}
-	for id, b := range t.Buckets {
+	for id, b := range t.buckets {
 		if name, ok := b.Props["BucketName"].(string); ok {
 			out[name] = id
 		}
@@ -313,10 +313,10 @@ func (t *Template) GivenNames() map[string]string {
 	return out
 }
 
-// FromSSM reports whether the parameter's value is read from Systems Manager Parameter Store
+// fromSSM reports whether the parameter's value is read from Systems Manager Parameter Store
 // at deploy time (type AWS::SSM::Parameter::Value<...>): its Default names a parameter there,
 // it is not the value.
-func (p Parameter) FromSSM() bool { return strings.HasPrefix(p.Type, "AWS::SSM::Parameter::Value<") }
+func (p Parameter) fromSSM() bool { return strings.HasPrefix(p.Type, "AWS::SSM::Parameter::Value<") }
 
 // Function is an AWS::Lambda::Function: its environment (values still CloudFormation
 // expressions), timeout and memory.
@@ -362,16 +362,16 @@ type Mapping struct {
 	// queue the stack imports): a string or an expression of pseudo parameters. Queue is ""
 	// until StandInQueue names the local queue that stands in for it.
 	SourceArn any
-	Function  string // logical id; "" for a function the stack does not create (External)
-	// External names a function the stack does not create (an existing function the
+	Function  string // logical id; "" for a function the stack does not create (external)
+	// external names a function the stack does not create (an existing function the
 	// mapping points at by name or ARN): the kit runs nothing for it, the queue is created.
-	External       string
+	external       string
 	BatchSize      int
 	WindowSeconds  int
 	MaxConcurrency int
-	// Unrunnable says why the mapping's FunctionName leads to no function the kit can run
+	// unrunnable says why the mapping's FunctionName leads to no function the kit can run
 	// (a reference to a resource that is not a function, alias or version), "" when it does.
-	Unrunnable     string
+	unrunnable     string
 	ReportFailures bool // FunctionResponseTypes has ReportBatchItemFailures
 	// Filters are the patterns of the mapping's FilterCriteria, nil for none: a record that
 	// matches none of them is deleted from the queue and never delivered, as Lambda does.
@@ -437,8 +437,8 @@ type SendSchedule struct {
 	// Input is the SendMessage request (the API's field names) with Scheduler's
 	// <aws.scheduler.*> placeholders, and QueueUrl empty: the harness fills in the queue's URL.
 	Input   string
-	Rate    time.Duration // from ScheduleExpression rate(N minutes|hours)
-	Retries int           // RetryPolicy.MaximumRetryAttempts
+	rate    time.Duration // from ScheduleExpression rate(N minutes|hours)
+	retries int           // RetryPolicy.MaximumRetryAttempts
 }
 
 // sqsSendTarget ends the ARN of Scheduler's universal target for SQS SendMessage.
@@ -448,7 +448,7 @@ var rateExpr = regexp.MustCompile(`^rate\(([0-9]+) (minute|minutes|hour|hours)\)
 
 func parseSendSchedule(id string, p map[string]any) (SendSchedule, error) {
 	retry, _ := cfn.Dig(p, "Target", "RetryPolicy").(map[string]any)
-	s := SendSchedule{LogicalID: id, Retries: cfn.Int(retry, "MaximumRetryAttempts", 185)}
+	s := SendSchedule{LogicalID: id, retries: cfn.Int(retry, "MaximumRetryAttempts", 185)}
 	var refs []string
 	s.Input = cfn.JoinString(cfn.Dig(p, "Target", "Input"), func(part any) string {
 		refs = append(refs, cfn.RefTarget(part))
@@ -464,9 +464,9 @@ func parseSendSchedule(id string, p map[string]any) (SendSchedule, error) {
 		return s, fmt.Errorf("schedule %s: expression %q: the local kit fires SQS-target schedules by rate(N minutes|hours) only", id, expr)
 	}
 	n, _ := strconv.Atoi(m[1])
-	s.Rate = time.Duration(n) * time.Minute
+	s.rate = time.Duration(n) * time.Minute
 	if strings.HasPrefix(m[2], "hour") {
-		s.Rate = time.Duration(n) * time.Hour
+		s.rate = time.Duration(n) * time.Hour
 	}
 	return s, nil
 }
@@ -534,14 +534,14 @@ func LoadTemplate(path string) (*Template, error) {
 		Tables:        map[string]Table{},
 		Topics:        map[string]Topic{},
 		Secrets:       map[string]Secret{},
-		Buckets:       map[string]Bucket{},
+		buckets:       map[string]bucket{},
 		Applied:       map[string]string{},
 		Functions:     map[string]Function{},
 		InvokeConfigs: map[string]InvokeConfig{},
 		Outputs:       map[string]any{},
 		Parameters:    map[string]Parameter{},
 		Exports:       map[string]any{},
-		Types:         map[string]string{},
+		types:         map[string]string{},
 	}
 	for name, o := range doc.Outputs {
 		t.Outputs[name] = o.Value
@@ -553,7 +553,7 @@ func LoadTemplate(path string) (*Template, error) {
 		t.Parameters[name] = Parameter{Name: name, Type: p.Type, Default: p.Default}
 	}
 	for id, r := range doc.Resources {
-		t.Types[id] = r.Type
+		t.types[id] = r.Type
 	}
 	others := map[string]int{}
 	for _, id := range slices.Sorted(maps.Keys(doc.Resources)) { // deterministic mapping and schedule order
@@ -590,7 +590,7 @@ func readQueue(t *Template, id string, r resource, doc map[string]resource) erro
 // readBucket reads a bucket, with the properties the kit does not apply.
 func readBucket(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
-	t.Buckets[id] = Bucket{LogicalID: id, Props: p}
+	t.buckets[id] = bucket{LogicalID: id, Props: p}
 	for _, k := range slices.Sorted(maps.Keys(p)) {
 		if k != "BucketName" {
 			t.NotApplied = append(t.NotApplied, "bucket "+id+" "+k)
@@ -642,11 +642,11 @@ func readTopic(t *Template, id string, r resource, doc map[string]resource) erro
 func readSubscription(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
 	sub := Subscription{LogicalID: id, TopicArn: p["TopicArn"], Endpoint: p["Endpoint"]}
-	sub.Protocol, _ = p["Protocol"].(string)
+	sub.protocol, _ = p["Protocol"].(string)
 	sub.Raw = p["RawMessageDelivery"] == true || p["RawMessageDelivery"] == "true"
 	switch {
-	case sub.Protocol != "sqs":
-		t.NotApplied = append(t.NotApplied, fmt.Sprintf("subscription %s (protocol %s): the kit delivers a topic's messages to SQS queues only", id, sub.Protocol))
+	case sub.protocol != "sqs":
+		t.NotApplied = append(t.NotApplied, fmt.Sprintf("subscription %s (protocol %s): the kit delivers a topic's messages to SQS queues only", id, sub.protocol))
 		return nil
 	case p["FilterPolicy"] != nil:
 		policy := p["FilterPolicy"]
@@ -671,7 +671,7 @@ func readSubscription(t *Template, id string, r resource, doc map[string]resourc
 // readTable reads a table (a TableV2's too).
 func readTable(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
-	t.Tables[id] = Table{LogicalID: id, Props: p, Global: r.Type == typeGlobalTable}
+	t.Tables[id] = Table{LogicalID: id, Props: p, global: r.Type == typeGlobalTable}
 	return nil
 }
 
@@ -738,7 +738,7 @@ func readMapping(t *Template, id string, r resource, doc map[string]resource) er
 			return fmt.Errorf("mapping %s: FilterCriteria, which Lambda would refuse: %w", id, err)
 		}
 	}
-	m.Function, m.External, m.Unrunnable = mappedFunction(p["FunctionName"], func(id string) (string, any) {
+	m.Function, m.external, m.unrunnable = mappedFunction(p["FunctionName"], func(id string) (string, any) {
 		return doc[id].Type, doc[id].Properties["FunctionName"]
 	}, t.Parameters)
 	if enabled, ok := p["Enabled"].(bool); ok && !enabled {
@@ -775,8 +775,8 @@ func readSchedule(t *Template, id string, r resource, doc map[string]resource) e
 // readInvokeConfig reads a function's asynchronous invocation settings.
 func readInvokeConfig(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
-	t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, MaxRetries: cfn.Int(p, "MaximumRetryAttempts", 2),
-		OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), MaxEventAgeSecs: cfn.Int(p, "MaximumEventAgeInSeconds", 21600)}
+	t.InvokeConfigs[cfn.RefTarget(p["FunctionName"])] = InvokeConfig{LogicalID: id, maxRetries: cfn.Int(p, "MaximumRetryAttempts", 2),
+		OnFailureQueue: cfn.RefTarget(cfn.Dig(p, "DestinationConfig", "OnFailure", "Destination")), maxEventAgeSecs: cfn.Int(p, "MaximumEventAgeInSeconds", 21600)}
 	return nil
 }
 
@@ -822,7 +822,7 @@ func (t *Template) check() error {
 		if _, ok := t.Queues[m.Queue]; !ok && m.SourceArn == nil {
 			problems = append(problems, fmt.Sprintf("mapping %s: source %q is not a queue of this stack", m.LogicalID, m.Queue))
 		}
-		if _, ok := t.Functions[m.Function]; !ok && m.External == "" && m.Unrunnable == "" {
+		if _, ok := t.Functions[m.Function]; !ok && m.external == "" && m.unrunnable == "" {
 			problems = append(problems, fmt.Sprintf("mapping %s: function %q is not in this stack", m.LogicalID, m.Function))
 		}
 	}
@@ -837,7 +837,7 @@ func (t *Template) check() error {
 		}
 	}
 	for id, q := range t.Queues {
-		if dlq := q.DeadLetterQueue(); dlq != "" {
+		if dlq := q.deadLetterQueue(); dlq != "" {
 			if _, ok := t.Queues[dlq]; !ok {
 				problems = append(problems, fmt.Sprintf("queue %s: dead-letter queue %q is not in this stack", id, dlq))
 			}
@@ -849,8 +849,8 @@ func (t *Template) check() error {
 	return nil
 }
 
-// MappingFor returns the event source mapping that feeds a queue.
-func (t *Template) MappingFor(queue string) (Mapping, error) {
+// mappingFor returns the event source mapping that feeds a queue.
+func (t *Template) mappingFor(queue string) (Mapping, error) {
 	for _, m := range t.Mappings {
 		if m.Queue == queue {
 			return m, nil
@@ -875,7 +875,7 @@ func (t *Template) ScheduleFor(function string) (Schedule, error) {
 func (t *Template) Pipelines() ([]Pipeline, error) {
 	var out []Pipeline
 	for _, m := range t.Mappings {
-		if m.External != "" || m.Unrunnable != "" {
+		if m.external != "" || m.unrunnable != "" {
 			continue // listed by NotRun
 		}
 		if m.Queue == "" {
@@ -883,7 +883,7 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 				"synthesize again (`cdk synth`) with this version of the constructs, which records it", m.LogicalID, staticString(m.SourceArn))
 		}
 		q := t.Queues[m.Queue]
-		p := Pipeline{Queue: m.Queue, DLQ: q.DeadLetterQueue(), Consumer: m.Function, Mapping: m, Fifo: q.Fifo()}
+		p := Pipeline{Queue: m.Queue, DLQ: q.deadLetterQueue(), Consumer: m.Function, Mapping: m, Fifo: q.Fifo()}
 		for id, f := range t.Functions { // a scheduled function sending to the queue
 			url := f.Env[contract.EnvQueueURL]
 			if _, err := t.ScheduleFor(id); err == nil && (cfn.RefTarget(url) == m.Queue || q.standIn && queueNameOf(t.staticString(url)) == m.Queue) {
@@ -902,11 +902,11 @@ func (t *Template) NotRun() []string {
 	out := slices.Clone(t.otherSources)
 	for _, m := range t.Mappings {
 		switch {
-		case m.External != "":
+		case m.external != "":
 			out = append(out, fmt.Sprintf("not run locally: %s (a function the stack does not create), mapped to %s by %s; the queue is created",
-				m.External, MappingSource(m), m.LogicalID))
-		case m.Unrunnable != "":
-			out = append(out, fmt.Sprintf("not run locally: mapping %s of %s: %s; the queue is created", m.LogicalID, MappingSource(m), m.Unrunnable))
+				m.external, MappingSource(m), m.LogicalID))
+		case m.unrunnable != "":
+			out = append(out, fmt.Sprintf("not run locally: mapping %s of %s: %s; the queue is created", m.LogicalID, MappingSource(m), m.unrunnable))
 		}
 	}
 	return out
@@ -930,7 +930,7 @@ func notSQS(t *Template, src any) string {
 		return "not an ARN (a self-managed Kafka cluster)"
 	}
 	if id := cfn.RefTarget(src); id != "" {
-		if typ, ok := t.Types[id]; ok && typ != typeQueue {
+		if typ, ok := t.types[id]; ok && typ != typeQueue {
 			return id + " (" + typ + ")"
 		}
 		return ""

@@ -18,7 +18,7 @@ import (
 func (t *Template) staticString(v any) string {
 	return cfn.Static(func(name string) (any, bool) {
 		p, ok := t.Parameters[name]
-		return p.Value, ok && p.Value != nil
+		return p.value, ok && p.value != nil
 	}).String(v)
 }
 
@@ -89,11 +89,11 @@ func (d *Deployment) ref(id string) (any, error) {
 		return name, nil
 	}
 	if p, ok := d.Template.Parameters[id]; ok {
-		if p.Value != nil {
-			return p.Value, nil
+		if p.value != nil {
+			return p.value, nil
 		}
 		why := "which has no Default"
-		if p.FromSSM() {
+		if p.fromSSM() {
 			why = fmt.Sprintf("whose value is read from Systems Manager parameter %s at deploy time", jsonish(p.Default))
 		}
 		return nil, &cfn.Unresolved{What: "parameter " + id + " (" + p.Type + ")", Why: why, Param: id}
@@ -117,7 +117,7 @@ func (d *Deployment) getAtt(id, attr string) (any, error) {
 		return d.TopicARN[id][strings.LastIndex(d.TopicARN[id], ":")+1:], nil
 	case attr == "Arn" && d.TableName[id] != "":
 		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", d.region, d.account, d.TableName[id]), nil
-	case strings.HasPrefix(attr, "Outputs.") && d.Template.Types[id] == typeNestedStack && d.NestedOutput != nil:
+	case strings.HasPrefix(attr, "Outputs.") && d.Template.types[id] == typeNestedStack && d.NestedOutput != nil:
 		return d.NestedOutput(id, strings.TrimPrefix(attr, "Outputs."))
 	}
 	return nil, d.notLocal(id, attr)
