@@ -116,7 +116,7 @@ func (k *Kit) prepare(ctx context.Context, st *stackRun, sp *stackPlan, p standi
 	if err := k.standIn(ctx, st, p.Consumer); err != nil {
 		return err
 	}
-	visibility := sp.visibility[p.Queue]
+	visibility := sp.visibility[p.Mapping.LogicalID]
 	if visibility <= 0 {
 		return nil
 	}

@@ -32,9 +32,9 @@ type stackPlan struct {
 	code      map[string]code    // by function logical id, for the functions of pipelines
 	notRun    []string
 	planned   *standin.Deployment // the stack as the resolve stage planned it (resolve.go)
-	// visibility is the visibility timeout each running pipeline's queue gets here, by queue
-	// logical id (Options.VisibilityTimeout; 0 keeps the template's): create sets it on the
-	// kit's queues, an attached run's poller asks for it.
+	// visibility is the visibility timeout each running pipeline's queue gets here, by its
+	// mapping's logical id (Options.VisibilityTimeout; 0 keeps the template's): create sets
+	// it on the kit's queues, an attached run's poller asks for it.
 	visibility map[string]time.Duration
 }
 
@@ -381,7 +381,7 @@ func planAll(a *assembly, opts Options) (plans []*stackPlan, notRun []string, er
 		plans[i].planned = a.planned[i]
 		plans[i].visibility = map[string]time.Duration{}
 		for _, p := range plans[i].pipelines {
-			plans[i].visibility[p.Queue] = visibility(opts.VisibilityTimeout, t, p)
+			plans[i].visibility[p.Mapping.LogicalID] = visibility(opts.VisibilityTimeout, t, p)
 			if !p.Mapping.Disabled {
 				running++
 			}

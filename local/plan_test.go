@@ -12,9 +12,8 @@ import (
 	"testing"
 
 	"github.com/idempotent-sqs/pipeline/internal/cfn"
-	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
-
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 )
 
 // writeAssembly writes a cloud assembly of one stack S with the template doc, and an asset
@@ -299,6 +298,17 @@ func TestQueueWithoutRedrivePolicy(t *testing.T) {
 func TestStatesAreTheEvaluators(t *testing.T) {
 	if StateOK != alarm.StateOK || StateAlarm != alarm.StateAlarm || StateInsufficient != alarm.StateInsufficient || AlarmTimeScale != alarm.TimeScale {
 		t.Error("local's alarm states or AlarmTimeScale differ from internal/standin/alarm's")
+	}
+}
+
+// An import asked while the stacks are planned, before every stack is (a nested stack's
+// parameter given an Fn::ImportValue, planned right after its parent), finds no export in a
+// stack not planned yet: unresolved, named, never a crash.
+func TestImportValueSkipsStacksNotPlannedYet(t *testing.T) {
+	_, err := importValue([]*standin.Deployment{nil, nil}, "Shared:ExportsOutputRefRegistry")
+	want := `Fn::ImportValue "Shared:ExportsOutputRefRegistry", an export of none of the stacks the kit runs (run the stack that exports it too)`
+	if err == nil || err.Error() != want {
+		t.Errorf("importValue before any stack is planned: %v, want %q", err, want)
 	}
 }
 

@@ -247,8 +247,12 @@ func (p *planner) linkParent(i int, m standin.Mapping, parent *standin.Deploymen
 }
 
 // importValue is the value of the export name among deps' stacks (Fn::ImportValue).
+// A stack not planned (or created) yet, nil in deps, exports nothing yet.
 func importValue(deps []*standin.Deployment, name string) (any, error) {
 	for _, d := range deps {
+		if d == nil {
+			continue
+		}
 		for _, out := range slices.Sorted(maps.Keys(d.Template.Exports)) {
 			if export, err := d.Resolve(d.Template.Exports[out]); err == nil && export == name {
 				return d.Resolve(d.Template.Outputs[out])

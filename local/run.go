@@ -88,7 +88,7 @@ func (k *Kit) runStack(ctx context.Context, st *stackRun, sp *stackPlan, sources
 		}
 		r.poller = &poller.Poller{SQS: pollSQ, QueueURL: r.QueueURL, QueueARN: d.QueueARN[p.Queue], Region: k.region, Mapping: p.Mapping, Fifo: p.Fifo, Envs: envs}
 		if k.at != nil { // the deployed queue unchanged: each receive asks for it
-			r.poller.VisibilityTimeout = int32(sp.visibility[p.Queue].Seconds())
+			r.poller.VisibilityTimeout = int32(sp.visibility[p.Mapping.LogicalID].Seconds())
 		}
 		k.wg.Go(func() {
 			if p.Mapping.Disabled {

@@ -84,7 +84,7 @@ func References(v any) []string {
 					format, _ = a[0].(string)
 					walk(a[1])
 				}
-				for _, m := range SubVar.FindAllStringSubmatch(format, -1) {
+				for _, m := range subVar.FindAllStringSubmatch(format, -1) {
 					id, _, _ := strings.Cut(m[1], ".")
 					add(id)
 				}
@@ -99,9 +99,9 @@ func References(v any) []string {
 	return out
 }
 
-// SubVar matches a variable of an Fn::Sub format, ${Name} or ${Id.Attribute}, its name the
+// subVar matches a variable of an Fn::Sub format, ${Name} or ${Id.Attribute}, its name the
 // first group; ${!Literal} is not one.
-var SubVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
+var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
 
 // Dig follows keys through nested objects, returning nil where a key is missing.
 func Dig(v any, keys ...string) any {

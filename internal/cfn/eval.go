@@ -155,7 +155,7 @@ func (r Resolver) listFunc(name string, arg any) (any, error) {
 	if inner != nil {
 		return nil, fmt.Errorf("%s %s: %w", name, b, inner)
 	}
-	return nil, fmt.Errorf("%s %s: not a [separator, list] or [index, list] of values", name, b)
+	return nil, fmt.Errorf("%s %s: not resolvable in this deployment", name, b)
 }
 
 // sub evaluates Fn::Sub: "${Name}" (a parameter, a resource's Ref, a pseudo parameter, or
@@ -168,7 +168,7 @@ func (r Resolver) sub(arg any) (any, error) {
 		vars, _ = a[1].(map[string]any)
 	}
 	var firstErr error
-	out := SubVar.ReplaceAllStringFunc(format, func(m string) string {
+	out := subVar.ReplaceAllStringFunc(format, func(m string) string {
 		name := m[2 : len(m)-1]
 		var v any
 		var err error
@@ -257,13 +257,13 @@ func split(arg any, eval func(any) (any, bool)) (any, bool) {
 	return out, true
 }
 
-// Pseudo are the placeholders the static mode gives the pseudo parameters that do not
+// pseudo are the placeholders the static mode gives the pseudo parameters that do not
 // depend on a deployment's account and region being known.
-var Pseudo = map[string]string{
+var pseudo = map[string]string{
 	"AWS::Partition": "aws", "AWS::Region": "local", "AWS::AccountId": "000000000000", "AWS::URLSuffix": "amazonaws.com",
 }
 
-// Static is the static mode: the pseudo parameters as placeholders (Pseudo), and the names
+// Static is the static mode: the pseudo parameters as placeholders (pseudo), and the names
 // known gives a value (a template's parameters that have one); nil knows none. Nothing
 // deployed has a value.
 func Static(known func(name string) (any, bool)) Resolver {
@@ -273,7 +273,7 @@ func Static(known func(name string) (any, bool)) Resolver {
 				return v, nil
 			}
 		}
-		if s, ok := Pseudo[name]; ok {
+		if s, ok := pseudo[name]; ok {
 			return s, nil
 		}
 		return nil, &Unresolved{What: name, Why: "which has no value before deployment"}
@@ -292,7 +292,7 @@ func (r Resolver) String(v any) string {
 
 // StaticString is v as a string when it depends on nothing deployed and on no parameter: a
 // string, Fn::Join, Fn::Select, Fn::Split and Fn::Sub of such values, the pseudo parameters
-// as placeholders (Pseudo). Anything else (a reference to a resource, a parameter or an
+// as placeholders (pseudo). Anything else (a reference to a resource, a parameter or an
 // import; a value that is not a string) is "".
 func StaticString(v any) string { return Static(nil).String(v) }
 

@@ -85,7 +85,7 @@ func TestResolveErrors(t *testing.T) {
 		{`{"Fn::GetAtt": ["Q", "QueueName"]}`, "Q.QueueName, an attribute the local kit has no value for"},
 		{`{"Fn::GetAtt": "Q.Arn"}`, "Fn::GetAtt Q.Arn: want [id, attribute]"},
 		{`{"Fn::Join": ["", ["a", {"Ref": "Nope"}]]}`, `Fn::Join ["",["a",{"Ref":"Nope"}]]: Nope, which is not a resource or parameter of the template`},
-		{`{"Fn::Select": [9, ["a"]]}`, `Fn::Select [9,["a"]]: not a [separator, list] or [index, list] of values`},
+		{`{"Fn::Select": [9, ["a"]]}`, `Fn::Select [9,["a"]]: not resolvable in this deployment`},
 		{`{"Fn::Sub": "${P}-${Q}"}`, "parameter P (String), which has no Default"},
 		{`{"Fn::ImportValue": "other"}`, `Fn::ImportValue "other", an export of none of the stacks the kit runs (run the stack that exports it too)`},
 		{`{"Fn::If": ["C", "a", "b"]}`, `Fn::If ["C","a","b"], an intrinsic the local kit does not evaluate`},

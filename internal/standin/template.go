@@ -60,7 +60,7 @@ type Template struct {
 	Schedules []Schedule
 	// SendSchedules are the schedules whose target is SQS SendMessage itself (the heartbeats).
 	SendSchedules []SendSchedule
-	// Alarms and Composites are the stack's CloudWatch alarms (alarms.go evaluates them).
+	// Alarms and Composites are the stack's CloudWatch alarms (package alarm, internal/standin/alarm, evaluates them).
 	Alarms     []alarm.Alarm
 	Composites []alarm.Composite
 	// InvokeConfigs are the functions' asynchronous invocation settings, by function.
@@ -166,7 +166,7 @@ func (q Queue) VisibilityTimeout() time.Duration {
 	return time.Duration(cfn.Float(q.Props["VisibilityTimeout"])) * time.Second
 }
 
-// bucket is an AWS::S3::bucket's properties.
+// bucket is an AWS::S3::Bucket's properties.
 type bucket struct {
 	LogicalID string
 	Props     map[string]any

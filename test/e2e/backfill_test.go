@@ -18,9 +18,8 @@ import (
 
 	"github.com/idempotent-sqs/pipeline/functions/telemetry"
 	"github.com/idempotent-sqs/pipeline/internal/lambdart"
-	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
-
 	"github.com/idempotent-sqs/pipeline/internal/standin"
+	"github.com/idempotent-sqs/pipeline/internal/standin/alarm"
 )
 
 // TestBackfillTwiceRunsEachOccurrenceOnce: the schedule was off for three hours. The

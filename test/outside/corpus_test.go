@@ -29,7 +29,8 @@ import (
 // what is sent to it, the filter drops what it does not match (deleted, never delivered),
 // the names the app gave are kept, a failing record reaches its DLQ and that DLQ's own
 // consumer, a queue of one stack feeds another's function, a nested stack runs with its
-// parent's table, and every command local up prints succeeds as printed. The one function
+// parent's table and with the table of another stack (Shared, which the kit reads after it)
+// that it requires at init (an Fn::ImportValue in the nested template), and every command local up prints succeeds as printed. The one function
 // whose variable has a value only AWS knows (a Systems Manager parameter read at deploy
 // time) is listed as not run, with how to give it, and stops nothing else.
 func TestCorpusRunsUnchanged(t *testing.T) {

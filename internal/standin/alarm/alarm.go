@@ -125,7 +125,7 @@ func (a Alarm) missingTreatment() string {
 	return a.TreatMissingData
 }
 
-// Composite is an AWS::CloudWatch::Composite; its rule names child alarms by
+// Composite is an AWS::CloudWatch::CompositeAlarm; its rule names child alarms by
 // logical id.
 type Composite struct {
 	LogicalID, Name, Description string
@@ -317,8 +317,8 @@ func (s *Series) Add(m MetricID, t time.Time, v float64) {
 	s.mu.Unlock()
 }
 
-// Has reports whether the metric has any data point.
-func (s *Series) Has(m MetricID) bool {
+// has reports whether the metric has any data point.
+func (s *Series) has(m MetricID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.points[m]) > 0
@@ -447,11 +447,11 @@ func (e Evaluation) StateAt(at time.Time) string {
 	return state
 }
 
-// Evaluate runs the alarm over s from clock.Start to the wall-clock time end: it computes
+// evaluate runs the alarm over s from clock.Start to the wall-clock time end: it computes
 // each period's datapoint (periods aligned at clock.Start, on the alarm clock), and at the
 // end of every period applies CloudWatch's rule to the last EvaluationPeriods datapoints. An
 // alarm starts in INSUFFICIENT_DATA.
-func Evaluate(a Alarm, s *Series, clock Clock, end time.Time) (Evaluation, error) {
+func evaluate(a Alarm, s *Series, clock Clock, end time.Time) (Evaluation, error) {
 	ev := Evaluation{LogicalID: a.LogicalID}
 	periods := int(clock.Alarm(end).Sub(clock.Start) / a.Period) // complete periods only
 	values, err := a.datapoints(s, clock, periods)
@@ -571,7 +571,7 @@ func (a Alarm) datapoints(s *Series, clock Clock, n int) ([]float64, error) {
 func EvaluateAll(alarms []Alarm, composites []Composite, s *Series, clock Clock, end time.Time) (map[string]Evaluation, error) {
 	out := map[string]Evaluation{}
 	for _, a := range alarms {
-		ev, err := Evaluate(a, s, clock, end)
+		ev, err := evaluate(a, s, clock, end)
 		if err != nil {
 			return nil, err
 		}

@@ -30,7 +30,7 @@ func simpleAlarm(stat string, threshold float64, m, n int, missing string, metri
 // states renders an evaluation as the state after each period ("." = unchanged).
 func states(t *testing.T, a Alarm, s *Series, periods int) string {
 	t.Helper()
-	ev, err := Evaluate(a, s, Clock{Start: t0, Scale: 1}, t0.Add(time.Duration(periods)*a.Period))
+	ev, err := evaluate(a, s, Clock{Start: t0, Scale: 1}, t0.Add(time.Duration(periods)*a.Period))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestClockScale(t *testing.T) {
 	m := NewMetricID("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "Q")
 	s := NewSeries()
 	s.Add(m, t0.Add(3*time.Second), 1) // in the second alarm minute
-	ev, err := Evaluate(simpleAlarm("Maximum", 1, 1, 1, "notBreaching", m), s, c, t0.Add(5*time.Second))
+	ev, err := evaluate(simpleAlarm("Maximum", 1, 1, 1, "notBreaching", m), s, c, t0.Add(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestRecordEMF(t *testing.T) {
 	if len(got) != 1 || got[0].v != 2 || !got[0].t.Equal(time.UnixMilli(1795428000000)) {
 		t.Errorf("Processed = %v", got)
 	}
-	if !s.Has(NewMetricID("IdempotentSQS", "Failed", "Service", "consumer-fn")) {
+	if !s.has(NewMetricID("IdempotentSQS", "Failed", "Service", "consumer-fn")) {
 		t.Error("Failed (0) not recorded: a zero is data, not missing data")
 	}
 	for _, l := range []string{`{"message":"effect applied"}`, `not json`} {

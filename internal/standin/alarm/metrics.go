@@ -7,8 +7,8 @@ import (
 )
 
 // The metrics a run produces, recorded into a Series under the names CloudWatch would
-// publish them by: the functions' Embedded Metric Format lines (recordEMF), and the age of
-// the oldest message of each queue (ageTracker), which SQS servers do not report. The world
+// publish them by: the functions' Embedded Metric Format lines (RecordEMF), and the age of
+// the oldest message of each queue (AgeTracker), which SQS servers do not report. The world
 // (alarms_e2e_test.go) adds Lambda's invocation metrics, DynamoDB's error and throttle counts
 // and the queues' sampled depths.
 
@@ -75,7 +75,7 @@ type tracked struct {
 	receives int
 }
 
-// NewAgeTracker returns an empty ageTracker.
+// NewAgeTracker returns an empty AgeTracker.
 func NewAgeTracker() *AgeTracker { return &AgeTracker{live: map[string]map[string]tracked{}} }
 
 func (a *AgeTracker) queue(q string) map[string]tracked {

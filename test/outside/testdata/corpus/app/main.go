@@ -60,7 +60,7 @@ func main() {
 	NewBroken(app, "Broken")
 	shared := NewShared(app, "Shared")
 	NewReader(app, "Reader", shared)
-	NewNested(app, "Nested")
+	NewNested(app, "Nested", shared)
 	NewLayered(app, "Layered")
 	NewSettings(app, "Settings")
 	app.Synth(nil)
@@ -260,16 +260,22 @@ func NewBroken(scope constructs.Construct, id string) awscdk.Stack {
 	return stack
 }
 
-// SharedStack is a stack that other stacks of the app use a queue of.
+// SharedStack is a stack that other stacks of the app use a queue and a table of.
 type SharedStack struct {
 	awscdk.Stack
-	Queue awssqs.Queue
+	Queue    awssqs.Queue
+	Registry awsdynamodb.Table
 }
 
-// NewShared holds a queue (with its DLQ) that another stack reads.
+// NewShared holds a queue (with its DLQ) that another stack reads, and a table that a
+// function of another stack's nested stack requires.
 func NewShared(scope constructs.Construct, id string) *SharedStack {
 	stack := awscdk.NewStack(scope, jsii.String(id), nil)
-	return &SharedStack{Stack: stack, Queue: queueWithDLQ(stack, "Requests", nil)}
+	registry := awsdynamodb.NewTable(stack, jsii.String("Registry"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+	})
+	return &SharedStack{Stack: stack, Queue: queueWithDLQ(stack, "Requests", nil), Registry: registry}
 }
 
 // NewReader reads the shared stack's queue with a function of its own: CDK writes the
@@ -282,8 +288,10 @@ func NewReader(scope constructs.Construct, id string, shared *SharedStack) awscd
 }
 
 // NewNested puts the pipeline in a nested stack: the parent holds the table, which the
-// nested stack's function writes to, and outputs the nested stack's queue URL.
-func NewNested(scope constructs.Construct, id string) awscdk.Stack {
+// nested stack's function writes to, and outputs the nested stack's queue URL. The function
+// also requires the shared stack's table at init: CDK exports its name from Shared and
+// imports it in the nested stack's template.
+func NewNested(scope constructs.Construct, id string, shared *SharedStack) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), nil)
 	table := awsdynamodb.NewTable(stack, jsii.String("Ledger"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
@@ -296,7 +304,7 @@ func NewNested(scope constructs.Construct, id string) awscdk.Stack {
 		Handler:      jsii.String("bootstrap"),
 		Architecture: awslambda.Architecture_X86_64(),
 		Code:         awslambda.Code_FromAsset(jsii.String("bin/zip"), nil),
-		Environment:  &map[string]*string{"SEEN_TABLE": table.TableName()},
+		Environment:  &map[string]*string{"SEEN_TABLE": table.TableName(), "REQUIRED_TABLE": shared.Registry.TableName()},
 	})
 	table.GrantWriteData(fn)
 	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, nil))
