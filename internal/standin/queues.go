@@ -45,7 +45,7 @@ func (q Queue) Fifo() bool { b, _ := q.Props["FifoQueue"].(bool); return b }
 func (q Queue) deadLetterQueue() string {
 	target := cfn.Dig(q.Props, "RedrivePolicy", "deadLetterTargetArn")
 	if q.standIn {
-		return queueNameOf(staticString(target))
+		return queueNameOf(cfn.StaticString(target))
 	}
 	return cfn.RefTarget(target)
 }
@@ -158,16 +158,6 @@ func readMapping(t *Template, id string, r resource, doc map[string]resource) er
 	return nil
 }
 
-// mappingFor returns the event source mapping that feeds a queue.
-func (t *Template) mappingFor(queue string) (Mapping, error) {
-	for _, m := range t.Mappings {
-		if m.Queue == queue {
-			return m, nil
-		}
-	}
-	return Mapping{}, fmt.Errorf("template %s: no event source mapping reads queue %s", t.Name, queue)
-}
-
 // Pipelines pairs each processing queue (a queue with an event source mapping) with its
 // consumer, DLQ ("" when the queue has no redrive policy) and the dispatcher whose QUEUE_URL
 // names it.
@@ -179,7 +169,7 @@ func (t *Template) Pipelines() ([]Pipeline, error) {
 		}
 		if m.Queue == "" {
 			return nil, fmt.Errorf("mapping %s: its source %s is a queue the stack imports, and the cloud assembly does not describe it: "+
-				"synthesize again (`cdk synth`) with this version of the constructs, which records it", m.LogicalID, staticString(m.SourceArn))
+				"synthesize again (`cdk synth`) with this version of the constructs, which records it", m.LogicalID, cfn.StaticString(m.SourceArn))
 		}
 		q := t.Queues[m.Queue]
 		p := Pipeline{Queue: m.Queue, DLQ: q.deadLetterQueue(), Consumer: m.Function, Mapping: m, Fifo: q.Fifo()}
@@ -216,7 +206,7 @@ func MappingSource(m Mapping) string {
 	if m.Queue != "" {
 		return "queue " + m.Queue
 	}
-	if name := queueNameOf(staticString(m.SourceArn)); name != "" {
+	if name := queueNameOf(cfn.StaticString(m.SourceArn)); name != "" {
 		return "queue " + name
 	}
 	return "the queue " + jsonish(m.SourceArn)
@@ -234,7 +224,7 @@ func notSQS(t *Template, src any) string {
 		}
 		return ""
 	}
-	if parts := strings.Split(staticString(src), ":"); len(parts) >= 6 && parts[0] == "arn" && parts[2] != "sqs" {
+	if parts := strings.Split(cfn.StaticString(src), ":"); len(parts) >= 6 && parts[0] == "arn" && parts[2] != "sqs" {
 		return strings.Join(parts, ":")
 	}
 	return ""
@@ -315,7 +305,7 @@ func filterPatterns(v any) ([]string, error) {
 // functionNameOf renders a mapping's FunctionName that is not a function of the stack: a
 // name, an ARN (its name and qualifier) or an expression.
 func functionNameOf(v any) string {
-	s := staticString(v)
+	s := cfn.StaticString(v)
 	if s == "" {
 		b, _ := json.Marshal(v)
 		return "function " + string(b)

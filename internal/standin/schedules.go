@@ -102,7 +102,7 @@ func parseSendSchedule(id string, p map[string]any) (SendSchedule, error) {
 // readSchedule reads a schedule: one that sends to a queue, or one that invokes a function.
 func readSchedule(t *Template, id string, r resource, doc map[string]resource) error {
 	p := r.Properties
-	if strings.HasSuffix(staticString(cfn.Dig(p, "Target", "Arn")), sqsSendTarget) {
+	if strings.HasSuffix(cfn.StaticString(cfn.Dig(p, "Target", "Arn")), sqsSendTarget) {
 		s, err := parseSendSchedule(id, p)
 		if err != nil {
 			return err

@@ -22,10 +22,6 @@ func (t *Template) staticString(v any) string {
 	}).String(v)
 }
 
-// staticString is cfn.StaticString: v as a string when it depends on nothing deployed and
-// on no parameter.
-func staticString(v any) string { return cfn.StaticString(v) }
-
 // Resolve evaluates v's intrinsics (cfn.Resolver) with the names, URLs and ARNs of this
 // deployment: planned or real, as it was made. An SQS ARN or URL built from a queue's
 // template name (as redrive-allow policies and imported queues are) is the local queue's.

@@ -132,7 +132,6 @@ type world struct {
 	dynamo *ddbproxy.Proxy // consumers -> DynamoDB Local
 	sqsPx  *ddbproxy.Proxy // dispatchers -> SQS server
 	ledger *ledger.Ledger
-	region string
 
 	mu          sync.Mutex
 	envs        []*lambdart.Env
